@@ -1,0 +1,87 @@
+// Element-wise math of coconet, defined once: the operator semantics and the
+// counter-based dropout RNG, as inline functions usable on host and device.
+// The reference interpreter (model/), the CPU backend and the CUDA kernels all
+// call these, so a value means the same thing everywhere.
+//
+// Design notes
+// - Header-only and dependency-free so that model/ (which depends on nothing)
+//   can evaluate with the same definitions the kernels use.
+// - Dropout is keyed by (seed, global element index) through a Philox-style
+//   integer mix: the mask of element i does not depend on which rank holds i,
+//   on the slice it lives in, or on the chunk it is processed in.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define COCONET_HD __host__ __device__ __forceinline__
+#else
+#define COCONET_HD inline
+#endif
+
+namespace coconet::kernels {
+
+enum class UnaryOp : std::uint8_t { neg, sqrt, rsqrt, abs, exp, log };
+enum class BinaryOp : std::uint8_t { add, sub, mul, div, pow, max, min, lt, le, gt, ge, eq, ne };
+
+template <typename T>
+COCONET_HD T apply_unary(UnaryOp op, T a) {
+  switch (op) {
+    case UnaryOp::neg: return -a;
+    case UnaryOp::sqrt: return std::sqrt(a);
+    case UnaryOp::rsqrt: return T(1) / std::sqrt(a);
+    case UnaryOp::abs: return std::fabs(a);
+    case UnaryOp::exp: return std::exp(a);
+    case UnaryOp::log: return std::log(a);
+  }
+  return a;
+}
+
+template <typename T>
+COCONET_HD T apply_binary(BinaryOp op, T a, T b) {
+  switch (op) {
+    case BinaryOp::add: return a + b;
+    case BinaryOp::sub: return a - b;
+    case BinaryOp::mul: return a * b;
+    case BinaryOp::div: return a / b;
+    case BinaryOp::pow: return std::pow(a, b);
+    case BinaryOp::max: return a > b ? a : b;
+    case BinaryOp::min: return a < b ? a : b;
+    case BinaryOp::lt: return a < b ? T(1) : T(0);
+    case BinaryOp::le: return a <= b ? T(1) : T(0);
+    case BinaryOp::gt: return a > b ? T(1) : T(0);
+    case BinaryOp::ge: return a >= b ? T(1) : T(0);
+    case BinaryOp::eq: return a == b ? T(1) : T(0);
+    case BinaryOp::ne: return a != b ? T(1) : T(0);
+  }
+  return a;
+}
+
+// Philox-style 64-bit mix (two rounds of multiply-xorshift with the constants
+// of SplitMix64, Steele et al., "Fast splittable pseudorandom number
+// generators", OOPSLA'14). Enough for a dropout mask; not for cryptography.
+COCONET_HD std::uint64_t mix64(std::uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  return x;
+}
+
+// Uniform in [0, 1) from (seed, global element index), 24 bits of mantissa so
+// that f32 and f64 agree exactly on the value.
+COCONET_HD float dropout_uniform(std::uint64_t seed, std::uint64_t index) {
+  const std::uint64_t bits = mix64(mix64(seed) ^ (index * 0x9e3779b97f4a7c15ULL));
+  return static_cast<float>(bits >> 40) * (1.0f / 16777216.0f);
+}
+
+// Dropout keeps an element with probability 1-p and scales kept ones by 1/(1-p).
+template <typename T>
+COCONET_HD T dropout(T x, float p, std::uint64_t seed, std::uint64_t index) {
+  if (p <= 0.0f) return x;
+  return dropout_uniform(seed, index) < p ? T(0) : x / T(1.0f - p);
+}
+
+}  // namespace coconet::kernels

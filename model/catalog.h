@@ -1,0 +1,19 @@
+// Where workloads, topologies and experiments are found: a name (`adam`,
+// `dgx-h100`) is looked up in the repository's workloads/ and configs/ folders
+// (or $COCONET_ROOT), a path is used as it is.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace coconet::model {
+
+// The repository root holding workloads/ and configs/.
+[[nodiscard]] std::string data_root();
+[[nodiscard]] std::string resolve_workload(const std::string& name_or_path);     // throws UserError
+[[nodiscard]] std::string resolve_topology(const std::string& name_or_path);     // throws UserError
+[[nodiscard]] std::string resolve_experiment(const std::string& name_or_path);   // throws UserError
+[[nodiscard]] std::vector<std::string> list_names(const std::string& folder);    // e.g. "workloads"
+[[nodiscard]] std::string read_file(const std::string& path);                    // throws UserError
+
+}  // namespace coconet::model

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the Debian packages coconet builds and tests with, when they are missing.
+# Idempotent: does nothing when everything is present. Not root: prints the command.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config
+  libyaml-cpp-dev libcli11-dev libeigen3-dev libfmt-dev nlohmann-json3-dev
+  libopenmpi-dev openmpi-bin
+  libgtest-dev libgmock-dev libbenchmark-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+cmd="apt-get install -y --no-install-recommends ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+  echo "coconet needs these packages; run as root:" >&2
+  echo "  apt-get update && $cmd" >&2
+  exit 1
+fi
+echo "install-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+$cmd
