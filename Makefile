@@ -17,7 +17,7 @@ build: deps
 	@cmake --build $(BUILD) -j$(JOBS)
 
 run: build
-	./$(BUILD)/cli/coconet predict
+	./$(BUILD)/cli/coconet show
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)

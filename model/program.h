@@ -91,6 +91,11 @@ struct Program {
   [[nodiscard]] Bindings bind(const Bindings& overrides = {}) const;
 };
 
+// Sets a size (integer) or a scalar parameter by name, as `--set NAME=VALUE`
+// does; throws UserError naming the known sizes and scalars when `name` is
+// neither, or when the value does not parse.
+void override_value(Program& p, const std::string& name, const std::string& value);
+
 // Infers the type of every statement in place and checks the whole program:
 // names defined once and before use, layouts, dtypes, shapes, outputs.
 // Throws UserError naming the statement and the rule that failed.

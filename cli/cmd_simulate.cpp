@@ -1,0 +1,13 @@
+// coconet simulate: placeholder until its issue lands (prints that it is not built yet).
+#include "cli/commands.h"
+#include "model/error.h"
+
+namespace coconet::cli {
+
+void register_simulate(CLI::App& app) {
+  auto* cmd = app.add_subcommand("simulate", "(not available yet)");
+  cmd->allow_extras();
+  cmd->callback([] { throw UserError("coconet simulate is not available in this build yet"); });
+}
+
+}  // namespace coconet::cli

@@ -1,0 +1,94 @@
+// Finding workloads, topologies and experiments by name or path.
+#include "model/catalog.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/core.h>
+
+#include "model/error.h"
+
+#ifndef COCONET_SOURCE_ROOT
+#define COCONET_SOURCE_ROOT "."
+#endif
+
+namespace coconet::model {
+
+namespace fs = std::filesystem;
+
+std::string data_root() {
+  if (const char* env = std::getenv("COCONET_ROOT"); env && *env) return env;
+  return COCONET_SOURCE_ROOT;
+}
+
+std::vector<std::string> list_names(const std::string& folder) {
+  std::vector<std::string> out;
+  const fs::path dir = fs::path(data_root()) / folder;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.path().extension() == ".yaml") out.push_back(e.path().stem().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+namespace {
+std::string resolve(const std::string& name_or_path, const std::string& folder,
+                    const std::string& kind) {
+  const bool looks_like_path = name_or_path.find('/') != std::string::npos ||
+                               name_or_path.ends_with(".yaml") || name_or_path.ends_with(".yml");
+  if (looks_like_path) {
+    if (fs::is_regular_file(name_or_path)) return name_or_path;
+    throw UserError(fmt::format("{} file '{}' does not exist", kind, name_or_path));
+  }
+  const fs::path p = fs::path(data_root()) / folder / (name_or_path + ".yaml");
+  if (fs::is_regular_file(p)) return p.string();
+  std::string known;
+  for (const auto& n : list_names(folder)) known += (known.empty() ? "" : ", ") + n;
+  throw UserError(fmt::format("unknown {} '{}': known {}s are {} (in {}), or give a path to a "
+                              ".yaml file",
+                              kind, name_or_path, kind, known.empty() ? "(none)" : known,
+                              (fs::path(data_root()) / folder).string()));
+}
+}  // namespace
+
+std::string resolve_workload(const std::string& n) { return resolve(n, "workloads", "workload"); }
+std::string resolve_topology(const std::string& n) {
+  return resolve(n, "configs/topologies", "topology");
+}
+std::string resolve_experiment(const std::string& n) {
+  return resolve(n, "configs/experiments", "experiment");
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UserError(fmt::format("cannot read '{}': check that the file exists", path));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_file_atomic(const std::string& path, const std::string& text) {
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  const fs::path tmp = target.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out)
+      throw UserError(fmt::format("cannot write '{}': check that its folder exists and is writable",
+                                  path));
+    out << text;
+    out.flush();
+    if (!out) throw UserError(fmt::format("writing '{}' failed (disk full?)", path));
+  }
+  std::error_code ec;
+  fs::rename(tmp, target, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    throw UserError(fmt::format("cannot move the finished file into place at '{}'", path));
+  }
+}
+
+}  // namespace coconet::model

@@ -1,0 +1,456 @@
+// Programs: lookup helpers, type inference and checking of every statement.
+#include "model/program.h"
+
+#include <algorithm>
+#include <charconv>
+#include <set>
+
+#include <fmt/core.h>
+
+#include "model/error.h"
+
+namespace coconet::model {
+
+std::string to_string(OpKind k) {
+  switch (k) {
+    case OpKind::compute: return "compute";
+    case OpKind::update: return "update";
+    case OpKind::matmul: return "matmul";
+    case OpKind::norm: return "norm";
+    case OpKind::allreduce: return "allreduce";
+    case OpKind::reducescatter: return "reducescatter";
+    case OpKind::allgather: return "allgather";
+    case OpKind::broadcast: return "broadcast";
+    case OpKind::reduce: return "reduce";
+    case OpKind::send: return "send";
+  }
+  return "?";
+}
+
+bool is_collective(OpKind k) {
+  return k == OpKind::allreduce || k == OpKind::reducescatter || k == OpKind::allgather ||
+         k == OpKind::broadcast || k == OpKind::reduce;
+}
+bool is_communication(OpKind k) { return is_collective(k) || k == OpKind::send; }
+bool is_elementwise(OpKind k) { return k == OpKind::compute || k == OpKind::update; }
+
+std::string to_string(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::sum: return "sum";
+    case ReduceOp::max: return "max";
+    case ReduceOp::min: return "min";
+  }
+  return "?";
+}
+
+const TensorDecl* Program::find_input(const std::string& n) const {
+  for (const auto& t : inputs)
+    if (t.name == n) return &t;
+  return nullptr;
+}
+
+const Stmt* Program::find_stmt(const std::string& n) const {
+  const int i = stmt_index(n);
+  return i < 0 ? nullptr : &stmts[static_cast<std::size_t>(i)];
+}
+
+int Program::stmt_index(const std::string& n) const {
+  for (std::size_t i = 0; i < stmts.size(); ++i)
+    if (stmts[i].name == n) return static_cast<int>(i);
+  return -1;
+}
+
+const TensorType& Program::type_of(const std::string& n) const {
+  if (const auto* s = find_stmt(n)) return s->type;
+  if (const auto* t = find_input(n)) return t->type;
+  throw UserError(fmt::format("'{}' is not defined in program '{}': declare it under tensors or "
+                              "define it with a statement before its first use",
+                              n, name));
+}
+
+int Program::groups() const {
+  int g = 0;
+  for (const auto& t : inputs) g = std::max(g, t.type.group);
+  for (const auto& s : stmts) g = std::max(g, s.type.group);
+  return g + 1;
+}
+
+std::vector<std::string> Program::reads(const Stmt& s) {
+  std::vector<std::string> out = s.operands;
+  if (s.expr)
+    for (auto& n : tensors_read(s.expr))
+      if (std::find(out.begin(), out.end(), n) == out.end()) out.push_back(std::move(n));
+  return out;
+}
+
+std::vector<int> Program::users(const std::string& n) const {
+  std::vector<int> out;
+  for (std::size_t i = 0; i < stmts.size(); ++i) {
+    const auto r = reads(stmts[i]);
+    if (std::find(r.begin(), r.end(), n) != r.end()) out.push_back(static_cast<int>(i));
+  }
+  return out;
+}
+
+namespace {
+std::string known_names(const Program& p) {
+  std::string out;
+  for (const auto& [k, v] : p.params) out += (out.empty() ? "" : ", ") + k;
+  for (const auto& [k, v] : p.scalars) out += (out.empty() ? "" : ", ") + k;
+  return out.empty() ? "(none)" : out;
+}
+}  // namespace
+
+Bindings Program::bind(const Bindings& overrides) const {
+  Bindings b = params;
+  for (const auto& [k, v] : overrides) {
+    if (!params.count(k))
+      throw UserError(fmt::format("workload '{}' has no size '{}': its sizes are {}", name, k,
+                                  known_names(*this)));
+    if (v <= 0) throw UserError(fmt::format("size {}={} must be positive", k, v));
+    b[k] = v;
+  }
+  return b;
+}
+
+void override_value(Program& p, const std::string& name, const std::string& value) {
+  if (p.params.count(name)) {
+    std::int64_t v = 0;
+    const auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+    if (ec != std::errc() || ptr != value.data() + value.size() || v <= 0)
+      throw UserError(fmt::format("--set {}={}: the size must be a positive integer", name, value));
+    p.params[name] = v;
+    return;
+  }
+  if (p.scalars.count(name)) {
+    try {
+      std::size_t used = 0;
+      const double v = std::stod(value, &used);
+      if (used != value.size()) throw std::invalid_argument(value);
+      p.scalars[name] = v;
+    } catch (const std::exception&) {
+      throw UserError(fmt::format("--set {}={}: the scalar must be a number", name, value));
+    }
+    return;
+  }
+  throw UserError(fmt::format("--set {}: workload '{}' has no size or scalar of that name; it has {}",
+                              name, p.name, known_names(p)));
+}
+
+// ---------------------------------------------------------------------------
+// Type inference
+
+namespace {
+
+class Checker {
+ public:
+  explicit Checker(Program& p) : p_(p) {}
+
+  void run() {
+    check_inputs();
+    for (auto& s : p_.stmts) check_stmt(s);
+    check_outputs();
+  }
+
+ private:
+  Program& p_;
+  std::set<std::string> defined_;
+  std::set<std::string> updated_;
+
+  [[noreturn]] void fail(const Stmt& s, const std::string& what) const {
+    const std::string text = s.source.empty() ? s.name : s.source;
+    throw UserError(fmt::format("in program '{}', statement '{}': {}", p_.name, text, what));
+  }
+
+  void check_inputs() {
+    for (const auto& t : p_.inputs) {
+      if (p_.scalars.count(t.name) || p_.params.count(t.name))
+        throw UserError(fmt::format("in program '{}': tensor '{}' has the name of a size or "
+                                    "scalar; rename one of them",
+                                    p_.name, t.name));
+      if (!defined_.insert(t.name).second)
+        throw UserError(fmt::format("in program '{}': tensor '{}' is declared twice", p_.name,
+                                    t.name));
+      if (t.type.layout.is_sliced() &&
+          t.type.layout.dim >= static_cast<int>(t.type.shape.size()))
+        throw UserError(fmt::format("in program '{}': tensor '{}' is sliced({}) but has only {} "
+                                    "dimension(s); slice a dimension in 0..{}",
+                                    p_.name, t.name, t.type.layout.dim, t.type.shape.size(),
+                                    static_cast<int>(t.type.shape.size()) - 1));
+      if (t.type.group < 0)
+        throw UserError(fmt::format("in program '{}': tensor '{}' has group {}; groups are 0, 1, ...",
+                                    p_.name, t.name, t.type.group));
+      for (const auto& d : t.type.shape)
+        for (const auto& sym : d.symbols)
+          if (!p_.params.count(sym))
+            throw UserError(fmt::format("in program '{}': tensor '{}' uses size '{}' that is not "
+                                        "in params; add it there with its default value",
+                                        p_.name, t.name, sym));
+      if (t.shardable && !t.type.layout.is_replicated())
+        throw UserError(fmt::format("in program '{}': tensor '{}' is shardable but {}; only "
+                                    "replicated optimizer state can be kept sliced",
+                                    p_.name, t.name, to_string(t.type.layout)));
+    }
+  }
+
+  const TensorType& operand(const Stmt& s, const std::string& n) const {
+    if (!defined_.count(n)) {
+      if (p_.scalars.count(n))
+        fail(s, fmt::format("'{}' is a scalar parameter, but this operation needs a tensor", n));
+      fail(s, fmt::format("'{}' is not defined before this statement: declare it under tensors "
+                          "or compute it in an earlier statement",
+                          n));
+    }
+    return p_.type_of(n);
+  }
+
+  // Identifiers that name scalar parameters become scalar nodes.
+  Expr resolve_scalars(const Stmt& s, const Expr& e) const {
+    if (e->kind == ExprKind::tensor) {
+      if (defined_.count(e->name)) return e;
+      if (p_.scalars.count(e->name)) return make_scalar(e->name);
+      if (p_.params.count(e->name))
+        fail(s, fmt::format("'{}' is a size; sizes cannot appear in element-wise expressions "
+                            "(declare a scalar instead)",
+                            e->name));
+      fail(s, fmt::format("'{}' is not defined: declare it under tensors or scalars, or compute "
+                          "it in an earlier statement",
+                          e->name));
+    }
+    if (e->args.empty()) return e;
+    ExprNode copy = *e;
+    for (auto& a : copy.args) a = resolve_scalars(s, a);
+    return std::make_shared<const ExprNode>(std::move(copy));
+  }
+
+  static bool is_suffix(const Shape& small, const Shape& big) {
+    if (small.size() > big.size()) return false;
+    return std::equal(small.rbegin(), small.rend(), big.rbegin());
+  }
+
+  TensorType infer_elementwise(const Stmt& s) const {
+    const auto names = tensors_read(s.expr);
+    if (names.empty()) fail(s, "an element-wise statement must read at least one tensor");
+    TensorType out;
+    bool have = false;
+    for (const auto& n : names) {
+      const auto& t = operand(s, n);
+      if (!have || t.shape.size() > out.shape.size()) {
+        out.shape = t.shape;
+        if (have && out.group != t.group)
+          fail(s, fmt::format("'{}' lives on process group {} but other operands on group {}; "
+                              "send it first",
+                              n, t.group, out.group));
+        out.group = t.group;
+      }
+      out.dtype = have ? promote(out.dtype, t.dtype) : t.dtype;
+      have = true;
+    }
+    Layout layout = Layout::replicated();
+    std::string layout_from;
+    for (const auto& n : names) {
+      const auto& t = operand(s, n);
+      if (t.group != out.group)
+        fail(s, fmt::format("'{}' lives on process group {} but other operands on group {}; send "
+                            "it first",
+                            n, t.group, out.group));
+      if (!t.shape.empty() && !is_suffix(t.shape, out.shape))
+        fail(s, fmt::format("'{}' has shape {} which does not broadcast against {}: an operand "
+                            "must have the full shape, a trailing part of it, or be a scalar",
+                            n, to_string(t.shape), to_string(out.shape)));
+      if (t.layout.is_replicated() || t.shape.empty()) continue;
+      if (t.layout.is_sliced() && t.shape.size() != out.shape.size())
+        fail(s, fmt::format("'{}' is sliced but broadcast; slice the full-shape operand instead", n));
+      if (layout.is_replicated()) {
+        layout = t.layout;
+        layout_from = n;
+      } else if (!(layout == t.layout)) {
+        fail(s, fmt::format("layout mismatch: '{}' is {} but '{}' is {}; element-wise operands "
+                            "must share a layout (replicated ones may mix with either){}",
+                            layout_from, to_string(layout), n, to_string(t.layout),
+                            layout.is_local() || t.layout.is_local()
+                                ? " - allreduce or reducescatter the local one first"
+                                : ""));
+      }
+    }
+    out.layout = layout;
+    if (s.expr->kind == ExprKind::cast) out.dtype = s.expr->dtype;
+    return out;
+  }
+
+  TensorType infer_update(const Stmt& s) const {
+    const auto* decl = p_.find_input(s.target);
+    if (!decl)
+      fail(s, fmt::format("update target '{}' is not a declared tensor: update(t, value) gives "
+                          "the new value of a state tensor declared under tensors",
+                          s.target));
+    if (updated_.count(s.target))
+      fail(s, fmt::format("'{}' is updated twice; a step updates each state tensor once", s.target));
+    TensorType t = infer_elementwise(s);
+    if (!(t.shape == decl->type.shape))
+      fail(s, fmt::format("the new value has shape {} but '{}' has shape {}", to_string(t.shape),
+                          s.target, to_string(decl->type.shape)));
+    if (t.layout.is_local() && !decl->type.layout.is_local())
+      fail(s, fmt::format("the new value of {} state '{}' is local (differs per rank); reduce "
+                          "its local operands first",
+                          to_string(decl->type.layout), s.target));
+    t.dtype = decl->type.dtype;
+    return t;
+  }
+
+  TensorType infer_matmul(const Stmt& s) const {
+    if (s.operands.size() != 2) fail(s, "matmul takes two operands: matmul(a, b)");
+    const auto& a = operand(s, s.operands[0]);
+    const auto& b = operand(s, s.operands[1]);
+    if (a.shape.size() < 2 || b.shape.size() != 2)
+      fail(s, fmt::format("matmul needs a of rank >= 2 and b of rank 2; got {} and {}",
+                          to_string(a.shape), to_string(b.shape)));
+    if (!(a.shape.back() == b.shape[0]))
+      fail(s, fmt::format("matmul inner dimensions differ: a is {} and b is {}; a's last "
+                          "dimension must equal b's first",
+                          to_string(a.shape), to_string(b.shape)));
+    if (a.group != b.group) fail(s, "matmul operands live on different process groups");
+    TensorType out{a.dtype, a.shape, Layout::replicated(), a.group};
+    out.shape.back() = b.shape[1];
+    const int a_last = static_cast<int>(a.shape.size()) - 1;
+    const auto& la = a.layout;
+    const auto& lb = b.layout;
+    if (la.is_sliced() && la.dim == a_last && lb.is_sliced() && lb.dim == 0) {
+      out.layout = Layout::local();  // each rank holds a partial sum over its slice of K
+    } else if (lb.is_replicated() && (la.is_replicated() || la.is_local())) {
+      out.layout = la;
+    } else if (lb.is_replicated() && la.is_sliced() && la.dim < a_last) {
+      out.layout = la;
+    } else if (la.is_replicated() && lb.is_sliced() && lb.dim == 1) {
+      out.layout = Layout::sliced(a_last);
+    } else {
+      fail(s, fmt::format("no matmul layout rule for a {} x b {}: use a sliced on its last "
+                          "dimension with b sliced(0) (partial sums), or a replicated operand",
+                          to_string(la), to_string(lb)));
+    }
+    return out;
+  }
+
+  TensorType infer_collective(const Stmt& s) const {
+    if (s.operands.size() != 1) fail(s, fmt::format("{} takes one tensor", to_string(s.op)));
+    TensorType t = operand(s, s.operands[0]);
+    const auto need = [&](bool ok, const std::string& what) {
+      if (!ok)
+        fail(s, fmt::format("{} needs {} operand, but '{}' is {}", to_string(s.op), what,
+                            s.operands[0], to_string(t.layout)));
+    };
+    switch (s.op) {
+      case OpKind::allreduce:
+        need(t.layout.is_local(), "a local (per-rank partial)");
+        t.layout = Layout::replicated();
+        break;
+      case OpKind::reducescatter:
+        need(t.layout.is_local(), "a local (per-rank partial)");
+        need(!t.shape.empty(), "a non-scalar");
+        t.layout = Layout::sliced(0);
+        break;
+      case OpKind::allgather:
+        need(t.layout.is_sliced(), "a sliced");
+        t.layout = Layout::replicated();
+        break;
+      case OpKind::broadcast:
+      case OpKind::reduce:
+        if (s.root < 0) fail(s, "the root rank must be >= 0");
+        if (s.op == OpKind::reduce) need(t.layout.is_local(), "a local (per-rank partial)");
+        t.layout = Layout::replicated();
+        break;
+      case OpKind::send: t.group += 1; break;
+      default: COCONET_ASSERT(false, "not a communication op");
+    }
+    return t;
+  }
+
+  TensorType infer(const Stmt& s) const {
+    switch (s.op) {
+      case OpKind::compute: return infer_elementwise(s);
+      case OpKind::update: return infer_update(s);
+      case OpKind::matmul: return infer_matmul(s);
+      case OpKind::norm: {
+        if (s.operands.size() != 1) fail(s, "norm takes one tensor: norm(x)");
+        const auto& t = operand(s, s.operands[0]);
+        return {DType::f32, {}, t.layout.is_local() ? Layout::local() : Layout::replicated(),
+                t.group};
+      }
+      default: return infer_collective(s);
+    }
+  }
+
+  void check_stmt(Stmt& s) {
+    if (defined_.count(s.name))
+      fail(s, fmt::format("'{}' is already defined; statements are single assignments, so give "
+                          "the new value a new name",
+                          s.name));
+    if (p_.scalars.count(s.name) || p_.params.count(s.name))
+      fail(s, fmt::format("'{}' is the name of a size or scalar; choose another name", s.name));
+    if (s.expr) s.expr = resolve_scalars(s, s.expr);
+    s.type = infer(s);
+    if (s.op == OpKind::update) updated_.insert(s.target);
+    defined_.insert(s.name);
+  }
+
+  void check_outputs() {
+    if (p_.outputs.empty())
+      throw UserError(fmt::format("program '{}' has no outputs: list the values the step "
+                                  "produces under outputs",
+                                  p_.name));
+    for (const auto& o : p_.outputs)
+      if (!p_.find_stmt(o))
+        throw UserError(fmt::format("program '{}': output '{}' is not computed by any statement",
+                                    p_.name, o));
+  }
+};
+
+}  // namespace
+
+void check(Program& p) { Checker(p).run(); }
+
+namespace {
+std::string rhs(const Stmt& s) {
+  const auto ops = [&] {
+    std::string out;
+    for (std::size_t i = 0; i < s.operands.size(); ++i) out += (i ? ", " : "") + s.operands[i];
+    return out;
+  };
+  switch (s.op) {
+    case OpKind::compute: return to_string(s.expr);
+    case OpKind::update: return fmt::format("update({}, {})", s.target, to_string(s.expr));
+    case OpKind::allreduce:
+    case OpKind::reducescatter:
+      return fmt::format("{}({}, {})", to_string(s.op), to_string(s.reduce), ops());
+    case OpKind::reduce:
+      return fmt::format("reduce({}, {}, {})", to_string(s.reduce), ops(), s.root);
+    case OpKind::broadcast: return fmt::format("broadcast({}, {})", ops(), s.root);
+    case OpKind::send: return fmt::format("send({}, next)", ops());
+    default: return fmt::format("{}({})", to_string(s.op), ops());
+  }
+}
+
+std::string type_str(const TensorType& t) {
+  return fmt::format("{}{} {}{}", to_string(t.dtype), to_string(t.shape), to_string(t.layout),
+                     t.group ? fmt::format(" @group{}", t.group) : "");
+}
+}  // namespace
+
+std::string to_string(const Program& p) {
+  std::string out = fmt::format("program {}", p.name);
+  if (!p.params.empty()) {
+    out += "  sizes:";
+    for (const auto& [k, v] : p.params) out += fmt::format(" {}={}", k, v);
+  }
+  out += "\n";
+  for (const auto& t : p.inputs)
+    out += fmt::format("  in   {:<6} : {}{}\n", t.name, type_str(t.type),
+                       t.shardable ? " (shardable)" : "");
+  for (const auto& s : p.stmts)
+    out += fmt::format("  {:<10} = {:<48} : {}\n", s.name, rhs(s), type_str(s.type));
+  out += "  outputs:";
+  for (const auto& o : p.outputs) out += " " + o;
+  return out + "\n";
+}
+
+}  // namespace coconet::model

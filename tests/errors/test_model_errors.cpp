@@ -1,0 +1,174 @@
+// Inputs the front end must reject: each with a message that names the place
+// and says what would be right. Every case asserts its message.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "model/error.h"
+#include "model/experiment.h"
+#include "model/parse.h"
+
+using namespace coconet::model;
+
+namespace {
+
+// A valid workload with one line replaced, so each case differs from a good input by one thing.
+const char* kGood = R"(name: t
+params: {N: 16}
+scalars: {lr: 0.1}
+tensors:
+  g: {dtype: f16, shape: [N], layout: local}
+  w: {dtype: f32, shape: [N], layout: replicated}
+program:
+  - g1 = allreduce(sum, g)
+  - w1 = update(w, w - lr*g1)
+outputs: [w1]
+)";
+
+std::string with(const std::string& from, const std::string& to) {
+  std::string s = kGood;
+  const auto at = s.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return s.replace(at, from.size(), to);
+}
+
+std::string error_of(const std::string& yaml) {
+  try {
+    (void)parse_program(yaml, "t.yaml");
+  } catch (const coconet::UserError& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+std::string experiment_error(const std::string& yaml) {
+  try {
+    (void)parse_experiment(yaml, "e.yaml");
+  } catch (const coconet::UserError& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+#define EXPECT_REJECTED(yaml, ...)                                             \
+  do {                                                                         \
+    const std::string msg = error_of(yaml);                                    \
+    for (const char* part : {__VA_ARGS__}) EXPECT_NE(msg.find(part), std::string::npos) \
+        << "message: " << msg << "\nmissing: " << part;                        \
+  } while (0)
+
+}  // namespace
+
+TEST(ModelErrors, TheGoodWorkloadIsAccepted) { EXPECT_EQ(error_of(kGood), "(accepted)"); }
+
+TEST(ModelErrors, MalformedYaml) { EXPECT_REJECTED(with("[N]", "[N"), "t.yaml:", "malformed YAML"); }
+TEST(ModelErrors, UnknownTopLevelKey) {
+  EXPECT_REJECTED(with("outputs:", "outptus:"), "t.yaml:10:1", "unknown key 'outptus'", "known keys");
+}
+TEST(ModelErrors, UnknownTensorKey) {
+  EXPECT_REJECTED(with("layout: local}", "layout: local, dtyp: f16}"), "t.yaml:5:", "unknown key 'dtyp'");
+}
+TEST(ModelErrors, UnknownDtype) { EXPECT_REJECTED(with("dtype: f16", "dtype: f8"), "t.yaml:5", "unknown dtype 'f8'", "f16, bf16 or f32"); }
+TEST(ModelErrors, UnknownLayout) {
+  EXPECT_REJECTED(with("layout: local", "layout: partial"), "unknown layout 'partial'", "sliced(D)");
+}
+TEST(ModelErrors, SlicedDimensionOutOfRange) {
+  EXPECT_REJECTED(with("layout: replicated", "layout: sliced(1)"), "sliced(1)", "only 1 dimension");
+}
+TEST(ModelErrors, MissingShape) {
+  EXPECT_REJECTED(with("shape: [N], layout: local", "layout: local"), "needs a shape");
+}
+TEST(ModelErrors, MalformedDimension) { EXPECT_REJECTED(with("shape: [N], layout: local", "shape: [N+1], layout: local"), "N+1", "B*S"); }
+TEST(ModelErrors, SizeNotInParams) {
+  EXPECT_REJECTED(with("shape: [N], layout: local", "shape: [M], layout: local"), "size 'M'", "params");
+}
+TEST(ModelErrors, NegativeSize) { EXPECT_REJECTED(with("{N: 16}", "{N: -4}"), "t.yaml:2", "must be positive"); }
+TEST(ModelErrors, NonNumericScalar) { EXPECT_REJECTED(with("{lr: 0.1}", "{lr: fast}"), "t.yaml:3", "not a valid number"); }
+TEST(ModelErrors, MissingProgram) {
+  EXPECT_REJECTED(with("program:\n  - g1 = allreduce(sum, g)\n  - w1 = update(w, w - lr*g1)\n", ""),
+                  "needs 'program'");
+}
+TEST(ModelErrors, MissingEquals) {
+  EXPECT_REJECTED(with("g1 = allreduce", "g1 allreduce"), "t.yaml:8", "expected '='");
+}
+TEST(ModelErrors, UnknownFunction) {
+  EXPECT_REJECTED(with("w - lr*g1", "w - lr*tanh(g1)"), "unknown function 'tanh'", "sqrt");
+}
+TEST(ModelErrors, UnknownReduction) {
+  EXPECT_REJECTED(with("allreduce(sum, g)", "allreduce(avg, g)"), "unknown reduction 'avg'", "sum, max or min");
+}
+TEST(ModelErrors, UnbalancedParenthesis) {
+  EXPECT_REJECTED(with("w - lr*g1)", "(w - lr*g1)"), "t.yaml:9", "expected ')'");
+}
+TEST(ModelErrors, TrailingText) { EXPECT_REJECTED(with("w - lr*g1)", "w - lr*g1) g"), "unexpected text"); }
+TEST(ModelErrors, UndefinedName) {
+  EXPECT_REJECTED(with("w - lr*g1", "w - lr*g2"), "statement 'w1 = update(w, w - lr*g2)'", "'g2' is not defined");
+}
+TEST(ModelErrors, UseBeforeDefinition) {
+  EXPECT_REJECTED(with("- g1 = allreduce(sum, g)\n  - w1 = update(w, w - lr*g1)",
+                       "- w1 = update(w, w - lr*g1)\n  - g1 = allreduce(sum, g)"),
+                  "'g1' is not defined");
+}
+TEST(ModelErrors, RedefinedName) {
+  EXPECT_REJECTED(with("w1 = update", "g1 = update"), "'g1' is already defined", "new name");
+}
+TEST(ModelErrors, AllreduceOfReplicated) {
+  EXPECT_REJECTED(with("allreduce(sum, g)", "allreduce(sum, w)"), "allreduce needs a local", "'w' is replicated");
+}
+TEST(ModelErrors, AllgatherOfLocal) {
+  EXPECT_REJECTED(with("allreduce(sum, g)", "allgather(g)"), "allgather needs a sliced");
+}
+TEST(ModelErrors, LocalMixedIntoReplicatedState) {
+  EXPECT_REJECTED(with("w - lr*g1", "w - lr*g"), "state 'w' is local", "reduce");
+}
+TEST(ModelErrors, UpdateOfUndeclaredTensor) {
+  EXPECT_REJECTED(with("update(w,", "update(q,"), "update target 'q' is not a declared tensor");
+}
+TEST(ModelErrors, ShapeMismatch) {
+  EXPECT_REJECTED(with("w: {dtype: f32, shape: [N]", "w: {dtype: f32, shape: [4]"), "does not broadcast", "trailing part");
+}
+TEST(ModelErrors, MatmulInnerDimensions) {
+  EXPECT_REJECTED(with("- w1 = update(w, w - lr*g1)", "- w1 = matmul(g1, g1)"), "matmul needs a of rank >= 2");
+}
+TEST(ModelErrors, OutputNeverComputed) { EXPECT_REJECTED(with("outputs: [w1]", "outputs: [w9]"), "output 'w9'"); }
+TEST(ModelErrors, DropoutProbabilityOutOfRange) {
+  EXPECT_REJECTED(with("w - lr*g1", "dropout(w - lr*g1, 1.5)"), "dropout probability 1.5");
+}
+TEST(ModelErrors, ScalarUsedAsTensor) {
+  EXPECT_REJECTED(with("allreduce(sum, g)", "allreduce(sum, lr)"), "'lr' is a scalar parameter");
+}
+TEST(ModelErrors, SendToANamedGroup) {
+  EXPECT_REJECTED(with("allreduce(sum, g)", "send(g, prev)"), "send(x, next)");
+}
+TEST(ModelErrors, BadCast) { EXPECT_REJECTED(with("w - lr*g1", "cast(w - lr*g1, f64)"), "unknown dtype 'f64'"); }
+TEST(ModelErrors, ShardableMustBeReplicated) {
+  EXPECT_REJECTED(with("layout: local}", "layout: local, shardable: true}"), "shardable but local");
+}
+TEST(ModelErrors, MixedGroups) {
+  EXPECT_REJECTED(with("layout: replicated}", "layout: replicated, group: 1}"), "process group");
+}
+TEST(ModelErrors, UpdateTwice) {
+  EXPECT_REJECTED(with("outputs: [w1]", "  - w2 = update(w, w1)\noutputs: [w1]"), "updated twice");
+}
+
+TEST(ExperimentErrors, UnknownKey) {
+  const auto msg = experiment_error("name: x\ntopolgy: dgx-h100\nworkloads: [{workload: adam}]\n");
+  EXPECT_NE(msg.find("e.yaml:2:1"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("unknown key 'topolgy'"), std::string::npos) << msg;
+}
+TEST(ExperimentErrors, NonPositiveSweepValue) {
+  const auto msg = experiment_error("workloads: [{workload: adam, sizes: {N: [4, 0]}}]\n");
+  EXPECT_NE(msg.find("must be positive"), std::string::npos) << msg;
+}
+TEST(ExperimentErrors, NoWorkloads) {
+  EXPECT_NE(experiment_error("name: x\n").find("needs 'workloads'"), std::string::npos);
+}
+TEST(ExperimentErrors, SizeTheWorkloadLacks) {
+  const Experiment e = parse_experiment("workloads: [{workload: t, sizes: {Q: 3}}]\n", "e.yaml");
+  try {
+    (void)size_points(e.workloads[0], parse_program(kGood, "t.yaml"));
+    FAIL() << "accepted";
+  } catch (const coconet::UserError& err) {
+    EXPECT_NE(std::string(err.what()).find("no such size"), std::string::npos);
+  }
+}
