@@ -362,7 +362,8 @@ Program parse_program(const std::string& yaml_text, const std::string& origin) {
   std::uint64_t seeds = 0;
   for (const auto& line : prog) {
     Stmt s;
-    y.wrap(line, [&] { parse_statement(line.as<std::string>(), s, seeds); });
+    y.wrap(line, [&] { parse_statement(y.scalar<std::string>(line, "a statement"), s, seeds); });
+    s.location = y.where(line);
     p.stmts.push_back(std::move(s));
   }
   const YAML::Node outs = root["outputs"];

@@ -8,6 +8,7 @@
 #include <fmt/core.h>
 
 #include "model/error.h"
+#include "model/yaml_util.h"
 
 namespace coconet::model {
 
@@ -159,7 +160,8 @@ class Checker {
 
   [[noreturn]] void fail(const Stmt& s, const std::string& what) const {
     const std::string text = s.source.empty() ? s.name : s.source;
-    throw UserError(fmt::format("in program '{}', statement '{}': {}", p_.name, text, what));
+    const std::string where = s.location.empty() ? "" : s.location + ": ";
+    throw LocatedError(fmt::format("{}in program '{}', statement '{}': {}", where, p_.name, text, what));
   }
 
   void check_inputs() {

@@ -58,6 +58,7 @@ struct Stmt {
   int root = 0;                       // broadcast, reduce
   TensorType type;                    // inferred by check()
   std::string source;                 // the statement as written (for messages), may be empty
+  std::string location;               // "file:line:column" when parsed from YAML, may be empty
 };
 
 // Tensors the step reads: gradients, weights, optimizer state, activations.
