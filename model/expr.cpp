@@ -93,8 +93,8 @@ std::string to_string(const Expr& e) {
     case ExprKind::scalar:
     case ExprKind::tensor: return e->name;
     case ExprKind::unary:
-      if (e->unary == UnaryOp::neg) return "-" + to_string(e->args[0]);
-      return to_string(e->unary) + "(" + to_string(e->args[0]) + ")";
+      if (e->unary == UnaryOp::neg) return fmt::format("-{}", to_string(e->args[0]));
+      return fmt::format("{}({})", to_string(e->unary), to_string(e->args[0]));
     case ExprKind::binary:
       if (is_function_call(e->binary))
         return fmt::format("{}({}, {})", to_string(e->binary), to_string(e->args[0]),
