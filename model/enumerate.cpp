@@ -1,0 +1,140 @@
+// Enumeration of a program's schedules, in three breadth-first phases:
+// program-level transformations (split each allreduce, reorder each allgather
+// that a split made, as_slice of every shardable state together), then fusion
+// (the largest legal group from each collective), then overlap (each maximal
+// chain of stages that the paper overlaps). Each phase starts from everything
+// the previous one found; illegal directives are skipped; schedules are
+// deduplicated by canonical name; the unscheduled program comes first.
+#include "model/enumerate.h"
+
+#include <deque>
+#include <optional>
+#include <set>
+
+#include "model/error.h"
+#include "model/transforms.h"
+
+namespace coconet::model {
+
+namespace {
+
+// A move is a sequence of directives applied together (as_slice of all states).
+using Move = std::vector<Directive>;
+using MoveGenerator = std::vector<Move> (*)(const Schedule&);
+
+bool applied(const Schedule& s, const std::string& op, const std::string& arg) {
+  for (const auto& d : s.history)
+    if (d.op == op && (arg.empty() || (!d.args.empty() && d.args.front() == arg))) return true;
+  return false;
+}
+
+std::vector<Move> program_moves(const Schedule& s) {
+  std::vector<Move> moves;
+  for (const auto& st : s.program.stmts) {
+    if (st.op == OpKind::allreduce) moves.push_back({{"split", {st.name}}});
+    if (st.op == OpKind::allgather && applied(s, "split", st.name) &&
+        !applied(s, "reorder", st.name))
+      moves.push_back({{"reorder", {st.name}}});
+  }
+  Move slice_all;
+  for (const auto& in : s.program.inputs)
+    if (in.shardable && in.type.layout.is_replicated())
+      slice_all.push_back({"as_slice", {in.name}});
+  if (!slice_all.empty() && !applied(s, "as_slice", "")) moves.push_back(slice_all);
+  return moves;
+}
+
+std::optional<Schedule> try_move(const Schedule& s, const Move& m) {
+  try {
+    Schedule out = s;
+    for (const auto& d : m) out = apply(std::move(out), d);
+    return out;
+  } catch (const UserError&) {
+    return std::nullopt;
+  }
+}
+
+const std::string& first_of(const Schedule& s, int stage) {
+  return s.stages[static_cast<std::size_t>(stage)].stmts.front();
+}
+const std::string& last_of(const Schedule& s, int stage) {
+  return s.stages[static_cast<std::size_t>(stage)].stmts.back();
+}
+
+// From each collective stage, the largest legal fused group.
+std::vector<Move> fuse_moves(const Schedule& s) {
+  std::vector<Move> moves;
+  const int n = static_cast<int>(s.stages.size());
+  for (int i = 0; i < n; ++i) {
+    if (s.stages[static_cast<std::size_t>(i)].kind != StageKind::collective) continue;
+    for (int j = n - 1; j > i; --j) {
+      const Move m{{"fuse", {first_of(s, i), last_of(s, j)}}};
+      if (try_move(s, m)) {
+        moves.push_back(m);
+        break;
+      }
+    }
+  }
+  return moves;
+}
+
+// The leading operation of a stage, e.g. reducescatter for fuse(RS-C-AG).
+OpKind lead_op(const Schedule& s, int stage) { return s.program.find_stmt(first_of(s, stage))->op; }
+
+// Pairs the paper overlaps: a matmul with the collective (or fused collective)
+// on its output, a collective with the send after it, a send with the
+// allgather after it.
+bool overlap_edge(const Schedule& s, int a, int b) {
+  const OpKind x = lead_op(s, a);
+  const OpKind y = lead_op(s, b);
+  const bool b_comm = s.stages[static_cast<std::size_t>(b)].kind != StageKind::compute &&
+                      s.stages[static_cast<std::size_t>(b)].kind != StageKind::matmul;
+  if (x == OpKind::matmul) return b_comm && (y == OpKind::allreduce || y == OpKind::reducescatter);
+  if (is_collective(x) && s.stages[static_cast<std::size_t>(a)].kind == StageKind::collective)
+    return y == OpKind::send;
+  if (x == OpKind::send) return y == OpKind::allgather;
+  return false;
+}
+
+std::vector<Move> overlap_moves(const Schedule& s) {
+  std::vector<Move> moves;
+  const int n = static_cast<int>(s.stages.size());
+  for (int i = 0; i + 1 < n; ++i) {
+    const bool head = i == 0 || !overlap_edge(s, i - 1, i);
+    if (!head || !overlap_edge(s, i, i + 1)) continue;
+    int j = i + 1;
+    while (j + 1 < n && overlap_edge(s, j, j + 1)) ++j;
+    moves.push_back({{"overlap", {first_of(s, i), last_of(s, j)}}});
+  }
+  return moves;
+}
+
+// Everything reachable from `seeds` by `moves`, seeds first, breadth first.
+std::vector<Schedule> closure(std::vector<Schedule> seeds, MoveGenerator moves,
+                              std::set<std::string>& seen) {
+  std::vector<Schedule> out;
+  std::deque<Schedule> queue(seeds.begin(), seeds.end());
+  while (!queue.empty()) {
+    Schedule s = std::move(queue.front());
+    queue.pop_front();
+    for (const auto& m : moves(s))
+      if (auto next = try_move(s, m); next && seen.insert(next->name()).second)
+        queue.push_back(std::move(*next));
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<Schedule> enumerate_schedules(const Program& p) {
+  Schedule initial = initial_schedule(p);
+  std::set<std::string> seen{initial.name()};
+  auto all = closure({std::move(initial)}, program_moves, seen);
+  all = closure(std::move(all), fuse_moves, seen);
+  return closure(std::move(all), overlap_moves, seen);
+}
+
+Schedule baseline(const Program& p) { return initial_schedule(p); }
+
+}  // namespace coconet::model

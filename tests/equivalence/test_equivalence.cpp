@@ -1,0 +1,172 @@
+// The defining property of every transformation (after CuTe's tests of
+// transforms): for every workload, every enumerated schedule computes the same
+// outputs as the unscheduled program in the reference interpreter, for P in
+// {1, 2, 3, 4, 8} ranks per group and sizes that P does and does not divide.
+#include <fmt/core.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "model/builder.h"
+#include "model/enumerate.h"
+#include "model/interpreter.h"
+#include "unit/test_sched_util.h"
+
+namespace coconet::model {
+namespace {
+
+using sched_test::small_sizes;
+using sched_test::workload;
+using sched_test::workload_names;
+
+constexpr int kRankCounts[] = {1, 2, 3, 4, 8};
+
+std::string describe(const std::vector<Mismatch>& ms) {
+  std::string out;
+  for (const auto& m : ms)
+    out += fmt::format("{}[{}]: expected {} got {}\n", m.tensor, m.index, m.expected, m.actual);
+  return out;
+}
+
+std::string sizes_text(const Bindings& b) {
+  std::string out;
+  for (const auto& [k, v] : b) out += fmt::format("{}={} ", k, v);
+  return out;
+}
+
+class Equivalence : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Equivalence, EveryScheduleComputesTheOriginalOutputs) {
+  const Program p = workload(GetParam());
+  const auto schedules = enumerate_schedules(p);
+  for (const auto& sizes : small_sizes(p)) {
+    const Bindings b = p.bind(sizes);
+    for (int ranks : kRankCounts) {
+      const State in = make_inputs(p, ranks, b);
+      const State expected = interpret(p, ranks, b, in);
+      for (const auto& s : schedules) {
+        SCOPED_TRACE(fmt::format("{} P={} sizes {}", s.name(), ranks, sizes_text(b)));
+        const State actual = interpret(s, ranks, b, in);
+        const auto mismatches = compare_outputs(p, expected, actual, ranks);
+        EXPECT_TRUE(mismatches.empty()) << describe(mismatches);
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Workloads, Equivalence, ::testing::ValuesIn(workload_names()),
+                         [](const auto& info) { return info.param; });
+
+// Programs beyond the workloads, each stressing one rule: two allreduces
+// transformed independently, a 2-D value with a broadcast bias and a norm of
+// the moved value, and a max reduction.
+std::vector<Program> extra_programs() {
+  std::vector<Program> out;
+  out.push_back(ProgramBuilder("two_buckets")
+                    .param("N", 13)
+                    .param("M", 5)
+                    .scalar("lr", 0.25)
+                    .tensor("g", DType::f16, {"N"}, Layout::local())
+                    .tensor("h", DType::f16, {"M"}, Layout::local())
+                    .tensor("w", DType::f32, {"N"}, Layout::replicated())
+                    .tensor("u", DType::f32, {"M"}, Layout::replicated(), 0, true)
+                    .stmt("g1 = allreduce(sum, g)")
+                    .stmt("h1 = allreduce(sum, h)")
+                    .stmt("w1 = update(w, w - lr*g1)")
+                    .stmt("u1 = update(u, u - lr*h1*h1)")
+                    .output("w1")
+                    .output("u1")
+                    .build());
+  out.push_back(ProgramBuilder("bias_norm")
+                    .param("R", 7)
+                    .param("C", 3)
+                    .tensor("x", DType::f32, {"R", "C"}, Layout::local())
+                    .tensor("b", DType::f32, {"C"}, Layout::replicated())
+                    .stmt("y = allreduce(sum, x)")
+                    .stmt("z = dropout(y + b, 0.25)")
+                    .stmt("n = norm(z)")
+                    .stmt("out = z / (n + 1)")
+                    .output("out")
+                    .output("z")
+                    .build());
+  out.push_back(ProgramBuilder("max_reduce")
+                    .param("N", 11)
+                    .tensor("x", DType::f32, {"N"}, Layout::local())
+                    .tensor("s", DType::f32, {"N"}, Layout::replicated())
+                    .stmt("y = allreduce(max, x)")
+                    .stmt("out = max(y, s) * 2")
+                    .output("out")
+                    .build());
+  return out;
+}
+
+TEST(EquivalenceExtra, EveryScheduleOfMorePrograms) {
+  for (const Program& p : extra_programs()) {
+    const auto schedules = enumerate_schedules(p);
+    EXPECT_GT(schedules.size(), 2u) << p.name;
+    for (int ranks : kRankCounts) {
+      const Bindings b = p.bind();
+      const State in = make_inputs(p, ranks, b);
+      const State expected = interpret(p, ranks, b, in);
+      for (const auto& s : schedules) {
+        SCOPED_TRACE(fmt::format("{} {} P={}", p.name, s.name(), ranks));
+        const auto mismatches = compare_outputs(p, expected, interpret(s, ranks, b, in), ranks);
+        EXPECT_TRUE(mismatches.empty()) << describe(mismatches);
+      }
+    }
+  }
+}
+
+// Sizes smaller than the number of ranks leave some ranks with empty slices.
+TEST(EquivalenceTiny, SizesBelowTheRankCount) {
+  for (const std::string w : {"adam", "lamb", "megatron_mlp", "gpt3_pipeline"}) {
+    const Program p = workload(w);
+    const auto schedules = enumerate_schedules(p);
+    for (std::int64_t n = 1; n <= 9; ++n) {
+      const Bindings b =
+          p.params.contains("N") ? p.bind({{"N", n}}) : p.bind({{"B", 1}, {"S", n}, {"H", 2}});
+      for (int ranks : {3, 8}) {
+        const State in = make_inputs(p, ranks, b);
+        const State expected = interpret(p, ranks, b, in);
+        for (const auto& s : schedules) {
+          SCOPED_TRACE(fmt::format("{} {} P={} n={}", w, s.name(), ranks, n));
+          const auto mismatches = compare_outputs(p, expected, interpret(s, ranks, b, in), ranks);
+          EXPECT_TRUE(mismatches.empty()) << describe(mismatches);
+        }
+      }
+    }
+  }
+}
+
+// The property test must be able to fail: a schedule whose program is wrong
+// (one operator changed) is caught.
+TEST(EquivalenceNegative, AWrongScheduleIsCaught) {
+  const Program p = workload("adam");
+  const auto schedules = enumerate_schedules(p);
+  Schedule broken = schedules.back();
+  for (auto& st : broken.program.stmts)
+    if (st.op == OpKind::reducescatter) st.reduce = ReduceOp::max;
+  const Bindings b = p.bind({{"N", 37}});
+  const State in = make_inputs(p, 3, b);
+  const auto mismatches =
+      compare_outputs(p, interpret(p, 3, b, in), interpret(broken, 3, b, in), 3);
+  EXPECT_FALSE(mismatches.empty());
+}
+
+// The dropout mask of the Megatron epilogue is keyed by global index, so the
+// schedule that computes it on slices drops exactly the same elements.
+TEST(EquivalenceDropout, SlicedEpilogueDropsTheSameElements) {
+  const Program p = workload("megatron_attention");
+  const auto schedules = enumerate_schedules(p);
+  const auto it = std::find_if(schedules.begin(), schedules.end(),
+                               [](const Schedule& s) { return s.name() == "MM-RS-C-AG"; });
+  ASSERT_NE(it, schedules.end());
+  const Bindings b = p.bind({{"B", 1}, {"S", 7}, {"H", 6}});
+  const State in = make_inputs(p, 3, b);
+  const auto whole = global_value(interpret(p, 3, b, in).at("out"), 3);
+  const auto sliced = global_value(interpret(*it, 3, b, in).at("out.s"), 3);
+  EXPECT_EQ(whole, sliced);
+}
+
+}  // namespace
+}  // namespace coconet::model

@@ -1,0 +1,254 @@
+// The reference interpreter on small hand-checked programs: inputs,
+// collectives (ragged slices included), norms, matmul layouts, sends,
+// broadcasting, dropout masks, and the comparison of outputs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "model/builder.h"
+#include "model/interpreter.h"
+#include "unit/test_sched_util.h"
+
+namespace coconet::model {
+namespace {
+
+using sched_test::workload;
+
+// One input x of the given layout, one statement `y = <rhs>` as the output.
+Program one_stmt(Layout x_layout, const std::string& rhs, std::vector<std::string> shape = {"N"}) {
+  return ProgramBuilder("one")
+      .param("N", 7)
+      .param("M", 3)
+      .tensor("x", DType::f32, shape, x_layout)
+      .stmt("y = " + rhs)
+      .output("y")
+      .build();
+}
+
+std::vector<double> input_global(const Program& p, const std::string& n, int ranks) {
+  return global_value(make_inputs(p, ranks, p.bind()).at(n), ranks);
+}
+
+TEST(Inputs, AreSmallIntegersPositiveUnlessLocal) {
+  const Program p = workload("adam");
+  const State in = make_inputs(p, 3, p.bind({{"N", 37}}));
+  for (const auto& [name, v] : in)
+    for (const auto& part : v.ranks)
+      for (double x : part) {
+        EXPECT_EQ(x, std::round(x)) << name;
+        if (v.type.layout.is_local()) {
+          EXPECT_LE(std::fabs(x), 3.0) << name;
+        } else {
+          EXPECT_GE(x, 1.0) << name;
+          EXPECT_LE(x, 4.0) << name;
+        }
+      }
+}
+
+TEST(Inputs, AreDeterministicAndDifferPerRankOnlyWhenLocal) {
+  const Program p = workload("adam");
+  const Bindings b = p.bind({{"N", 37}});
+  const State a = make_inputs(p, 2, b);
+  const State c = make_inputs(p, 2, b);
+  EXPECT_EQ(a.at("g").ranks, c.at("g").ranks);
+  EXPECT_NE(a.at("g").ranks[0], a.at("g").ranks[1]);
+  EXPECT_EQ(a.at("w").ranks[0], a.at("w").ranks[1]);
+  EXPECT_NE(make_inputs(p, 2, b, 7).at("w").ranks[0], a.at("w").ranks[0]);
+}
+
+TEST(Inputs, SameGlobalValueWhetherReplicatedOrSliced) {
+  const Program rep = one_stmt(Layout::replicated(), "x * 2");
+  const Program sli = one_stmt(Layout::sliced(0), "x * 2");
+  EXPECT_EQ(input_global(rep, "x", 3), input_global(sli, "x", 3));
+}
+
+TEST(Collectives, AllreduceSumsInRankOrder) {
+  const Program p = one_stmt(Layout::local(), "allreduce(sum, x)");
+  const State in = make_inputs(p, 3, p.bind());
+  const State out = interpret(p, 3, p.bind(), in);
+  const auto& x = in.at("x").ranks;
+  for (int r = 0; r < 3; ++r)
+    for (std::size_t i = 0; i < 7; ++i)
+      EXPECT_EQ(out.at("y").ranks[static_cast<std::size_t>(r)][i], x[0][i] + x[1][i] + x[2][i]);
+}
+
+TEST(Collectives, ReducescatterGivesRaggedSlices) {
+  const Program p = one_stmt(Layout::local(), "reducescatter(max, x)");
+  const State in = make_inputs(p, 3, p.bind());
+  const State out = interpret(p, 3, p.bind(), in);
+  const auto& y = out.at("y");
+  EXPECT_EQ(y.ranks[0].size(), 3u);  // 7 = 3 + 2 + 2
+  EXPECT_EQ(y.ranks[1].size(), 2u);
+  EXPECT_EQ(y.ranks[2].size(), 2u);
+  const auto whole = global_value(y, 3);
+  const auto& x = in.at("x").ranks;
+  for (std::size_t i = 0; i < 7; ++i) EXPECT_EQ(whole[i], std::max({x[0][i], x[1][i], x[2][i]}));
+}
+
+TEST(Collectives, AllgatherOfSlicesOfDimensionOne) {
+  const Program p = one_stmt(Layout::sliced(1), "allgather(x)", {"M", "N"});
+  const State in = make_inputs(p, 4, p.bind());
+  const State out = interpret(p, 4, p.bind(), in);
+  EXPECT_EQ(global_value(out.at("y"), 4), global_value(in.at("x"), 4));
+  EXPECT_EQ(out.at("y").ranks[3].size(), 21u);
+}
+
+TEST(Collectives, BroadcastCopiesTheRoot) {
+  const Program p = one_stmt(Layout::local(), "broadcast(x, 1)");
+  const State in = make_inputs(p, 3, p.bind());
+  const State out = interpret(p, 3, p.bind(), in);
+  for (int r = 0; r < 3; ++r)
+    EXPECT_EQ(out.at("y").ranks[static_cast<std::size_t>(r)], in.at("x").ranks[1]);
+}
+
+TEST(Collectives, SendMovesToTheSamePositionOfTheNextGroup) {
+  const Program p = one_stmt(Layout::local(), "send(x, next)");
+  const State in = make_inputs(p, 2, p.bind());
+  const State out = interpret(p, 2, p.bind(), in);
+  const auto& y = out.at("y");
+  ASSERT_EQ(y.ranks.size(), 4u);
+  EXPECT_TRUE(y.ranks[0].empty());
+  EXPECT_EQ(y.ranks[2], in.at("x").ranks[0]);
+  EXPECT_EQ(y.ranks[3], in.at("x").ranks[1]);
+}
+
+TEST(Norm, OfSlicesEqualsNormOfTheWhole) {
+  const Program whole = one_stmt(Layout::replicated(), "norm(x)");
+  const Program sliced = one_stmt(Layout::sliced(0), "norm(x)");
+  const auto a = global_value(
+      interpret(whole, 3, whole.bind(), make_inputs(whole, 3, whole.bind())).at("y"), 3);
+  const auto b = global_value(
+      interpret(sliced, 3, sliced.bind(), make_inputs(sliced, 3, sliced.bind())).at("y"), 3);
+  ASSERT_EQ(a.size(), 1u);
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_NEAR(a[0], b[0], 1e-12 * a[0]);
+  double sq = 0;
+  for (double x : input_global(whole, "x", 3)) sq += x * x;
+  EXPECT_DOUBLE_EQ(a[0], std::sqrt(sq));
+}
+
+TEST(Matmul, SlicedPartialSumsAllreducedEqualTheWholeProduct) {
+  const Program p = ProgramBuilder("mm")
+                        .param("M", 3)
+                        .param("K", 5)
+                        .param("N", 2)
+                        .tensor("a", DType::f32, {"M", "K"}, Layout::sliced(1))
+                        .tensor("b", DType::f32, {"K", "N"}, Layout::sliced(0))
+                        .stmt("c = matmul(a, b)")
+                        .stmt("d = allreduce(sum, c)")
+                        .output("d")
+                        .build();
+  for (int ranks : {1, 2, 4, 8}) {  // 8 > K: some ranks hold no columns at all
+    const State in = make_inputs(p, ranks, p.bind());
+    const auto a = global_value(in.at("a"), ranks);
+    const auto b = global_value(in.at("b"), ranks);
+    const auto d = global_value(interpret(p, ranks, p.bind(), in).at("d"), ranks);
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 2; ++j) {
+        double acc = 0;
+        for (int k = 0; k < 5; ++k)
+          acc += a[static_cast<std::size_t>(i * 5 + k)] * b[static_cast<std::size_t>(k * 2 + j)];
+        EXPECT_EQ(d[static_cast<std::size_t>(i * 2 + j)], acc) << ranks;
+      }
+  }
+}
+
+TEST(Elementwise, BroadcastsTrailingOperandsAndScalars) {
+  const Program p = ProgramBuilder("bias")
+                        .param("R", 3)
+                        .param("H", 4)
+                        .scalar("alpha", 0.5)
+                        .tensor("x", DType::f32, {"R", "H"}, Layout::sliced(0))
+                        .tensor("b", DType::f32, {"H"}, Layout::replicated())
+                        .stmt("n = norm(b)")
+                        .stmt("y = alpha * x + b / n")
+                        .output("y")
+                        .build();
+  const State in = make_inputs(p, 2, p.bind());
+  const auto x = global_value(in.at("x"), 2);
+  const auto b = global_value(in.at("b"), 2);
+  double sq = 0;
+  for (double v : b) sq += v * v;
+  const auto y = global_value(interpret(p, 2, p.bind(), in).at("y"), 2);
+  for (std::size_t i = 0; i < 12; ++i)
+    EXPECT_DOUBLE_EQ(y[i], 0.5 * x[i] + b[i % 4] / std::sqrt(sq));
+}
+
+TEST(Dropout, MaskIsTheSameOnSlicesAndOnTheWholeTensor) {
+  const Program whole = one_stmt(Layout::replicated(), "dropout(x, 0.5)", {"M", "N"});
+  const Program sliced = one_stmt(Layout::sliced(0), "dropout(x, 0.5)", {"M", "N"});
+  const auto a = global_value(
+      interpret(whole, 1, whole.bind(), make_inputs(whole, 1, whole.bind())).at("y"), 1);
+  for (int ranks : {2, 3}) {
+    const auto b = global_value(
+        interpret(sliced, ranks, sliced.bind(), make_inputs(sliced, ranks, sliced.bind())).at("y"),
+        ranks);
+    EXPECT_EQ(a, b) << ranks;
+  }
+  const auto zeros = std::count(a.begin(), a.end(), 0.0);
+  EXPECT_GT(zeros, 0);                            // the mask drops something ...
+  EXPECT_LT(zeros, static_cast<long>(a.size()));  // ... and keeps something
+}
+
+TEST(Interpret, RelaysOutInputsWhoseLayoutChanged) {
+  const Program rep = one_stmt(Layout::replicated(), "x * 3");
+  const Program sli = one_stmt(Layout::sliced(0), "x * 3");
+  const State in = make_inputs(rep, 3, rep.bind());
+  const auto a = global_value(interpret(rep, 3, rep.bind(), in).at("y"), 3);
+  const auto b = global_value(interpret(sli, 3, sli.bind(), in).at("y"), 3);
+  EXPECT_EQ(a, b);
+}
+
+TEST(Interpret, MissingInputIsAUserError) {
+  const Program p = one_stmt(Layout::replicated(), "x * 3");
+  EXPECT_THROW((void)interpret(p, 2, p.bind(), State{}), UserError);
+}
+
+TEST(GlobalValue, ConcatenatesLocalValues) {
+  const Program p = one_stmt(Layout::local(), "x * 1");
+  const State in = make_inputs(p, 2, p.bind());
+  const auto g = global_value(in.at("x"), 2);
+  ASSERT_EQ(g.size(), 14u);
+  EXPECT_EQ(std::vector<double>(g.begin() + 7, g.end()), in.at("x").ranks[1]);
+}
+
+TEST(GlobalValue, ReplicatedValuesMustAgree) {
+  const Program p = one_stmt(Layout::replicated(), "x * 1");
+  State in = make_inputs(p, 2, p.bind());
+  in.at("x").ranks[1][0] += 1;
+  EXPECT_THROW((void)global_value(in.at("x"), 2), InternalError);
+}
+
+TEST(Compare, AgreesWithItself) {
+  const Program p = workload("lamb");
+  const Bindings b = p.bind({{"N", 37}});
+  const State out = interpret(p, 3, b, make_inputs(p, 3, b));
+  EXPECT_TRUE(compare_outputs(p, out, out, 3).empty());
+}
+
+TEST(Compare, CatchesOnePerturbedElement) {
+  const Program p = workload("adam");
+  const Bindings b = p.bind({{"N", 37}});
+  const State expected = interpret(p, 3, b, make_inputs(p, 3, b));
+  State actual = expected;
+  for (auto& part : actual.at("v1").ranks) part[20] *= 1.0 + 1e-9;  // still replicated
+  const auto m = compare_outputs(p, expected, actual, 3);
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0].tensor, "v1");
+  EXPECT_EQ(m[0].index, 20);
+  EXPECT_NE(m[0].expected, m[0].actual);
+}
+
+TEST(Compare, ReportsAMissingOutput) {
+  const Program p = workload("sgd");
+  const Bindings b = p.bind({{"N", 37}});
+  const State expected = interpret(p, 2, b, make_inputs(p, 2, b));
+  State actual = expected;
+  actual.erase("w1");
+  const auto m = compare_outputs(p, expected, actual, 2);
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0].index, -1);
+}
+
+}  // namespace
+}  // namespace coconet::model

@@ -1,0 +1,142 @@
+// Schedules as data: canonical names, default stages, lookups, knobs, and the
+// YAML round trip of every enumerated schedule of every workload.
+#include <gtest/gtest.h>
+
+#include "model/enumerate.h"
+#include "model/schedule.h"
+#include "model/transforms.h"
+#include "unit/test_sched_util.h"
+
+namespace coconet::model {
+namespace {
+
+using sched_test::workload;
+using sched_test::workload_names;
+
+TEST(Schedule, UnscheduledProgramsHaveThePapersNames) {
+  EXPECT_EQ(initial_schedule(workload("sgd")).name(), "AR-C");
+  EXPECT_EQ(initial_schedule(workload("adam")).name(), "AR-C");
+  EXPECT_EQ(initial_schedule(workload("lamb")).name(), "AR-C");
+  EXPECT_EQ(initial_schedule(workload("megatron_mlp")).name(), "MM-AR-C");
+  EXPECT_EQ(initial_schedule(workload("megatron_attention")).name(), "MM-AR-C");
+  EXPECT_EQ(initial_schedule(workload("gpt3_pipeline")).name(), "AR-P2P-C");
+}
+
+TEST(Schedule, BaselineIsTheUnscheduledProgram) {
+  const Program p = workload("adam");
+  EXPECT_EQ(baseline(p).name(), "AR-C");
+  EXPECT_TRUE(baseline(p).history.empty());
+}
+
+TEST(Schedule, DefaultStagesFuseRunsOfElementwiseStatementsAndNorms) {
+  const auto stages = default_stages(workload("lamb"));
+  ASSERT_EQ(stages.size(), 2u);
+  EXPECT_EQ(stages[0].kind, StageKind::collective);
+  EXPECT_EQ(stages[0].stmts, (std::vector<std::string>{"g1"}));
+  EXPECT_EQ(stages[1].kind, StageKind::compute);
+  EXPECT_EQ(stages[1].stmts, (std::vector<std::string>{"m1", "v1", "u", "wn", "un", "w1"}));
+}
+
+TEST(Schedule, DefaultStagesGiveMatmulAndSendStagesOfTheirOwn) {
+  const Program p = workload("gpt3_pipeline");
+  const auto stages = default_stages(p);
+  ASSERT_EQ(stages.size(), 3u);
+  EXPECT_EQ(stages[0].code(p), "AR");
+  EXPECT_EQ(stages[1].code(p), "P2P");
+  EXPECT_EQ(stages[2].code(p), "C");
+  const Program mm = workload("megatron_mlp");
+  EXPECT_EQ(default_stages(mm)[0].kind, StageKind::matmul);
+  EXPECT_EQ(default_stages(mm)[0].code(mm), "MM");
+}
+
+TEST(Schedule, StageAndOverlapLookups) {
+  Schedule s = overlap(initial_schedule(workload("megatron_mlp")), "y", "z");
+  EXPECT_EQ(s.stage_of("y"), 0);
+  EXPECT_EQ(s.stage_of("z"), 1);
+  EXPECT_EQ(s.stage_of("out"), 2);
+  EXPECT_EQ(s.stage_of("nothing"), -1);
+  EXPECT_EQ(s.overlap_of(0), 0);
+  EXPECT_EQ(s.overlap_of(1), 0);
+  EXPECT_EQ(s.overlap_of(2), -1);
+  EXPECT_EQ(s.name(), "ol(MM,AR)-C");
+}
+
+TEST(Schedule, NamesCollapseRepeatedStagesAndListSlicedStates) {
+  Schedule s = reorder(split(initial_schedule(workload("adam")), "g1"), "g1");
+  EXPECT_EQ(s.stages.size(), 5u);  // RS, C, AG(m1), AG(v1), AG(w1)
+  EXPECT_EQ(s.name(), "RS-C-AG");
+  s = as_slice(as_slice(std::move(s), "v"), "m");
+  EXPECT_EQ(s.name(), "RS-C-AG+asSlice(m,v)");  // in declaration order, not application order
+}
+
+TEST(Schedule, StageTransformsAreReadOffTheHistory) {
+  Schedule s = split(initial_schedule(workload("sgd")), "g1");
+  EXPECT_FALSE(s.has_stage_transforms());
+  s = fuse(reorder(std::move(s), "g1"), "g1.rs", "w1");
+  EXPECT_TRUE(s.has_stage_transforms());
+}
+
+TEST(Schedule, KnobNamesRoundTrip) {
+  for (Algo a : {Algo::auto_, Algo::ring, Algo::tree, Algo::nvls, Algo::hierarchical})
+    EXPECT_EQ(parse_algo(to_string(a)), a);
+  for (Proto p : {Proto::auto_, Proto::ll, Proto::ll128, Proto::simple})
+    EXPECT_EQ(parse_proto(to_string(p)), p);
+  EXPECT_EQ(parse_proto("LL128"), Proto::ll128);
+  EXPECT_THROW((void)parse_algo("butterfly"), UserError);
+  EXPECT_THROW((void)parse_proto("fast"), UserError);
+}
+
+TEST(Schedule, DescribeListsStagesAndKnobs) {
+  const Schedule s = overlap(initial_schedule(workload("megatron_mlp")), "y", "z");
+  const std::string text = describe(s);
+  EXPECT_NE(text.find("ol(MM,AR)-C"), std::string::npos);
+  EXPECT_NE(text.find("overlap group 0"), std::string::npos);
+  EXPECT_NE(text.find("chunks=4"), std::string::npos);
+}
+
+TEST(ScheduleYaml, EveryEnumeratedScheduleOfEveryWorkloadRoundTrips) {
+  for (const auto& w : workload_names()) {
+    const Program p = workload(w);
+    for (const auto& s : enumerate_schedules(p)) {
+      SCOPED_TRACE(w + " " + s.name());
+      const Schedule back = schedule_from_yaml(p, to_yaml(s));
+      EXPECT_EQ(back.name(), s.name());
+      EXPECT_EQ(to_string(back.program), to_string(s.program));
+      EXPECT_EQ(back.history, s.history);
+      EXPECT_EQ(back.knobs, s.knobs);
+      ASSERT_EQ(back.stages.size(), s.stages.size());
+      for (std::size_t i = 0; i < s.stages.size(); ++i)
+        EXPECT_EQ(back.stages[i].stmts, s.stages[i].stmts);
+      EXPECT_EQ(back.overlaps.size(), s.overlaps.size());
+    }
+  }
+}
+
+TEST(ScheduleYaml, KnobsRoundTrip) {
+  Schedule s = overlap(initial_schedule(workload("megatron_attention")), "y", "z");
+  s.knobs = {8, Algo::tree, Proto::ll128, 16};
+  const Schedule back = schedule_from_yaml(workload("megatron_attention"), to_yaml(s));
+  EXPECT_EQ(back.knobs, s.knobs);
+}
+
+TEST(ScheduleYaml, HandWrittenScheduleReplays) {
+  const std::string text =
+      "workload: sgd\n"
+      "history:\n"
+      "  - {op: split, args: [g1]}\n"
+      "  - op: reorder\n"
+      "    args: [g1]\n"
+      "knobs: {algo: ring}\n";
+  const Schedule s = schedule_from_yaml(workload("sgd"), text);
+  EXPECT_EQ(s.name(), "RS-C-AG");
+  EXPECT_EQ(s.knobs.algo, Algo::ring);
+  EXPECT_EQ(s.knobs.chunks, 1);
+}
+
+TEST(ScheduleYaml, EmptyHistoryIsTheUnscheduledProgram) {
+  const Schedule s = schedule_from_yaml(workload("adam"), "workload: adam\n");
+  EXPECT_EQ(s.name(), "AR-C");
+}
+
+}  // namespace
+}  // namespace coconet::model
