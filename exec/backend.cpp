@@ -1,0 +1,40 @@
+// Backend factory: the backends this build was compiled with, by name.
+#include "exec/backend.h"
+
+#include "model/error.h"
+
+#if defined(COCONET_EXEC_HAVE_MPI)
+#include "exec/cpu/cpu_backend.h"
+#endif
+
+namespace coconet::exec {
+
+std::vector<std::string> available_backends() {
+  std::vector<std::string> names;
+#if defined(COCONET_EXEC_HAVE_MPI)
+  names.emplace_back("cpu");
+#endif
+#if defined(COCONET_EXEC_HAVE_CUDA)
+  names.emplace_back("cuda");
+#endif
+  return names;
+}
+
+#if defined(COCONET_EXEC_HAVE_MPI)
+std::unique_ptr<Backend> make_cpu_backend() { return cpu::create(); }
+#endif
+
+std::unique_ptr<Backend> make_backend(const std::string& name) {
+#if defined(COCONET_EXEC_HAVE_MPI)
+  if (name == "cpu") return make_cpu_backend();
+#endif
+#if defined(COCONET_EXEC_HAVE_CUDA)
+  if (name == "cuda") return make_cuda_backend();
+#endif
+  std::string offered;
+  for (const auto& n : available_backends()) offered += (offered.empty() ? "" : ", ") + n;
+  throw UserError("backend '" + name + "' is not available in this build (available: " +
+                  (offered.empty() ? std::string("none; install Open MPI and rebuild") : offered) + ")");
+}
+
+}  // namespace coconet::exec

@@ -1,0 +1,194 @@
+// The narrow interface every execution backend implements (cpu: MPI + Eigen in
+// exec/cpu/, cuda: CUDA + NCCL + cuBLAS in exec/cuda/). The runtime
+// (exec/runtime.h) turns a model::Schedule into calls on this interface; a
+// backend never sees statements, layouts or schedules, only buffers, views,
+// compiled element-wise programs and collectives over its process group.
+//
+// Contract, method by method (P = ranks per group, "my group" = the ranks
+// g*P .. g*P+P-1 holding this world rank, see model/interpreter.h):
+//
+// Identity and groups
+//   world_rank(), world_size(): this process's rank in the whole job.
+//   set_groups(groups): cuts the world into `groups` process groups of
+//     P = world_size()/groups consecutive ranks (group g position r is world
+//     rank g*P+r) and makes the group communicators every collective below
+//     uses. Called before any collective, again whenever a program with a
+//     different number of groups runs. Throws UserError when world_size() is
+//     not a multiple of `groups`. ranks_per_group(), group(), position() read it.
+//
+// Memory (all counts and offsets in elements, never bytes)
+//   allocate(dtype, count): a new zero-filled buffer of `count` elements
+//     stored as `dtype` (f16/bf16: 16 bits each, f32: 32). Never returns an
+//     invalid id; throws UserError when memory runs out. count may be 0.
+//   release_all(): frees every buffer (ids become invalid). Implies synchronize().
+//   dtype_of(buffer), size_of(buffer): what allocate was given.
+//   available_bytes(): memory this rank may still allocate (host RAM shared by
+//     the ranks of this node, or free device memory); used to reject sizes
+//     that do not fit before anything is allocated.
+//   write(dst, values): host doubles -> buffer, converted to the buffer's
+//     dtype with round-to-nearest-even; values.size() == dst.count.
+//   read(src): buffer -> host doubles (exact widening). write/read wait for
+//     all work queued before them (they synchronize).
+//   copy(dst, src): same dtype and count; queued on the compute stream.
+//
+// Streams and events (what makes overlap possible)
+//   Every compute operation (elementwise, matmul, norm, copy) is queued on the
+//   compute stream; every communication (allreduce .. recv) on the comm
+//   stream. Operations on one stream run in the order queued; the two streams
+//   run concurrently. A backend may run a stream synchronously on the caller
+//   (the cpu backend does so for compute).
+//   record(stream): an event that completes when everything queued on
+//     `stream` so far has completed.
+//   wait(stream, event): work queued on `stream` after this call starts only
+//     once `event` has completed (may block the caller when the stream is
+//     synchronous).
+//   synchronize(): blocks until both streams are idle.
+//   now_us(): wall clock in microseconds (steady, host side); the runtime
+//     brackets work with synchronize() + now_us().
+//
+// Compute
+//   elementwise(program, inputs, outputs, block): evaluates the compiled
+//     program (kernels/elementwise_program.h) at every element (i, j) of the
+//     rows x cols block: input k is read at buffer inputs[k].buffer, element
+//     inputs[k].access.at(i, j), output k written at outputs[k].access.at(i, j);
+//     the element's global index (for dropout) is block.global_index(i, j).
+//     Inputs are stored in their buffers' dtypes (must equal
+//     program.input_types), arithmetic is f32, outputs are rounded (RNE) to
+//     their buffers' dtypes. Outputs never alias inputs.
+//   matmul(args): out[m x n] = a[m x k] * b[k x n], row-major with leading
+//     dimensions lda/ldb/ldc (elements), accumulated in f32 at least, rounded
+//     to out's dtype. Integer-valued inputs whose sums stay below 2^24 give
+//     exact results.
+//   norm(in, out, across_group): out (one element) = sqrt(sum of squares of
+//     in), squares accumulated in double (f32 at least); with across_group the
+//     sum of squares is summed over my group first (a sliced tensor's norm).
+//     Collective over my group when across_group is true.
+//
+// Communication over my group (queued on the comm stream; every rank of the
+// group must call them in the same order with matching counts)
+//   allreduce(in, out, op): out = op over the group of in; in == out allowed.
+//   reduce_scatter(parts, out, op): parts[r] (r < P) is the part of my input
+//     whose reduction lands on position r; out receives the reduction of
+//     parts[position()] over the group. Parts may be ragged (counts differ
+//     by position, but part r has the same count on every rank) and need not
+//     be contiguous or adjacent.
+//   allgather(in, parts): parts[r] receives position r's `in` (so
+//     parts[position()] gets my own); parts may be ragged and scattered.
+//   broadcast(in, out, root): out = root's in on every position (in == out allowed).
+//   reduce(in, out, op, root): root's out = op over the group of in; out is
+//     untouched elsewhere.
+//   send(in, peer) / recv(out, peer): point to point with world rank `peer`
+//     (pipeline stages: position r of group g talks to position r of g+1).
+//   f16/bf16 reductions: summed in f32 and rounded back; say how in the
+//     implementation (MPI has no 16-bit float type).
+//
+// Host-side helpers over the whole world (blocking, for the runtime's
+// bookkeeping, never timed)
+//   barrier(): all world ranks.
+//   host_allreduce(values, op): element-wise op over all world ranks, in place.
+//   abort_job(code): ends every rank of the job with exit status `code` (MPI_Abort);
+//     used when one rank fails so the others cannot hang.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kernels/elementwise_program.h"
+#include "model/program.h"
+#include "model/types.h"
+
+namespace coconet::exec {
+
+using model::DType;
+using model::ReduceOp;
+
+using BufferId = int;
+
+// A contiguous run of `count` elements of a buffer, starting at element `offset`.
+struct View {
+  BufferId buffer = -1;
+  std::int64_t offset = 0;
+  std::int64_t count = 0;
+};
+
+// An element-wise operand: a buffer and how element (i, j) of a block maps to it.
+struct Operand {
+  BufferId buffer = -1;
+  kernels::Access access;
+};
+
+struct MatmulArgs {
+  View a, b, out;  // offsets are the first element of each matrix
+  std::int64_t m = 0, k = 0, n = 0;
+  std::int64_t lda = 0, ldb = 0, ldc = 0;  // row strides in elements
+};
+
+enum class StreamKind { compute, comm };
+
+struct Event {
+  StreamKind stream = StreamKind::compute;
+  std::int64_t id = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  [[nodiscard]] virtual std::string name() const = 0;
+  [[nodiscard]] virtual int world_rank() const = 0;
+  [[nodiscard]] virtual int world_size() const = 0;
+  virtual void set_groups(int groups) = 0;
+  [[nodiscard]] virtual int ranks_per_group() const = 0;
+  [[nodiscard]] int group() const { return world_rank() / ranks_per_group(); }
+  [[nodiscard]] int position() const { return world_rank() % ranks_per_group(); }
+
+  [[nodiscard]] virtual BufferId allocate(DType dtype, std::int64_t count) = 0;
+  virtual void release_all() = 0;
+  [[nodiscard]] virtual DType dtype_of(BufferId b) const = 0;
+  [[nodiscard]] virtual std::int64_t size_of(BufferId b) const = 0;
+  [[nodiscard]] virtual std::int64_t available_bytes() const = 0;
+  virtual void write(View dst, std::span<const double> values) = 0;
+  [[nodiscard]] virtual std::vector<double> read(View src) = 0;
+  virtual void copy(View dst, View src) = 0;
+
+  [[nodiscard]] virtual Event record(StreamKind stream) = 0;
+  virtual void wait(StreamKind stream, Event e) = 0;
+  virtual void synchronize() = 0;
+  [[nodiscard]] virtual double now_us() const = 0;
+
+  virtual void elementwise(const kernels::ElementwiseProgram& program,
+                           std::span<const Operand> inputs, std::span<const Operand> outputs,
+                           const kernels::Block& block) = 0;
+  virtual void matmul(const MatmulArgs& args) = 0;
+  virtual void norm(View in, View out, bool across_group) = 0;
+
+  virtual void allreduce(View in, View out, ReduceOp op) = 0;
+  virtual void reduce_scatter(std::span<const View> parts, View out, ReduceOp op) = 0;
+  virtual void allgather(View in, std::span<const View> parts) = 0;
+  virtual void broadcast(View in, View out, int root) = 0;
+  virtual void reduce(View in, View out, ReduceOp op, int root) = 0;
+  virtual void send(View in, int peer) = 0;
+  virtual void recv(View out, int peer) = 0;
+
+  virtual void barrier() = 0;
+  virtual void host_allreduce(std::span<double> values, ReduceOp op) = 0;
+  [[noreturn]] virtual void abort_job(int code) = 0;
+};
+
+// Backend names this build offers ("cpu" with MPI, "cuda" with CUDA + NCCL).
+[[nodiscard]] std::vector<std::string> available_backends();
+
+// Makes a backend by name; throws UserError for an unknown or unbuilt one.
+// Initialises MPI (exec/mpi_session.h) when the backend needs it.
+[[nodiscard]] std::unique_ptr<Backend> make_backend(const std::string& name);
+
+// Each backend's factory, defined in its folder. exec/cuda/ defines
+// make_cuda_backend() and adds COCONET_EXEC_HAVE_CUDA=1 to coconet_exec's
+// compile definitions so that make_backend() offers it.
+[[nodiscard]] std::unique_ptr<Backend> make_cpu_backend();
+[[nodiscard]] std::unique_ptr<Backend> make_cuda_backend();
+
+}  // namespace coconet::exec

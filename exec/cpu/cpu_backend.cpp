@@ -1,0 +1,417 @@
+// The cpu backend (see exec/backend.h for the contract).
+//
+// Design notes
+// - Buffers are host vectors of bytes tagged with their dtype (16-bit floats
+//   stored as 16 bits).
+// - The compute stream is the calling thread: elementwise, matmul and norm run
+//   synchronously. The comm stream is a CommThread running blocking MPI calls
+//   in order, so an overlapped group's collectives on chunk k proceed while
+//   the caller computes chunk k+1.
+// - Each thread has its own communicators (MPI_THREAD_MULTIPLE): the comm
+//   thread uses `group_comm_` and `p2p_comm_`, the caller `group_compute_`
+//   (norms) and `host_comm_` (bookkeeping), so concurrent collectives never
+//   share a communicator.
+// - Ragged reduce-scatter: MPI_Reduce_scatter with per-rank counts; parts that
+//   are not laid out back to back in rank order are staged into scratch first.
+#include "exec/cpu/cpu_backend.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <climits>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <new>
+#include <sstream>
+#include <vector>
+
+#include <mpi.h>
+
+#include "exec/cpu/comm_thread.h"
+#include "exec/cpu/mpi_check.h"
+#include "exec/cpu/reduce_ops.h"
+#include "exec/mpi_session.h"
+#include "kernels/cpu_elementwise.h"
+#include "kernels/cpu_matmul.h"
+
+namespace coconet::exec::cpu {
+
+void throw_mpi_error(int code, const char* call, const char* file, int line) {
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(code, text, &len);
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  int rank = -1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  std::ostringstream msg;
+  msg << host << " rank " << rank << ": " << file << ":" << line << ": " << call << " failed: "
+      << std::string(text, static_cast<std::size_t>(len));
+  throw InternalError(msg.str());
+}
+
+namespace {
+
+// Share of MemAvailable a rank may plan to use: the rest is left to the OS,
+// MPI's shared-memory segments and the runtime's host copies.
+constexpr double kUsableMemoryShare = 0.9;
+constexpr int kP2pTag = 7;
+
+int as_int(std::int64_t v, const char* what) {
+  if (v < 0 || v > INT_MAX)
+    throw UserError(std::string("the cpu backend passes ") + what +
+                    " to MPI as int; this one is too large (" + std::to_string(v) +
+                    "); use smaller sizes");
+  return static_cast<int>(v);
+}
+
+std::int64_t mem_available_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  std::int64_t kib = 0;
+  std::string unit;
+  while (in >> key >> kib >> unit)
+    if (key == "MemAvailable:") return kib * 1024;
+  return std::numeric_limits<std::int64_t>::max() / 4;
+}
+
+class CpuBackend final : public Backend {
+ public:
+  CpuBackend() {
+    ensure_mpi();
+    COCONET_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank_));
+    COCONET_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size_));
+    COCONET_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &host_comm_));
+    COCONET_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &p2p_comm_));
+    MPI_Comm node = MPI_COMM_NULL;
+    COCONET_MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node));
+    COCONET_MPI_CHECK(MPI_Comm_size(node, &ranks_on_node_));
+    MPI_Comm_free(&node);
+    ops_ = std::make_unique<ReduceOps>();
+    comm_ = std::make_unique<CommThread>();
+    set_groups(1);
+  }
+
+  ~CpuBackend() override {
+    try {
+      comm_->drain();
+    } catch (...) {
+    }
+    comm_.reset();
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized) return;
+    free_groups();
+    MPI_Comm_free(&host_comm_);
+    MPI_Comm_free(&p2p_comm_);
+    ops_.reset();
+  }
+
+  std::string name() const override { return "cpu"; }
+  int world_rank() const override { return rank_; }
+  int world_size() const override { return size_; }
+  int ranks_per_group() const override { return size_ / groups_; }
+
+  void set_groups(int groups) override {
+    if (groups < 1 || size_ % groups != 0)
+      throw UserError("the program spans " + std::to_string(groups) +
+                      " process groups (pipeline stages) of equal size, but the job has " +
+                      std::to_string(size_) + " ranks; run it with a multiple of " +
+                      std::to_string(groups) + " ranks (e.g. --ranks " + std::to_string(2 * groups) + ")");
+    if (groups == groups_ && group_comm_ != MPI_COMM_NULL) return;
+    comm_->drain();
+    free_groups();
+    groups_ = groups;
+    const int p = size_ / groups;
+    COCONET_MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, rank_ / p, rank_ % p, &group_comm_));
+    COCONET_MPI_CHECK(MPI_Comm_dup(group_comm_, &group_compute_));
+  }
+
+  BufferId allocate(DType dtype, std::int64_t count) override {
+    Buffer b;
+    b.dtype = dtype;
+    b.count = count;
+    try {
+      b.bytes.assign(static_cast<std::size_t>(count * model::bytes_of(dtype)), std::byte{0});
+    } catch (const std::bad_alloc&) {
+      throw UserError("out of host memory allocating " + std::to_string(count) + " elements on rank " +
+                      std::to_string(rank_) + "; use smaller sizes (--set)");
+    }
+    buffers_.push_back(std::move(b));
+    return static_cast<BufferId>(buffers_.size() - 1);
+  }
+
+  void release_all() override {
+    synchronize();
+    buffers_.clear();
+  }
+
+  DType dtype_of(BufferId b) const override { return buffer(b).dtype; }
+  std::int64_t size_of(BufferId b) const override { return buffer(b).count; }
+
+  std::int64_t available_bytes() const override {
+    return static_cast<std::int64_t>(static_cast<double>(mem_available_bytes()) * kUsableMemoryShare /
+                                     ranks_on_node_);
+  }
+
+  void write(View dst, std::span<const double> values) override {
+    COCONET_ASSERT(static_cast<std::int64_t>(values.size()) == dst.count, "write: size mismatch");
+    synchronize();
+    check(dst);
+    std::vector<float> tmp(values.begin(), values.end());
+    kernels::store_f32(data(dst.buffer), dtype_of(dst.buffer), dst.offset, 1, dst.count, tmp.data());
+  }
+
+  std::vector<double> read(View src) override {
+    synchronize();
+    check(src);
+    std::vector<float> tmp(static_cast<std::size_t>(src.count));
+    kernels::load_f32(data(src.buffer), dtype_of(src.buffer), src.offset, 1, src.count, tmp.data());
+    return {tmp.begin(), tmp.end()};
+  }
+
+  void copy(View dst, View src) override {
+    check(dst);
+    check(src);
+    COCONET_ASSERT(dst.count == src.count && dtype_of(dst.buffer) == dtype_of(src.buffer),
+                   "copy: views differ in size or dtype");
+    const auto width = model::bytes_of(dtype_of(src.buffer));
+    std::memmove(data(dst.buffer) + dst.offset * width, data(src.buffer) + src.offset * width,
+                 static_cast<std::size_t>(src.count * width));
+  }
+
+  Event record(StreamKind stream) override {
+    return Event{stream, stream == StreamKind::comm ? comm_->last_queued() : 0};
+  }
+
+  void wait(StreamKind stream, Event e) override {
+    if (stream == StreamKind::compute && e.stream == StreamKind::comm) comm_->wait_for(e.id);
+    // The comm stream never waits: compute work completes before the caller queues more.
+  }
+
+  void synchronize() override { comm_->drain(); }
+
+  double now_us() const override {
+    using namespace std::chrono;
+    return duration<double, std::micro>(steady_clock::now().time_since_epoch()).count();
+  }
+
+  void elementwise(const kernels::ElementwiseProgram& program, std::span<const Operand> inputs,
+                   std::span<const Operand> outputs, const kernels::Block& block) override {
+    if (block.rows == 0 || block.cols == 0) return;
+    std::vector<kernels::CpuOperand> ins;
+    std::vector<kernels::CpuOperand> outs;
+    for (const auto& o : inputs) ins.push_back(cpu_operand(o, block));
+    for (const auto& o : outputs) outs.push_back(cpu_operand(o, block));
+    for (std::size_t k = 0; k < ins.size(); ++k)
+      COCONET_ASSERT(ins[k].dtype == program.input_types[k], "elementwise: input dtype differs from program");
+    kernels::cpu_elementwise(program, ins, outs, block);
+  }
+
+  void matmul(const MatmulArgs& args) override {
+    kernels::cpu_matmul(matrix(args.a, args.m, args.k, args.lda), matrix(args.b, args.k, args.n, args.ldb),
+                        matrix(args.out, args.m, args.n, args.ldc));
+  }
+
+  void norm(View in, View out, bool across_group) override {
+    check(in);
+    check(out);
+    double sum = 0.0;
+    std::vector<float> tile(kNormTile);
+    for (std::int64_t first = 0; first < in.count; first += kNormTile) {
+      const std::int64_t n = std::min<std::int64_t>(kNormTile, in.count - first);
+      kernels::load_f32(data(in.buffer), dtype_of(in.buffer), in.offset + first, 1, n, tile.data());
+      for (std::int64_t k = 0; k < n; ++k) sum += static_cast<double>(tile[k]) * tile[k];
+    }
+    if (across_group) COCONET_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, group_compute_));
+    const float value = static_cast<float>(std::sqrt(sum));
+    kernels::store_f32(data(out.buffer), dtype_of(out.buffer), out.offset, 1, 1, &value);
+  }
+
+  void allreduce(View in, View out, ReduceOp op) override {
+    check(in);
+    check(out);
+    comm_->enqueue([this, in, out, op] {
+      const auto t = dtype_of(in.buffer);
+      const void* send = same(in, out) ? MPI_IN_PLACE : ptr(in);
+      COCONET_MPI_CHECK(MPI_Allreduce(send, ptr(out), as_int(in.count, "an allreduce count"),
+                                      ReduceOps::datatype(t), ops_->op(t, op), group_comm_));
+    });
+  }
+
+  void reduce_scatter(std::span<const View> parts, View out, ReduceOp op) override {
+    check(out);
+    std::vector<View> ps(parts.begin(), parts.end());
+    for (const auto& p : ps) check(p);
+    COCONET_ASSERT(static_cast<int>(ps.size()) == ranks_per_group(), "reduce_scatter: one part per rank");
+    comm_->enqueue([this, ps, out, op] {
+      const auto t = dtype_of(out.buffer);
+      std::vector<int> counts;
+      for (const auto& p : ps) counts.push_back(as_int(p.count, "a reduce-scatter count"));
+      const auto staged = contiguous(ps);
+      COCONET_MPI_CHECK(MPI_Reduce_scatter(staged.data, ptr(out), counts.data(), ReduceOps::datatype(t),
+                                           ops_->op(t, op), group_comm_));
+    });
+  }
+
+  void allgather(View in, std::span<const View> parts) override {
+    check(in);
+    std::vector<View> ps(parts.begin(), parts.end());
+    for (const auto& p : ps) {
+      check(p);
+      COCONET_ASSERT(p.buffer == ps.front().buffer, "allgather: parts must lie in one buffer");
+    }
+    COCONET_ASSERT(static_cast<int>(ps.size()) == ranks_per_group(), "allgather: one part per rank");
+    comm_->enqueue([this, in, ps] {
+      const auto t = dtype_of(in.buffer);
+      std::vector<int> counts;
+      std::vector<int> displs;
+      for (const auto& p : ps) {
+        counts.push_back(as_int(p.count, "an allgather count"));
+        displs.push_back(as_int(p.offset, "an allgather displacement"));
+      }
+      COCONET_MPI_CHECK(MPI_Allgatherv(ptr(in), as_int(in.count, "an allgather count"), ReduceOps::datatype(t),
+                                       data(ps.front().buffer), counts.data(), displs.data(),
+                                       ReduceOps::datatype(t), group_comm_));
+    });
+  }
+
+  void broadcast(View in, View out, int root) override {
+    check(in);
+    check(out);
+    comm_->enqueue([this, in, out, root] {
+      if (!same(in, out) && position() == root) copy_now(out, in);
+      COCONET_MPI_CHECK(MPI_Bcast(ptr(out), as_int(out.count, "a broadcast count"),
+                                  ReduceOps::datatype(dtype_of(out.buffer)), root, group_comm_));
+    });
+  }
+
+  void reduce(View in, View out, ReduceOp op, int root) override {
+    check(in);
+    check(out);
+    comm_->enqueue([this, in, out, op, root] {
+      const auto t = dtype_of(in.buffer);
+      const bool in_place = same(in, out) && position() == root;
+      COCONET_MPI_CHECK(MPI_Reduce(in_place ? MPI_IN_PLACE : ptr(in), ptr(out), as_int(in.count, "a reduce count"),
+                                   ReduceOps::datatype(t), ops_->op(t, op), root, group_comm_));
+    });
+  }
+
+  void send(View in, int peer) override {
+    check(in);
+    comm_->enqueue([this, in, peer] {
+      COCONET_MPI_CHECK(MPI_Send(ptr(in), as_int(in.count, "a send count"), ReduceOps::datatype(dtype_of(in.buffer)),
+                                 peer, kP2pTag, p2p_comm_));
+    });
+  }
+
+  void recv(View out, int peer) override {
+    check(out);
+    comm_->enqueue([this, out, peer] {
+      COCONET_MPI_CHECK(MPI_Recv(ptr(out), as_int(out.count, "a receive count"),
+                                 ReduceOps::datatype(dtype_of(out.buffer)), peer, kP2pTag, p2p_comm_,
+                                 MPI_STATUS_IGNORE));
+    });
+  }
+
+  void barrier() override { COCONET_MPI_CHECK(MPI_Barrier(host_comm_)); }
+
+  void host_allreduce(std::span<double> values, ReduceOp op) override {
+    const MPI_Op mpi_op = op == ReduceOp::sum ? MPI_SUM : op == ReduceOp::max ? MPI_MAX : MPI_MIN;
+    COCONET_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_DOUBLE,
+                                    mpi_op, host_comm_));
+  }
+
+  [[noreturn]] void abort_job(int code) override {
+    MPI_Abort(MPI_COMM_WORLD, code);
+    std::abort();
+  }
+
+ private:
+  static constexpr std::int64_t kNormTile = 4096;
+
+  struct Buffer {
+    DType dtype = DType::f32;
+    std::int64_t count = 0;
+    std::vector<std::byte> bytes;
+  };
+
+  struct Staged {
+    void* data = nullptr;
+    std::vector<std::byte> scratch;
+  };
+
+  const Buffer& buffer(BufferId b) const {
+    COCONET_ASSERT(b >= 0 && b < static_cast<BufferId>(buffers_.size()), "unknown buffer id");
+    return buffers_[static_cast<std::size_t>(b)];
+  }
+  std::byte* data(BufferId b) { return buffers_.at(static_cast<std::size_t>(b)).bytes.data(); }
+  void* ptr(View v) { return data(v.buffer) + v.offset * model::bytes_of(dtype_of(v.buffer)); }
+  static bool same(View a, View b) { return a.buffer == b.buffer && a.offset == b.offset; }
+
+  void check(View v) const {
+    const auto& b = buffer(v.buffer);
+    COCONET_ASSERT(v.offset >= 0 && v.count >= 0 && v.offset + v.count <= b.count,
+                   "view [" + std::to_string(v.offset) + ", +" + std::to_string(v.count) +
+                       ") outside its buffer of " + std::to_string(b.count));
+  }
+
+  void copy_now(View dst, View src) { copy(dst, src); }
+
+  // The parts back to back in rank order: in place when they already are.
+  Staged contiguous(const std::vector<View>& parts) {
+    bool adjacent = true;
+    for (std::size_t r = 1; r < parts.size(); ++r)
+      adjacent = adjacent && parts[r].buffer == parts[0].buffer &&
+                 parts[r].offset == parts[r - 1].offset + parts[r - 1].count;
+    if (adjacent) return Staged{ptr(parts[0]), {}};
+    Staged s;
+    const auto width = model::bytes_of(dtype_of(parts[0].buffer));
+    for (const auto& p : parts) {
+      const auto* first = static_cast<const std::byte*>(ptr(p));
+      s.scratch.insert(s.scratch.end(), first, first + p.count * width);
+    }
+    s.data = s.scratch.data();
+    return s;
+  }
+
+  kernels::CpuOperand cpu_operand(const Operand& o, const kernels::Block& block) {
+    const auto& b = buffer(o.buffer);
+    const auto last = o.access.at(block.rows - 1, block.cols - 1);
+    COCONET_ASSERT(o.access.base >= 0 && last >= 0 && o.access.base < b.count && last < b.count,
+                   "elementwise operand reaches outside its buffer");
+    return kernels::CpuOperand{data(o.buffer), b.dtype, o.access};
+  }
+
+  kernels::CpuMatrix matrix(View v, std::int64_t rows, std::int64_t cols, std::int64_t stride) {
+    const auto& b = buffer(v.buffer);
+    COCONET_ASSERT(rows == 0 || cols == 0 || v.offset + (rows - 1) * stride + cols <= b.count,
+                   "matmul operand reaches outside its buffer");
+    return kernels::CpuMatrix{data(v.buffer), b.dtype, v.offset, rows, cols, stride};
+  }
+
+  void free_groups() {
+    if (group_comm_ != MPI_COMM_NULL) MPI_Comm_free(&group_comm_);
+    if (group_compute_ != MPI_COMM_NULL) MPI_Comm_free(&group_compute_);
+  }
+
+  int rank_ = 0;
+  int size_ = 1;
+  int groups_ = 0;
+  int ranks_on_node_ = 1;
+  MPI_Comm host_comm_ = MPI_COMM_NULL;
+  MPI_Comm p2p_comm_ = MPI_COMM_NULL;
+  MPI_Comm group_comm_ = MPI_COMM_NULL;
+  MPI_Comm group_compute_ = MPI_COMM_NULL;
+  std::unique_ptr<ReduceOps> ops_;
+  std::unique_ptr<CommThread> comm_;
+  std::vector<Buffer> buffers_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> create() { return std::make_unique<CpuBackend>(); }
+
+}  // namespace coconet::exec::cpu

@@ -1,0 +1,440 @@
+// The cuda backend (see exec/backend.h for the contract, cuda_backend.h for
+// the shape).
+//
+// Design notes
+// - Buffers are cudaMalloc'ed, zero-filled, tagged with their dtype. Views
+//   become typed device pointers (kernels/cuda/view.h) at the call.
+// - Two non-blocking streams: compute (kernels, cuBLAS, copies, norms) and
+//   comm (every NCCL call). Events are recorded per record() call; their ids
+//   carry a generation, and synchronize() recycles the pool (a wait on an
+//   event of an older generation is already satisfied).
+// - Communicators: world (send/recv between pipeline stages, world ranks)
+//   and group (collectives; the world communicator itself when there is one
+//   group). Both bootstrapped over MPI (nccl_bootstrap.h).
+// - f16/bf16 reductions are NCCL's (16-bit arithmetic per step); with the
+//   integer-valued inputs coconet verifies with they are exact.
+// - synchronize() polls the streams and the communicators' async errors with
+//   a deadline (nccl_watchdog.h): a hang becomes ncclCommAbort + DeviceError.
+#include "exec/cuda/cuda_backend.h"
+
+#include <cuda_runtime.h>
+#include <mpi.h>
+#include <nccl.h>
+
+#include <array>
+#include <chrono>
+#include <cstdlib>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "exec/cuda/host_convert.h"
+#include "exec/cuda/nccl_bootstrap.h"
+#include "exec/cuda/nccl_watchdog.h"
+#include "exec/mpi_session.h"
+#include "kernels/cuda/check.h"
+#include "kernels/cuda/collectives.h"
+#include "kernels/cuda/elementwise.h"
+#include "kernels/cuda/gemm.h"
+#include "kernels/cuda/norm.h"
+#include "model/error.h"
+
+namespace coconet::exec::cuda {
+namespace kc = coconet::kernels::cuda;
+
+Availability probe() {
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();  // clear the sticky error of a failed probe
+    return {false, fmt::format("cudaGetDeviceCount: {}", cudaGetErrorString(err))};
+  }
+  if (count == 0) return {false, "cudaGetDeviceCount reports 0 devices"};
+  return {true, fmt::format("{} device(s)", count)};
+}
+
+bool available() { return probe().ok; }
+
+std::string unavailable_message(const Availability& a) {
+  return "the cuda backend needs an NVIDIA GPU, and none is usable on this machine (" + a.reason +
+         "); run with --backend cpu, or on a machine with a GPU and its driver";
+}
+
+namespace {
+
+struct Buffer {
+  void* data = nullptr;
+  DType dtype = DType::f32;
+  std::int64_t count = 0;
+};
+
+// Event ids: generation in the high bits, pool index in the low 32.
+constexpr int kEventIndexBits = 32;
+constexpr std::int64_t kEventIndexMask = (std::int64_t{1} << kEventIndexBits) - 1;
+
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend() {
+    ensure_mpi();
+    COCONET_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank_));
+    COCONET_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size_));
+    kc::set_error_rank(rank_);
+    timeout_s_ = timeout_from_env(std::getenv("COCONET_NCCL_TIMEOUT_S"));
+    select_device();
+    COCONET_CUDA_CHECK(cudaStreamCreateWithFlags(&compute_, cudaStreamNonBlocking));
+    COCONET_CUDA_CHECK(cudaStreamCreateWithFlags(&comm_, cudaStreamNonBlocking));
+    world_ = make_nccl_comm(MPI_COMM_WORLD);
+    group_ = world_;
+    blas_ = std::make_unique<kc::Blas>();
+    norm_workspace_ = raw_alloc(kc::kNormWorkspaceDoubles * sizeof(double));
+  }
+
+  ~CudaBackend() override {
+    free_buffers();
+    for (cudaEvent_t e : events_) (void)cudaEventDestroy(e);
+    (void)cudaFree(norm_workspace_);
+    blas_.reset();
+    if (group_ != world_ && group_ != nullptr) (void)ncclCommDestroy(group_);
+    if (world_ != nullptr) (void)ncclCommDestroy(world_);
+    (void)cudaStreamDestroy(compute_);
+    (void)cudaStreamDestroy(comm_);
+  }
+
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+
+  [[nodiscard]] std::string name() const override { return "cuda"; }
+  [[nodiscard]] int world_rank() const override { return rank_; }
+  [[nodiscard]] int world_size() const override { return size_; }
+  [[nodiscard]] int ranks_per_group() const override { return size_ / groups_; }
+
+  void set_groups(int groups) override {
+    if (groups < 1 || size_ % groups != 0)
+      throw UserError(fmt::format("the program spans {} process groups, but {} ranks cannot be cut "
+                                  "into {} equal groups; run with a multiple of {} ranks",
+                                  groups, size_, groups, groups));
+    if (groups == groups_) return;
+    synchronize();
+    if (group_ != world_) COCONET_NCCL_CHECK(ncclCommDestroy(group_));
+    groups_ = groups;
+    group_ = world_;
+    if (groups_ == 1) return;
+    MPI_Comm split = MPI_COMM_NULL;
+    COCONET_MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, rank_ / ranks_per_group(), rank_, &split));
+    group_ = make_nccl_comm(split);
+    COCONET_MPI_CHECK(MPI_Comm_free(&split));
+  }
+
+  // ---- memory
+
+  [[nodiscard]] BufferId allocate(DType dtype, std::int64_t count) override {
+    if (count < 0) throw UserError("allocate: negative element count");
+    const auto bytes = static_cast<std::size_t>(count) * kc::storage_bytes(dtype);
+    if (static_cast<std::int64_t>(bytes) > available_bytes())
+      throw UserError(fmt::format("rank {}: {} bytes do not fit in the GPU's free memory ({} bytes); "
+                                  "choose smaller sizes",
+                                  rank_, bytes, available_bytes()));
+    buffers_.push_back({bytes == 0 ? nullptr : raw_alloc(bytes), dtype, count});
+    return static_cast<BufferId>(buffers_.size() - 1);
+  }
+
+  void release_all() override {
+    synchronize();
+    free_buffers();
+  }
+
+  [[nodiscard]] DType dtype_of(BufferId b) const override { return buffer(b).dtype; }
+  [[nodiscard]] std::int64_t size_of(BufferId b) const override { return buffer(b).count; }
+
+  [[nodiscard]] std::int64_t available_bytes() const override {
+    std::size_t free_bytes = 0, total = 0;
+    COCONET_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total));
+    return static_cast<std::int64_t>(free_bytes);
+  }
+
+  void write(View dst, std::span<const double> values) override {
+    COCONET_ASSERT(static_cast<std::int64_t>(values.size()) == dst.count, "write: size mismatch");
+    synchronize();
+    const auto bytes = encode(values, buffer(dst.buffer).dtype);
+    if (bytes.empty()) return;
+    COCONET_CUDA_CHECK(cudaMemcpy(address(dst), bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
+  }
+
+  [[nodiscard]] std::vector<double> read(View src) override {
+    synchronize();
+    const DType t = buffer(src.buffer).dtype;
+    std::vector<std::uint8_t> bytes(static_cast<std::size_t>(src.count) * kc::storage_bytes(t));
+    if (!bytes.empty())
+      COCONET_CUDA_CHECK(
+          cudaMemcpy(bytes.data(), address(src), bytes.size(), cudaMemcpyDeviceToHost));
+    return decode(bytes, t, src.count);
+  }
+
+  void copy(View dst, View src) override {
+    COCONET_ASSERT(dst.count == src.count && dtype_of(dst.buffer) == dtype_of(src.buffer),
+                   "copy: views differ in size or dtype");
+    if (dst.count == 0) return;
+    COCONET_CUDA_CHECK(cudaMemcpyAsync(address(dst), address(src), bytes_of(src),
+                                       cudaMemcpyDeviceToDevice, compute_));
+  }
+
+  // ---- streams and events
+
+  [[nodiscard]] Event record(StreamKind stream) override {
+    cudaEvent_t e = next_event();
+    COCONET_CUDA_CHECK(cudaEventRecord(e, stream_of(stream)));
+    return {stream, (generation_ << kEventIndexBits) | static_cast<std::int64_t>(used_events_ - 1)};
+  }
+
+  void wait(StreamKind stream, Event e) override {
+    if ((e.id >> kEventIndexBits) != generation_) return;  // completed before a synchronize()
+    const auto index = static_cast<std::size_t>(e.id & kEventIndexMask);
+    COCONET_ASSERT(index < used_events_, "wait: unknown event");
+    COCONET_CUDA_CHECK(cudaStreamWaitEvent(stream_of(stream), events_[index], 0));
+  }
+
+  void synchronize() override {
+    const WaitResult r = wait_with_deadline([this] { return poll(); }, timeout_s_);
+    if (r.outcome == WaitOutcome::timed_out) {
+      abort_all();
+      throw kc::DeviceError(timeout_message("GPU work queued on the compute and comm streams",
+                                            timeout_s_));
+    }
+    if (r.outcome == WaitOutcome::failed) {
+      abort_all();
+      throw kc::DeviceError(r.error);
+    }
+    ++generation_;
+    used_events_ = 0;
+  }
+
+  [[nodiscard]] double now_us() const override {
+    using namespace std::chrono;
+    return duration<double, std::micro>(steady_clock::now().time_since_epoch()).count();
+  }
+
+  // ---- compute
+
+  void elementwise(const kernels::ElementwiseProgram& program, std::span<const Operand> inputs,
+                   std::span<const Operand> outputs, const kernels::Block& block) override {
+    std::vector<kc::ElementwiseOperand> ins, outs;
+    for (const Operand& o : inputs) ins.push_back(operand(o));
+    for (const Operand& o : outputs) outs.push_back(operand(o));
+    kc::elementwise(program, ins, outs, block, compute_);
+  }
+
+  void matmul(const MatmulArgs& a) override {
+    kc::GemmArgs g;
+    g.a = address(a.a);
+    g.b = address(a.b);
+    g.c = address(a.out);
+    g.ab_dtype = dtype_of(a.a.buffer);
+    g.c_dtype = dtype_of(a.out.buffer);
+    if (dtype_of(a.b.buffer) != g.ab_dtype)
+      throw UserError("matmul on the cuda backend: both operands must share one dtype");
+    g.m = a.m;
+    g.n = a.n;
+    g.k = a.k;
+    g.lda = a.lda;
+    g.ldb = a.ldb;
+    g.ldc = a.ldc;
+    kc::gemm(*blas_, g, compute_);
+  }
+
+  void norm(View in, View out, bool across_group) override {
+    auto* sum = static_cast<double*>(norm_workspace_);
+    kc::sum_of_squares(device_view(in), sum, compute_);
+    if (across_group) {
+      comm_after(compute_);
+      COCONET_NCCL_CHECK(ncclAllReduce(sum, sum, 1, ncclFloat64, ncclSum, group_, comm_));
+      compute_after(comm_);
+    }
+    kc::sqrt_into(sum, device_view(out), compute_);
+  }
+
+  // ---- communication
+
+  void allreduce(View in, View out, ReduceOp op) override {
+    COCONET_NCCL_CHECK(ncclAllReduce(address(in), address(out), count(in), type(in),
+                                     kc::nccl_op(op), group_, comm_));
+  }
+
+  void reduce_scatter(std::span<const View> parts, View out, ReduceOp op) override {
+    kc::reduce_scatter(group_, to_parts(parts), part(out), dtype_of(out.buffer), op, position(),
+                       comm_);
+  }
+
+  void allgather(View in, std::span<const View> parts) override {
+    kc::allgather(group_, part(in), to_parts(parts), dtype_of(in.buffer), position(), comm_);
+  }
+
+  void broadcast(View in, View out, int root) override {
+    COCONET_NCCL_CHECK(
+        ncclBroadcast(address(in), address(out), count(out), type(out), root, group_, comm_));
+  }
+
+  void reduce(View in, View out, ReduceOp op, int root) override {
+    void* recv = position() == root ? address(out) : address(in);
+    COCONET_NCCL_CHECK(
+        ncclReduce(address(in), recv, count(in), type(in), kc::nccl_op(op), root, group_, comm_));
+  }
+
+  void send(View in, int peer) override {
+    COCONET_NCCL_CHECK(ncclSend(address(in), count(in), type(in), peer, world_, comm_));
+  }
+
+  void recv(View out, int peer) override {
+    COCONET_NCCL_CHECK(ncclRecv(address(out), count(out), type(out), peer, world_, comm_));
+  }
+
+  // ---- host helpers
+
+  void barrier() override { COCONET_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); }
+
+  void host_allreduce(std::span<double> values, ReduceOp op) override {
+    const MPI_Op mop = op == ReduceOp::sum ? MPI_SUM : op == ReduceOp::max ? MPI_MAX : MPI_MIN;
+    COCONET_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()),
+                                    MPI_DOUBLE, mop, MPI_COMM_WORLD));
+  }
+
+  [[noreturn]] void abort_job(int code) override {
+    abort_all();
+    MPI_Abort(MPI_COMM_WORLD, code);
+    std::abort();  // MPI_Abort does not return; this satisfies [[noreturn]]
+  }
+
+ private:
+  void select_device() {
+    int devices = 0;
+    COCONET_CUDA_CHECK(cudaGetDeviceCount(&devices));
+    COCONET_CUDA_CHECK(cudaSetDevice(node_local_rank(MPI_COMM_WORLD) % devices));
+  }
+
+  static void* raw_alloc(std::size_t bytes) {
+    void* p = nullptr;
+    COCONET_CUDA_CHECK(cudaMalloc(&p, bytes));
+    COCONET_CUDA_CHECK(cudaMemset(p, 0, bytes));
+    return p;
+  }
+
+  void free_buffers() {
+    for (Buffer& b : buffers_)
+      if (b.data != nullptr) (void)cudaFree(b.data);
+    buffers_.clear();
+  }
+
+  [[nodiscard]] const Buffer& buffer(BufferId b) const {
+    COCONET_ASSERT(b >= 0 && static_cast<std::size_t>(b) < buffers_.size(), "unknown buffer id");
+    return buffers_[static_cast<std::size_t>(b)];
+  }
+
+  [[nodiscard]] void* address(View v) const {
+    const Buffer& b = buffer(v.buffer);
+    COCONET_ASSERT(v.offset >= 0 && v.offset + v.count <= b.count, "view outside its buffer");
+    return static_cast<char*>(b.data) + v.offset * kc::storage_bytes(b.dtype);
+  }
+
+  [[nodiscard]] std::size_t bytes_of(View v) const {
+    return static_cast<std::size_t>(v.count) * kc::storage_bytes(buffer(v.buffer).dtype);
+  }
+  [[nodiscard]] static std::size_t count(View v) { return static_cast<std::size_t>(v.count); }
+  [[nodiscard]] ncclDataType_t type(View v) const { return kc::nccl_type(dtype_of(v.buffer)); }
+
+  [[nodiscard]] kc::DeviceView device_view(View v) const {
+    return {address(v), v.count, dtype_of(v.buffer)};
+  }
+  [[nodiscard]] kc::Part part(View v) const { return {address(v), v.count}; }
+  [[nodiscard]] std::vector<kc::Part> to_parts(std::span<const View> views) const {
+    std::vector<kc::Part> out;
+    for (const View& v : views) out.push_back(part(v));
+    return out;
+  }
+
+  [[nodiscard]] kc::ElementwiseOperand operand(const Operand& o) const {
+    const Buffer& b = buffer(o.buffer);
+    return {b.data, b.dtype, o.access};
+  }
+
+  [[nodiscard]] cudaStream_t stream_of(StreamKind s) const {
+    return s == StreamKind::compute ? compute_ : comm_;
+  }
+
+  cudaEvent_t next_event() {
+    if (used_events_ == events_.size()) {
+      cudaEvent_t e = nullptr;
+      COCONET_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+      events_.push_back(e);
+    }
+    return events_[used_events_++];
+  }
+
+  void comm_after(cudaStream_t s) {
+    cudaEvent_t e = next_event();
+    COCONET_CUDA_CHECK(cudaEventRecord(e, s));
+    COCONET_CUDA_CHECK(cudaStreamWaitEvent(comm_, e, 0));
+  }
+
+  void compute_after(cudaStream_t s) {
+    cudaEvent_t e = next_event();
+    COCONET_CUDA_CHECK(cudaEventRecord(e, s));
+    COCONET_CUDA_CHECK(cudaStreamWaitEvent(compute_, e, 0));
+  }
+
+  [[nodiscard]] Poll poll() const {
+    for (ncclComm_t c : {world_, group_}) {
+      ncclResult_t async = ncclSuccess;
+      if (ncclCommGetAsyncError(c, &async) == ncclSuccess && async != ncclSuccess &&
+          async != ncclInProgress)
+        return {PollState::failed,
+                kc::failure_message("NCCL", ncclGetErrorString(async),
+                                    {"ncclCommGetAsyncError", __FILE__, __LINE__})};
+    }
+    for (cudaStream_t s : {compute_, comm_}) {
+      const cudaError_t err = cudaStreamQuery(s);
+      if (err == cudaErrorNotReady) return {PollState::pending, ""};
+      if (err != cudaSuccess)
+        return {PollState::failed,
+                kc::failure_message("CUDA", cudaGetErrorString(err),
+                                    {"cudaStreamQuery", __FILE__, __LINE__})};
+    }
+    return {PollState::done, ""};
+  }
+
+  void abort_all() {
+    const std::array<ncclComm_t, 2> comms{group_ != world_ ? group_ : nullptr, world_};
+    abort_comms(comms);
+    group_ = nullptr;
+    world_ = nullptr;
+  }
+
+  int rank_ = 0;
+  int size_ = 1;
+  int groups_ = 1;
+  double timeout_s_ = kDefaultTimeoutSeconds;
+  cudaStream_t compute_ = nullptr;
+  cudaStream_t comm_ = nullptr;
+  ncclComm_t world_ = nullptr;
+  ncclComm_t group_ = nullptr;
+  std::unique_ptr<kc::Blas> blas_;
+  void* norm_workspace_ = nullptr;
+  std::vector<Buffer> buffers_;
+  std::vector<cudaEvent_t> events_;
+  std::size_t used_events_ = 0;
+  std::int64_t generation_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> create() {
+  const Availability a = probe();
+  if (!a.ok) throw UserError(unavailable_message(a));
+  return std::make_unique<CudaBackend>();
+}
+
+}  // namespace coconet::exec::cuda
+
+namespace coconet::exec {
+
+std::unique_ptr<Backend> make_cuda_backend() { return cuda::create(); }
+
+}  // namespace coconet::exec

@@ -1,0 +1,52 @@
+// One MPI initialisation per process; finalised by a static guard at exit.
+#include "exec/mpi_session.h"
+
+#include <cstdlib>
+
+#include <mpi.h>
+
+#include "model/error.h"
+
+namespace coconet::exec {
+namespace {
+
+struct Session {
+  bool initialised_here = false;
+  ~Session() { finalize_mpi(); }
+};
+
+Session& session() {
+  static Session s;
+  return s;
+}
+
+}  // namespace
+
+void ensure_mpi() {
+  int initialised = 0;
+  MPI_Initialized(&initialised);
+  if (initialised) return;
+  int provided = 0;
+  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
+  session().initialised_here = true;
+  if (provided < MPI_THREAD_MULTIPLE)
+    throw UserError(
+        "this MPI library does not provide MPI_THREAD_MULTIPLE, which the cpu backend needs for "
+        "its communication thread; use an Open MPI built with thread support");
+}
+
+void finalize_mpi() {
+  if (!session().initialised_here) return;
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+  session().initialised_here = false;
+}
+
+bool launched_by_mpirun() {
+  for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS"})
+    if (std::getenv(var) != nullptr) return true;
+  return false;
+}
+
+}  // namespace coconet::exec

@@ -1,0 +1,18 @@
+// MPI for the backends that need it (cpu, and cuda for its NCCL bootstrap):
+// initialised once per process with MPI_THREAD_MULTIPLE (the cpu backend's
+// communication runs on its own thread), finalised at process exit.
+#pragma once
+
+namespace coconet::exec {
+
+// Initialises MPI on first call (idempotent); throws UserError when MPI cannot
+// give full thread support.
+void ensure_mpi();
+
+// Finalises MPI now if this process initialised it (later calls do nothing).
+void finalize_mpi();
+
+// True when this process was started by mpirun/mpiexec (Open MPI, MPICH or PMIx).
+[[nodiscard]] bool launched_by_mpirun();
+
+}  // namespace coconet::exec

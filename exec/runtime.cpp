@@ -1,0 +1,148 @@
+#include "exec/runtime.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "exec/executor.h"
+#include "model/error.h"
+#include "model/interpreter.h"
+
+namespace coconet::exec {
+namespace {
+
+constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
+// Host bytes per output element the runtime keeps: the reference's and the
+// run's values as doubles.
+constexpr std::int64_t kHostBytesPerOutputElement = 2 * sizeof(double);
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const auto n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+Outputs read_outputs(Executor& ex) {
+  Outputs out;
+  for (const auto& name : ex.schedule().program.outputs) {
+    const auto& info = ex.plan().at(name);
+    if (info.here) out.emplace(name, OutputPart{info, ex.read(name)});
+  }
+  return out;
+}
+
+std::int64_t interpreter_elements(const model::Program& p, const model::Bindings& sizes, int world) {
+  std::int64_t total = 0;
+  auto add = [&](const model::TensorType& t) { total += model::numel(model::eval_shape(t.shape, sizes)); };
+  for (const auto& in : p.inputs) add(in.type);
+  for (const auto& s : p.stmts) add(s.type);
+  return total * world;
+}
+
+std::optional<Outputs> interpreter_outputs(Backend& backend, const model::Program& p, const model::Bindings& sizes,
+                                           const RunOptions& options) {
+  if (interpreter_elements(p, sizes, backend.world_size()) > options.interpreter_limit) return std::nullopt;
+  const int ranks = backend.ranks_per_group();
+  const auto state = model::interpret(p, ranks, sizes, model::make_inputs(p, ranks, sizes, options.seed));
+  const Plan plan(p, sizes, ranks, backend.group(), backend.position());
+  Outputs out;
+  for (const auto& name : p.outputs) {
+    const auto& info = plan.at(name);
+    if (!info.here) continue;
+    out.emplace(name, OutputPart{info, state.at(name).ranks.at(static_cast<std::size_t>(backend.world_rank()))});
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string sizes_text(const model::Bindings& sizes) {
+  std::string s;
+  for (const auto& [k, v] : sizes) s += (s.empty() ? "" : " ") + k + "=" + std::to_string(v);
+  return s;
+}
+
+References compute_references(Backend& backend, const model::Program& program, const model::Bindings& sizes,
+                              const RunOptions& options) {
+  References refs;
+  {
+    Executor ex(backend, model::initial_schedule(program), sizes, options.seed);
+    (void)ex.run_step();
+    refs.program = read_outputs(ex);
+  }
+  refs.interpreter = interpreter_outputs(backend, program, sizes, options);
+  return refs;
+}
+
+RunRow run_schedule(Backend& backend, const model::Schedule& schedule, const model::Bindings& sizes,
+                    const References& refs, const RunOptions& options) {
+  RunRow row;
+  row.workload = schedule.program.name;
+  row.sizes = sizes;
+  row.schedule = schedule.name();
+  row.ranks = backend.world_size();
+  Executor ex(backend, schedule, sizes, options.seed);
+  const auto names = ex.unit_names();
+  std::vector<double> steps;
+  std::vector<std::vector<double>> units(names.size());
+  for (int it = 0; it < options.warmup + options.iters; ++it) {
+    backend.barrier();
+    auto times = ex.run_step();
+    double step = 0.0;
+    for (double t : times) step += t;
+    times.push_back(step);
+    backend.host_allreduce(times, model::ReduceOp::max);  // the slowest rank's
+    if (it < options.warmup) continue;
+    steps.push_back(times.back());
+    for (std::size_t u = 0; u < names.size(); ++u) units[u].push_back(times[u]);
+  }
+  row.median_us = median(steps);
+  row.min_us = steps.empty() ? 0.0 : *std::min_element(steps.begin(), steps.end());
+  row.max_us = steps.empty() ? 0.0 : *std::max_element(steps.begin(), steps.end());
+  for (std::size_t u = 0; u < names.size(); ++u) row.stages.push_back({names[u], median(units[u])});
+
+  const auto actual = read_outputs(ex);
+  const auto& outputs = schedule.program.outputs;
+  const Verdict vs_program =
+      verify(backend, outputs, actual, refs.program, schedule_tolerance(schedule.program), "unscheduled program");
+  Verdict verdict = vs_program;
+  row.checked_against = "program";
+  if (refs.interpreter) {
+    const Verdict vs_interp = verify(backend, outputs, actual, *refs.interpreter, -1.0, "reference interpreter");
+    row.checked_against = "program+interpreter";
+    verdict.max_abs_error = std::max(verdict.max_abs_error, vs_interp.max_abs_error);
+    if (verdict.ok && !vs_interp.ok) {
+      verdict.ok = false;
+      verdict.first_mismatch = vs_interp.first_mismatch;
+    }
+  }
+  row.verified = verdict.ok;
+  row.max_abs_error = verdict.max_abs_error;
+  row.mismatch = verdict.first_mismatch;
+  return row;
+}
+
+void check_memory(Backend& backend, const model::Program& program, const std::vector<model::Schedule>& schedules,
+                  const model::Bindings& sizes, const RunOptions& options) {
+  const int ranks = backend.ranks_per_group();
+  std::int64_t device = Executor::bytes_needed(model::initial_schedule(program), sizes, ranks);
+  for (const auto& s : schedules) device = std::max(device, Executor::bytes_needed(s, sizes, ranks));
+  std::int64_t output_elements = 0;
+  for (const auto& name : program.outputs)
+    output_elements += model::numel(model::eval_shape(program.type_of(name).shape, sizes));
+  std::int64_t host = output_elements * kHostBytesPerOutputElement;
+  if (interpreter_elements(program, sizes, backend.world_size()) <= options.interpreter_limit)
+    host += interpreter_elements(program, sizes, backend.world_size()) * static_cast<std::int64_t>(sizeof(double));
+  std::vector<double> available{static_cast<double>(backend.available_bytes())};
+  backend.host_allreduce(available, model::ReduceOp::min);
+  const double need = static_cast<double>(device + host);
+  if (need <= available[0]) return;
+  throw UserError(program.name + " at " + sizes_text(sizes) + " needs " + std::to_string(need / kBytesPerGiB).substr(0, 6) +
+                  " GiB per rank on the " + backend.name() + " backend but only " +
+                  std::to_string(available[0] / kBytesPerGiB).substr(0, 6) +
+                  " GiB are available; pass smaller sizes, e.g. --set " +
+                  (sizes.empty() ? std::string("N=1000000") : sizes.begin()->first + "=" +
+                                                                 std::to_string(std::max<std::int64_t>(1, sizes.begin()->second / 64))));
+}
+
+}  // namespace coconet::exec

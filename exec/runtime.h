@@ -1,0 +1,71 @@
+// The runtime's front door: measure a schedule on a backend (warm-up, then
+// the median, min and max of `iters` steps, per unit too, each step's time
+// the slowest rank's) and verify its outputs against the unscheduled program
+// run on the same backend and, at small sizes, the reference interpreter.
+// Every function here is collective: every rank of the job calls it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "exec/backend.h"
+#include "exec/verify.h"
+#include "model/schedule.h"
+
+namespace coconet::exec {
+
+// Total elements (global, every rank) up to which the reference interpreter
+// also checks a run: it simulates every rank in double precision in each
+// process, so larger sizes cost seconds and gigabytes.
+inline constexpr std::int64_t kDefaultInterpreterLimit = std::int64_t{1} << 21;
+
+struct RunOptions {
+  int iters = 10;
+  int warmup = 2;
+  std::uint64_t seed = 1;
+  std::int64_t interpreter_limit = kDefaultInterpreterLimit;
+};
+
+struct StageTime {
+  std::string name;
+  double median_us = 0.0;
+};
+
+struct RunRow {
+  std::string workload;
+  model::Bindings sizes;
+  std::string schedule;
+  int ranks = 1;
+  double median_us = 0.0, min_us = 0.0, max_us = 0.0;
+  std::vector<StageTime> stages;
+  bool verified = true;
+  double max_abs_error = 0.0;
+  std::string mismatch;  // the first differing element when !verified
+  std::string checked_against;  // "program", "program+interpreter"
+};
+
+// The expected outputs of a program at some sizes, this rank's parts.
+struct References {
+  Outputs program;                     // the unscheduled program on this backend
+  std::optional<Outputs> interpreter;  // the reference interpreter, at small sizes
+};
+
+// Runs the unscheduled program once (and the interpreter when small enough).
+[[nodiscard]] References compute_references(Backend& backend, const model::Program& program,
+                                            const model::Bindings& sizes, const RunOptions& options);
+
+// Measures and verifies one schedule. Backend groups must be set (set_groups).
+[[nodiscard]] RunRow run_schedule(Backend& backend, const model::Schedule& schedule, const model::Bindings& sizes,
+                                  const References& refs, const RunOptions& options);
+
+// Throws UserError, before anything is allocated, when the program and these
+// schedules do not fit in the memory of every rank.
+void check_memory(Backend& backend, const model::Program& program, const std::vector<model::Schedule>& schedules,
+                  const model::Bindings& sizes, const RunOptions& options);
+
+// "N=1000000" / "B=2 S=16 H=8": the sizes a row was measured at.
+[[nodiscard]] std::string sizes_text(const model::Bindings& sizes);
+
+}  // namespace coconet::exec

@@ -1,0 +1,108 @@
+#include "exec/verify.h"
+
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <sstream>
+
+#include "model/error.h"
+
+namespace coconet::exec {
+namespace {
+
+constexpr double kNormReorderTolerance = 0x1p-20;
+constexpr double kF32Tolerance = 0x1p-16;
+constexpr double kF16Tolerance = 0x1p-10;
+constexpr double kBf16Tolerance = 0x1p-7;
+// Global indices are below 2^40 (a tensor of a trillion elements); keys
+// combine them with the output's position, exactly representable in a double.
+constexpr double kIndexSpan = 0x1p40;
+
+struct LocalResult {
+  double max_abs_error = 0.0;
+  double key = std::numeric_limits<double>::infinity();  // output index * span + global index
+  double expected = 0.0;
+  double actual = 0.0;
+};
+
+std::int64_t global_index(const ValueInfo& v, std::int64_t local) {
+  const std::int64_t r = local / v.local_cols;
+  const std::int64_t c = local % v.local_cols;
+  return (v.row_begin + r) * v.cols + v.col_begin + c;
+}
+
+// Where expected's part holds the element at `local` of actual's part, if it does.
+std::optional<std::int64_t> locate(const ValueInfo& e, const ValueInfo& a, std::int64_t local) {
+  if (e.type.layout.is_local() || a.type.layout.is_local()) return local;
+  const std::int64_t row = a.row_begin + local / a.local_cols;
+  const std::int64_t col = a.col_begin + local % a.local_cols;
+  if (row < e.row_begin || row >= e.row_begin + e.local_rows) return std::nullopt;
+  if (col < e.col_begin || col >= e.col_begin + e.local_cols) return std::nullopt;
+  return (row - e.row_begin) * e.local_cols + (col - e.col_begin);
+}
+
+void compare(std::size_t position, const OutputPart& a, const OutputPart& e, double rtol, LocalResult& out) {
+  for (std::int64_t i = 0; i < static_cast<std::int64_t>(a.values.size()); ++i) {
+    const auto j = locate(e.info, a.info, i);
+    if (!j || *j >= static_cast<std::int64_t>(e.values.size())) continue;
+    const double want = e.values[static_cast<std::size_t>(*j)];
+    const double got = a.values[static_cast<std::size_t>(i)];
+    const double err = std::fabs(want - got);
+    const bool same = want == got || (std::isnan(want) && std::isnan(got));
+    if (!same) out.max_abs_error = std::max(out.max_abs_error, std::isnan(err) ? INFINITY : err);
+    if (same || err <= rtol * std::max(std::fabs(want), 1.0)) continue;
+    const double key = static_cast<double>(position) * kIndexSpan + static_cast<double>(global_index(a.info, i));
+    if (key < out.key) out = LocalResult{out.max_abs_error, key, want, got};
+  }
+}
+
+}  // namespace
+
+double schedule_tolerance(const model::Program& p) {
+  for (const auto& s : p.stmts)
+    if (s.op == model::OpKind::norm) return kNormReorderTolerance;
+  return 0.0;
+}
+
+double interpreter_tolerance(model::DType t) {
+  switch (t) {
+    case model::DType::f32: return kF32Tolerance;
+    case model::DType::f16: return kF16Tolerance;
+    case model::DType::bf16: return kBf16Tolerance;
+  }
+  return kF32Tolerance;
+}
+
+Verdict verify(Backend& backend, const std::vector<std::string>& outputs, const Outputs& actual,
+               const Outputs& expected, double rtol, const std::string& against) {
+  LocalResult mine;
+  for (std::size_t k = 0; k < outputs.size(); ++k) {
+    const auto a = actual.find(outputs[k]);
+    const auto e = expected.find(outputs[k]);
+    if (a == actual.end() || e == expected.end()) continue;
+    const double tol = rtol >= 0 ? rtol : interpreter_tolerance(a->second.info.type.dtype);
+    compare(k, a->second, e->second, tol, mine);
+  }
+  std::vector<double> worst{mine.max_abs_error};
+  std::vector<double> first{mine.key};
+  backend.host_allreduce(worst, model::ReduceOp::max);
+  backend.host_allreduce(first, model::ReduceOp::min);
+  Verdict v;
+  v.max_abs_error = worst[0];
+  if (std::isinf(first[0])) return v;
+  std::vector<double> owner{mine.key == first[0] ? static_cast<double>(backend.world_rank()) : INFINITY};
+  backend.host_allreduce(owner, model::ReduceOp::min);
+  const bool is_owner = owner[0] == backend.world_rank();
+  std::vector<double> values{is_owner ? mine.expected : 0.0, is_owner ? mine.actual : 0.0};
+  backend.host_allreduce(values, model::ReduceOp::sum);
+  const auto k = static_cast<std::size_t>(first[0] / kIndexSpan);
+  const auto index = static_cast<std::int64_t>(first[0] - static_cast<double>(k) * kIndexSpan);
+  std::ostringstream msg;
+  msg << outputs.at(k) << "[" << index << "] on rank " << static_cast<int>(owner[0]) << ": expected "
+      << values[0] << " (" << against << "), got " << values[1];
+  v.ok = false;
+  v.first_mismatch = msg.str();
+  return v;
+}
+
+}  // namespace coconet::exec

@@ -1,0 +1,52 @@
+// Verification of a run: this rank's parts of the program outputs compared
+// with a reference (the unscheduled program run on the same backend, or the
+// reference interpreter), element by element by global index, then agreed on
+// across all ranks so every rank knows the verdict and the first differing
+// element.
+//
+// Tolerances (relative to max(|expected|, 1), as model::compare_outputs):
+//  - schedule vs unscheduled program, same backend: exact (0). Inputs are
+//    small integers, so every reduction order gives the same sums, and each
+//    element's arithmetic is the same f32 program whatever the schedule.
+//    Except programs with a norm: the sum of squares of a sliced non-integer
+//    tensor is added in another order than the whole one's, which may move
+//    the f32 norm by an ulp: 2^-20 (a few f32 ulps after the update's scaling).
+//  - backend vs reference interpreter (double precision, no rounding to
+//    storage types): f32 outputs 2^-16 (f32 arithmetic, ~ten roundings of
+//    2^-24 each, plus the update's cancellation w - lr*...), f16 outputs 2^-10
+//    (the result is rounded once to f16, half an ulp, computed in f32 first),
+//    bf16 outputs 2^-7 (same, for bf16's 8-bit mantissa).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "exec/backend.h"
+#include "exec/plan.h"
+
+namespace coconet::exec {
+
+// One output's part on this rank, and where it sits in the global tensor.
+struct OutputPart {
+  ValueInfo info;
+  std::vector<double> values;
+};
+using Outputs = std::map<std::string, OutputPart>;  // by output name
+
+struct Verdict {
+  bool ok = true;
+  double max_abs_error = 0.0;
+  std::string first_mismatch;  // "w1[12]: expected 3 got 3.5 (rank 1)" when !ok
+};
+
+[[nodiscard]] double schedule_tolerance(const model::Program& p);
+[[nodiscard]] double interpreter_tolerance(model::DType t);
+
+// Compares `actual` with `expected` over `outputs` (names in order) on every
+// rank and combines the results over the world (collective: every rank calls
+// it). `rtol` < 0 means: interpreter_tolerance of each output's dtype.
+[[nodiscard]] Verdict verify(Backend& backend, const std::vector<std::string>& outputs, const Outputs& actual,
+                             const Outputs& expected, double rtol, const std::string& against);
+
+}  // namespace coconet::exec

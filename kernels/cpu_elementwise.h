@@ -1,0 +1,32 @@
+// CPU evaluation of a compiled element-wise program over a block of elements:
+// the program runs instruction by instruction over tiles of a row (short,
+// vectorisable loops over f32 registers), reading 16-bit inputs as f32 and
+// rounding outputs to their storage type. Used by the cpu backend.
+#pragma once
+
+#include <cstddef>
+#include <span>
+
+#include "kernels/elementwise_program.h"
+
+namespace coconet::kernels {
+
+// One operand as the cpu sees it: its storage and how element (i, j) maps to it.
+struct CpuOperand {
+  std::byte* data = nullptr;  // the buffer's first element (inputs are only read)
+  model::DType dtype = model::DType::f32;
+  Access access;
+};
+
+// Evaluates `program` at every element of `block`; inputs and outputs follow
+// the contract of exec::Backend::elementwise.
+void cpu_elementwise(const ElementwiseProgram& program, std::span<const CpuOperand> inputs,
+                     std::span<const CpuOperand> outputs, const Block& block);
+
+// Converts `count` stored elements to f32 / from f32 (RNE), with element strides.
+void load_f32(const std::byte* data, model::DType t, std::int64_t first, std::int64_t stride,
+              std::int64_t count, float* out);
+void store_f32(std::byte* data, model::DType t, std::int64_t first, std::int64_t stride,
+               std::int64_t count, const float* in);
+
+}  // namespace coconet::kernels

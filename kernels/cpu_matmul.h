@@ -1,0 +1,26 @@
+// CPU matrix multiply for the cpu backend: row-major strided matrices in any
+// storage type, multiplied in f32 through Eigen, rounded to the output type.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "model/types.h"
+
+namespace coconet::kernels {
+
+// A row-major matrix view: rows x cols starting at element `first` of `data`,
+// `stride` elements between rows.
+struct CpuMatrix {
+  std::byte* data = nullptr;
+  model::DType dtype = model::DType::f32;
+  std::int64_t first = 0;
+  std::int64_t rows = 0;
+  std::int64_t cols = 0;
+  std::int64_t stride = 0;
+};
+
+// out = a * b (a: m x k, b: k x n, out: m x n).
+void cpu_matmul(const CpuMatrix& a, const CpuMatrix& b, const CpuMatrix& out);
+
+}  // namespace coconet::kernels

@@ -1,0 +1,32 @@
+# coconet_kernels_cuda: the CUDA kernels (fused optimizers, epilogues, generic
+# element-wise stages, fused collectives through NCCL's device API), cuBLAS
+# GEMMs and the check macros. Included from kernels/CMakeLists.txt when
+# COCONET_HAVE_CUDA; device code for COCONET_CUDA_ARCHITECTURES (default sm_90).
+get_filename_component(COCONET_KCUDA_ROOT ${CMAKE_CURRENT_LIST_DIR}/../.. ABSOLUTE)
+set(COCONET_KCUDA_DIR ${CMAKE_CURRENT_LIST_DIR})
+
+# Settings every CUDA target of coconet shares: C++20, the chosen architectures.
+function(coconet_cuda_target target)
+  set_target_properties(${target} PROPERTIES CUDA_STANDARD 20 CUDA_STANDARD_REQUIRED ON
+    CUDA_ARCHITECTURES "${COCONET_CUDA_ARCHITECTURES}")
+  target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr>)
+endfunction()
+
+add_library(coconet_kernels_cuda STATIC
+  ${COCONET_KCUDA_DIR}/check.cpp
+  ${COCONET_KCUDA_DIR}/gemm.cpp
+  ${COCONET_KCUDA_DIR}/collectives.cpp
+  ${COCONET_KCUDA_DIR}/optimizer.cu
+  ${COCONET_KCUDA_DIR}/epilogue.cu
+  ${COCONET_KCUDA_DIR}/elementwise.cu
+  ${COCONET_KCUDA_DIR}/fused_allreduce.cu
+)
+target_include_directories(coconet_kernels_cuda PUBLIC ${COCONET_KCUDA_ROOT} ${NCCL_INCLUDE_DIR})
+target_link_libraries(coconet_kernels_cuda
+  PUBLIC coconet_kernels CUDA::cudart CUDA::cublas CUDA::cublasLt ${NCCL_LIBRARY} MPI::MPI_CXX coconet_math
+  PRIVATE fmt::fmt coconet_warnings)
+coconet_cuda_target(coconet_kernels_cuda)
+set_target_properties(coconet_kernels_cuda PROPERTIES POSITION_INDEPENDENT_CODE ON)
+target_compile_options(coconet_kernels_cuda PRIVATE
+  $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra>
+  $<$<AND:$<COMPILE_LANGUAGE:CUDA>,$<BOOL:${COCONET_WERROR}>>:--Werror=all-warnings>)

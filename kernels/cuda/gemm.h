@@ -1,0 +1,71 @@
+// Matrix products through cuBLAS, and the chunked GEMM of the overlap
+// schedules: C = A * B cut along C's rows into chunks, each chunk's GEMM on
+// the compute stream followed by an event, and the chunk's collective queued
+// on the communication stream as soon as that event says the chunk is done
+// (the paper's ol(MM, ...)).
+//
+// Layout: row-major, A is m x k (row stride lda), B is k x n (ldb), C is
+// m x n (ldc), all in elements. A and B share a storage type; C has theirs
+// or f32. Accumulation is f32 (CUBLAS_COMPUTE_32F).
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "kernels/cuda/launch.h"
+#include "model/types.h"
+
+namespace coconet::kernels::cuda {
+
+struct GemmArgs {
+  const void* a = nullptr;
+  const void* b = nullptr;
+  void* c = nullptr;
+  model::DType ab_dtype = model::DType::f16;
+  model::DType c_dtype = model::DType::f16;
+  std::int64_t m = 0, n = 0, k = 0;
+  std::int64_t lda = 0, ldb = 0, ldc = 0;
+};
+
+// Throws UserError on impossible shapes, strides or type combinations.
+void validate(const GemmArgs& g);
+
+// Rows of C cut into `chunks` pieces whose boundaries fall on multiples of
+// `align` rows where possible (a GEMM tile: a chunk of whole tiles keeps the
+// tile count of the unchunked GEMM). Never returns an empty chunk; fewer than
+// `chunks` pieces when m is small. Throws UserError when chunks < 1.
+inline constexpr std::int64_t kChunkRowAlign = 128;  // the M of cuBLAS's largest sm_90 tiles
+[[nodiscard]] std::vector<Span1d> chunk_rows(std::int64_t m, int chunks,
+                                             std::int64_t align = kChunkRowAlign);
+
+// The same GEMM restricted to rows [rows.begin, rows.begin + rows.size) of A and C.
+[[nodiscard]] GemmArgs rows_of(const GemmArgs& g, Span1d rows);
+
+// An owned cuBLAS handle bound to a stream.
+class Blas {
+ public:
+  Blas();
+  ~Blas();
+  Blas(const Blas&) = delete;
+  Blas& operator=(const Blas&) = delete;
+  [[nodiscard]] cublasHandle_t handle() const { return handle_; }
+
+ private:
+  cublasHandle_t handle_ = nullptr;
+};
+
+void gemm(const Blas& blas, const GemmArgs& g, cudaStream_t stream);
+
+// The overlap: for each chunk c, its GEMM on `compute`, events[c] recorded,
+// `comm` made to wait for events[c], then on_chunk(c, rows) queues that
+// chunk's communication on `comm`. events.size() must be >= the chunk count.
+void chunked_gemm(const Blas& blas, const GemmArgs& g, std::span<const Span1d> chunks,
+                  cudaStream_t compute, cudaStream_t comm, std::span<cudaEvent_t> events,
+                  const std::function<void(int, Span1d)>& on_chunk);
+
+}  // namespace coconet::kernels::cuda

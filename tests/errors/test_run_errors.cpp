@@ -1,0 +1,62 @@
+// `coconet run` on bad input: a rank count the program cannot use, sizes that
+// do not fit in memory, a missing mpirun, an unknown schedule. Each is a clear
+// message and exit code 2, before anything runs. A good run exits 0 with
+// every row verified, so these checks can tell the two apart.
+#include <array>
+#include <cstdio>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string output;
+};
+
+Result run(const std::string& args, const std::string& env = "") {
+  const std::string cmd = env + " " + COCONET_BINARY + " run " + args + " 2>&1";
+  Result r;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (pipe == nullptr) return r;
+  std::array<char, 4096> buf{};
+  while (fgets(buf.data(), buf.size(), pipe) != nullptr) r.output += buf.data();
+  const int status = pclose(pipe);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+TEST(RunErrors, RankCountThePipelineCannotUse) {
+  const auto r = run("gpt3_pipeline --ranks 3 --set B=1 --set S=4 --set H=4 --iters 1");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("multiple of 2"), std::string::npos) << r.output;
+}
+
+TEST(RunErrors, SizesThatDoNotFitInMemory) {
+  const auto r = run("sgd --ranks 1 --set N=1000000000000 --iters 1");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("GiB"), std::string::npos) << r.output;
+}
+
+TEST(RunErrors, MissingMpirun) {
+  const auto r = run("sgd --ranks 2 --set N=100", "env -u COCONET_MPIRUN PATH=/nonexistent");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("mpirun"), std::string::npos) << r.output;
+}
+
+TEST(RunErrors, UnknownScheduleName) {
+  const auto r = run("sgd --ranks 1 --set N=100 --schedule NOPE");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("AR-C"), std::string::npos) << r.output;  // lists the real ones
+}
+
+TEST(RunErrors, GoodRunExitsZeroVerified) {
+  const auto r = run("sgd --ranks 2 --set N=1001 --iters 2 --format json");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("\"verified\": true"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("\"verified\": false"), std::string::npos) << r.output;
+}
+
+}  // namespace

@@ -1,0 +1,58 @@
+# Tests of the executor: kernels (plain unit tests), every workload x every
+# schedule under mpirun with 1-4 ranks (and 6, 8 for the pipeline), the
+# injected wrong kernel, faults (a rank that throws, dies or hangs), and the
+# errors of `coconet run`.
+add_executable(test_exec_kernels ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_exec_kernels.cpp)
+target_link_libraries(test_exec_kernels PRIVATE coconet_kernels GTest::gtest_main coconet_warnings)
+gtest_discover_tests(test_exec_kernels TEST_PREFIX "exec.")
+
+if(COCONET_HAVE_MPI AND COCONET_MPIEXEC)
+  # Flags that let mpirun start more ranks than cores, as root, in a container.
+  set(COCONET_MPI_FLAGS --oversubscribe --bind-to none --mca btl self,vader
+      --mca btl_vader_single_copy_mechanism none
+      --mca mpi_yield_when_idle 1)
+  execute_process(COMMAND id -u OUTPUT_VARIABLE COCONET_UID OUTPUT_STRIP_TRAILING_WHITESPACE)
+  if(COCONET_UID STREQUAL "0")
+    list(APPEND COCONET_MPI_FLAGS --allow-run-as-root)
+  endif()
+
+  add_executable(test_exec_mpi ${CMAKE_CURRENT_SOURCE_DIR}/mpi/test_exec_mpi.cpp)
+  target_link_libraries(test_exec_mpi PRIVATE coconet_exec GTest::gtest coconet_warnings)
+  target_compile_definitions(test_exec_mpi PRIVATE COCONET_SOURCE_ROOT="${COCONET_SOURCE_ROOT}")
+  foreach(np 1 2 3 4)
+    add_test(NAME exec.mpi.np${np}
+             COMMAND ${COCONET_MPIEXEC} -np ${np} ${COCONET_MPI_FLAGS} $<TARGET_FILE:test_exec_mpi>)
+    set_tests_properties(exec.mpi.np${np} PROPERTIES TIMEOUT 300 PROCESSORS 2
+                         ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT}")
+  endforeach()
+  foreach(np 6 8)  # the pipeline (2 groups) at 3 and 4 ranks per group
+    add_test(NAME exec.mpi.pipeline.np${np}
+             COMMAND ${COCONET_MPIEXEC} -np ${np} ${COCONET_MPI_FLAGS} $<TARGET_FILE:test_exec_mpi>
+                     --gtest_filter=*gpt3_pipeline*)
+    set_tests_properties(exec.mpi.pipeline.np${np} PROPERTIES TIMEOUT 300 PROCESSORS 2
+                         ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT}")
+  endforeach()
+
+  add_executable(test_exec_fault ${CMAKE_CURRENT_SOURCE_DIR}/mpi/fault_main.cpp)
+  target_link_libraries(test_exec_fault PRIVATE coconet_exec coconet_warnings)
+  foreach(fault throw die hang)
+    set(regex "aborting the job")
+    if(fault STREQUAL "die")
+      set(regex "signal|exited|killed|aborting")
+    endif()
+    add_test(NAME exec.fault.${fault}
+             COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mpi/expect_exit.sh nonzero "${regex}" --
+                     ${COCONET_MPIEXEC} -np 2 ${COCONET_MPI_FLAGS} $<TARGET_FILE:test_exec_fault> ${fault})
+    set_tests_properties(exec.fault.${fault} PROPERTIES TIMEOUT 60
+                         ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT}")
+  endforeach()
+
+  if(TARGET coconet)
+    add_executable(test_run_errors ${CMAKE_CURRENT_SOURCE_DIR}/errors/test_run_errors.cpp)
+    target_link_libraries(test_run_errors PRIVATE GTest::gtest_main coconet_warnings)
+    target_compile_definitions(test_run_errors PRIVATE COCONET_BINARY="$<TARGET_FILE:coconet>")
+    add_dependencies(test_run_errors coconet)
+    gtest_discover_tests(test_run_errors TEST_PREFIX "errors.run." PROPERTIES TIMEOUT 120
+                         ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT}")
+  endif()
+endif()

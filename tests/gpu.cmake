@@ -1,0 +1,26 @@
+# Tests of the cuda backend and kernels (built when COCONET_HAVE_CUDA).
+#   test_gpu_host: the host-side parts (checks, plans, conversions, watchdog,
+#     validation, the no-GPU path); runs on any machine, GPU or not.
+#   test_gpu: kernels vs CPU references, the runtime on every workload, the
+#     fused collective; each test GTEST_SKIPs with the reason when no GPU.
+if(COCONET_HAVE_CUDA AND TARGET coconet_exec AND TARGET coconet_kernels_cuda)
+  add_executable(test_gpu_host ${CMAKE_CURRENT_SOURCE_DIR}/gpu/test_cuda_host.cpp)
+  target_link_libraries(test_gpu_host PRIVATE coconet_exec coconet_kernels_cuda GTest::gtest_main
+    coconet_warnings)
+  gtest_discover_tests(test_gpu_host TEST_PREFIX "gpu_host." DISCOVERY_MODE PRE_TEST)
+
+  add_executable(test_gpu
+    ${CMAKE_CURRENT_SOURCE_DIR}/gpu/test_cuda_kernels.cpp
+    ${CMAKE_CURRENT_SOURCE_DIR}/gpu/test_cuda_runtime.cpp
+  )
+  target_link_libraries(test_gpu PRIVATE coconet_exec coconet_kernels_cuda GTest::gtest_main
+    coconet_warnings)
+  target_compile_definitions(test_gpu PRIVATE COCONET_SOURCE_ROOT="${COCONET_SOURCE_ROOT}")
+  gtest_discover_tests(test_gpu TEST_PREFIX "gpu." DISCOVERY_MODE PRE_TEST)
+
+  if(TARGET coconet)
+    add_test(NAME gpu_cli.run_cuda_without_gpu_exits_2
+      COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/gpu/run_without_gpu.sh $<TARGET_FILE:coconet>)
+    set_tests_properties(gpu_cli.run_cuda_without_gpu_exits_2 PROPERTIES SKIP_RETURN_CODE 77)
+  endif()
+endif()

@@ -1,0 +1,107 @@
+// The cuda backend through the runtime, one rank: every workload of
+// workloads/ at small (ragged) sizes, every enumerated schedule, verified
+// against the unscheduled program and the reference interpreter. And the
+// fused RS+Adam+AG, both paths, against the plain Adam kernel. Skipped, with
+// the reason, without a GPU.
+#include <gtest/gtest.h>
+
+#include <nccl.h>
+
+#include <memory>
+#include <string>
+
+#include "exec/backend.h"
+#include "exec/runtime.h"
+#include "gpu_test_util.h"
+#include "kernels/cuda/fused_allreduce.h"
+#include "model/catalog.h"
+#include "model/enumerate.h"
+#include "model/parse.h"
+
+namespace coconet::gpu_test {
+namespace {
+
+namespace kc = kernels::cuda;
+
+// Small sizes: ragged where a size is cut across ranks.
+model::Bindings small_sizes(const model::Program& p) {
+  const std::map<std::string, std::int64_t> small{{"N", 4099}, {"B", 2}, {"S", 16}, {"H", 64}};
+  model::Bindings b;
+  for (const auto& [name, value] : p.params) {
+    const auto it = small.find(name);
+    b[name] = it != small.end() ? it->second : std::min<std::int64_t>(value, 64);
+  }
+  return p.bind(b);
+}
+
+exec::Backend& backend() {
+  static std::unique_ptr<exec::Backend> b = exec::make_backend("cuda");
+  return *b;
+}
+
+class CudaRuntime : public GpuTest, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(CudaRuntime, EveryScheduleOfTheWorkloadVerifies) {
+  const model::Program p = model::load_program(model::resolve_workload(GetParam()));
+  if (p.groups() > backend().world_size())
+    GTEST_SKIP() << GetParam() << " spans " << p.groups() << " process groups; one rank runs one";
+  backend().set_groups(p.groups());
+  const model::Bindings sizes = small_sizes(p);
+  exec::RunOptions options;
+  options.iters = 2;
+  options.warmup = 1;
+  const exec::References refs = exec::compute_references(backend(), p, sizes, options);
+  for (const model::Schedule& s : model::enumerate_schedules(p)) {
+    const exec::RunRow row = exec::run_schedule(backend(), s, sizes, refs, options);
+    EXPECT_TRUE(row.verified) << s.name() << ": " << row.mismatch;
+    EXPECT_GT(row.median_us, 0.0) << s.name();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Workloads, CudaRuntime,
+                         ::testing::Values("adam", "lamb", "sgd", "megatron_mlp",
+                                           "megatron_attention", "gpt3_pipeline"));
+
+class FusedAllreduce : public GpuTest {};
+
+TEST_F(FusedAllreduce, BothPathsMatchPlainAdamOnOneRank) {
+  int device = 0;
+  COCONET_CUDA_CHECK(cudaGetDevice(&device));
+  ncclComm_t comm = nullptr;
+  COCONET_NCCL_CHECK(ncclCommInitAll(&comm, 1, &device));
+  const kc::AdamHyper h;
+  for (std::int64_t n : {std::int64_t{4099}, std::int64_t{1} << 20}) {
+    const auto g = random_values(n, -1, 1, DType::f16, 11), w = random_values(n, -1, 1, DType::f32, 12);
+    const auto m = random_values(n, -0.1, 0.1, DType::f32, 13), v = random_values(n, 0.01, 1, DType::f32, 14);
+    DeviceArray pg(g, DType::f16), pw(w, DType::f32), pm(m, DType::f32), pv(v, DType::f32);
+    kc::adam_step({pg.view(), pw.view(), pm.view(), pv.view()}, h, nullptr);
+    const auto expected = pw.read();
+
+    DeviceArray hg(g, DType::f16), hw(w, DType::f32), hm(m, DType::f32), hv(v, DType::f32);
+    DeviceArray scratch(std::vector<double>(n, 0.0), DType::f16);
+    kc::fused_adam_host(comm, 0, 1, {hg.view(), hw.view(), hm.view(), hv.view(), h}, scratch.view(),
+                        nullptr);
+    EXPECT_TRUE(close(hw.read(), expected, 1e-6)) << "host path, n=" << n;
+
+    std::string why;
+    auto lsa = kc::make_lsa_comm(comm, why);
+    if (!lsa) {
+      ADD_FAILURE() << "the LSA path is unavailable on one GPU: " << why;
+      continue;
+    }
+    kc::SymmetricBuffer sg(comm, DType::f16, n), sw(comm, DType::f32, n);
+    const auto g_bytes = exec::cuda::encode(g, DType::f16), w_bytes = exec::cuda::encode(w, DType::f32);
+    COCONET_CUDA_CHECK(cudaMemcpy(sg.view().data, g_bytes.data(), g_bytes.size(), cudaMemcpyHostToDevice));
+    COCONET_CUDA_CHECK(cudaMemcpy(sw.view().data, w_bytes.data(), w_bytes.size(), cudaMemcpyHostToDevice));
+    DeviceArray lm(m, DType::f32), lv(v, DType::f32);
+    kc::fused_adam_lsa(*lsa, sg, sw, {sg.view(), sw.view(), lm.view(), lv.view(), h}, nullptr);
+    COCONET_CUDA_CHECK(cudaDeviceSynchronize());
+    std::vector<std::uint8_t> out(w_bytes.size());
+    COCONET_CUDA_CHECK(cudaMemcpy(out.data(), sw.view().data, out.size(), cudaMemcpyDeviceToHost));
+    EXPECT_TRUE(close(exec::cuda::decode(out, DType::f32, n), expected, 1e-6)) << "lsa path, n=" << n;
+  }
+  (void)ncclCommDestroy(comm);
+}
+
+}  // namespace
+}  // namespace coconet::gpu_test

@@ -1,0 +1,83 @@
+// A test-only backend: forwards everything to a real one, except that after
+// the n-th element-wise kernel it adds one to a single element of the
+// kernel's first output on one rank (a wrong kernel), or it fails on purpose
+// (throws, dies, or hangs) at the first allreduce, for the fault tests.
+#pragma once
+
+#include <csignal>
+#include <memory>
+#include <stdexcept>
+#include <thread>
+
+#include "exec/backend.h"
+
+namespace coconet::exec::testing {
+
+enum class Fault { none, perturb, throw_error, die, hang };
+
+class PerturbingBackend final : public Backend {
+ public:
+  PerturbingBackend(std::unique_ptr<Backend> inner, Fault fault, int rank, int kernel = 0)
+      : inner_(std::move(inner)), fault_(fault), rank_(rank), kernel_(kernel) {}
+
+  std::string name() const override { return inner_->name(); }
+  int world_rank() const override { return inner_->world_rank(); }
+  int world_size() const override { return inner_->world_size(); }
+  void set_groups(int g) override { inner_->set_groups(g); }
+  int ranks_per_group() const override { return inner_->ranks_per_group(); }
+  BufferId allocate(DType t, std::int64_t n) override { return inner_->allocate(t, n); }
+  void release_all() override { inner_->release_all(); }
+  DType dtype_of(BufferId b) const override { return inner_->dtype_of(b); }
+  std::int64_t size_of(BufferId b) const override { return inner_->size_of(b); }
+  std::int64_t available_bytes() const override { return inner_->available_bytes(); }
+  void write(View d, std::span<const double> v) override { inner_->write(d, v); }
+  std::vector<double> read(View s) override { return inner_->read(s); }
+  void copy(View d, View s) override { inner_->copy(d, s); }
+  Event record(StreamKind s) override { return inner_->record(s); }
+  void wait(StreamKind s, Event e) override { inner_->wait(s, e); }
+  void synchronize() override { inner_->synchronize(); }
+  double now_us() const override { return inner_->now_us(); }
+  void matmul(const MatmulArgs& a) override { inner_->matmul(a); }
+  void norm(View in, View out, bool across) override { inner_->norm(in, out, across); }
+  void reduce_scatter(std::span<const View> p, View o, ReduceOp op) override { inner_->reduce_scatter(p, o, op); }
+  void allgather(View in, std::span<const View> p) override { inner_->allgather(in, p); }
+  void broadcast(View in, View out, int root) override { inner_->broadcast(in, out, root); }
+  void reduce(View in, View out, ReduceOp op, int root) override { inner_->reduce(in, out, op, root); }
+  void send(View in, int peer) override { inner_->send(in, peer); }
+  void recv(View out, int peer) override { inner_->recv(out, peer); }
+  void barrier() override { inner_->barrier(); }
+  void host_allreduce(std::span<double> v, ReduceOp op) override { inner_->host_allreduce(v, op); }
+  [[noreturn]] void abort_job(int code) override {
+    inner_->abort_job(code);
+    std::abort();  // not reached: a virtual call does not carry [[noreturn]]
+  }
+
+  void elementwise(const kernels::ElementwiseProgram& p, std::span<const Operand> in, std::span<const Operand> out,
+                   const kernels::Block& block) override {
+    inner_->elementwise(p, in, out, block);
+    if (fault_ != Fault::perturb || world_rank() != rank_ || calls_++ != kernel_ || out.empty()) return;
+    const View first{out[0].buffer, out[0].access.at(0, 0), 1};
+    auto v = inner_->read(first);
+    v[0] += 1.0;
+    inner_->write(first, v);
+  }
+
+  void allreduce(View in, View out, ReduceOp op) override {
+    if (world_rank() == rank_) {
+      if (fault_ == Fault::throw_error) throw std::runtime_error("injected failure in allreduce");
+      if (fault_ == Fault::die) std::raise(SIGKILL);
+      if (fault_ == Fault::hang)
+        for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+    inner_->allreduce(in, out, op);
+  }
+
+ private:
+  std::unique_ptr<Backend> inner_;
+  Fault fault_;
+  int rank_;
+  int kernel_;
+  int calls_ = 0;
+};
+
+}  // namespace coconet::exec::testing

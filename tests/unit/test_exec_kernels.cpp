@@ -1,0 +1,141 @@
+// The element-wise kernels of coconet on the cpu: 16-bit conversions (round to
+// nearest even), compiled programs against the model's double evaluation,
+// dropout masks independent of the block they are computed in, and matmul.
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "kernels/cpu_elementwise.h"
+#include "kernels/cpu_matmul.h"
+#include "kernels/elementwise_program.h"
+#include "kernels/half.h"
+#include "model/parse.h"
+
+namespace coconet::kernels {
+namespace {
+
+TEST(Half, KnownValuesRoundToNearestEven) {
+  EXPECT_EQ(float_to_f16(1.0f), 0x3c00);
+  EXPECT_EQ(float_to_f16(-2.0f), 0xc000);
+  EXPECT_EQ(float_to_f16(65504.0f), 0x7bff);
+  EXPECT_EQ(float_to_f16(65520.0f), 0x7c00);           // ties to even: overflow to inf
+  EXPECT_EQ(float_to_f16(1.0f + 0x1p-11f), 0x3c00);    // halfway, even stays
+  EXPECT_EQ(float_to_f16(1.0f + 3 * 0x1p-11f), 0x3c02);  // halfway, odd rounds up
+  EXPECT_EQ(float_to_f16(0x1p-24f), 0x0001);           // smallest subnormal
+  EXPECT_EQ(float_to_f16(0x1p-25f), 0x0000);           // half of it: ties to even zero
+  EXPECT_TRUE(std::isnan(f16_to_float(float_to_f16(NAN))));
+  EXPECT_EQ(float_to_bf16(1.0f), 0x3f80);
+  EXPECT_EQ(float_to_bf16(1.0f + 0x1p-8f), 0x3f80);
+  EXPECT_EQ(float_to_bf16(1.0f + 3 * 0x1p-8f), 0x3f82);
+}
+
+TEST(Half, EveryF16RoundTrips) {
+  for (std::uint32_t h = 0; h < 0x10000; ++h) {
+    const auto bits = static_cast<std::uint16_t>(h);
+    const float f = f16_to_float(bits);
+    if (std::isnan(f)) continue;
+    EXPECT_EQ(float_to_f16(f), bits) << h;
+  }
+}
+
+TEST(Half, VerifierOfRoundTripCanFail) {
+  // A value between two f16 numbers does not survive the round trip.
+  const float between = 1.0f + 0x1p-12f;
+  EXPECT_NE(f16_to_float(float_to_f16(between)), between);
+}
+
+struct Case {
+  const char* expr;
+};
+
+double model_value(const model::Expr& e, const std::vector<double>& x, const std::vector<double>& y, std::size_t i) {
+  model::ElementContext ctx;
+  ctx.tensor = [&](const std::string& n) { return n == "x" ? x[i] : y[i]; };
+  ctx.scalar = [](const std::string&) { return 0.5; };
+  ctx.global_index = i;
+  return model::eval(e, ctx);
+}
+
+TEST(ElementwiseProgram, AgreesWithModelEvaluation) {
+  const std::vector<const char*> exprs = {"x + y*2", "x - 0.5*y/(sqrt(y)+1)", "dropout(x + y, 0.25) * 3",
+                                          "max(x, y) - min(x, y)", "-x / y"};
+  constexpr std::size_t kN = 1000;
+  std::vector<double> x(kN), y(kN);
+  for (std::size_t i = 0; i < kN; ++i) {
+    x[i] = static_cast<double>(i % 7) - 3.0;
+    y[i] = 1.0 + static_cast<double>(i % 5);
+  }
+  for (const char* text : exprs) {
+    const auto e = model::parse_expr(text);
+    const auto p = compile_elementwise({{"out", e, model::DType::f32}},
+                                       {{"x", model::DType::f32}, {"y", model::DType::f32}}, {{"lr", 0.5}});
+    std::vector<float> xf(x.begin(), x.end()), yf(y.begin(), y.end()), out(kN);
+    auto bytes = [](auto& v) { return reinterpret_cast<std::byte*>(v.data()); };
+    std::vector<CpuOperand> ins;
+    for (const auto& name : p.input_names)
+      ins.push_back({name == "x" ? bytes(xf) : bytes(yf), model::DType::f32, {0, 1, 1}});
+    const std::vector<CpuOperand> outs{{bytes(out), model::DType::f32, {0, 1, 1}}};
+    cpu_elementwise(p, ins, outs, Block{static_cast<std::int64_t>(kN), 1, 0, 0, 1});
+    for (std::size_t i = 0; i < kN; ++i) {
+      const double want = model_value(e, x, y, i);
+      EXPECT_NEAR(out[i], want, 1e-5 * std::max(1.0, std::fabs(want))) << text << " at " << i;
+    }
+  }
+}
+
+TEST(ElementwiseProgram, DropoutMaskDoesNotDependOnTheBlock) {
+  const auto e = model::parse_expr("dropout(x, 0.5)");
+  const auto p = compile_elementwise({{"out", e, model::DType::f32}}, {{"x", model::DType::f32}}, {});
+  constexpr std::int64_t kRows = 6, kCols = 5;
+  std::vector<float> x(kRows * kCols, 1.0f), whole(kRows * kCols), pieces(kRows * kCols);
+  auto bytes = [](auto& v) { return reinterpret_cast<std::byte*>(v.data()); };
+  const std::vector<CpuOperand> in{{bytes(x), model::DType::f32, {0, kCols, 1}}};
+  cpu_elementwise(p, in, std::vector<CpuOperand>{{bytes(whole), model::DType::f32, {0, kCols, 1}}},
+                  Block{kRows, kCols, 0, 0, kCols});
+  for (std::int64_t r = 0; r < kRows; r += 2)  // two rows at a time, like a chunk
+    cpu_elementwise(p, std::vector<CpuOperand>{{bytes(x), model::DType::f32, {r * kCols, kCols, 1}}},
+                    std::vector<CpuOperand>{{bytes(pieces), model::DType::f32, {r * kCols, kCols, 1}}},
+                    Block{2, kCols, r, 0, kCols});
+  EXPECT_EQ(whole, pieces);
+  int dropped = 0;
+  for (float v : whole) dropped += v == 0.0f ? 1 : 0;
+  EXPECT_GT(dropped, 0);
+  EXPECT_LT(dropped, kRows * kCols);
+}
+
+TEST(ElementwiseProgram, FusedStatementsReadRoundedValues) {
+  // b reads a, which is stored as f16: it must see the rounded value.
+  const auto p = compile_elementwise({{"a", model::parse_expr("x / 3"), model::DType::f16},
+                                      {"b", model::parse_expr("a * 3"), model::DType::f32}},
+                                     {{"x", model::DType::f32}}, {});
+  std::vector<float> x{1.0f};
+  std::vector<std::uint16_t> a(1);
+  std::vector<float> b(1);
+  cpu_elementwise(p, std::vector<CpuOperand>{{reinterpret_cast<std::byte*>(x.data()), model::DType::f32, {0, 1, 1}}},
+                  std::vector<CpuOperand>{{reinterpret_cast<std::byte*>(a.data()), model::DType::f16, {0, 1, 1}},
+                                          {reinterpret_cast<std::byte*>(b.data()), model::DType::f32, {0, 1, 1}}},
+                  Block{1, 1, 0, 0, 1});
+  EXPECT_EQ(b[0], f16_to_float(a[0]) * 3.0f);
+}
+
+TEST(CpuMatmul, SmallIntegerProductIsExact) {
+  constexpr std::int64_t kM = 3, kK = 4, kN = 2;
+  std::vector<std::uint16_t> a(kM * kK), b(kK * kN), out(kM * kN);
+  for (std::int64_t i = 0; i < kM * kK; ++i) a[static_cast<std::size_t>(i)] = float_to_f16(static_cast<float>(i % 3));
+  for (std::int64_t i = 0; i < kK * kN; ++i) b[static_cast<std::size_t>(i)] = float_to_f16(static_cast<float>(i % 4) - 1);
+  auto bytes = [](auto& v) { return reinterpret_cast<std::byte*>(v.data()); };
+  cpu_matmul({bytes(a), model::DType::f16, 0, kM, kK, kK}, {bytes(b), model::DType::f16, 0, kK, kN, kN},
+             {bytes(out), model::DType::f16, 0, kM, kN, kN});
+  for (std::int64_t i = 0; i < kM; ++i)
+    for (std::int64_t j = 0; j < kN; ++j) {
+      float want = 0;
+      for (std::int64_t k = 0; k < kK; ++k)
+        want += f16_to_float(a[static_cast<std::size_t>(i * kK + k)]) * f16_to_float(b[static_cast<std::size_t>(k * kN + j)]);
+      EXPECT_EQ(f16_to_float(out[static_cast<std::size_t>(i * kN + j)]), want);
+    }
+}
+
+}  // namespace
+}  // namespace coconet::kernels
