@@ -46,10 +46,7 @@ void show_one(const std::string& workload, const std::vector<std::string>& sets,
   }
   fmt::print("{}", model::to_string(p));
   fmt::print("  {} schedules:\n", schedules.size());
-  for (const auto& s : schedules) {
-    fmt::print("  - {}\n", s.name());
-    fmt::print("{}", model::describe(s));
-  }
+  for (const auto& s : schedules) fmt::print("{}", model::describe(s));
   fmt::print("\n");
 }
 

@@ -48,13 +48,16 @@ std::string render_text(const Table& t) {
       width[i] = std::max(width[i], cell_text(r[i], t.precision).size());
   std::string out;
   for (std::size_t i = 0; i < t.columns.size(); ++i)
-    out += fmt::format("{}{:<{}}", i ? "  " : "", t.columns[i], width[i]);
+    out += fmt::format("{}{:<{}}", i ? "  " : "", t.columns[i],
+                       i + 1 == t.columns.size() ? 0 : width[i]);
   out += "\n";
   for (const auto& r : t.rows) {
     for (std::size_t i = 0; i < r.size() && i < width.size(); ++i) {
       const auto s = cell_text(r[i], t.precision);
       out += i ? "  " : "";
-      out += is_numeric(r[i]) ? fmt::format("{:>{}}", s, width[i]) : fmt::format("{:<{}}", s, width[i]);
+      const bool last = i + 1 == r.size();
+      if (is_numeric(r[i])) out += fmt::format("{:>{}}", s, width[i]);
+      else out += last ? s : fmt::format("{:<{}}", s, width[i]);
     }
     out += "\n";
   }

@@ -224,14 +224,14 @@ Schedule initial_schedule(const Program& p) {
 }
 
 std::string describe(const Schedule& s) {
-  std::string out = fmt::format("schedule {} of {}\n", s.name(), s.program.name);
+  std::string out = fmt::format("  - {}\n", s.name());
   for (std::size_t i = 0; i < s.stages.size(); ++i) {
     const auto& st = s.stages[i];
     const int g = s.overlap_of(static_cast<int>(i));
-    out += fmt::format("  stage {}: {} ({}) [{}]{}\n", i, st.code(s.program), to_string(st.kind),
+    out += fmt::format("      stage {}: {} ({}) [{}]{}\n", i, st.code(s.program), to_string(st.kind),
                        join(st.stmts, ", "), g < 0 ? "" : fmt::format("  overlap group {}", g));
   }
-  out += fmt::format("  knobs: chunks={} algo={} proto={} channels={}\n", s.knobs.chunks,
+  out += fmt::format("      knobs: chunks={} algo={} proto={} channels={}\n", s.knobs.chunks,
                      to_string(s.knobs.algo), to_string(s.knobs.proto), s.knobs.channels);
   return out;
 }
