@@ -17,13 +17,14 @@ build: deps
 	@cmake --build $(BUILD) -j$(JOBS)
 
 run: build
-	./$(BUILD)/cli/coconet show
+	./$(BUILD)/cli/coconet predict
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 
 bench: build
-	./$(BUILD)/bench/coconet_bench
+	./$(BUILD)/bench/coconet_bench_sim
+	cmake --build $(BUILD) --target bench_exec
 
 clean:
 	rm -rf $(BUILD)

@@ -1,13 +1,105 @@
-// coconet calibrate: placeholder until its issue lands (prints that it is not built yet).
+// coconet calibrate: microbenchmarks on the machine at hand, a least-squares fit
+// of the cost model's constants, and a topology YAML that predict and validate
+// accept (validation/calibrate.h). Outside mpirun, --ranks N starts N ranks.
+#include <filesystem>
+#include <memory>
+
+#include <fmt/core.h>
+
 #include "cli/commands.h"
+#include "cli/format.h"
 #include "model/error.h"
+
+#ifdef COCONET_VALIDATION_HAVE_RUN
+#include "exec/backend.h"
+#include "exec/mpi_session.h"
+#include "model/catalog.h"
+#include "validation/calibrate.h"
+#include "validation/launch.h"
+#endif
 
 namespace coconet::cli {
 
+namespace {
+
+struct CalibrateArgs {
+  std::string backend = "cpu";
+  int ranks = 0;
+  std::string out;
+  std::string name;
+  bool quick = false;
+  int iters = 5;
+  Format format = Format::table;
+};
+
+#ifdef COCONET_VALIDATION_HAVE_RUN
+std::string command_line(const CalibrateArgs& a) {
+  return fmt::format("coconet calibrate --backend {}{} --out {}{}", a.backend,
+                     a.ranks > 0 ? fmt::format(" --ranks {}", a.ranks) : "", a.out, a.quick ? " --quick" : "");
+}
+
+Table constants_table(const validation::Calibration& c) {
+  Table t;
+  t.precision = 3;
+  t.columns = {"constant", "value", "unit", "from"};
+  const auto& f = c.fit;
+  t.add({std::string("launch_us"), f.elementwise.launch_us, std::string("us"), std::string("element-wise fit, intercept")});
+  t.add({std::string("memory bandwidth"), f.elementwise.GBps, std::string("GB/s"), std::string("element-wise fit")});
+  t.add({std::string("element-wise rate"), f.elementwise.GFLOPs, std::string("GFLOP/s"), std::string("element-wise fit")});
+  t.add({std::string("GEMM f16"), f.gemm_f16_GFLOPs, std::string("GFLOP/s"), std::string("GEMM fit")});
+  t.add({std::string("GEMM bf16"), f.gemm_bf16_GFLOPs, std::string("GFLOP/s"), std::string("GEMM fit")});
+  t.add({std::string("collective base"), f.collectives.base_us, std::string("us"), std::string("collective fit")});
+  t.add({std::string("ring step"), f.collectives.hop_us, std::string("us"), std::string("collective fit")});
+  t.add({std::string("link bus bandwidth"), f.collectives.GBps, std::string("GB/s"), std::string("collective fit")});
+  return t;
+}
+
+void calibrate_command(const CalibrateArgs& a) {
+  if (!exec::launched_by_mpirun() && a.ranks > 1) validation::run_under_mpirun(a.ranks);
+  auto backend = exec::make_backend(a.backend);
+  validation::run_guarded(*backend, [&] {
+    if (a.ranks > 0 && a.ranks != backend->world_size())
+      throw UserError(fmt::format("--ranks {} but the job has {} ranks; drop --ranks inside mpirun", a.ranks,
+                                  backend->world_size()));
+    validation::CalibrateOptions o;
+    o.name = a.name.empty() ? std::filesystem::path(a.out).stem().string() : a.name;
+    o.command = command_line(a);
+    o.micro.iters = a.iters;
+    o.micro.quick = a.quick;
+    const bool lead = backend->world_rank() == 0;
+    validation::Progress progress(lead && validation::progress_wanted(), 0);
+    const auto c = validation::calibrate(*backend, o, progress);
+    progress.finish();
+    if (!lead) return;
+    model::write_file_atomic(a.out, c.yaml);
+    if (a.format == Format::table)
+      fmt::print("calibrated {} on {} ranks ({} microbenchmarks); wrote {}\n", a.backend, backend->world_size(),
+                 c.samples.size(), a.out);
+    print(constants_table(c), a.format, {{"topology", a.out}});
+  });
+  backend.reset();
+}
+#endif
+
+}  // namespace
+
 void register_calibrate(CLI::App& app) {
-  auto* cmd = app.add_subcommand("calibrate", "(not available yet)");
-  cmd->allow_extras();
-  cmd->callback([] { throw UserError("coconet calibrate is not available in this build yet"); });
+  auto args = std::make_shared<CalibrateArgs>();
+  auto* cmd = app.add_subcommand(
+      "calibrate", "Fit the cost model's constants to microbenchmarks on this machine; write a topology YAML");
+  cmd->add_option("--backend", args->backend, "Backend to measure: cpu (MPI) or cuda")->capture_default_str();
+  cmd->add_option("--ranks", args->ranks, "Ranks to start with mpirun (outside mpirun); default: mpirun's, or 1")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--out", args->out, "Topology YAML to write, e.g. configs/topologies/cpu-local.yaml")->required();
+  cmd->add_option("--name", args->name, "The topology's name (default: the file's stem)");
+  cmd->add_flag("--quick", args->quick, "Fewer sizes per microbenchmark (what validate uses on the spot)");
+  cmd->add_option("--iters", args->iters, "Timed steps per microbenchmark")->capture_default_str()->check(CLI::PositiveNumber);
+  add_format_option(cmd, args->format);
+#ifdef COCONET_VALIDATION_HAVE_RUN
+  cmd->callback([args] { calibrate_command(*args); });
+#else
+  cmd->callback([] { throw UserError("coconet calibrate needs the simulator and the executor, absent from this build"); });
+#endif
 }
 
 }  // namespace coconet::cli

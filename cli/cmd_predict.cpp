@@ -1,13 +1,129 @@
-// coconet predict: placeholder until its issue lands (prints that it is not built yet).
+// coconet predict: every schedule of every workload and size of an experiment
+// (the embedded default when no file is given), predicted on its topology and
+// ranked, with the speed-up of the best over the paper's baseline and the stage
+// that dominates it. Also holds the report printing that `tune` shares.
+#include <memory>
+#include <optional>
+
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+
 #include "cli/commands.h"
-#include "model/error.h"
+#include "cli/predict_report.h"
+#include "cli/format.h"
+#include "sim/predict.h"
 
 namespace coconet::cli {
 
+
+namespace {
+
+std::string knobs_text(const model::Knobs& k, bool all) {
+  std::string s = fmt::format("chunks={}", k.chunks);
+  if (all)
+    s += fmt::format(" {}/{} channels={}", model::to_string(k.algo), model::to_string(k.proto),
+                     k.channels == 0 ? std::string("default") : std::to_string(k.channels));
+  return s;
+}
+
+std::string short_dominant(const sim::Candidate& c) {
+  double total = 0;
+  const sim::StageTiming* top = nullptr;
+  for (const auto& st : c.stages) {
+    total += st.alone_us;
+    if (!top || st.alone_us > top->alone_us) top = &st;
+  }
+  return top && total > 0 ? fmt::format("{} {:.0f}%", top->code, 100 * top->alone_us / total) : "-";
+}
+
+Table point_table(const sim::PointReport& r, bool all_knobs, bool with_point_columns) {
+  Table t;
+  if (with_point_columns) t.columns = {"workload", "sizes", "ranks"};
+  for (const char* c : {"rank", "schedule", "time_us", "speedup", "analytic_us", "knobs", "dominant"}) t.columns.push_back(c);
+  std::int64_t rank = 1;
+  for (const auto& c : r.result.ranked) {
+    std::vector<Cell> row;
+    if (with_point_columns) row = {r.workload, r.sizes, std::int64_t(r.ranks)};
+    for (Cell cell : std::vector<Cell>{rank++, c.name, c.time_us, r.baseline_us / c.time_us, c.analytic_us,
+                                       knobs_text(c.knobs, all_knobs), short_dominant(c)})
+      row.push_back(std::move(cell));
+    t.add(std::move(row));
+  }
+  return t;
+}
+
+nlohmann::json point_json(const sim::PointReport& r, bool all_knobs) {
+  return {{"workload", r.workload}, {"sizes", r.sizes},         {"topology", r.topology},
+          {"nodes", r.nodes},       {"ranks", r.ranks},         {"groups", r.groups},
+          {"best", r.best().name},  {"baseline", r.baseline},   {"baseline_us", r.baseline_us},
+          {"speedup", r.speedup},   {"reason", r.reason},       {"evaluated", r.result.evaluated},
+          {"rows", rows_json(point_table(r, all_knobs, false))}};
+}
+
+}  // namespace
+
+sim::PredictOptions predict_options(const std::optional<std::string>& topology, const std::optional<int>& nodes,
+                                    const std::vector<std::string>& sets) {
+  sim::PredictOptions o;
+  o.topology = topology;
+  o.nodes = nodes;
+  sim::split_sets(sets, o);
+  return o;
+}
+
+void print_point_reports(const std::vector<sim::PointReport>& reports, Format f, bool all_knobs) {
+  if (f == Format::json) {
+    nlohmann::json points = nlohmann::json::array();
+    for (const auto& r : reports) points.push_back(point_json(r, all_knobs));
+    fmt::print("{}\n", nlohmann::json{{"points", points}}.dump(2));
+    return;
+  }
+  if (f == Format::csv) {
+    Table all;
+    for (const auto& r : reports) {
+      Table t = point_table(r, all_knobs, true);
+      all.columns = t.columns;
+      for (auto& row : t.rows) all.add(std::move(row));
+    }
+    print(all, f);
+    return;
+  }
+  for (const auto& r : reports) {
+    fmt::print("== {} {} on {} ({} node(s)), {} ranks per group{}\n", r.workload, r.sizes, r.topology, r.nodes,
+               r.ranks, r.groups > 1 ? fmt::format(" x {} groups", r.groups) : "");
+    fmt::print("   best: {}, {:.2f}x over {}: {}\n", r.best().name, r.speedup, r.baseline, r.reason);
+    print(point_table(r, all_knobs, false), f);
+    fmt::print("\n");
+  }
+}
+
 void register_predict(CLI::App& app) {
-  auto* cmd = app.add_subcommand("predict", "(not available yet)");
-  cmd->allow_extras();
-  cmd->callback([] { throw UserError("coconet predict is not available in this build yet"); });
+  auto* cmd = app.add_subcommand("predict", "Predict and rank every schedule of an experiment's workloads");
+  struct Args {
+    std::optional<std::string> experiment;
+    std::optional<std::string> topology;
+    std::optional<int> nodes;
+    std::optional<int> ranks;
+    std::vector<std::string> sets;
+    Format format = Format::table;
+  };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("experiment", a->experiment,
+                  "Experiment (configs/experiments/ or a YAML file) or a workload; default: the embedded default");
+  cmd->add_option("--topology,-t", a->topology, "Topology name or YAML file (default: the experiment's)");
+  cmd->add_option("--nodes,-N", a->nodes, "Nodes (default: the experiment's, else the topology's)");
+  cmd->add_option("--ranks,-r", a->ranks, "Ranks per process group (default: the experiment's, else all GPUs / groups)");
+  cmd->add_option("--set", a->sets,
+                  "KEY=VALUE: a topology value (dotted, e.g. gpu.hbm_GBps=4000, or nodes) or a workload size "
+                  "(e.g. N=1048576); repeatable");
+  add_format_option(cmd, a->format);
+  cmd->callback([a] {
+    const model::Experiment e = sim::experiment_from_argument(a->experiment);
+    sim::PredictOptions o = predict_options(a->topology, a->nodes, a->sets);
+    o.ranks = a->ranks;
+    const auto reports = sim::predict_experiment(e, o);
+    print_point_reports(reports, a->format, false);
+  });
 }
 
 }  // namespace coconet::cli

@@ -1,13 +1,70 @@
-// coconet tune: placeholder until its issue lands (prints that it is not built yet).
+// coconet tune: like predict, over the whole knob space (chunks, algorithm,
+// protocol, channels); `--out` writes the best schedule with its knobs as YAML.
+#include <memory>
+#include <optional>
+
+#include <fmt/core.h>
+
 #include "cli/commands.h"
+#include "cli/predict_report.h"
+#include "model/catalog.h"
+#include "cli/format.h"
 #include "model/error.h"
+#include "sim/predict.h"
+#include "sim/trace.h"
 
 namespace coconet::cli {
 
+
+namespace {
+
+// One YAML document per point; several are separated by `---`.
+std::string best_yaml(const std::vector<sim::PointReport>& reports) {
+  std::string out;
+  for (const auto& r : reports) {
+    if (!out.empty()) out += "---\n";
+    out += fmt::format("# best for {} {} on {} ({} node(s), {} ranks per group): {:.1f} us predicted, {:.2f}x over {}\n",
+                       r.workload, r.sizes, r.topology, r.nodes, r.ranks, r.best().time_us, r.speedup, r.baseline);
+    out += model::to_yaml(r.best_schedule());
+    if (!out.ends_with('\n')) out += '\n';
+  }
+  return out;
+}
+
+}  // namespace
+
 void register_tune(CLI::App& app) {
-  auto* cmd = app.add_subcommand("tune", "(not available yet)");
-  cmd->allow_extras();
-  cmd->callback([] { throw UserError("coconet tune is not available in this build yet"); });
+  auto* cmd = app.add_subcommand("tune", "Search every schedule x knob setting; write the best schedule as YAML");
+  struct Args {
+    std::optional<std::string> experiment;
+    std::optional<std::string> topology;
+    std::optional<int> nodes;
+    std::optional<int> ranks;
+    std::vector<std::string> sets;
+    std::string out;
+    Format format = Format::table;
+  };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("experiment", a->experiment,
+                  "Experiment (configs/experiments/ or a YAML file) or a workload; default: the embedded default");
+  cmd->add_option("--topology,-t", a->topology, "Topology name or YAML file (default: the experiment's)");
+  cmd->add_option("--nodes,-N", a->nodes, "Nodes (default: the experiment's, else the topology's)");
+  cmd->add_option("--ranks,-r", a->ranks, "Ranks per process group (default: the experiment's, else all GPUs / groups)");
+  cmd->add_option("--set", a->sets, "KEY=VALUE: a topology value (dotted, or nodes) or a workload size; repeatable");
+  cmd->add_option("--out,-o", a->out, "Write the best schedule (with its knobs) to this YAML file");
+  add_format_option(cmd, a->format);
+  cmd->callback([a] {
+    const model::Experiment e = sim::experiment_from_argument(a->experiment);
+    sim::PredictOptions o = predict_options(a->topology, a->nodes, a->sets);
+    o.ranks = a->ranks;
+    o.tune_space = true;
+    const auto reports = sim::predict_experiment(e, o);
+    print_point_reports(reports, a->format, true);
+    if (!a->out.empty()) {
+      model::write_file_atomic(a->out, best_yaml(reports));
+      fmt::print(stderr, "wrote {} ({} schedule(s))\n", a->out, reports.size());
+    }
+  });
 }
 
 }  // namespace coconet::cli

@@ -1,13 +1,162 @@
-// coconet validate: placeholder until its issue lands (prints that it is not built yet).
+// coconet validate: predict -> pick -> execute -> compare, written as a report
+// (validation/validate.h, validation/report.h); --reference compares the model
+// with the published figures instead (validation/reference.h). Outside mpirun,
+// --ranks N starts N ranks; inputs are checked before any rank starts.
+#include <cstdlib>
+#include <memory>
+#include <optional>
+
+#include <fmt/core.h>
+
 #include "cli/commands.h"
+#include "cli/format.h"
 #include "model/error.h"
+
+#ifdef COCONET_VALIDATION_HAVE_SIM
+#include "validation/reference.h"
+#include "validation/report.h"
+#endif
+#ifdef COCONET_VALIDATION_HAVE_RUN
+#include "exec/backend.h"
+#include "exec/mpi_session.h"
+#include "validation/launch.h"
+#include "validation/validate.h"
+#endif
 
 namespace coconet::cli {
 
+namespace {
+
+struct ValidateArgs {
+  std::string experiment;
+  std::string backend = "cpu";
+  int ranks = 0;
+  std::string topology;
+  std::string out;
+  bool reference = false;
+  int iters = 0;
+  int warmup = -1;
+  Format format = Format::table;
+};
+
+#ifdef COCONET_VALIDATION_HAVE_SIM
+Table metrics_table(const validation::Metrics& m) {
+  Table t;
+  t.precision = 3;
+  t.columns = {"metric", "value"};
+  t.add({std::string("rows"), std::int64_t{m.rows}});
+  t.add({std::string("points"), std::int64_t{m.points}});
+  t.add({std::string("mape_pct"), m.mape_pct});
+  t.add({std::string("max_error_pct"), m.max_error_pct});
+  t.add({std::string("spearman"), m.spearman ? *m.spearman : 0.0});
+  t.add({std::string("top1_agreement"), m.top1_agreement});
+  t.add({std::string("regret_pct"), m.regret_pct});
+  t.add({std::string("mean_regret_pct"), m.mean_regret_pct});
+  return t;
+}
+
+void finish(const validation::ReportData& d, const validation::Metrics& m, const ValidateArgs& a) {
+  validation::write_report(d, m, a.out);
+  if (a.format == Format::table) fmt::print("{}\nwrote {}/report.html (and report.md, results.csv, results.json)\n", d.title, a.out);
+  print(metrics_table(m), a.format, {{"report", a.out}});
+}
+
+void reference_command(const ValidateArgs& a) {
+  const std::string cmd = fmt::format("coconet validate --reference --out {}", a.out);
+  const auto v = validation::validate_reference(validation::reference_dir(), cmd);
+  finish(v.report, v.metrics, a);
+}
+#endif
+
+#ifdef COCONET_VALIDATION_HAVE_RUN
+std::string command_line(const ValidateArgs& a) {
+  std::string s = "coconet validate";
+  if (!a.experiment.empty()) s += " " + a.experiment;
+  s += " --backend " + a.backend;
+  if (a.ranks > 0) s += fmt::format(" --ranks {}", a.ranks);
+  if (!a.topology.empty()) s += " --topology " + a.topology;
+  if (a.iters > 0) s += fmt::format(" --iters {}", a.iters);
+  if (a.warmup >= 0) s += fmt::format(" --warmup {}", a.warmup);
+  return s + " --out " + a.out;
+}
+
+validation::ValidateOptions options_of(const ValidateArgs& a) {
+  validation::ValidateOptions o;
+  if (!a.experiment.empty()) o.experiment = a.experiment;
+  if (!a.topology.empty()) o.topology = a.topology;
+  if (a.iters > 0) o.iters = a.iters;
+  if (a.warmup >= 0) o.warmup = a.warmup;
+  o.command = command_line(a);
+  return o;
+}
+
+void validate_command(const ValidateArgs& a) {
+  const auto o = options_of(a);
+  if (!exec::launched_by_mpirun()) {
+    validation::check_validate_inputs(o);  // bad input is reported once, before any rank starts
+    if (a.ranks > 1) validation::run_under_mpirun(a.ranks);
+  }
+  auto backend = exec::make_backend(a.backend);
+  int unverified = 0;
+  validation::run_guarded(*backend, [&] {
+    if (a.ranks > 0 && a.ranks != backend->world_size())
+      throw UserError(fmt::format("--ranks {} but the job has {} ranks; drop --ranks inside mpirun", a.ranks,
+                                  backend->world_size()));
+    const bool lead = backend->world_rank() == 0;
+    validation::Progress progress(lead && validation::progress_wanted(), 0);
+    const auto v = validation::run_validation(*backend, o, progress);
+    unverified = v.unverified;
+    if (lead) finish(v.report, v.metrics, a);
+  });
+  const bool lead = backend->world_rank() == 0;
+  backend.reset();
+  if (unverified > 0 && lead)
+    throw RunFailure(fmt::format("{} schedule run(s) gave a wrong result (see 'verified' in {}/results.csv)",
+                                 unverified, a.out));
+  if (unverified > 0) {
+    exec::finalize_mpi();
+    std::exit(1);
+  }
+}
+#endif
+
+void dispatch(const ValidateArgs& a) {
+  if (a.reference) {
+#ifdef COCONET_VALIDATION_HAVE_SIM
+    reference_command(a);
+    return;
+#endif
+  } else {
+#ifdef COCONET_VALIDATION_HAVE_RUN
+    validate_command(a);
+    return;
+#endif
+  }
+  throw UserError("coconet validate needs the simulator and the executor, absent from this build");
+}
+
+}  // namespace
+
 void register_validate(CLI::App& app) {
-  auto* cmd = app.add_subcommand("validate", "(not available yet)");
-  cmd->allow_extras();
-  cmd->callback([] { throw UserError("coconet validate is not available in this build yet"); });
+  auto args = std::make_shared<ValidateArgs>();
+  auto* cmd = app.add_subcommand(
+      "validate", "Predict every schedule, run it, and report predictions next to measurements");
+  cmd->add_option("experiment", args->experiment,
+                  "Experiment name (configs/experiments/) or YAML path (default: cpu-local)");
+  cmd->add_option("--backend", args->backend, "Backend to measure on: cpu (MPI) or cuda")->capture_default_str();
+  cmd->add_option("--ranks", args->ranks, "Ranks to start with mpirun (outside mpirun); default: mpirun's, or 1")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--topology", args->topology,
+                  "Topology to predict with (name or YAML path); default: calibrate this machine first");
+  cmd->add_option("--out", args->out, "Folder for the report (replaced atomically)")->required();
+  cmd->add_flag("--reference", args->reference,
+                "Compare the model with the published figures in validation/reference/ instead of running");
+  cmd->add_option("--iters", args->iters, "Timed steps per schedule (default: the experiment's)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--warmup", args->warmup, "Untimed steps first (default: the experiment's)")
+      ->check(CLI::NonNegativeNumber);
+  add_format_option(cmd, args->format);
+  cmd->callback([args] { dispatch(*args); });
 }
 
 }  // namespace coconet::cli

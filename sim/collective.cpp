@@ -1,0 +1,273 @@
+// The collective cost formulas. Each algorithm is one small function returning
+// latency (base + per-step hops) and transfer time (bytes x bus factor over the
+// bus bandwidth it can reach); the protocol scales the bandwidth (LL sends a
+// flag with every 4 bytes, LL128 with every 120) and caps it per channel.
+// Constants come from the topology; formulas follow NCCL's tuning model
+// (src/graph/tuning.cc) with the NVLS traffic made explicit.
+#include "sim/collective.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+
+#include <fmt/core.h>
+
+#include "model/error.h"
+
+namespace coconet::sim {
+
+using model::Algo;
+using model::Proto;
+
+std::string to_string(CollOp op) {
+  switch (op) {
+    case CollOp::allreduce: return "allreduce";
+    case CollOp::reducescatter: return "reducescatter";
+    case CollOp::allgather: return "allgather";
+    case CollOp::broadcast: return "broadcast";
+    case CollOp::reduce: return "reduce";
+    case CollOp::send: return "send";
+  }
+  return "?";
+}
+
+CollOp parse_coll_op(const std::string& s) {
+  for (CollOp op : {CollOp::allreduce, CollOp::reducescatter, CollOp::allgather, CollOp::broadcast,
+                    CollOp::reduce, CollOp::send})
+    if (s == to_string(op)) return op;
+  throw UserError(fmt::format("unknown collective '{}': use allreduce, reducescatter, allgather, "
+                              "broadcast, reduce or send",
+                              s));
+}
+
+Placement place(const Topology& t, int ranks) {
+  if (ranks < 1) throw UserError(fmt::format("a process group needs at least 1 rank, got {}", ranks));
+  Placement p;
+  p.ranks = ranks;
+  p.per_node = std::min(ranks, t.node.gpus);
+  p.nodes = (ranks + t.node.gpus - 1) / t.node.gpus;
+  p.send_crosses_nodes = ranks >= t.node.gpus;
+  return p;
+}
+
+double bus_factor(CollOp op, int ranks) {
+  const double n = ranks;
+  switch (op) {
+    case CollOp::allreduce: return 2.0 * (n - 1) / n;
+    case CollOp::reducescatter:
+    case CollOp::allgather: return (n - 1) / n;
+    default: return 1.0;
+  }
+}
+
+namespace {
+
+constexpr double kBytesPerGBpsUs = 1e3;  // 1 GB/s moves 1e3 bytes per microsecond
+
+struct Env {
+  const Topology& t;
+  const CollectiveRequest& r;
+  int channels;
+  [[nodiscard]] bool multi_node() const { return r.where.nodes > 1; }
+  [[nodiscard]] double intra_GBps() const { return t.node.nvlink_GBps(); }
+  // The network bandwidth of one node: its NICs, one per GPU at most in use.
+  [[nodiscard]] double net_GBps() const {
+    return std::min(t.network.nics, r.where.per_node) * t.network.nic_GBps();
+  }
+  // The bandwidth every rank of a ring reaches on the slowest link it crosses.
+  [[nodiscard]] double ring_bound_GBps() const {
+    if (!multi_node()) return intra_GBps();
+    return r.where.per_node > 1 ? std::min(intra_GBps(), net_GBps()) : net_GBps();
+  }
+  [[nodiscard]] Link ring_bottleneck() const {
+    return multi_node() && net_GBps() < intra_GBps() ? Link::network : Link::nvlink;
+  }
+  [[nodiscard]] double proto_efficiency(Proto p) const {
+    switch (p) {
+      case Proto::ll: return t.nccl.ll_efficiency;
+      case Proto::ll128: return t.nccl.ll128_efficiency;
+      default: return 1.0;
+    }
+  }
+  // Bandwidth a protocol reaches over a link of `bound` GB/s with the channels at hand.
+  [[nodiscard]] double proto_GBps(double bound, Proto p) const {
+    const double bw = bound * proto_efficiency(p);
+    if (p == Proto::ll)
+      return std::min(bw, multi_node() ? t.nccl.ll_max_multi_node_GBps : t.nccl.ll_max_one_node_GBps);
+    return std::min(bw, channels * t.nccl.channel_GBps);
+  }
+  [[nodiscard]] double transfer_us(double bytes, double GBps) const {
+    return bytes / (GBps * kBytesPerGBpsUs);
+  }
+};
+
+int ceil_log2(int n) {
+  int l = 0;
+  while ((1 << l) < n) ++l;
+  return l;
+}
+
+CollectiveCost ring(const Env& e, Proto p) {
+  const int n = e.r.where.ranks;
+  const int nodes = e.r.where.nodes;
+  const bool ar = e.r.op == CollOp::allreduce;
+  const int steps = ar ? 2 * (n - 1) : n - 1;
+  const int inter = ar ? 2 * (nodes - 1) : nodes - 1;
+  CollectiveCost c{Algo::ring, p};
+  c.base_us = e.t.nccl.ring_base_us.at(p);
+  c.hops_us = (steps - inter) * e.t.node.hop_latency_us.at(p) + inter * e.t.network.hop_latency_us.at(p);
+  const double bus = e.proto_GBps(e.ring_bound_GBps(), p);
+  c.link_GBps = bus / bus_factor(e.r.op, n);
+  c.transfer_us = e.transfer_us(e.r.bytes * bus_factor(e.r.op, n), bus);
+  c.bottleneck = e.ring_bottleneck();
+  return c;
+}
+
+// Intra-node chain, inter-node double binary tree: log latency, half the bus
+// bandwidth per direction (data goes up, then down).
+CollectiveCost tree(const Env& e, Proto p) {
+  CollectiveCost c{Algo::tree, p};
+  c.base_us = e.t.nccl.tree_base_us.at(p);
+  c.hops_us = 2.0 * ((e.r.where.per_node - 1) * e.t.node.hop_latency_us.at(p) +
+                     ceil_log2(e.r.where.nodes) * e.t.network.hop_latency_us.at(p));
+  const double bus = e.proto_GBps(e.ring_bound_GBps() * e.t.nccl.tree_efficiency, p);
+  constexpr double kUpAndDown = 2.0;
+  c.link_GBps = bus / kUpAndDown;
+  c.transfer_us = e.transfer_us(e.r.bytes, c.link_GBps);
+  c.bottleneck = e.ring_bottleneck();
+  return c;
+}
+
+// NVLink SHARP: each GPU's link carries its whole buffer to the switch (the
+// multimem reductions read every part) plus its own reduced part back out as a
+// multicast store: (P+1)/P of the buffer per direction. One channel of the set
+// manages the switch (NCCL's (channels-1)/channels).
+CollectiveCost nvls(const Env& e, Proto p) {
+  const double n = e.r.where.ranks;
+  CollectiveCost c{Algo::nvls, p};
+  c.base_us = e.t.nccl.nvls_base_us.at(p);
+  const double managed = e.channels > 1 ? (e.channels - 1.0) / e.channels : 1.0;
+  c.link_GBps = e.intra_GBps() * e.t.node.nvls_efficiency * managed * n / (n + 1);
+  c.transfer_us = e.transfer_us(e.r.bytes, c.link_GBps);
+  return c;
+}
+
+// Reduce-scatter inside each node, allreduce of 1/per_node of the buffer across
+// nodes (every GPU its own ring, the node's NICs shared), all-gather inside.
+CollectiveCost hierarchical(const Env& e, Proto p) {
+  const int g = e.r.where.per_node;
+  const int nodes = e.r.where.nodes;
+  CollectiveCost c{Algo::hierarchical, p};
+  c.base_us = e.t.nccl.ring_base_us.at(p);
+  c.hops_us = 2.0 * (g - 1) * e.t.node.hop_latency_us.at(p) + 2.0 * (nodes - 1) * e.t.network.hop_latency_us.at(p);
+  const double intra = e.proto_GBps(e.intra_GBps(), p);
+  const double inter = e.proto_GBps(e.net_GBps() / g, p);
+  const double intra_us = 2.0 * e.transfer_us(e.r.bytes * (g - 1.0) / g, intra);
+  const double inter_us = e.transfer_us(e.r.bytes / g * 2.0 * (nodes - 1.0) / nodes, inter);
+  c.transfer_us = intra_us + inter_us;
+  c.link_GBps = e.r.bytes / (c.transfer_us * kBytesPerGBpsUs);
+  c.bottleneck = inter_us > intra_us ? Link::network : Link::nvlink;
+  return c;
+}
+
+// One rank to its peer: over NVLink inside a node, else over its share of the NICs.
+CollectiveCost send(const Env& e, Proto p) {
+  const bool net = e.r.where.send_crosses_nodes;
+  CollectiveCost c{Algo::ring, p};
+  c.base_us = e.t.nccl.ring_base_us.at(p);
+  c.hops_us = net ? e.t.network.hop_latency_us.at(p) : e.t.node.hop_latency_us.at(p);
+  const double bound = net ? e.net_GBps() / e.r.where.per_node : e.intra_GBps();
+  c.link_GBps = e.proto_GBps(bound, p);
+  c.transfer_us = e.transfer_us(e.r.bytes, c.link_GBps);
+  c.bottleneck = net ? Link::network : Link::nvlink;
+  return c;
+}
+
+CollectiveCost cost_of(const Env& e, Algo a, Proto p) {
+  if (e.r.op == CollOp::send) return send(e, p);
+  switch (a) {
+    case Algo::tree: return tree(e, p);
+    case Algo::nvls: return nvls(e, p);
+    case Algo::hierarchical: return hierarchical(e, p);
+    default: return ring(e, p);
+  }
+}
+
+constexpr std::array<Algo, 4> kAlgos = {Algo::ring, Algo::tree, Algo::nvls, Algo::hierarchical};
+constexpr std::array<Proto, 3> kProtos = {Proto::ll, Proto::ll128, Proto::simple};
+
+CollectiveCost best_of(const Topology& t, const CollectiveRequest& r, const Env& e) {
+  CollectiveCost best;
+  double best_us = std::numeric_limits<double>::infinity();
+  for (Algo a : kAlgos) {
+    if (r.algo != Algo::auto_ && r.algo != a) continue;
+    for (Proto p : kProtos) {
+      if (r.proto != Proto::auto_ && r.proto != p) continue;
+      if (!supported(t, r.op, r.where, a, p)) continue;
+      const CollectiveCost c = cost_of(e, a, p);
+      if (c.time_us() < best_us) {
+        best_us = c.time_us();
+        best = c;
+      }
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+bool supported(const Topology& t, CollOp op, const Placement& where, Algo algo, Proto proto) {
+  if (algo == Algo::auto_ || proto == Proto::auto_) return true;
+  if (op == CollOp::send) return algo == Algo::ring;
+  switch (algo) {
+    case Algo::ring: return true;
+    case Algo::tree: return op == CollOp::allreduce;
+    case Algo::nvls:
+      return op == CollOp::allreduce && t.node.nvls && where.nodes == 1 && where.ranks > 1 &&
+             proto == Proto::simple;
+    case Algo::hierarchical: return op == CollOp::allreduce && where.nodes > 1 && where.per_node > 1;
+    case Algo::auto_: return true;
+  }
+  return false;
+}
+
+CollectiveCost predict_collective(const Topology& t, const CollectiveRequest& r) {
+  if (r.bytes < 0) throw UserError(fmt::format("a {} of {} bytes is impossible", to_string(r.op), r.bytes));
+  const int channels = r.channels > 0 ? r.channels : t.nccl.channels;
+  const Env e{t, r, channels};
+  if (r.where.ranks <= 1 && r.op != CollOp::send) {
+    CollectiveCost none;
+    none.channels = 0;
+    return none;  // one rank: nothing to exchange
+  }
+  if (r.algo != Algo::auto_) {
+    bool any = false;
+    for (Proto p : kProtos) any = any || ((r.proto == Proto::auto_ || r.proto == p) && supported(t, r.op, r.where, r.algo, p));
+    if (!any)
+      throw UserError(fmt::format(
+          "{} cannot run {}{} on {} ranks over {} node(s) of {}: tree and hierarchical run allreduce "
+          "only (hierarchical on 2+ nodes), nvls allreduce on one node with NVLS hardware and the "
+          "simple protocol; use --algo ring or auto",
+          model::to_string(r.algo), to_string(r.op),
+          r.proto == Proto::auto_ ? "" : " with protocol " + model::to_string(r.proto), r.where.ranks,
+          r.where.nodes, t.name));
+  }
+  CollectiveCost c = best_of(t, r, e);
+  c.channels = channels;
+  return c;
+}
+
+CollectiveCost predict_collective_or_auto(const Topology& t, const CollectiveRequest& r) {
+  CollectiveRequest q = r;
+  if (q.algo != Algo::auto_) {
+    bool any = false;
+    for (Proto p : kProtos)
+      any = any || ((q.proto == Proto::auto_ || q.proto == p) && supported(t, q.op, q.where, q.algo, p));
+    if (!any) q.algo = Algo::auto_;
+  }
+  if (q.proto != Proto::auto_ && !supported(t, q.op, q.where, q.algo, q.proto)) q.proto = Proto::auto_;
+  return predict_collective(t, q);
+}
+
+}  // namespace coconet::sim

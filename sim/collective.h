@@ -1,0 +1,75 @@
+// The analytic cost of one collective, NCCL's way: time = latency + bytes over
+// bandwidth, for each algorithm (ring, tree, NVLS, hierarchical) and protocol
+// (LL, LL128, Simple); `auto` picks the fastest pair as NCCL's tuner does.
+// Bandwidths are reported like nccl-tests: algbw = bytes / time, busbw =
+// algbw x the collective's bus factor (2(n-1)/n for allreduce, (n-1)/n for
+// reduce-scatter and all-gather, 1 otherwise), so they compare with measurements.
+//
+// Sizes follow nccl-tests: `bytes` is the whole buffer (the input of an
+// allreduce or reduce-scatter, the output of an all-gather; for a send, what
+// one rank sends).
+#pragma once
+
+#include <string>
+
+#include "model/schedule.h"
+#include "sim/topology.h"
+
+namespace coconet::sim {
+
+enum class CollOp { allreduce, reducescatter, allgather, broadcast, reduce, send };
+[[nodiscard]] std::string to_string(CollOp op);
+[[nodiscard]] CollOp parse_coll_op(const std::string& s);  // throws UserError
+
+// Where a group of ranks sits: `ranks` GPUs over `nodes` nodes, `per_node` each.
+struct Placement {
+  int ranks = 1;
+  int nodes = 1;
+  int per_node = 1;
+  bool send_crosses_nodes = false;  // send: peer on another node
+};
+// A group of `ranks` consecutive ranks packed onto the topology's nodes.
+[[nodiscard]] Placement place(const Topology& t, int ranks);
+
+struct CollectiveRequest {
+  CollOp op = CollOp::allreduce;
+  double bytes = 0;
+  Placement where;
+  model::Algo algo = model::Algo::auto_;
+  model::Proto proto = model::Proto::auto_;
+  int channels = 0;  // 0: the topology's NCCL default
+};
+
+enum class Link { nvlink, network };
+
+struct CollectiveCost {
+  model::Algo algo = model::Algo::ring;
+  model::Proto proto = model::Proto::simple;
+  double base_us = 0;      // launch and setup, paid once per collective
+  double hops_us = 0;      // per-step latencies along the algorithm's path
+  double transfer_us = 0;  // bytes over the bottleneck bandwidth
+  double link_GBps = 0;    // the bottleneck bandwidth (algorithm bandwidth)
+  Link bottleneck = Link::nvlink;
+  int channels = 0;        // channels (one SM each) the collective occupies
+
+  [[nodiscard]] double latency_us() const { return base_us + hops_us; }
+  [[nodiscard]] double time_us() const { return base_us + hops_us + transfer_us; }
+};
+
+// Whether `algo`/`proto` can run `op` on this placement and hardware.
+[[nodiscard]] bool supported(const Topology& t, CollOp op, const Placement& where, model::Algo algo,
+                             model::Proto proto);
+// The cost of one collective. `auto` algorithm or protocol: the fastest
+// supported choice. A concrete unsupported choice is a UserError.
+[[nodiscard]] CollectiveCost predict_collective(const Topology& t, const CollectiveRequest& r);
+// As predict_collective, but an unsupported concrete choice falls back to auto
+// (what the tuner's schedule-wide knobs need).
+[[nodiscard]] CollectiveCost predict_collective_or_auto(const Topology& t, const CollectiveRequest& r);
+
+// nccl-tests' bus bandwidth factor.
+[[nodiscard]] double bus_factor(CollOp op, int ranks);
+[[nodiscard]] inline double algbw_GBps(double bytes, double time_us) {
+  return time_us > 0 ? bytes / (time_us * 1e3) : 0.0;
+}
+
+}  // namespace coconet::sim

@@ -1,0 +1,40 @@
+// Roofline formulas over the topology's GPU constants.
+#include "sim/compute.h"
+
+#include <algorithm>
+
+namespace coconet::sim {
+
+namespace {
+constexpr double kBytesPerGBpsUs = 1e3;   // 1 GB/s moves 1e3 bytes per microsecond
+constexpr double kFlopsPerTflopsUs = 1e6;  // 1 TFLOP/s does 1e6 FLOPs per microsecond
+}  // namespace
+
+double GemmShape::bytes() const {
+  const double e = model::bytes_of(dtype);
+  return e * (double(m) * double(k) + double(k) * double(n) + double(m) * double(n));
+}
+
+double elementwise_body_us(const Topology& t, double hbm_bytes, double flops) {
+  const double mem = hbm_bytes / (t.gpu.hbm_effective_GBps() * kBytesPerGBpsUs);
+  const double math = flops / (t.gpu.tflops_f32 * kFlopsPerTflopsUs);
+  return std::max(mem, math);
+}
+
+std::int64_t gemm_tiles(const Topology& t, const GemmShape& g) {
+  const std::int64_t tm = t.gpu.gemm_tile_m;
+  const std::int64_t tn = t.gpu.gemm_tile_n;
+  return ((g.m + tm - 1) / tm) * ((g.n + tn - 1) / tn);
+}
+
+double gemm_body_us(const Topology& t, const GemmShape& g, int sms) {
+  if (g.m <= 0 || g.n <= 0 || g.k <= 0) return 0.0;
+  sms = std::clamp(sms, 1, t.gpu.sms);
+  const double per_sm = t.gpu.tflops(g.dtype) * t.gpu.gemm_efficiency / t.gpu.sms;
+  const double tile_us = 2.0 * t.gpu.gemm_tile_m * t.gpu.gemm_tile_n * double(g.k) / (per_sm * kFlopsPerTflopsUs);
+  const std::int64_t waves = (gemm_tiles(t, g) + sms - 1) / sms;
+  const double mem = g.bytes() / (t.gpu.hbm_effective_GBps() * kBytesPerGBpsUs);
+  return std::max(double(waves) * tile_us, mem);
+}
+
+}  // namespace coconet::sim

@@ -1,0 +1,33 @@
+// The roofline cost of computation on one GPU: element-wise kernels by the
+// bytes they move over HBM (or their FLOPs, whichever takes longer), GEMMs by
+// FLOPs over the tensor-core peak with tile and wave quantisation, norms as
+// reductions (bytes read). Each kernel pays one launch.
+#pragma once
+
+#include <cstdint>
+
+#include "model/types.h"
+#include "sim/topology.h"
+
+namespace coconet::sim {
+
+struct GemmShape {
+  std::int64_t m = 0;
+  std::int64_t n = 0;
+  std::int64_t k = 0;
+  model::DType dtype = model::DType::f16;
+
+  [[nodiscard]] double flops() const { return 2.0 * double(m) * double(n) * double(k); }
+  // Bytes of A, B and C, each read or written once.
+  [[nodiscard]] double bytes() const;
+};
+
+// Time of the kernel body (no launch): max(bytes over HBM, FLOPs over f32 peak).
+[[nodiscard]] double elementwise_body_us(const Topology& t, double hbm_bytes, double flops);
+// Tiles of a GEMM (tile_m x tile_n output tiles).
+[[nodiscard]] std::int64_t gemm_tiles(const Topology& t, const GemmShape& g);
+// Time of a GEMM body (no launch) with `sms` SMs at hand: waves of tiles, each
+// tile at the per-SM share of the achievable peak; at least its bytes over HBM.
+[[nodiscard]] double gemm_body_us(const Topology& t, const GemmShape& g, int sms);
+
+}  // namespace coconet::sim

@@ -1,0 +1,199 @@
+// A fluid event simulation: between two events every running task progresses
+// at a constant rate; the next event is the earliest end of a latency phase or
+// of a task. Rates: 1 alone; with company, the smallest share of any bandwidth
+// it uses (capacity over total demand, when demand exceeds capacity) and, for a
+// GEMM, its wave-quantised speed on the SMs the collectives leave it.
+#include "sim/simulator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include <fmt/core.h>
+
+#include "model/error.h"
+
+namespace coconet::sim {
+
+namespace {
+
+constexpr double kDone = 1e-9;  // microseconds left that count as finished
+
+struct Running {
+  int task = 0;
+  double latency_left = 0;
+  double work_left = 0;
+};
+
+class Engine {
+ public:
+  Engine(const std::vector<Task>& tasks, const Context& ctx) : tasks_(tasks), ctx_(ctx) {
+    for (const Task& k : tasks) ranks_ = std::max({ranks_, k.rank + 1, k.peer + 1});
+    build_dependencies();
+    for (int r = 0; r < kResources; ++r) capacity_[r] = capacity_GBps(ctx, Resource(r));
+    full_sms_ = ctx.topology.gpu.sms;
+  }
+
+  std::vector<SimEvent> run() {
+    std::vector<SimEvent> events(tasks_.size());
+    for (std::size_t i = 0; i < tasks_.size(); ++i)
+      if (waiting_[i] == 0) start(int(i), events);
+    while (!running_.empty()) step(events);
+    for (std::size_t i = 0; i < tasks_.size(); ++i)
+      if (waiting_[i] >= 0) throw InternalError(fmt::format("task {} never ran", tasks_[i].name));
+    return events;
+  }
+
+ private:
+  // Stream order, chunk-wise dependence inside an overlap group, and stage order.
+  void build_dependencies() {
+    const int n = int(tasks_.size());
+    dependents_.assign(n, {});
+    waiting_.assign(n, 0);
+    std::map<std::pair<int, int>, int> index;  // (stage, chunk) -> task
+    std::map<int, int> last_of_stage;
+    for (int i = 0; i < n; ++i) {
+      index[{tasks_[i].stage, tasks_[i].chunk}] = i;
+      last_of_stage[tasks_[i].stage] = i;
+    }
+    for (int i = 0; i < n; ++i) {
+      const Task& k = tasks_[i];
+      if (k.chunk > 0) depend(i, index.at({k.stage, k.chunk - 1}));
+      if (k.stage == 0) continue;
+      const bool same_group_before = k.stream > 0;  // stage k.stage-1 is in the same overlap group
+      if (same_group_before)
+        depend(i, index.at({k.stage - 1, std::min(k.chunk, tasks_[last_of_stage.at(k.stage - 1)].chunk)}));
+      else if (k.chunk == 0)
+        depend(i, last_of_stage.at(k.stage - 1));
+    }
+  }
+  void depend(int task, int on) {
+    dependents_[on].push_back(task);
+    ++waiting_[task];
+  }
+
+  void start(int i, std::vector<SimEvent>& events) {
+    const Task& k = tasks_[i];
+    running_.push_back({i, k.latency_us, k.work_us});
+    waiting_[i] = -1;
+    events[i] = SimEvent{i, k.rank, k.peer, k.stream, k.stage, k.name, k.detail, now_, now_, k.duration_us()};
+  }
+
+  [[nodiscard]] double gemm_rate(const Task& k, int sms_free) const {
+    if (sms_free >= full_sms_) return 1.0;
+    const double alone = gemm_body_us(ctx_.topology, k.gemm, full_sms_);
+    const double shared = gemm_body_us(ctx_.topology, k.gemm, std::max(1, sms_free));
+    return shared > 0 ? alone / shared : 1.0;
+  }
+
+  // Rate of every running task in its work phase (0 while in its latency phase).
+  std::vector<double> rates() const {
+    std::vector<double> demand(std::size_t(ranks_) * kResources, 0.0);
+    std::vector<int> sms_held(ranks_, 0);
+    auto users = [](const Task& k, auto&& f) {
+      f(k.rank);
+      if (k.peer >= 0 && k.peer != k.rank) f(k.peer);
+    };
+    for (const Running& r : running_) {
+      const Task& k = tasks_[r.task];
+      sms_held[k.rank] += k.sms_held;
+      if (r.latency_left > kDone) continue;
+      users(k, [&](int rank) {
+        for (int x = 0; x < kResources; ++x) demand[rank * kResources + x] += k.demand_GBps[x];
+      });
+    }
+    std::vector<double> out(running_.size(), 0.0);
+    for (std::size_t j = 0; j < running_.size(); ++j) {
+      const Running& r = running_[j];
+      if (r.latency_left > kDone) continue;
+      const Task& k = tasks_[r.task];
+      double rate = k.is_gemm ? gemm_rate(k, full_sms_ - sms_held[k.rank]) : 1.0;
+      users(k, [&](int rank) {
+        for (int x = 0; x < kResources; ++x) {
+          const double d = demand[rank * kResources + x];
+          if (k.demand_GBps[x] > 0 && d > capacity_[x]) rate = std::min(rate, capacity_[x] / d);
+        }
+      });
+      out[j] = rate;
+    }
+    return out;
+  }
+
+  void step(std::vector<SimEvent>& events) {
+    const std::vector<double> rate = rates();
+    double dt = std::numeric_limits<double>::infinity();
+    for (std::size_t j = 0; j < running_.size(); ++j) {
+      const Running& r = running_[j];
+      if (r.latency_left > kDone) dt = std::min(dt, r.latency_left);
+      else if (rate[j] > 0) dt = std::min(dt, r.work_left / rate[j]);
+      else dt = std::min(dt, 0.0);
+    }
+    if (!std::isfinite(dt)) throw InternalError("simulation stalled");
+    now_ += dt;
+    std::vector<int> finished;
+    for (std::size_t j = 0; j < running_.size(); ++j) {
+      Running& r = running_[j];
+      if (r.latency_left > kDone) r.latency_left -= dt;
+      else r.work_left -= dt * rate[j];
+      if (r.latency_left <= kDone && r.work_left <= kDone) finished.push_back(r.task);
+    }
+    std::erase_if(running_, [](const Running& r) { return r.latency_left <= kDone && r.work_left <= kDone; });
+    for (int i : finished) {
+      events[i].end_us = now_;
+      for (int d : dependents_[i])
+        if (--waiting_[d] == 0) start(d, events);
+    }
+  }
+
+  const std::vector<Task>& tasks_;
+  const Context& ctx_;
+  int ranks_ = 1;
+  int full_sms_ = 1;
+  double capacity_[kResources] = {0, 0, 0};
+  std::vector<std::vector<int>> dependents_;
+  std::vector<int> waiting_;
+  std::vector<Running> running_;
+  double now_ = 0;
+};
+
+std::string rank_name(int group, const Context& ctx) {
+  const int first = group * ctx.ranks;
+  if (ctx.ranks == 1) return fmt::format("rank {} (group {})", first, group);
+  return fmt::format("rank {} (group {}, for ranks {}-{})", first, group, first, first + ctx.ranks - 1);
+}
+
+}  // namespace
+
+std::string stream_name(int i) { return i == 0 ? "main" : fmt::format("overlap {}", i); }
+
+SimResult simulate(const std::vector<StageWork>& work, const std::vector<model::OverlapGroup>& overlaps,
+                   const Context& ctx, const model::Knobs& knobs) {
+  const std::vector<Task> tasks = make_tasks(work, overlaps, ctx, knobs);
+  SimResult out;
+  out.events = Engine(tasks, ctx).run();
+  out.stages.resize(work.size());
+  for (std::size_t s = 0; s < work.size(); ++s) {
+    out.stages[s].code = work[s].code;
+    out.stages[s].start_us = std::numeric_limits<double>::infinity();
+  }
+  int ranks = 1;
+  for (const SimEvent& e : out.events) {
+    StageTiming& st = out.stages[e.stage];
+    if (st.detail.empty()) st.detail = e.detail;
+    st.start_us = std::min(st.start_us, e.start_us);
+    st.end_us = std::max(st.end_us, e.end_us);
+    st.alone_us += e.alone_us;
+    out.time_us = std::max(out.time_us, e.end_us);
+    out.streams = std::max(out.streams, e.stream + 1);
+    ranks = std::max({ranks, e.rank + 1, tasks[e.task].peer + 1});
+  }
+  for (int r = 0; r < ranks; ++r) out.rank_names.push_back(rank_name(r, ctx));
+  return out;
+}
+
+SimResult simulate(const model::Schedule& s, const Context& ctx) {
+  return simulate(stage_work(s, ctx), s.overlaps, ctx, s.knobs);
+}
+
+}  // namespace coconet::sim

@@ -1,0 +1,289 @@
+// Loading and checking topologies. Every key is required (a topology states
+// each constant, with its source in a comment), unknown keys are rejected, and
+// each value is checked against what is physically possible. `--set` overrides
+// replace values in the YAML tree before the checks, so they meet the same rules
+// and their errors name the override.
+#include "sim/topology.h"
+
+#include <cmath>
+#include <set>
+
+#include <fmt/core.h>
+
+#include "model/catalog.h"
+#include "model/error.h"
+#include "model/yaml_util.h"
+
+namespace coconet::sim {
+
+double ProtoTable::at(model::Proto p) const {
+  switch (p) {
+    case model::Proto::ll: return ll;
+    case model::Proto::ll128: return ll128;
+    case model::Proto::simple: return simple;
+    case model::Proto::auto_: break;
+  }
+  throw InternalError("ProtoTable::at needs a concrete protocol");
+}
+
+double GpuSpec::tflops(model::DType t) const {
+  switch (t) {
+    case model::DType::f16: return tflops_f16;
+    case model::DType::bf16: return tflops_bf16;
+    case model::DType::f32: return tflops_f32;
+  }
+  return tflops_f32;
+}
+
+double NodeSpec::nvlink_GBps() const {
+  return nvlink_links * std::min(nccl_link_GBps, nvlink_link_GBps);
+}
+
+namespace {
+constexpr double kBitsPerByte = 8.0;
+}
+
+double NetworkSpec::nic_GBps() const { return nic_Gbps / kBitsPerByte * nic_efficiency; }
+
+namespace {
+
+// Reads one topology document: typed getters that check ranges and name the
+// place (file:line, or the --set override that put the value there).
+class Reader {
+ public:
+  Reader(model::YamlContext ctx, std::set<std::string> overridden)
+      : ctx_(std::move(ctx)), overridden_(std::move(overridden)) {}
+
+  [[noreturn]] void fail(const YAML::Node& n, const std::string& path, const std::string& what) const {
+    if (overridden_.contains(path))
+      throw UserError(fmt::format("{}: --set {}: {}", ctx_.origin, path, what));
+    ctx_.fail(n, fmt::format("{}: {}", path, what));
+  }
+
+  YAML::Node section(const YAML::Node& parent, const std::string& path, const char* key,
+                     std::initializer_list<const char*> keys) const {
+    const YAML::Node n = parent[key];
+    const std::string full = join(path, key);
+    if (!n) ctx_.fail(parent, fmt::format("{} needs the key '{}'", path.empty() ? "topology" : path, key));
+    ctx_.require_map(n, full);
+    ctx_.allow_keys(n, keys, full);
+    return n;
+  }
+
+  template <typename T>
+  T value(const YAML::Node& parent, const std::string& path, const char* key) const {
+    const YAML::Node n = parent[key];
+    const std::string full = join(path, key);
+    if (!n) ctx_.fail(parent, fmt::format("{} needs the key '{}'", path.empty() ? "topology" : path, key));
+    if (!n.IsScalar()) fail(n, full, "must be a single value");
+    try {
+      return n.as<T>();
+    } catch (const YAML::Exception&) {
+      fail(n, full, fmt::format("'{}' is not a valid {}", n.Scalar(), type_name<T>()));
+    }
+  }
+
+  int positive_int(const YAML::Node& parent, const std::string& path, const char* key) const {
+    const int v = value<int>(parent, path, key);
+    if (v < 1) fail(parent[key], join(path, key), fmt::format("must be at least 1, got {}", v));
+    return v;
+  }
+
+  double positive(const YAML::Node& parent, const std::string& path, const char* key) const {
+    const double v = value<double>(parent, path, key);
+    if (!(v > 0) || !std::isfinite(v))
+      fail(parent[key], join(path, key), fmt::format("must be a positive number, got {}", v));
+    return v;
+  }
+
+  double non_negative(const YAML::Node& parent, const std::string& path, const char* key) const {
+    const double v = value<double>(parent, path, key);
+    if (!(v >= 0) || !std::isfinite(v))
+      fail(parent[key], join(path, key), fmt::format("must be zero or more, got {}", v));
+    return v;
+  }
+
+  // A fraction of a peak: in (0, 1] (or [0, 1] when zero means "not there").
+  double fraction(const YAML::Node& parent, const std::string& path, const char* key,
+                  bool zero_ok = false) const {
+    const double v = value<double>(parent, path, key);
+    if (!(v <= 1.0) || v < 0 || (!zero_ok && v == 0))
+      fail(parent[key], join(path, key),
+           fmt::format("is an efficiency and must lie in {}0, 1], got {}", zero_ok ? "[" : "(", v));
+    return v;
+  }
+
+  ProtoTable protos(const YAML::Node& parent, const std::string& path, const char* key) const {
+    const YAML::Node n = section(parent, path, key, {"ll", "ll128", "simple"});
+    const std::string p = join(path, key);
+    return {non_negative(n, p, "ll"), non_negative(n, p, "ll128"), non_negative(n, p, "simple")};
+  }
+
+  static std::string join(const std::string& path, const char* key) {
+    return path.empty() ? std::string(key) : path + "." + key;
+  }
+
+ private:
+  template <typename T>
+  static const char* type_name() {
+    if constexpr (std::is_same_v<T, bool>) return "boolean (true or false)";
+    else if constexpr (std::is_integral_v<T>) return "integer";
+    else if constexpr (std::is_floating_point_v<T>) return "number";
+    else return "string";
+  }
+
+  model::YamlContext ctx_;
+  std::set<std::string> overridden_;
+};
+
+GpuSpec read_gpu(const Reader& r, const YAML::Node& root) {
+  const YAML::Node n = r.section(root, "", "gpu",
+                                 {"model", "sms", "hbm_GBps", "hbm_efficiency", "tflops",
+                                  "gemm_efficiency", "gemm_tile", "launch_us"});
+  GpuSpec g;
+  g.model = r.value<std::string>(n, "gpu", "model");
+  g.sms = r.positive_int(n, "gpu", "sms");
+  g.hbm_GBps = r.positive(n, "gpu", "hbm_GBps");
+  g.hbm_efficiency = r.fraction(n, "gpu", "hbm_efficiency");
+  const YAML::Node tf = r.section(n, "gpu", "tflops", {"f16", "bf16", "f32"});
+  g.tflops_f16 = r.positive(tf, "gpu.tflops", "f16");
+  g.tflops_bf16 = r.positive(tf, "gpu.tflops", "bf16");
+  g.tflops_f32 = r.positive(tf, "gpu.tflops", "f32");
+  g.gemm_efficiency = r.fraction(n, "gpu", "gemm_efficiency");
+  const YAML::Node tile = r.section(n, "gpu", "gemm_tile", {"m", "n"});
+  g.gemm_tile_m = r.positive_int(tile, "gpu.gemm_tile", "m");
+  g.gemm_tile_n = r.positive_int(tile, "gpu.gemm_tile", "n");
+  g.launch_us = r.non_negative(n, "gpu", "launch_us");
+  return g;
+}
+
+NodeSpec read_node(const Reader& r, const YAML::Node& root) {
+  const YAML::Node n = r.section(root, "", "node",
+                                 {"gpus", "nvlink_links", "nvlink_link_GBps", "nccl_link_GBps", "nvls",
+                                  "nvls_efficiency", "hop_latency_us"});
+  NodeSpec s;
+  s.gpus = r.positive_int(n, "node", "gpus");
+  s.nvlink_links = r.positive_int(n, "node", "nvlink_links");
+  s.nvlink_link_GBps = r.positive(n, "node", "nvlink_link_GBps");
+  s.nccl_link_GBps = r.positive(n, "node", "nccl_link_GBps");
+  if (s.nccl_link_GBps > s.nvlink_link_GBps)
+    r.fail(n["nccl_link_GBps"], "node.nccl_link_GBps",
+           fmt::format("{} GB/s achievable exceeds the line rate node.nvlink_link_GBps = {}",
+                       s.nccl_link_GBps, s.nvlink_link_GBps));
+  s.nvls = r.value<bool>(n, "node", "nvls");
+  s.nvls_efficiency = r.fraction(n, "node", "nvls_efficiency", /*zero_ok=*/!s.nvls);
+  s.hop_latency_us = r.protos(n, "node", "hop_latency_us");
+  return s;
+}
+
+NetworkSpec read_network(const Reader& r, const YAML::Node& root) {
+  const YAML::Node n = r.section(root, "", "network",
+                                 {"nics", "nic_Gbps", "nic_efficiency", "hop_latency_us"});
+  NetworkSpec s;
+  s.nics = r.positive_int(n, "network", "nics");
+  s.nic_Gbps = r.positive(n, "network", "nic_Gbps");
+  s.nic_efficiency = r.fraction(n, "network", "nic_efficiency");
+  s.hop_latency_us = r.protos(n, "network", "hop_latency_us");
+  return s;
+}
+
+NcclSpec read_nccl(const Reader& r, const YAML::Node& root) {
+  const YAML::Node n = r.section(root, "", "nccl",
+                                 {"channels", "channel_GBps", "ll_max_GBps", "ll_efficiency",
+                                  "ll128_efficiency", "tree_efficiency", "base_latency_us",
+                                  "hbm_bytes_per_link_byte"});
+  NcclSpec s;
+  s.channels = r.positive_int(n, "nccl", "channels");
+  s.channel_GBps = r.positive(n, "nccl", "channel_GBps");
+  const YAML::Node ll = r.section(n, "nccl", "ll_max_GBps", {"one_node", "multi_node"});
+  s.ll_max_one_node_GBps = r.positive(ll, "nccl.ll_max_GBps", "one_node");
+  s.ll_max_multi_node_GBps = r.positive(ll, "nccl.ll_max_GBps", "multi_node");
+  s.ll_efficiency = r.fraction(n, "nccl", "ll_efficiency");
+  s.ll128_efficiency = r.fraction(n, "nccl", "ll128_efficiency");
+  s.tree_efficiency = r.fraction(n, "nccl", "tree_efficiency");
+  const YAML::Node base = r.section(n, "nccl", "base_latency_us", {"ring", "tree", "nvls"});
+  s.ring_base_us = r.protos(base, "nccl.base_latency_us", "ring");
+  s.tree_base_us = r.protos(base, "nccl.base_latency_us", "tree");
+  s.nvls_base_us = r.protos(base, "nccl.base_latency_us", "nvls");
+  s.hbm_bytes_per_link_byte = r.non_negative(n, "nccl", "hbm_bytes_per_link_byte");
+  return s;
+}
+
+// Replaces the value at a dotted path; the path must name an existing scalar.
+void apply_override(YAML::Node root, const std::string& origin, const std::string& key,
+                    const std::string& value) {
+  YAML::Node cur = root;
+  std::string walked;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t dot = key.find('.', start);
+    const std::string part = key.substr(start, dot == std::string::npos ? dot : dot - start);
+    if (part.empty() || !cur.IsMap() || !cur[part]) {
+      std::string known;
+      if (cur.IsMap())
+        for (const auto& kv : cur) known += (known.empty() ? "" : ", ") + kv.first.as<std::string>();
+      throw UserError(fmt::format("{}: --set {}={}: no key '{}' {}; known keys there: {}", origin, key,
+                                  value, part, walked.empty() ? "at the top" : "under " + walked,
+                                  known.empty() ? "(none: it is a value)" : known));
+    }
+    YAML::Node next = cur[part];
+    walked = walked.empty() ? part : walked + "." + part;
+    if (dot == std::string::npos) {
+      if (!next.IsScalar())
+        throw UserError(fmt::format("{}: --set {}: '{}' is a section; set one of its values, e.g. {}.<key>",
+                                    origin, key, walked, walked));
+      cur[part] = value;
+      return;
+    }
+    cur.reset(next);  // rebind (assignment would overwrite the node's value)
+    start = dot + 1;
+  }
+}
+
+}  // namespace
+
+Topology parse_topology(const std::string& yaml_text, const std::string& origin,
+                        const Overrides& overrides) {
+  const model::YamlContext ctx{origin};
+  YAML::Node root = ctx.load(yaml_text);
+  ctx.require_map(root, "a topology");
+  ctx.allow_keys(root, {"name", "description", "nodes", "gpu", "node", "network", "nccl"}, "a topology");
+  std::set<std::string> overridden;
+  for (const auto& [k, v] : overrides) {
+    apply_override(root, origin, k, v);
+    overridden.insert(k);
+  }
+  const Reader r(ctx, overridden);
+  Topology t;
+  t.origin = origin;
+  t.name = r.value<std::string>(root, "", "name");
+  t.description = r.value<std::string>(root, "", "description");
+  t.nodes = r.positive_int(root, "", "nodes");
+  t.gpu = read_gpu(r, root);
+  t.node = read_node(r, root);
+  t.network = read_network(r, root);
+  t.nccl = read_nccl(r, root);
+  return t;
+}
+
+Topology load_topology(const std::string& name_or_path, const Overrides& overrides) {
+  const std::string path = model::resolve_topology(name_or_path);
+  return parse_topology(model::read_file(path), path, overrides);
+}
+
+std::string describe(const Topology& t) {
+  return fmt::format(
+      "{}: {}\n"
+      "  {} nodes x {} GPUs ({}), {} GPUs in all\n"
+      "  GPU: {} SMs, HBM {:.0f} GB/s (x{:.2f}), f16 {:.0f} / bf16 {:.0f} / f32 {:.1f} TFLOP/s, "
+      "launch {:.1f} us\n"
+      "  NVLink: {} links x {:.1f} GB/s achievable = {:.1f} GB/s per direction{}\n"
+      "  network: {} NICs x {:.0f} Gb/s (x{:.2f}) = {:.1f} GB/s per NIC\n",
+      t.name, t.description, t.nodes, t.node.gpus, t.gpu.model, t.total_gpus(), t.gpu.sms, t.gpu.hbm_GBps,
+      t.gpu.hbm_efficiency, t.gpu.tflops_f16, t.gpu.tflops_bf16, t.gpu.tflops_f32, t.gpu.launch_us,
+      t.node.nvlink_links, std::min(t.node.nccl_link_GBps, t.node.nvlink_link_GBps), t.node.nvlink_GBps(),
+      t.node.nvls ? ", NVLS in-switch reduction" : "", t.network.nics, t.network.nic_Gbps,
+      t.network.nic_efficiency, t.network.nic_GBps());
+}
+
+}  // namespace coconet::sim

@@ -1,0 +1,103 @@
+// A GPU cluster as the cost model sees it: the GPU (SMs, HBM, peak FLOP/s,
+// launch overhead), the node fabric (NVLink/NVSwitch, NVLS), the network (NICs)
+// and the NCCL model constants. Loaded from configs/topologies/*.yaml, where
+// every constant carries its source; unknown keys and impossible values are
+// UserErrors naming file:line.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "model/schedule.h"
+#include "model/types.h"
+
+namespace coconet::sim {
+
+// A value per NCCL protocol (LL, LL128, Simple).
+struct ProtoTable {
+  double ll = 0;
+  double ll128 = 0;
+  double simple = 0;
+  [[nodiscard]] double at(model::Proto p) const;
+};
+
+struct GpuSpec {
+  std::string model;
+  int sms = 0;
+  double hbm_GBps = 0;         // peak HBM bandwidth
+  double hbm_efficiency = 0;   // achievable fraction of it
+  double tflops_f16 = 0;       // dense tensor-core peak
+  double tflops_bf16 = 0;
+  double tflops_f32 = 0;       // non-tensor peak (element-wise work)
+  double gemm_efficiency = 0;  // achievable fraction of the tensor peak for large GEMMs
+  int gemm_tile_m = 0;
+  int gemm_tile_n = 0;
+  double launch_us = 0;
+
+  [[nodiscard]] double tflops(model::DType t) const;
+  [[nodiscard]] double hbm_effective_GBps() const { return hbm_GBps * hbm_efficiency; }
+};
+
+struct NodeSpec {
+  int gpus = 0;
+  int nvlink_links = 0;
+  double nvlink_link_GBps = 0;  // line rate per link per direction
+  double nccl_link_GBps = 0;    // achievable per link (NCCL's model)
+  bool nvls = false;
+  double nvls_efficiency = 0;
+  ProtoTable hop_latency_us;
+
+  // Achievable NVLink bandwidth per GPU per direction.
+  [[nodiscard]] double nvlink_GBps() const;
+};
+
+struct NetworkSpec {
+  int nics = 0;
+  double nic_Gbps = 0;
+  double nic_efficiency = 0;
+  ProtoTable hop_latency_us;
+
+  [[nodiscard]] double nic_GBps() const;  // achievable per NIC per direction
+};
+
+struct NcclSpec {
+  int channels = 0;
+  double channel_GBps = 0;
+  double ll_max_one_node_GBps = 0;
+  double ll_max_multi_node_GBps = 0;
+  double ll_efficiency = 0;
+  double ll128_efficiency = 0;
+  double tree_efficiency = 0;
+  ProtoTable ring_base_us;
+  ProtoTable tree_base_us;
+  ProtoTable nvls_base_us;
+  double hbm_bytes_per_link_byte = 0;
+};
+
+struct Topology {
+  std::string name;
+  std::string description;
+  std::string origin;  // file it came from
+  int nodes = 0;
+  GpuSpec gpu;
+  NodeSpec node;
+  NetworkSpec network;
+  NcclSpec nccl;
+
+  [[nodiscard]] int total_gpus() const { return nodes * node.gpus; }
+};
+
+// `--set key=value` overrides, applied on the YAML before it is checked.
+using Overrides = std::vector<std::pair<std::string, std::string>>;
+
+// Parses and checks a topology; `origin` names it in messages.
+[[nodiscard]] Topology parse_topology(const std::string& yaml_text, const std::string& origin,
+                                      const Overrides& overrides = {});
+// Resolves a name (configs/topologies/NAME.yaml) or a path, then parses it.
+[[nodiscard]] Topology load_topology(const std::string& name_or_path,
+                                     const Overrides& overrides = {});
+// Human-readable summary (what `coconet show` and the docs print).
+[[nodiscard]] std::string describe(const Topology& t);
+
+}  // namespace coconet::sim

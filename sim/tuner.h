@@ -1,0 +1,47 @@
+// The tuner: predicts every schedule under every knob setting of a knob space
+// (chunks, algorithm, protocol, channels) with the event simulator, keeps the
+// best setting of each schedule and ranks the schedules by it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model/schedule.h"
+#include "sim/simulator.h"
+#include "sim/stage_work.h"
+
+namespace coconet::sim {
+
+struct KnobSpace {
+  std::vector<int> chunks = {1};               // used by schedules with an overlap group
+  std::vector<model::Algo> algos = {model::Algo::auto_};
+  std::vector<model::Proto> protos = {model::Proto::auto_};
+  std::vector<int> channels = {0};             // 0: the topology's NCCL default
+};
+// What `predict` searches: chunk counts for overlapped schedules, NCCL's own choices otherwise.
+[[nodiscard]] KnobSpace predict_space();
+// What `tune` searches: every algorithm, protocol, a range of channels and chunks.
+[[nodiscard]] KnobSpace tune_space(const Topology& t);
+
+struct Candidate {
+  int schedule = 0;  // index into the schedules given
+  std::string name;
+  model::Knobs knobs;
+  double time_us = 0;      // simulated
+  double analytic_us = 0;  // the analytic model, same knobs
+  std::vector<StageTiming> stages;
+};
+
+struct TuneResult {
+  std::vector<Candidate> ranked;  // best setting of each schedule, fastest first
+  int evaluated = 0;              // (schedule, knobs) pairs simulated
+};
+
+[[nodiscard]] TuneResult tune(const std::vector<model::Schedule>& schedules, const Context& ctx,
+                              const KnobSpace& space);
+
+// One line naming the stage that dominates a candidate's time, e.g.
+// "AR takes 71% (allreduce 671 MB ring/simple, network-bound)".
+[[nodiscard]] std::string dominant_stage(const Candidate& c);
+
+}  // namespace coconet::sim

@@ -1,0 +1,19 @@
+# Tests of performance prediction: topologies, the collective and compute
+# models (with accuracy against published figures), the event simulator, the
+# tuner's choices against the paper's findings, and topology input errors.
+add_executable(test_sim
+  ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_sim_topology.cpp
+  ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_sim_collective.cpp
+  ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_sim_compute.cpp
+  ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_sim_simulator.cpp
+  ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_sim_tuner.cpp
+)
+target_link_libraries(test_sim PRIVATE coconet_sim yaml-cpp nlohmann_json::nlohmann_json GTest::gtest_main
+  coconet_warnings)
+target_compile_definitions(test_sim PRIVATE COCONET_SOURCE_ROOT="${COCONET_SOURCE_ROOT}")
+gtest_discover_tests(test_sim TEST_PREFIX "sim." DISCOVERY_TIMEOUT 60)
+
+add_executable(test_topology_errors ${CMAKE_CURRENT_SOURCE_DIR}/errors/test_topology_errors.cpp)
+target_link_libraries(test_topology_errors PRIVATE coconet_sim GTest::gtest_main coconet_warnings)
+target_compile_definitions(test_topology_errors PRIVATE COCONET_SOURCE_ROOT="${COCONET_SOURCE_ROOT}")
+gtest_discover_tests(test_topology_errors TEST_PREFIX "errors.")

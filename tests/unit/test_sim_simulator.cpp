@@ -1,0 +1,164 @@
+// The event simulator against the analytic model: equal within 3% where
+// nothing overlaps; on overlapped schedules between the longest part and the
+// sum of the parts; contention visible; traces well formed.
+#include <algorithm>
+#include <cmath>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "model/catalog.h"
+#include "model/enumerate.h"
+#include "model/parse.h"
+#include "sim/simulator.h"
+#include "sim/trace.h"
+
+namespace coconet::sim {
+namespace {
+
+constexpr double kAgreement = 0.03;
+
+model::Program workload(const std::string& name) { return model::load_program(model::resolve_workload(name)); }
+
+struct Setting {
+  const char* topology;
+  int nodes;
+};
+const Setting kSettings[] = {{"dgx-h100", 4}, {"dgx2-v100", 16}, {"dgx-a100", 1}};
+const char* const kWorkloads[] = {"sgd", "adam", "lamb", "megatron_mlp", "megatron_attention", "gpt3_pipeline"};
+
+Context context_for(const Setting& s, const model::Program& p) {
+  Topology t = load_topology(s.topology, {{"nodes", std::to_string(s.nodes)}});
+  const int ranks = default_group_size(t, p);
+  return Context{t, ranks, p.params};
+}
+
+bool agrees(double simulated, double analytic) { return std::abs(simulated - analytic) <= kAgreement * analytic; }
+
+// The bounds an overlapped run must respect: no faster than its longest stage
+// alone, no slower than all its tasks one after another.
+bool within_overlap_bounds(const SimResult& r) {
+  double sum = 0, longest = 0;
+  for (const auto& st : r.stages) {
+    sum += st.alone_us;
+    longest = std::max(longest, st.alone_us);
+  }
+  constexpr double kSlack = 1e-9;
+  return r.time_us >= longest * (1 - kSlack) && r.time_us <= sum * (1 + kSlack);
+}
+
+TEST(Simulator, AgreesWithAnalyticWithoutOverlap) {
+  int checked = 0;
+  for (const auto& setting : kSettings)
+    for (const char* name : kWorkloads) {
+      const model::Program p = workload(name);
+      const Context ctx = context_for(setting, p);
+      for (const auto& s : model::enumerate_schedules(p)) {
+        if (!s.overlaps.empty()) continue;
+        const double sim = simulate(s, ctx).time_us;
+        const double ana = predict_analytic(s, ctx).time_us;
+        EXPECT_TRUE(agrees(sim, ana)) << name << " " << s.name() << " on " << setting.topology << ": " << sim
+                                      << " vs " << ana;
+        ++checked;
+      }
+    }
+  EXPECT_GT(checked, 20);
+}
+
+TEST(Simulator, AgreementCheckCanFail) {
+  EXPECT_FALSE(agrees(104, 100));
+  EXPECT_TRUE(agrees(102, 100));
+}
+
+TEST(Simulator, OverlapBetweenLongestPartAndSum) {
+  int checked = 0;
+  for (const auto& setting : kSettings)
+    for (const char* name : kWorkloads) {
+      const model::Program p = workload(name);
+      const Context ctx = context_for(setting, p);
+      for (auto s : model::enumerate_schedules(p)) {
+        if (s.overlaps.empty()) continue;
+        for (int chunks : {1, 2, 4, 8, 16}) {
+          s.knobs.chunks = chunks;
+          const SimResult r = simulate(s, ctx);
+          EXPECT_TRUE(within_overlap_bounds(r)) << name << " " << s.name() << " chunks=" << chunks << " on "
+                                                << setting.topology << ": " << r.time_us;
+          EXPECT_GE(r.time_us, predict_analytic(s, ctx).time_us * (1 - 1e-9));  // contention only slows
+          ++checked;
+        }
+      }
+    }
+  EXPECT_GT(checked, 20);
+}
+
+TEST(Simulator, OverlapBoundsCheckCanFail) {
+  SimResult r;
+  r.stages = {StageTiming{"MM", "", 0, 10, 10}, StageTiming{"AR", "", 0, 6, 6}};
+  r.time_us = 9;  // faster than the GEMM alone: impossible
+  EXPECT_FALSE(within_overlap_bounds(r));
+  r.time_us = 17;  // slower than both in sequence
+  EXPECT_FALSE(within_overlap_bounds(r));
+  r.time_us = 12;
+  EXPECT_TRUE(within_overlap_bounds(r));
+}
+
+TEST(Simulator, OverlapHelpsAndGemmFeelsTheCollective) {
+  const model::Program p = workload("megatron_mlp");
+  const Context ctx{load_topology("dgx2-v100"), 16, p.params};
+  for (auto s : model::enumerate_schedules(p)) {
+    if (s.overlaps.empty()) continue;
+    s.knobs.chunks = 8;
+    const SimResult r8 = simulate(s, ctx);
+    double sum = 0;
+    for (const auto& st : r8.stages) sum += st.alone_us;
+    EXPECT_LT(r8.time_us, 0.9 * sum) << s.name();
+    // Two chunks of [4096 x 768] x [768 x 3072]: 768 tiles, 10 waves on 80 SMs, 12 on the 64 left.
+    s.knobs.chunks = 2;
+    const SimResult r = simulate(s, ctx);
+    const bool slowed = std::any_of(r.events.begin(), r.events.end(), [](const SimEvent& e) {
+      return e.name.starts_with("MM") && e.end_us - e.start_us > e.alone_us * 1.001;
+    });
+    EXPECT_TRUE(slowed) << s.name() << ": a GEMM chunk beside a collective loses its SMs";
+  }
+}
+
+TEST(Simulator, RepresentativeRanksAtScale) {
+  const model::Program p = workload("adam");
+  const Topology t = load_topology("dgx-h100", {{"nodes", "512"}});
+  const Context ctx{t, 4096, p.params};
+  for (const auto& s : model::enumerate_schedules(p)) {
+    if (s.name() != "fuse(RS-C-AG)") continue;
+    const SimResult r = simulate(s, ctx);
+    EXPECT_EQ(r.rank_names.size(), 1u);
+    EXPECT_GT(r.time_us, 0);
+  }
+}
+
+TEST(Trace, OneProcessPerRankOneThreadPerStream) {
+  const model::Program p = workload("gpt3_pipeline");
+  const Context ctx{load_topology("dgx-h100"), 8, p.params};
+  for (auto s : model::enumerate_schedules(p)) {
+    if (s.overlaps.empty()) continue;
+    s.knobs.chunks = 4;
+    const SimResult r = simulate(s, ctx);
+    const auto j = nlohmann::json::parse(chrome_trace_json(r, s.name()));
+    int processes = 0, complete = 0;
+    std::set<std::pair<int, int>> threads;
+    for (const auto& e : j.at("traceEvents")) {
+      if (e.at("ph") == "M" && e.at("name") == "process_name") ++processes;
+      if (e.at("ph") == "X") {
+        ++complete;
+        threads.insert({e.at("pid").get<int>(), e.at("tid").get<int>()});
+        EXPECT_GE(e.at("dur").get<double>(), 0.0);
+      }
+    }
+    EXPECT_EQ(processes, 2) << "two pipeline groups, one representative rank each";
+    EXPECT_GE(complete, int(r.events.size()));
+    EXPECT_GE(threads.size(), 2u) << s.name();
+    return;
+  }
+  FAIL() << "gpt3_pipeline has no overlapped schedule";
+}
+
+}  // namespace
+}  // namespace coconet::sim

@@ -1,0 +1,96 @@
+// The tuner's choices against the CoCoNet paper's findings on its own cluster
+// (16 DGX-2 nodes): the fused allreduce wins for large Adam and LAMB, an
+// overlapped schedule for the Megatron MLP block; and the default experiment
+// predicts end to end.
+#include <gtest/gtest.h>
+
+#include "model/catalog.h"
+#include "model/enumerate.h"
+#include "model/error.h"
+#include "model/parse.h"
+#include "sim/predict.h"
+
+namespace coconet::sim {
+namespace {
+
+model::Program workload(const std::string& name) { return model::load_program(model::resolve_workload(name)); }
+
+bool is_fused_allreduce(const std::string& name) { return name.starts_with("fuse(RS-C-AG)"); }
+bool is_overlapped(const std::string& name) { return name.starts_with("ol("); }
+
+std::string best_on_dgx2(const std::string& name, const model::Bindings& sizes, int ranks) {
+  const model::Program p = workload(name);
+  model::Bindings b = p.params;
+  for (const auto& [k, v] : sizes) b[k] = v;
+  const Context ctx{load_topology("dgx2-v100"), ranks, b};
+  const TuneResult r = tune(model::enumerate_schedules(p), ctx, predict_space());
+  return r.ranked.front().name;
+}
+
+TEST(TunerPaperFindings, FusedAllreduceWinsForLargeOptimizers) {
+  for (const char* name : {"adam", "lamb"})
+    for (std::int64_t n : {std::int64_t(335708160), std::int64_t(1200000000)}) {
+      const std::string best = best_on_dgx2(name, {{"N", n}}, 256);
+      EXPECT_TRUE(is_fused_allreduce(best)) << name << " N=" << n << ": " << best;
+    }
+}
+
+TEST(TunerPaperFindings, OverlapWinsForMegatronMlp) {
+  for (std::int64_t b : {8, 16}) {
+    const std::string best = best_on_dgx2("megatron_mlp", {{"B", b}}, 16);
+    EXPECT_TRUE(is_overlapped(best)) << "B=" << b << ": " << best;
+  }
+}
+
+TEST(TunerPaperFindings, ChecksCanFail) {
+  EXPECT_FALSE(is_fused_allreduce("AR-C"));
+  EXPECT_FALSE(is_fused_allreduce("RS-C-AG"));
+  EXPECT_FALSE(is_overlapped("MM-AR-C"));
+}
+
+TEST(Tuner, TuneSpaceIsNeverWorseThanPredictSpace) {
+  const model::Program p = workload("megatron_attention");
+  const Context ctx{load_topology("dgx-h100"), 8, p.params};
+  const auto schedules = model::enumerate_schedules(p);
+  const TuneResult coarse = tune(schedules, ctx, predict_space());
+  const TuneResult fine = tune(schedules, ctx, tune_space(ctx.topology));
+  EXPECT_LE(fine.ranked.front().time_us, coarse.ranked.front().time_us * (1 + 1e-9));
+  EXPECT_GT(fine.evaluated, coarse.evaluated);
+}
+
+TEST(Predict, DefaultExperimentEndToEnd) {
+  const model::Experiment e = experiment_from_argument(std::nullopt);
+  const auto reports = predict_experiment(e, PredictOptions{});
+  EXPECT_FALSE(reports.empty());
+  for (const auto& r : reports) {
+    ASSERT_FALSE(r.result.ranked.empty());
+    EXPECT_GE(r.speedup, 1.0 - 1e-9) << r.workload << " " << r.sizes;
+    EXPECT_FALSE(r.reason.empty());
+    for (std::size_t i = 1; i < r.result.ranked.size(); ++i)
+      EXPECT_LE(r.result.ranked[i - 1].time_us, r.result.ranked[i].time_us);
+  }
+}
+
+TEST(Predict, BestScheduleRoundTripsThroughYaml) {
+  model::Experiment e = experiment_from_argument(std::string("megatron_mlp"));
+  PredictOptions o;
+  o.tune_space = true;
+  o.nodes = 1;
+  const auto reports = predict_experiment(e, o);
+  ASSERT_EQ(reports.size(), 1u);
+  const model::Schedule best = reports[0].best_schedule();
+  const model::Schedule back = model::schedule_from_yaml(workload("megatron_mlp"), model::to_yaml(best));
+  EXPECT_EQ(back.name(), best.name());
+  EXPECT_EQ(back.knobs, best.knobs);
+}
+
+TEST(Predict, TooFewGpusIsAUserError) {
+  model::Experiment e = experiment_from_argument(std::string("adam"));
+  e.workloads[0].ranks = 64;
+  PredictOptions o;
+  o.nodes = 1;
+  EXPECT_THROW((void)predict_experiment(e, o), UserError);
+}
+
+}  // namespace
+}  // namespace coconet::sim

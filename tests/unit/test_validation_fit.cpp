@@ -1,0 +1,97 @@
+// Calibration fits: constants used to generate exact samples are recovered,
+// noise of a few percent moves them by about as much, and constants stay
+// non-negative when the data would pull them below zero.
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "model/error.h"
+#include "validation/fit.h"
+
+namespace coconet::validation {
+namespace {
+
+TEST(ValidationFit, NonNegativeLeastSquaresExact) {
+  // y = 2 + 3 x: recovered exactly.
+  std::vector<std::vector<double>> a;
+  std::vector<double> y;
+  for (double x : {1.0, 2.0, 5.0, 10.0}) {
+    a.push_back({1.0, x});
+    y.push_back(2 + 3 * x);
+  }
+  const auto c = fit_relative_nonnegative(a, y);
+  EXPECT_NEAR(c[0], 2.0, 1e-9);
+  EXPECT_NEAR(c[1], 3.0, 1e-9);
+}
+
+TEST(ValidationFit, NegativeInterceptIsClampedToZero) {
+  // y = 3x - 1 would need a negative intercept: the fit fixes it at 0.
+  std::vector<std::vector<double>> a;
+  std::vector<double> y;
+  for (double x : {1.0, 2.0, 4.0}) {
+    a.push_back({1.0, x});
+    y.push_back(3 * x - 1);
+  }
+  const auto c = fit_relative_nonnegative(a, y);
+  EXPECT_DOUBLE_EQ(c[0], 0.0);
+  EXPECT_GT(c[1], 0.0);
+}
+
+TEST(ValidationFit, RejectsTooFewSamplesAndBadTimes) {
+  EXPECT_THROW((void)fit_relative_nonnegative({{1.0, 2.0}}, {3.0}), UserError);
+  EXPECT_THROW((void)fit_relative_nonnegative({{1.0}, {2.0}}, {3.0, 0.0}), UserError);
+}
+
+TEST(ValidationFit, ElementwiseRecoversRoofline) {
+  const ElementwiseFit truth{5.0, 2.0, 0.5, 0};  // 5 us launch, 2 GB/s, 0.5 GFLOP/s
+  std::vector<ElementwiseSample> s;
+  for (double n : {1e3, 1e4, 1e5, 1e6}) {
+    s.push_back({12 * n, 1 * n, 0});   // memory-bound: 12 bytes, 1 flop per element
+    s.push_back({12 * n, 40 * n, 0});  // flop-bound: 40 flops per element
+  }
+  for (auto& e : s) e.measured_us = elementwise_model_us(truth, e.bytes, e.flops);
+  const ElementwiseFit f = fit_elementwise(s);
+  EXPECT_NEAR(f.launch_us, 5.0, 1e-6);
+  EXPECT_NEAR(f.GBps, 2.0, 1e-6);
+  EXPECT_NEAR(f.GFLOPs, 0.5, 1e-6);
+}
+
+TEST(ValidationFit, ElementwiseToleratesNoise) {
+  const ElementwiseFit truth{5.0, 2.0, 0.5, 0};
+  std::vector<ElementwiseSample> s;
+  int k = 0;
+  for (double n : {1e3, 1e4, 1e5, 1e6}) {
+    for (double flops : {1.0, 40.0}) {
+      const double noise = (k++ % 2 ? 1.03 : 0.97);
+      s.push_back({12 * n, flops * n, elementwise_model_us(truth, 12 * n, flops * n) * noise});
+    }
+  }
+  const ElementwiseFit f = fit_elementwise(s);
+  EXPECT_NEAR(f.GBps, 2.0, 0.2);
+  EXPECT_NEAR(f.GFLOPs, 0.5, 0.05);
+}
+
+TEST(ValidationFit, GemmRate) {
+  std::vector<GemmSample> s;
+  for (double flops : {1e6, 1e7, 1e8}) s.push_back({flops, 5.0 + flops / (20.0 * 1e3)});  // 20 GFLOP/s
+  EXPECT_NEAR(fit_gemm_GFLOPs(s, 5.0), 20.0, 1e-6);
+}
+
+TEST(ValidationFit, CollectivesRecoverRing) {
+  const CollectiveFit truth{10.0, 2.0, 3.0};
+  std::vector<CollectiveSample> s;
+  for (const char* op : {"allreduce", "reducescatter", "allgather", "send"})
+    for (double bytes : {1e3, 1e5, 1e7})
+      s.push_back({op, bytes, 4, collective_model_us(truth, op, bytes, 4)});
+  const CollectiveFit f = fit_collectives(s);
+  EXPECT_NEAR(f.base_us, 10.0, 1e-6);
+  EXPECT_NEAR(f.hop_us, 2.0, 1e-6);
+  EXPECT_NEAR(f.GBps, 3.0, 1e-6);
+  // nccl-tests conventions: allreduce moves 2(n-1)/n of its buffer, in 2(n-1) steps.
+  EXPECT_EQ(ring_steps("allreduce", 4), 6);
+  EXPECT_DOUBLE_EQ(ring_bus_factor("allgather", 4), 0.75);
+  EXPECT_THROW((void)ring_steps("alltoall", 4), UserError);
+}
+
+}  // namespace
+}  // namespace coconet::validation

@@ -1,0 +1,121 @@
+// Metric functions against hand-computed cases.
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "model/error.h"
+#include "validation/metrics.h"
+
+namespace coconet::validation {
+namespace {
+
+ResultRow row(std::string w, std::string size, std::string sched, double pred, double meas, bool base = false) {
+  ResultRow r;
+  r.workload = std::move(w);
+  r.size = std::move(size);
+  r.schedule = std::move(sched);
+  r.predicted_us = pred;
+  r.measured = {meas, meas, meas};
+  r.baseline = base;
+  r.verified = true;
+  return r;
+}
+
+TEST(ValidationMetrics, ErrorIsSignedRelativeToMeasured) {
+  EXPECT_DOUBLE_EQ(row("w", "N=1", "A", 110, 100).error_pct(), 10.0);
+  EXPECT_DOUBLE_EQ(row("w", "N=1", "A", 75, 100).error_pct(), -25.0);
+}
+
+TEST(ValidationMetrics, AverageRanksShareTies) {
+  const std::vector<double> v = {10, 30, 20, 30};
+  const auto r = average_ranks(v);
+  ASSERT_EQ(r.size(), 4u);
+  EXPECT_DOUBLE_EQ(r[0], 1.0);
+  EXPECT_DOUBLE_EQ(r[1], 3.5);
+  EXPECT_DOUBLE_EQ(r[2], 2.0);
+  EXPECT_DOUBLE_EQ(r[3], 3.5);
+}
+
+TEST(ValidationMetrics, SpearmanHandComputed) {
+  // Same order: 1; reversed: -1.
+  const std::vector<double> a = {1, 2, 3, 4};
+  const std::vector<double> same = {10, 20, 35, 100};
+  const std::vector<double> rev = {4, 3, 2, 1};
+  EXPECT_DOUBLE_EQ(*spearman(a, same), 1.0);
+  EXPECT_DOUBLE_EQ(*spearman(a, rev), -1.0);
+  // Ranks (1,2,3,4) vs (1,3,2,4): d^2 sum = 2, rho = 1 - 6*2/(4*15) = 0.8.
+  const std::vector<double> swap = {1, 3, 2, 4};
+  EXPECT_NEAR(*spearman(a, swap), 0.8, 1e-12);
+  // With a tie: x ranks (1,2,3), y ranks (1.5,1.5,3): Pearson of ranks = 0.8660254.
+  const std::vector<double> x = {1, 2, 3};
+  const std::vector<double> y = {5, 5, 9};
+  EXPECT_NEAR(*spearman(x, y), std::sqrt(3.0) / 2.0, 1e-12);
+}
+
+TEST(ValidationMetrics, SpearmanUndefinedCases) {
+  const std::vector<double> one = {1};
+  EXPECT_FALSE(spearman(one, one).has_value());
+  const std::vector<double> a = {1, 2, 3};
+  const std::vector<double> flat = {7, 7, 7};
+  EXPECT_FALSE(spearman(a, flat).has_value());
+  const std::vector<double> shorter = {1, 2};
+  EXPECT_THROW((void)spearman(a, shorter), InternalError);
+}
+
+// Two points. Point 1 (sgd N=1): predicted best B (90), measured best B (80): top-1.
+// Point 2 (sgd N=2): predicted best B (150), measured best A (200) while B ran 220:
+// regret = 220/200 - 1 = 10%.
+std::vector<ResultRow> two_points() {
+  return {row("sgd", "N=1", "A", 100, 100, true), row("sgd", "N=1", "B", 90, 80),
+          row("sgd", "N=2", "A", 200, 200, true), row("sgd", "N=2", "B", 150, 220)};
+}
+
+TEST(ValidationMetrics, AggregatesHandComputed) {
+  const auto rows = two_points();
+  const Metrics m = compute_metrics(rows);
+  // |errors|: 0, 12.5, 0, 31.818...; MAPE = 44.318.../4.
+  const double e4 = std::abs(150.0 - 220.0) / 220.0 * 100;
+  EXPECT_NEAR(m.mape_pct, (12.5 + e4) / 4, 1e-9);
+  EXPECT_NEAR(m.max_error_pct, e4, 1e-9);
+  EXPECT_EQ(m.points, 2);
+  EXPECT_EQ(m.rows, 4);
+  EXPECT_DOUBLE_EQ(m.top1_agreement, 0.5);
+  EXPECT_NEAR(m.regret_pct, 10.0, 1e-9);
+  EXPECT_NEAR(m.mean_regret_pct, 10.0, 1e-9);
+  // Spearman per point: point 1 same order (1), point 2 reversed (-1); mean 0.
+  ASSERT_TRUE(m.spearman.has_value());
+  EXPECT_NEAR(*m.spearman, 0.0, 1e-12);
+  ASSERT_EQ(m.per_point.size(), 2u);
+  EXPECT_TRUE(m.per_point[0].top1);
+  EXPECT_EQ(m.per_point[1].predicted_best, "B");
+  EXPECT_EQ(m.per_point[1].measured_best, "A");
+  EXPECT_NEAR(m.per_point[0].speedup_predicted, 100.0 / 90.0, 1e-12);
+  EXPECT_NEAR(m.per_point[0].speedup_measured, 100.0 / 80.0, 1e-12);
+  EXPECT_NEAR(m.per_point[1].speedup_of_pick_measured, 200.0 / 220.0, 1e-12);
+}
+
+TEST(ValidationMetrics, PerfectPredictionsScorePerfectly) {
+  std::vector<ResultRow> rows = {row("w", "N=1", "A", 100, 100, true), row("w", "N=1", "B", 50, 50),
+                                 row("w", "N=1", "C", 70, 70)};
+  const Metrics m = compute_metrics(rows);
+  EXPECT_DOUBLE_EQ(m.mape_pct, 0);
+  EXPECT_DOUBLE_EQ(m.top1_agreement, 1);
+  EXPECT_DOUBLE_EQ(m.regret_pct, 0);
+  EXPECT_DOUBLE_EQ(*m.spearman, 1);
+}
+
+// Negative: a wrong pick must show up as disagreement and regret.
+TEST(ValidationMetrics, WrongPickIsCaught) {
+  std::vector<ResultRow> rows = {row("w", "N=1", "A", 10, 100, true), row("w", "N=1", "B", 50, 50)};
+  const Metrics m = compute_metrics(rows);
+  EXPECT_DOUBLE_EQ(m.top1_agreement, 0);
+  EXPECT_DOUBLE_EQ(m.regret_pct, 100);
+}
+
+TEST(ValidationMetrics, NonPositiveMeasurementIsAnInternalError) {
+  std::vector<ResultRow> rows = {row("w", "N=1", "A", 10, 0)};
+  EXPECT_THROW((void)compute_metrics(rows), InternalError);
+}
+
+}  // namespace
+}  // namespace coconet::validation

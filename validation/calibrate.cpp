@@ -1,0 +1,177 @@
+// Calibration. How the fitted numbers map onto the topology's keys (a CPU run
+// has no GPU, so some keys take the value that makes the GPU formula the CPU
+// one):
+//   gpu.hbm_GBps, hbm_efficiency 1    element-wise memory bandwidth per rank (all ranks running)
+//   gpu.tflops.f32                    element-wise arithmetic rate (the model's FLOP term uses it)
+//   gpu.tflops.f16 / bf16             GEMM rates; gemm_efficiency 1 (measured rates are achieved ones)
+//   gpu.sms 1, gemm_tile 1x1          one thread per rank: no wave or tile quantisation
+//   gpu.launch_us                     per-kernel call overhead (intercept of the element-wise fit)
+//   node.gpus = ranks, one link       the ring's link bandwidth and per-step latency
+//   nccl.base_latency_us              per-collective fixed cost; every protocol alike (MPI has one)
+#include "validation/calibrate.h"
+
+#include <cmath>
+#include <ctime>
+#include <fstream>
+
+#include <fmt/core.h>
+#include <unistd.h>
+
+#include "model/error.h"
+#include "model/schedule.h"
+#include "sim/simulator.h"
+#include "sim/stage_work.h"
+
+namespace coconet::validation {
+
+namespace {
+
+constexpr double kGFLOPsPerTFLOPs = 1e3;
+constexpr double kBitsPerByte = 8.0;
+// Not fitted: a ring step reads the local and the received chunk and writes the
+// result, 3 memory accesses per byte sent (as the GPU topologies); it only
+// matters when a collective runs beside computation in the event simulator.
+constexpr double kMemBytesPerLinkByte = 3.0;
+// An upper bound that stands for "no limit" where a GPU key has no CPU meaning
+// (the LL protocol's bandwidth cap): far above any fitted bandwidth.
+constexpr double kUncappedGBps = 1e6;
+
+std::string machine_model(const std::string& backend, int ranks) {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line, model = "unknown CPU";
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) {
+      model = line.substr(line.find(':') + 2);
+      break;
+    }
+  const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+  return fmt::format("{} ({} cores), {} backend, {} ranks", model, cores, backend, ranks);
+}
+
+std::string today() {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", std::gmtime(&t));
+  return buf;
+}
+
+double gemm_rate(const std::vector<MicroSample>& s, model::DType t, double launch_us) {
+  std::vector<GemmSample> g;
+  for (const auto& x : s)
+    if (x.kind == MicroKind::gemm && x.dtype == t) g.push_back({x.flops, x.measured_us});
+  return g.empty() ? 0.0 : fit_gemm_GFLOPs(g, launch_us);
+}
+
+std::string residual_comments(const Calibration& c) {
+  std::string s = "# Residuals: each microbenchmark predicted by the simulator with this file, against its\n"
+                  "# measured median (error = predicted / measured - 1).\n";
+  double sum = 0, worst = 0;
+  for (std::size_t i = 0; i < c.samples.size(); ++i) {
+    const double e = (c.simulated_us[i] / c.samples[i].measured_us - 1.0) * 100.0;
+    sum += std::abs(e);
+    worst = std::max(worst, std::abs(e));
+    s += fmt::format("#   {:<36} measured {:>10.1f} us  predicted {:>10.1f} us  {:+6.1f}%\n", c.samples[i].label,
+                     c.samples[i].measured_us, c.simulated_us[i], e);
+  }
+  if (!c.samples.empty())
+    s += fmt::format("# Mean |error| {:.1f}%, worst {:.1f}%, over {} microbenchmarks.\n",
+                     sum / double(c.samples.size()), worst, c.samples.size());
+  return s;
+}
+
+double simulate_sample(const MicroSample& s, const sim::Topology& t) {
+  sim::Context ctx{t, s.ranks, s.sizes};
+  return sim::simulate(model::initial_schedule(s.program), ctx).time_us;
+}
+
+// A fitted rate the data did not bound (no sample cost anything per byte or
+// per FLOP) stands as "no limit".
+double bounded(double rate) { return std::isfinite(rate) && rate > 0 ? std::min(rate, kUncappedGBps) : kUncappedGBps; }
+
+}  // namespace
+
+Fitted fit_samples(const std::vector<MicroSample>& samples) {
+  Fitted f;
+  std::vector<ElementwiseSample> ew;
+  std::vector<CollectiveSample> cs;
+  for (const auto& s : samples) {
+    if (s.kind == MicroKind::elementwise) ew.push_back({s.bytes, s.flops, s.measured_us});
+    if (s.kind == MicroKind::collective) cs.push_back({s.op, s.bytes, s.ranks, s.measured_us});
+  }
+  f.elementwise = fit_elementwise(ew);
+  f.gemm_f16_GFLOPs = gemm_rate(samples, model::DType::f16, f.elementwise.launch_us);
+  f.gemm_bf16_GFLOPs = gemm_rate(samples, model::DType::bf16, f.elementwise.launch_us);
+  if (!cs.empty()) f.collectives = fit_collectives(cs);
+  else f.collectives = {0.0, 0.0, f.elementwise.GBps};  // one rank: no collective ever runs
+  return f;
+}
+
+std::string topology_yaml(const Fitted& f, const CalibrateOptions& o, const std::string& backend, int ranks) {
+  ElementwiseFit e = f.elementwise;
+  e.GBps = bounded(e.GBps);
+  e.GFLOPs = bounded(e.GFLOPs);
+  const auto& c = f.collectives;
+  const double link = c.GBps;
+  std::string y = fmt::format(
+      "# {0}: calibrated on this machine by `{1}` on {2}.\n"
+      "# Every constant below is fitted (least squares on relative error) to microbenchmarks run\n"
+      "# through coconet's own runtime with {3} ranks, or says why it is fixed. A CPU has no GPU:\n"
+      "# keys take the values that turn the GPU formulas into the CPU ones (see docs/validation.md).\n",
+      o.name, o.command.empty() ? "coconet calibrate" : o.command, today(), ranks);
+  y += fmt::format("name: {}\ndescription: \"{}\"\nnodes: 1                        # one machine\n", o.name,
+                   machine_model(backend, ranks));
+  y += "gpu:\n";
+  y += fmt::format("  model: \"{} backend rank\"\n", backend);
+  y += "  sms: 1                        # one thread computes per rank: no wave quantisation\n";
+  y += fmt::format("  hbm_GBps: {:.4g}                # fit: element-wise kernels, bytes over time, all ranks running\n", e.GBps);
+  y += "  hbm_efficiency: 1.0           # the fitted bandwidth is already the achieved one\n";
+  y += fmt::format("  tflops: {{f16: {:.4g}, bf16: {:.4g}, f32: {:.4g}}}  # fit: GEMM f16, GEMM bf16; f32 = element-wise arithmetic rate\n",
+                   f.gemm_f16_GFLOPs / kGFLOPsPerTFLOPs, f.gemm_bf16_GFLOPs / kGFLOPsPerTFLOPs,
+                   e.GFLOPs / kGFLOPsPerTFLOPs);
+  y += "  gemm_efficiency: 1.0          # the fitted GEMM rates are achieved ones (f32 GEMMs: not calibrated)\n";
+  y += "  gemm_tile: {m: 1, n: 1}       # no tile quantisation on a CPU GEMM\n";
+  y += fmt::format("  launch_us: {:.4g}               # fit: intercept of the element-wise kernels (runtime call overhead)\n",
+                   e.launch_us);
+  y += "node:\n";
+  y += fmt::format("  gpus: {}                       # ranks on this machine\n", ranks);
+  y += "  nvlink_links: 1               # one shared-memory transport between ranks\n";
+  y += fmt::format("  nvlink_link_GBps: {:.4g}        # fit: ring collectives, bus bandwidth\n", link);
+  y += fmt::format("  nccl_link_GBps: {:.4g}          # the same: MPI reaches what it reaches\n", link);
+  y += "  nvls: false                   # no in-switch reduction\n";
+  y += "  nvls_efficiency: 0.0\n";
+  y += fmt::format("  hop_latency_us: {{ll: {0:.4g}, ll128: {0:.4g}, simple: {0:.4g}}}  # fit: per ring step; one protocol (MPI)\n", c.hop_us);
+  y += "network:                        # unused on one machine; mirrors the shared-memory link\n";
+  y += "  nics: 1\n";
+  y += fmt::format("  nic_Gbps: {:.4g}\n", link * kBitsPerByte);
+  y += "  nic_efficiency: 1.0\n";
+  y += fmt::format("  hop_latency_us: {{ll: {0:.4g}, ll128: {0:.4g}, simple: {0:.4g}}}\n", c.hop_us);
+  y += "nccl:\n";
+  y += "  channels: 1                   # one MPI transfer at a time per rank\n";
+  y += fmt::format("  channel_GBps: {:.4g}            # = the link: one channel carries it all\n", link);
+  y += fmt::format("  ll_max_GBps: {{one_node: {0:.4g}, multi_node: {0:.4g}}}  # no LL cap: MPI has no LL protocol\n", kUncappedGBps);
+  y += "  ll_efficiency: 1.0            # every protocol is the same MPI transport\n";
+  y += "  ll128_efficiency: 1.0\n";
+  y += "  tree_efficiency: 1.0          # a tree moves 2x the ring's bytes per rank: the ring always wins\n";
+  y += "  base_latency_us:              # fit: per-collective fixed cost\n";
+  y += fmt::format("    ring: {{ll: {0:.4g}, ll128: {0:.4g}, simple: {0:.4g}}}\n", c.base_us);
+  y += fmt::format("    tree: {{ll: {0:.4g}, ll128: {0:.4g}, simple: {0:.4g}}}\n", c.base_us);
+  y += fmt::format("    nvls: {{ll: {0:.4g}, ll128: {0:.4g}, simple: {0:.4g}}}\n", c.base_us);
+  y += fmt::format("  hbm_bytes_per_link_byte: {}  # not fitted: read local + received chunk, write result\n",
+                   kMemBytesPerLinkByte);
+  return y;
+}
+
+Calibration calibrate(exec::Backend& backend, const CalibrateOptions& o, Progress& progress) {
+  Calibration c;
+  c.samples = microbenchmark_plan(backend.world_size(), o.micro);
+  progress.grow(static_cast<int>(c.samples.size()));
+  run_microbenchmarks(backend, c.samples, o.micro, progress);
+  c.fit = fit_samples(c.samples);
+  const std::string body = topology_yaml(c.fit, o, backend.name(), backend.world_size());
+  c.topology = sim::parse_topology(body, "<calibrated " + o.name + ">");
+  for (const auto& s : c.samples) c.simulated_us.push_back(simulate_sample(s, c.topology));
+  c.yaml = body + residual_comments(c);
+  return c;
+}
+
+}  // namespace coconet::validation

@@ -1,0 +1,52 @@
+// Calibration: runs the microbenchmarks (validation/microbench.h) on the
+// machine at hand, fits the cost model's constants to them (validation/fit.h)
+// and writes a topology YAML that `predict` and `validate` accept, every
+// constant with where it came from and the fit's residuals in comments. The
+// residuals are the simulator's own predictions of the microbenchmarks with
+// the fitted topology, next to the measured times.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "exec/backend.h"
+#include "sim/topology.h"
+#include "validation/fit.h"
+#include "validation/microbench.h"
+#include "validation/progress.h"
+
+namespace coconet::validation {
+
+struct CalibrateOptions {
+  std::string name = "cpu-local";  // the topology's name
+  std::string command;             // the command line, recorded in the YAML
+  MicroOptions micro;
+};
+
+struct Fitted {
+  ElementwiseFit elementwise;
+  double gemm_f16_GFLOPs = 0;
+  double gemm_bf16_GFLOPs = 0;
+  CollectiveFit collectives;
+};
+
+struct Calibration {
+  std::vector<MicroSample> samples;
+  Fitted fit;
+  std::vector<double> simulated_us;  // per sample, with the written topology
+  std::string yaml;
+  sim::Topology topology;
+};
+
+// Fits the constants from measured samples (pure: no runs).
+[[nodiscard]] Fitted fit_samples(const std::vector<MicroSample>& samples);
+
+// The topology YAML of a fit, for `ranks` ranks on one machine, without residuals.
+[[nodiscard]] std::string topology_yaml(const Fitted& f, const CalibrateOptions& o, const std::string& backend,
+                                        int ranks);
+
+// Runs, fits and checks: collective over every rank of `backend`; every rank
+// gets the same result (the fit is deterministic given the agreed times).
+[[nodiscard]] Calibration calibrate(exec::Backend& backend, const CalibrateOptions& o, Progress& progress);
+
+}  // namespace coconet::validation

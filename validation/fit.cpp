@@ -1,0 +1,142 @@
+// The fits. Unknowns are few (three at most), so each solve is a small dense
+// QR (Eigen's ColPivHouseholderQR); non-negativity is kept by fixing the most
+// negative unknown at zero and solving again.
+#include "validation/fit.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <Eigen/Dense>
+#include <fmt/core.h>
+
+#include "model/error.h"
+
+namespace coconet::validation {
+
+namespace {
+constexpr double kBytesPerGBpsUs = 1e3;   // 1 GB/s moves 1e3 bytes per microsecond
+constexpr double kFlopsPerGFLOPsUs = 1e3; // 1 GFLOP/s does 1e3 FLOPs per microsecond
+constexpr int kMaxRegimeIterations = 32;
+
+std::vector<double> solve_free(const std::vector<std::vector<double>>& a, const std::vector<double>& y,
+                               const std::vector<bool>& fixed) {
+  const std::size_t n = a.front().size();
+  std::vector<std::size_t> cols;
+  for (std::size_t j = 0; j < n; ++j)
+    if (!fixed[j]) cols.push_back(j);
+  std::vector<double> x(n, 0.0);
+  if (cols.empty()) return x;
+  Eigen::MatrixXd m(a.size(), cols.size());
+  Eigen::VectorXd b(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    for (std::size_t k = 0; k < cols.size(); ++k) m(i, k) = a[i][cols[k]] / y[i];
+    b(i) = 1.0;
+  }
+  const Eigen::VectorXd sol = m.colPivHouseholderQr().solve(b);
+  for (std::size_t k = 0; k < cols.size(); ++k) x[cols[k]] = sol(k);
+  return x;
+}
+}  // namespace
+
+std::vector<double> fit_relative_nonnegative(const std::vector<std::vector<double>>& a, const std::vector<double>& y) {
+  if (a.empty() || a.size() != y.size())
+    throw UserError("a fit needs as many measured times as samples, and at least one");
+  const std::size_t n = a.front().size();
+  if (a.size() < n)
+    throw UserError(fmt::format("a fit of {} constants needs at least {} samples, got {}", n, n, a.size()));
+  for (double v : y)
+    if (!(v > 0)) throw UserError(fmt::format("a measured time of {} us cannot be fitted: times must be positive", v));
+  std::vector<bool> fixed(n, false);
+  for (std::size_t round = 0; round <= n; ++round) {
+    std::vector<double> x = solve_free(a, y, fixed);
+    std::size_t worst = n;
+    for (std::size_t j = 0; j < n; ++j)
+      if (!fixed[j] && x[j] < 0 && (worst == n || x[j] < x[worst])) worst = j;
+    if (worst == n) return x;
+    fixed[worst] = true;
+  }
+  return std::vector<double>(n, 0.0);
+}
+
+double elementwise_model_us(const ElementwiseFit& f, double bytes, double flops) {
+  const double mem = f.GBps > 0 ? bytes / (f.GBps * kBytesPerGBpsUs) : 0.0;
+  const double math = f.GFLOPs > 0 ? flops / (f.GFLOPs * kFlopsPerGFLOPsUs) : 0.0;
+  return f.launch_us + std::max(mem, math);
+}
+
+ElementwiseFit fit_elementwise(const std::vector<ElementwiseSample>& s) {
+  std::vector<std::vector<double>> a;
+  std::vector<double> y;
+  for (const auto& e : s) {
+    a.push_back({1.0, e.bytes, e.flops});
+    y.push_back(e.measured_us);
+  }
+  std::vector<double> x = fit_relative_nonnegative(a, y);  // additive start
+  ElementwiseFit f;
+  std::vector<int> side(s.size(), -1);
+  for (f.iterations = 0; f.iterations < kMaxRegimeIterations; ++f.iterations) {
+    bool changed = false;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      const int now = s[i].bytes * x[1] >= s[i].flops * x[2] ? 0 : 1;
+      changed = changed || now != side[i];
+      side[i] = now;
+    }
+    if (!changed) break;
+    for (std::size_t i = 0; i < s.size(); ++i) a[i] = {1.0, side[i] == 0 ? s[i].bytes : 0.0, side[i] == 1 ? s[i].flops : 0.0};
+    std::vector<double> next = fit_relative_nonnegative(a, y);
+    // An unknown no sample constrains keeps its previous value.
+    for (int j = 1; j <= 2; ++j)
+      if (std::none_of(side.begin(), side.end(), [&](int v) { return v == j - 1; })) next[j] = x[j];
+    x = next;
+  }
+  f.launch_us = x[0];
+  f.GBps = x[1] > 0 ? 1.0 / (x[1] * kBytesPerGBpsUs) : std::numeric_limits<double>::infinity();
+  f.GFLOPs = x[2] > 0 ? 1.0 / (x[2] * kFlopsPerGFLOPsUs) : std::numeric_limits<double>::infinity();
+  return f;
+}
+
+double fit_gemm_GFLOPs(const std::vector<GemmSample>& s, double launch_us) {
+  double num = 0, den = 0;
+  for (const auto& g : s) {
+    if (!(g.measured_us > 0)) throw UserError("a GEMM time must be positive to be fitted");
+    const double w = 1.0 / (g.measured_us * g.measured_us);
+    num += w * g.flops * (g.measured_us - launch_us);
+    den += w * g.flops * g.flops;
+  }
+  if (den <= 0 || num <= 0) throw UserError("the GEMM microbenchmarks give no positive rate to fit");
+  const double us_per_flop = num / den;
+  return 1.0 / (us_per_flop * kFlopsPerGFLOPsUs);
+}
+
+int ring_steps(const std::string& op, int ranks) {
+  if (op == "allreduce") return 2 * (ranks - 1);
+  if (op == "reducescatter" || op == "allgather") return ranks - 1;
+  if (op == "send") return 1;
+  throw UserError(fmt::format("no ring model for collective '{}'", op));
+}
+
+double ring_bus_factor(const std::string& op, int ranks) {
+  const double n = ranks;
+  if (op == "allreduce") return 2.0 * (n - 1) / n;
+  if (op == "reducescatter" || op == "allgather") return (n - 1) / n;
+  return 1.0;
+}
+
+double collective_model_us(const CollectiveFit& f, const std::string& op, double bytes, int ranks) {
+  return f.base_us + ring_steps(op, ranks) * f.hop_us + bytes * ring_bus_factor(op, ranks) / (f.GBps * kBytesPerGBpsUs);
+}
+
+CollectiveFit fit_collectives(const std::vector<CollectiveSample>& s) {
+  std::vector<std::vector<double>> a;
+  std::vector<double> y;
+  for (const auto& c : s) {
+    a.push_back({1.0, double(ring_steps(c.op, c.ranks)), c.bytes * ring_bus_factor(c.op, c.ranks)});
+    y.push_back(c.measured_us);
+  }
+  const auto x = fit_relative_nonnegative(a, y);
+  if (!(x[2] > 0)) throw UserError("the collective microbenchmarks show no cost per byte: use larger sizes");
+  return {x[0], x[1], 1.0 / (x[2] * kBytesPerGBpsUs)};
+}
+
+}  // namespace coconet::validation

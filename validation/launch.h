@@ -1,0 +1,24 @@
+// Starting the ranks of `validate` and `calibrate`: outside mpirun, `--ranks N`
+// runs this same command line again as `mpirun -np N` (oversubscribed, no
+// binding, shared memory without ptrace, as small machines and containers
+// need), telling the ranks whether the user's stderr is a terminal so the
+// progress bar shows there and nowhere else.
+#pragma once
+
+#include <functional>
+
+#include "exec/backend.h"
+
+namespace coconet::validation {
+
+// Replaces this process with mpirun running this command on `ranks` ranks.
+// Throws UserError when mpirun (or $COCONET_MPIRUN) cannot be found or started.
+[[noreturn]] void run_under_mpirun(int ranks);
+
+// Runs `work` on this rank. With more than one rank, an exception on a rank is
+// reported from that rank (host and rank named) and aborts the whole job with
+// the exit code main would use (1 run failure, 2 bad input, 3 internal), so no
+// peer hangs in a collective; with one rank it propagates as usual.
+void run_guarded(exec::Backend& backend, const std::function<void()>& work);
+
+}  // namespace coconet::validation

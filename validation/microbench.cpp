@@ -1,0 +1,150 @@
+// The microbenchmark programs. Sizes start small enough that the fixed costs
+// (call overhead, collective latency) dominate and end large enough that bytes
+// and FLOPs do, so both ends of every formula are pinned. Element-wise kernels
+// span 1 to 16 FLOPs per element and f32 and f16 operands, as the workloads'
+// optimizer and epilogue kernels do.
+#include "validation/microbench.h"
+
+#include <fmt/core.h>
+
+#include "exec/runtime.h"
+#include "model/error.h"
+#include "model/parse.h"
+#include "model/schedule.h"
+#include "sim/stage_work.h"
+
+namespace coconet::validation {
+
+namespace {
+
+struct ProgramSpec {
+  MicroKind kind;
+  std::string label;
+  std::string yaml;
+};
+
+// One element-wise statement over N elements.
+std::string elementwise_yaml(const std::string& name, const std::string& tensors, const std::string& stmt) {
+  return fmt::format("name: {}\nparams: {{N: 1}}\ntensors:\n{}program:\n  - {}\noutputs: [z]\n", name, tensors, stmt);
+}
+
+std::vector<ProgramSpec> elementwise_specs() {
+  const std::string f32 = "  x: {dtype: f32, shape: [N], layout: local}\n  y: {dtype: f32, shape: [N], layout: local}\n";
+  const std::string mixed = "  x: {dtype: f16, shape: [N], layout: local}\n  y: {dtype: f32, shape: [N], layout: local}\n";
+  // Eight multiply-adds: 16 FLOPs per element on the same 12 bytes.
+  const std::string heavy = "z = ((((((((x*0.5 + y)*0.5 + y)*0.5 + y)*0.5 + y)*0.5 + y)*0.5 + y)*0.5 + y)*0.5 + y)";
+  return {{MicroKind::elementwise, "add f32", elementwise_yaml("cal_add_f32", f32, "z = x + y")},
+          {MicroKind::elementwise, "axpy f16+f32", elementwise_yaml("cal_axpy_mixed", mixed, "z = y - 0.001*x")},
+          {MicroKind::elementwise, "8 fma f32", elementwise_yaml("cal_fma_f32", f32, heavy)},
+          {MicroKind::elementwise, "8 fma f16+f32", elementwise_yaml("cal_fma_mixed", mixed, heavy)}};
+}
+
+std::string gemm_yaml(const char* dtype) {
+  return fmt::format(
+      "name: cal_gemm_{0}\nparams: {{M: 1, K: 1, N: 1}}\ntensors:\n"
+      "  a: {{dtype: {0}, shape: [M, K], layout: local}}\n  b: {{dtype: {0}, shape: [K, N], layout: replicated}}\n"
+      "program:\n  - z = matmul(a, b)\noutputs: [z]\n",
+      dtype);
+}
+
+std::string collective_yaml(const std::string& op, const char* dtype) {
+  const char* layout = op == "allgather" ? "sliced(0)" : op == "send" ? "replicated" : "local";
+  const std::string stmt = op == "send" ? "z = send(x, next)" : op == "allgather" ? "z = allgather(x)"
+                                                                                   : fmt::format("z = {}(sum, x)", op);
+  return fmt::format("name: cal_{0}_{1}\nparams: {{N: 1}}\ntensors:\n  x: {{dtype: {1}, shape: [N], layout: {2}}}\n"
+                     "program:\n  - {3}\noutputs: [z]\n",
+                     op, dtype, layout, stmt);
+}
+
+std::vector<std::int64_t> sweep(std::int64_t from, std::int64_t to, int factor, bool quick) {
+  std::vector<std::int64_t> v;
+  for (std::int64_t n = from; n <= to; n *= quick ? factor * factor : factor) v.push_back(n);
+  if (v.back() != to) v.push_back(to);
+  return v;
+}
+
+// Element counts: 2^10 .. 2^16 (256 KiB per f32 operand at the top). Past that,
+// on a small machine with more ranks than cores, a kernel outlasts the
+// scheduler's time slice and its operands the last-level cache, and times
+// jump by 5-15x per 4x of data: a cliff a one-level roofline cannot
+// describe, so calibration covers the sizes below it (docs/validation.md).
+constexpr std::int64_t kSmallElems = 1 << 10;
+constexpr std::int64_t kLargeElems = 1 << 16;
+constexpr int kElemFactor = 4;
+// GEMM edge lengths 32 .. 128, square: 65 KFLOP to 4 MFLOP (below the same cliff).
+constexpr std::int64_t kSmallEdge = 32;
+constexpr std::int64_t kLargeEdge = 128;
+constexpr int kEdgeFactor = 2;
+
+void fill_work(MicroSample& s) {
+  sim::Context ctx;
+  ctx.ranks = s.ranks;
+  ctx.sizes = s.sizes;
+  const auto work = sim::stage_work(model::initial_schedule(s.program), ctx);
+  if (work.size() != 1) throw InternalError("a microbenchmark must be one stage: " + s.label);
+  const sim::StageWork& w = work.front();
+  s.bytes = w.hbm_bytes;
+  s.flops = w.flops;
+  if (w.has_gemm) {
+    s.flops = w.gemm.flops();
+    s.dtype = w.gemm.dtype;
+  }
+  if (!w.collectives.empty()) {
+    s.bytes = w.collectives.front().bytes;
+    s.op = sim::to_string(w.collectives.front().op);
+  }
+}
+
+MicroSample make_sample(MicroKind kind, const std::string& label, const std::string& yaml, model::Bindings sizes,
+                        int world) {
+  MicroSample s;
+  s.kind = kind;
+  s.program = model::parse_program(yaml, "<calibration " + label + ">");
+  s.sizes = s.program.bind(sizes);
+  s.ranks = world / s.program.groups();
+  s.label = fmt::format("{} {}", label, exec::sizes_text(sizes));
+  fill_work(s);
+  return s;
+}
+
+}  // namespace
+
+std::vector<MicroSample> microbenchmark_plan(int world, const MicroOptions& o) {
+  std::vector<MicroSample> out;
+  for (const auto& spec : elementwise_specs())
+    for (auto n : sweep(kSmallElems, kLargeElems, kElemFactor, o.quick))
+      out.push_back(make_sample(spec.kind, spec.label, spec.yaml, {{"N", n}}, world));
+  for (const char* dtype : {"f16", "bf16"})
+    for (auto e : sweep(kSmallEdge, kLargeEdge, kEdgeFactor, o.quick))
+      out.push_back(make_sample(MicroKind::gemm, fmt::format("gemm {}", dtype), gemm_yaml(dtype),
+                                {{"M", e}, {"K", e}, {"N", e}}, world));
+  if (world < 2) return out;
+  const std::vector<std::pair<std::string, const char*>> colls = {
+      {"allreduce", "f16"}, {"reducescatter", "f16"}, {"allgather", "f32"}, {"allgather", "f16"}, {"send", "f16"}};
+  for (const auto& [op, dtype] : colls) {
+    if (op == "send" && world % 2 != 0) continue;
+    for (auto n : sweep(kSmallElems, kLargeElems, kElemFactor, o.quick))
+      out.push_back(make_sample(MicroKind::collective, fmt::format("{} {}", op, dtype), collective_yaml(op, dtype),
+                                {{"N", n}}, world));
+  }
+  return out;
+}
+
+void run_microbenchmarks(exec::Backend& backend, std::vector<MicroSample>& samples, const MicroOptions& o,
+                         Progress& progress) {
+  exec::RunOptions ro;
+  ro.iters = o.iters;
+  ro.warmup = o.warmup;
+  ro.interpreter_limit = 0;  // the schedule is the program itself: nothing to check it against but the backend
+  for (auto& s : samples) {
+    backend.set_groups(s.program.groups());
+    const auto schedule = model::initial_schedule(s.program);
+    const auto refs = exec::compute_references(backend, s.program, s.sizes, ro);
+    const auto row = exec::run_schedule(backend, schedule, s.sizes, refs, ro);
+    if (!row.verified) throw RunFailure(fmt::format("calibration run {} gave a wrong result: {}", s.label, row.mismatch));
+    s.measured_us = row.median_us;
+    progress.step(s.label);
+  }
+}
+
+}  // namespace coconet::validation

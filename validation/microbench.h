@@ -1,0 +1,48 @@
+// The calibration microbenchmarks: tiny one-stage programs (an element-wise
+// kernel, a GEMM, one collective, one send) swept over sizes and run through
+// the same runtime that measures schedules (exec/runtime.h), so their times
+// carry the same per-step overheads as a validation's. What each one asks of
+// the machine (bytes, FLOPs, collective size) is the cost model's own account
+// (sim::stage_work), so the fitted constants mean what the model means by them.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "exec/backend.h"
+#include "model/program.h"
+#include "sim/collective.h"
+#include "validation/progress.h"
+
+namespace coconet::validation {
+
+enum class MicroKind { elementwise, gemm, collective };
+
+struct MicroSample {
+  MicroKind kind = MicroKind::elementwise;
+  std::string label;          // "add f32 N=65536", "allreduce f16 N=1024", ...
+  model::Program program;
+  model::Bindings sizes;
+  int ranks = 1;              // per process group
+  double bytes = 0;           // element-wise: HBM bytes; collective: nccl-tests size
+  double flops = 0;
+  std::string op;             // collective: allreduce, reducescatter, allgather, send
+  model::DType dtype = model::DType::f32;  // GEMM operand type
+  double measured_us = 0;     // median step time
+};
+
+struct MicroOptions {
+  int iters = 5;
+  int warmup = 1;
+  bool quick = false;  // fewer sizes: what `validate` runs when it calibrates on the fly
+};
+
+// Builds the sweep (programs and sizes) for a world of `world` ranks; no run.
+[[nodiscard]] std::vector<MicroSample> microbenchmark_plan(int world, const MicroOptions& o);
+
+// Runs the sweep on the backend (collective: every rank calls it) and fills
+// measured_us; a run whose result fails verification is a RunFailure.
+void run_microbenchmarks(exec::Backend& backend, std::vector<MicroSample>& samples, const MicroOptions& o,
+                         Progress& progress);
+
+}  // namespace coconet::validation

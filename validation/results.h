@@ -1,0 +1,65 @@
+// The data a validation produces: one row per (workload, size, schedule) with
+// the predicted time next to the measured one, and everything a report needs
+// besides (what ran where, the inputs to repeat it, the simulator's timeline).
+// Plain values, shared by the metrics, the report writers and the CLI.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace coconet::validation {
+
+// A measured time: median, fastest and slowest of the timed iterations.
+struct Measurement {
+  double median_us = 0;
+  double min_us = 0;
+  double max_us = 0;
+};
+
+struct ResultRow {
+  std::string workload;
+  std::string size;        // the point's sizes as text, e.g. "N=1048576" or "B=8,S=1024"
+  double scale = 0;        // the point's position on a size axis (product of its swept sizes)
+  std::string schedule;    // canonical name, e.g. "fuse(RS-C-AG)"
+  bool baseline = false;   // the unscheduled program (what speed-ups are measured against)
+  double predicted_us = 0;
+  Measurement measured;
+  bool verified = false;   // the run's result matched the reference (always true for references)
+  std::string source;      // where a published measurement comes from (reference rows only)
+
+  // Signed relative error of the prediction, in percent: (predicted - measured) / measured.
+  [[nodiscard]] double error_pct() const;
+};
+
+// A (workload, size) point: the rows that compete for "best schedule".
+struct PointKey {
+  std::string workload;
+  std::string size;
+  friend auto operator<=>(const PointKey&, const PointKey&) = default;
+};
+
+// One bar of the simulator's timeline (a Chrome trace "X" event).
+struct TimelineBar {
+  std::string lane;   // "rank 0 / compute", ...
+  std::string name;   // the task, e.g. "AR chunk 1/4"
+  double start_us = 0;
+  double duration_us = 0;
+};
+
+// Everything a report shows, besides what the metrics compute from the rows.
+struct ReportData {
+  std::string title;                    // e.g. "cpu-local on cpu, 4 ranks"
+  std::string backend;                  // "cpu", "cuda", or "reference"
+  std::string topology;                 // the topology's name
+  int ranks = 0;
+  std::string command;                  // the command line that regenerates it
+  std::vector<std::string> notes;       // free text shown under the summary (sources, caveats)
+  std::vector<ResultRow> rows;
+  std::string timeline_title;           // which schedule the timeline shows
+  std::vector<TimelineBar> timeline;
+  std::string trace_json;               // the simulator's Chrome trace of that schedule
+  std::map<std::string, std::string> inputs;  // file name under inputs/ -> YAML text
+};
+
+}  // namespace coconet::validation

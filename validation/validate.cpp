@@ -1,0 +1,213 @@
+// The validation loop. Every rank plans the same jobs and computes the same
+// predictions (both deterministic), so only measurements cross ranks, inside
+// the runtime.
+#include "validation/validate.h"
+
+#include <algorithm>
+
+#include <fmt/core.h>
+
+#include "exec/runtime.h"
+#include "model/catalog.h"
+#include "model/enumerate.h"
+#include "model/error.h"
+#include "model/experiment.h"
+#include "model/parse.h"
+#include "sim/simulator.h"
+#include "sim/topology.h"
+#include "sim/trace.h"
+#include "sim/tuner.h"
+#include "validation/calibrate.h"
+#include "validation/timeline.h"
+
+namespace coconet::validation {
+
+namespace {
+
+struct Job {
+  model::Program program;
+  model::Bindings sizes;
+  std::string label;  // the swept sizes, "N=65536"
+  double scale = 1;
+  std::vector<model::Schedule> schedules;
+};
+
+struct Loaded {
+  model::Experiment experiment;
+  std::string experiment_text;
+  std::vector<Job> jobs;
+};
+
+Loaded load_jobs(const ValidateOptions& o) {
+  Loaded l;
+  const std::string path = model::resolve_experiment(o.experiment);
+  l.experiment_text = model::read_file(path);
+  l.experiment = model::parse_experiment(l.experiment_text, path);
+  for (const auto& run : l.experiment.workloads) {
+    model::Program p = model::load_program(model::resolve_workload(run.workload));
+    for (const auto& [k, v] : run.scalars) model::override_value(p, k, fmt::format("{}", v));
+    for (const auto& sizes : model::size_points(run, p)) {
+      Job j{p, sizes, "", 1, model::enumerate_schedules(p)};
+      for (const auto& [k, values] : run.sizes) {
+        j.label += fmt::format("{}{}={}", j.label.empty() ? "" : ",", k, sizes.at(k));
+        j.scale *= static_cast<double>(sizes.at(k));
+      }
+      if (j.label.empty()) j.label = "default";
+      l.jobs.push_back(std::move(j));
+    }
+  }
+  if (l.jobs.empty()) throw UserError(fmt::format("experiment '{}' lists no workloads to validate", path));
+  return l;
+}
+
+struct Predicted {
+  double time_us = 0;
+  model::Knobs knobs;
+};
+
+std::vector<Predicted> predict(const Job& j, const sim::Topology& t, int ranks) {
+  const sim::Context ctx{t, ranks, j.sizes};
+  const sim::TuneResult r = sim::tune(j.schedules, ctx, sim::predict_space());
+  std::vector<Predicted> out(j.schedules.size());
+  for (const auto& c : r.ranked) out.at(static_cast<std::size_t>(c.schedule)) = {c.time_us, c.knobs};
+  return out;
+}
+
+exec::RunOptions run_options(const ValidateOptions& o, const model::Experiment& e) {
+  exec::RunOptions ro;
+  ro.iters = o.iters.value_or(e.iters);
+  ro.warmup = o.warmup.value_or(e.warmup);
+  return ro;
+}
+
+std::vector<ResultRow> measure(exec::Backend& backend, const Job& j, const std::vector<Predicted>& pred,
+                               const exec::RunOptions& ro, Progress& progress) {
+  backend.set_groups(j.program.groups());
+  exec::check_memory(backend, j.program, j.schedules, j.sizes, ro);
+  const auto refs = exec::compute_references(backend, j.program, j.sizes, ro);
+  const std::string base = model::baseline(j.program).name();
+  std::vector<ResultRow> rows;
+  for (std::size_t i = 0; i < j.schedules.size(); ++i) {
+    model::Schedule s = j.schedules[i];
+    s.knobs = pred[i].knobs;
+    const exec::RunRow run = exec::run_schedule(backend, s, j.sizes, refs, ro);
+    ResultRow r;
+    r.workload = j.program.name;
+    r.size = j.label;
+    r.scale = j.scale;
+    r.schedule = j.schedules[i].name();
+    r.baseline = r.schedule == base;
+    r.predicted_us = pred[i].time_us;
+    r.measured = {run.median_us, run.min_us, run.max_us};
+    r.verified = run.verified;
+    rows.push_back(std::move(r));
+    progress.step(fmt::format("{} {} {}", j.program.name, j.label, rows.back().schedule));
+  }
+  return rows;
+}
+
+std::string schedules_yaml(const std::vector<Job>& jobs, const std::vector<std::vector<Predicted>>& preds) {
+  std::string y = "# Every schedule validated, with the knobs its prediction chose, one YAML document each.\n";
+  for (std::size_t j = 0; j < jobs.size(); ++j)
+    for (std::size_t i = 0; i < jobs[j].schedules.size(); ++i) {
+      model::Schedule s = jobs[j].schedules[i];
+      s.knobs = preds[j][i].knobs;
+      y += fmt::format("---\n# {} at {}: {}\n{}", jobs[j].program.name, jobs[j].label, s.name(), model::to_yaml(s));
+    }
+  return y;
+}
+
+// The simulated timeline of a predicted best: one that overlaps stages if any
+// point has one (what a timeline shows best), at the point where the model
+// expects the largest gain over the baseline.
+void add_timeline(ReportData& d, const Metrics& m, const std::vector<Job>& jobs,
+                  const std::vector<std::vector<Predicted>>& preds, const sim::Topology& t, int world) {
+  if (m.per_point.empty()) return;
+  auto overlapped = [](const PointMetrics& p) { return p.predicted_best.rfind("ol(", 0) == 0 || p.predicted_best.find("-ol(") != std::string::npos; };
+  const auto top = std::max_element(m.per_point.begin(), m.per_point.end(), [&](const auto& a, const auto& b) {
+    return std::pair(overlapped(a), a.speedup_predicted) < std::pair(overlapped(b), b.speedup_predicted);
+  });
+  for (std::size_t j = 0; j < jobs.size(); ++j) {
+    if (jobs[j].program.name != top->key.workload || jobs[j].label != top->key.size) continue;
+    for (std::size_t i = 0; i < jobs[j].schedules.size(); ++i) {
+      if (jobs[j].schedules[i].name() != top->predicted_best) continue;
+      model::Schedule s = jobs[j].schedules[i];
+      s.knobs = preds[j][i].knobs;
+      const sim::Context ctx{t, world / s.program.groups(), jobs[j].sizes};
+      d.timeline_title = fmt::format("{} at {}: {} ({} chunks), simulated", top->key.workload, top->key.size,
+                                     s.name(), s.knobs.chunks);
+      d.trace_json = sim::chrome_trace_json(sim::simulate(s, ctx), d.timeline_title);
+      d.timeline = timeline_from_trace(d.trace_json);
+      return;
+    }
+  }
+}
+
+struct TopologyChoice {
+  sim::Topology topology;
+  std::string text;
+  std::string note;
+};
+
+TopologyChoice choose_topology(exec::Backend& backend, const ValidateOptions& o, Progress& progress) {
+  if (o.topology) {
+    const std::string path = model::resolve_topology(*o.topology);
+    std::string text = model::read_file(path);
+    return {sim::parse_topology(text, path), std::move(text),
+            fmt::format("topology {} (inputs/topology.yaml holds it, with its calibration residuals if calibrated)", *o.topology)};
+  }
+  CalibrateOptions co;
+  co.name = "calibrated";
+  co.command = "coconet validate (calibrating on the spot, quick sweep)";
+  co.micro = o.calibration;
+  Calibration c = calibrate(backend, co, progress);
+  return {c.topology, c.yaml,
+          "topology calibrated on the spot from a quick microbenchmark sweep (inputs/topology.yaml has the fit and "
+          "its residuals)"};
+}
+
+}  // namespace
+
+void check_validate_inputs(const ValidateOptions& o) {
+  (void)load_jobs(o);
+  if (o.topology) (void)sim::load_topology(*o.topology);
+}
+
+Validation run_validation(exec::Backend& backend, const ValidateOptions& o, Progress& progress) {
+  Loaded l = load_jobs(o);
+  const int world = backend.world_size();
+  for (const auto& j : l.jobs)
+    if (world % j.program.groups() != 0)
+      throw UserError(fmt::format("{} spans {} process groups: run validate with a multiple of {} ranks, not {}",
+                                  j.program.name, j.program.groups(), j.program.groups(), world));
+  for (const auto& j : l.jobs) progress.grow(static_cast<int>(j.schedules.size()));
+  const TopologyChoice topo = choose_topology(backend, o, progress);
+  const exec::RunOptions ro = run_options(o, l.experiment);
+  Validation v;
+  ReportData& d = v.report;
+  std::vector<std::vector<Predicted>> preds;
+  for (const auto& j : l.jobs) {
+    preds.push_back(predict(j, topo.topology, world / j.program.groups()));
+    auto rows = measure(backend, j, preds.back(), ro, progress);
+    d.rows.insert(d.rows.end(), rows.begin(), rows.end());
+  }
+  progress.finish();
+  v.metrics = compute_metrics(d.rows);
+  d.title = fmt::format("{} on {}, {} ranks", l.experiment.name, backend.name(), world);
+  d.backend = backend.name();
+  d.topology = topo.topology.name;
+  d.ranks = world;
+  d.command = o.command;
+  d.notes.push_back(topo.note);
+  d.notes.push_back(fmt::format("each time is the median of {} steps after {} warm-up steps (min and max in the "
+                                "tables), a step's time being its slowest rank's",
+                                ro.iters, ro.warmup));
+  add_timeline(d, v.metrics, l.jobs, preds, topo.topology, world);
+  d.inputs["experiment.yaml"] = l.experiment_text;
+  d.inputs["topology.yaml"] = topo.text;
+  d.inputs["schedules.yaml"] = schedules_yaml(l.jobs, preds);
+  for (const auto& r : d.rows) v.unverified += r.verified ? 0 : 1;
+  return v;
+}
+
+}  // namespace coconet::validation

@@ -1,0 +1,46 @@
+// The validation loop: predict -> pick -> execute -> compare. For every
+// workload and size point of an experiment, every enumerated schedule is
+// predicted on the topology (given, or calibrated on the spot) by the tuner's
+// event simulation, then run and verified on the backend with the knobs the
+// prediction chose; the rows, the metrics, the simulated timeline of the best
+// schedule and the inputs that repeat the run make up the report.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "exec/backend.h"
+#include "validation/metrics.h"
+#include "validation/microbench.h"
+#include "validation/progress.h"
+#include "validation/results.h"
+
+namespace coconet::validation {
+
+// The experiment `validate` runs when none is named.
+inline constexpr const char* kDefaultExperiment = "cpu-local";
+
+struct ValidateOptions {
+  std::string experiment = kDefaultExperiment;  // a name in configs/experiments/ or a path
+  std::optional<std::string> topology;          // a name or path; none: calibrate now
+  std::string command;                          // the command line, shown in the report
+  std::optional<int> iters;                     // instead of the experiment's
+  std::optional<int> warmup;
+  MicroOptions calibration{5, 1, true};         // when calibrating on the spot: the quick sweep
+};
+
+struct Validation {
+  ReportData report;
+  Metrics metrics;
+  int unverified = 0;  // rows whose result did not match the reference
+};
+
+// Checks what can be checked before any rank starts (the experiment, its
+// workloads, the topology): throws UserError with the fix.
+void check_validate_inputs(const ValidateOptions& o);
+
+// Runs the loop on `backend`: collective, every rank calls it and gets the
+// same result.
+[[nodiscard]] Validation run_validation(exec::Backend& backend, const ValidateOptions& o, Progress& progress);
+
+}  // namespace coconet::validation
