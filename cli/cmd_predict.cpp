@@ -62,13 +62,26 @@ nlohmann::json point_json(const sim::PointReport& r, bool all_knobs) {
 
 }  // namespace
 
-sim::PredictOptions predict_options(const std::optional<std::string>& topology, const std::optional<int>& nodes,
-                                    const std::vector<std::string>& sets) {
+sim::PredictOptions PredictArgs::options() const {
   sim::PredictOptions o;
   o.topology = topology;
   o.nodes = nodes;
+  o.ranks = ranks;
   sim::split_sets(sets, o);
   return o;
+}
+
+void add_predict_flags(CLI::App* cmd, PredictArgs& a, bool target_required) {
+  auto* target = cmd->add_option("target", a.target,
+                                 "Experiment (configs/experiments/ or a YAML file) or a workload; default: the "
+                                 "embedded default");
+  if (target_required) target->required();
+  cmd->add_option("--topology,-t", a.topology, "Topology name or YAML file (default: the experiment's)");
+  cmd->add_option("--nodes,-N", a.nodes, "Nodes (default: the experiment's, else the topology's)");
+  cmd->add_option("--ranks,-r", a.ranks, "Ranks per process group (default: the experiment's, else all GPUs / groups)");
+  cmd->add_option("--set", a.sets,
+                  "KEY=VALUE: a topology value (dotted, e.g. gpu.hbm_GBps=4000, or nodes) or a workload size "
+                  "(e.g. N=1048576); repeatable");
 }
 
 void print_point_reports(const std::vector<sim::PointReport>& reports, Format f, bool all_knobs) {
@@ -100,28 +113,15 @@ void print_point_reports(const std::vector<sim::PointReport>& reports, Format f,
 void register_predict(CLI::App& app) {
   auto* cmd = app.add_subcommand("predict", "Predict and rank every schedule of an experiment's workloads");
   struct Args {
-    std::optional<std::string> experiment;
-    std::optional<std::string> topology;
-    std::optional<int> nodes;
-    std::optional<int> ranks;
-    std::vector<std::string> sets;
+    PredictArgs predict;
     Format format = Format::table;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("experiment", a->experiment,
-                  "Experiment (configs/experiments/ or a YAML file) or a workload; default: the embedded default");
-  cmd->add_option("--topology,-t", a->topology, "Topology name or YAML file (default: the experiment's)");
-  cmd->add_option("--nodes,-N", a->nodes, "Nodes (default: the experiment's, else the topology's)");
-  cmd->add_option("--ranks,-r", a->ranks, "Ranks per process group (default: the experiment's, else all GPUs / groups)");
-  cmd->add_option("--set", a->sets,
-                  "KEY=VALUE: a topology value (dotted, e.g. gpu.hbm_GBps=4000, or nodes) or a workload size "
-                  "(e.g. N=1048576); repeatable");
+  add_predict_flags(cmd, a->predict);
   add_format_option(cmd, a->format);
   cmd->callback([a] {
-    const model::Experiment e = sim::experiment_from_argument(a->experiment);
-    sim::PredictOptions o = predict_options(a->topology, a->nodes, a->sets);
-    o.ranks = a->ranks;
-    const auto reports = sim::predict_experiment(e, o);
+    const model::Experiment e = sim::experiment_from_argument(a->predict.target);
+    const auto reports = sim::predict_experiment(e, a->predict.options());
     print_point_reports(reports, a->format, false);
   });
 }

@@ -10,14 +10,15 @@
 // aborts a job that stops making progress.
 #include <unistd.h>
 
+#include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <iterator>
+#include <map>
 #include <memory>
 #include <optional>
-#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fmt/core.h>
@@ -26,6 +27,7 @@
 #include "cli/format.h"
 #include "cli/workload_args.h"
 #include "exec/backend.h"
+#include "exec/launch.h"
 #include "exec/mpi_session.h"
 #include "exec/runtime.h"
 #include "exec/watchdog.h"
@@ -34,6 +36,8 @@
 #include "model/error.h"
 #include "model/experiment.h"
 #include "model/parse.h"
+#include "sim/topology.h"
+#include "sim/tuner.h"
 
 namespace coconet::cli {
 namespace {
@@ -50,6 +54,7 @@ struct RunArgs {
   std::string backend = "cpu";
   int ranks = 0;
   std::string schedule = "all";
+  std::string topology;  // predict the schedules on it; needed by --schedule best
   std::vector<std::string> sets;
   int iters = -1;
   int warmup = -1;
@@ -61,62 +66,8 @@ struct Job {
   model::Program program;
   model::Bindings sizes;
   std::vector<model::Schedule> schedules;
+  std::map<std::string, double> predicted_us;  // by schedule name, with --topology
 };
-
-// ---- launching under mpirun ----------------------------------------------
-
-std::optional<std::string> find_on_path(const std::string& name) {
-  if (const char* forced = std::getenv("COCONET_MPIRUN")) return std::string(forced);
-  const char* path = std::getenv("PATH");
-  std::stringstream dirs(path ? path : "");
-  for (std::string dir; std::getline(dirs, dir, ':');) {
-    const std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
-    if (access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return std::nullopt;
-}
-
-std::vector<std::string> own_command_line() {
-  std::ifstream in("/proc/self/cmdline", std::ios::binary);
-  const std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<std::string> args;
-  std::string cur;
-  for (char c : all) {
-    if (c == '\0') {
-      args.push_back(cur);
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  return args;
-}
-
-[[noreturn]] void relaunch_under_mpirun(int ranks) {
-  const auto mpirun = find_on_path("mpirun");
-  if (!mpirun)
-    throw UserError("--ranks " + std::to_string(ranks) +
-                    " starts the ranks with mpirun, which is not on PATH; install Open MPI "
-                    "(e.g. apt-get install openmpi-bin) or set COCONET_MPIRUN to its path");
-  char self[4096] = {};
-  const auto n = readlink("/proc/self/exe", self, sizeof self - 1);
-  auto args = own_command_line();
-  if (n <= 0 || args.empty()) throw UserError("cannot find this program's own path to start it under mpirun");
-  std::vector<std::string> argv{*mpirun, "-np", std::to_string(ranks), "--oversubscribe", "--bind-to", "none",
-                                // Shared memory between local ranks without ptrace (containers forbid it).
-                                "--mca", "btl", "self,vader", "--mca", "btl_vader_single_copy_mechanism", "none",
-                                // Ranks waiting in MPI yield the core: a small machine runs more threads than cores.
-                                "--mca", "mpi_yield_when_idle", "1"};
-  if (geteuid() == 0) argv.emplace_back("--allow-run-as-root");
-  argv.emplace_back(self);
-  argv.insert(argv.end(), args.begin() + 1, args.end());
-  std::vector<char*> cargv;
-  for (auto& a : argv) cargv.push_back(a.data());
-  cargv.push_back(nullptr);
-  std::fflush(stdout);
-  execv(mpirun->c_str(), cargv.data());
-  throw UserError("could not start " + *mpirun + ": " + std::string(std::strerror(errno)));
-}
 
 // ---- preparing the jobs ----------------------------------------------------
 
@@ -129,19 +80,47 @@ bool is_workload(const std::string& target) {
   }
 }
 
-std::vector<model::Schedule> select_schedules(const model::Program& p, const std::string& which) {
-  auto all = model::enumerate_schedules(p);
+std::vector<model::Schedule> by_name(const model::Program& p, std::vector<model::Schedule> all,
+                                     const std::string& which) {
   if (which == "all") return all;
-  if (which == "best")
-    throw UserError("--schedule best needs the cost model's prediction for the machine at hand, which "
-                    "`run` does not have for the cpu backend yet; use --schedule all (every schedule, "
-                    "measured) or a schedule's name");
   std::string names;
   for (auto& s : all) {
     if (s.name() == which) return {std::move(s)};
     names += "\n  " + s.name();
   }
   throw UserError("workload '" + p.name + "' has no schedule named '" + which + "'; its schedules:" + names);
+}
+
+// The cost model's ranking of every schedule of a job on `topology`, with
+// `world_size` ranks cut into the program's groups.
+sim::TuneResult predict_job(const Job& j, const std::vector<model::Schedule>& all, const sim::Topology& topology,
+                            int world_size) {
+  const int ranks = world_size / j.program.groups();
+  if (world_size > topology.total_gpus())
+    throw UserError(fmt::format("--topology {} has {} GPU(s) but the job has {} ranks; pass a topology with at "
+                                "least {} (e.g. `coconet calibrate --ranks {}`)",
+                                topology.name, topology.total_gpus(), world_size, world_size, world_size));
+  return sim::tune(all, sim::Context{topology, ranks, j.sizes}, sim::predict_space());
+}
+
+// Fills a job's schedules: all, the predicted best (knobs included), or one by
+// name; with a topology, the prediction of each.
+void select_schedules(Job& j, const RunArgs& a, const std::optional<sim::Topology>& topology, int world_size) {
+  auto all = model::enumerate_schedules(j.program);
+  if (!topology) {
+    j.schedules = by_name(j.program, std::move(all), a.schedule);
+    return;
+  }
+  const auto ranked = predict_job(j, all, *topology, world_size);
+  for (const auto& c : ranked.ranked) j.predicted_us[c.name] = c.time_us;
+  if (a.schedule != "best") {
+    j.schedules = by_name(j.program, std::move(all), a.schedule);
+    return;
+  }
+  const auto& best = ranked.ranked.front();
+  model::Schedule s = all.at(static_cast<std::size_t>(best.schedule));
+  s.knobs = best.knobs;
+  j.schedules = {std::move(s)};
 }
 
 void apply_size_sets(model::Bindings& sizes, const std::vector<std::string>& sets) {
@@ -151,7 +130,17 @@ void apply_size_sets(model::Bindings& sizes, const std::vector<std::string>& set
   }
 }
 
-std::vector<Job> prepare_jobs(const RunArgs& a, exec::RunOptions& options) {
+std::optional<sim::Topology> run_topology(const RunArgs& a) {
+  if (!a.topology.empty()) return sim::load_topology(a.topology);
+  if (a.schedule == "best")
+    throw UserError("--schedule best picks the schedule the cost model predicts fastest, which needs the machine "
+                    "described: pass --topology T (e.g. --topology cpu-local, or a file that `coconet calibrate "
+                    "--backend cpu --out FILE` wrote on this machine), or use --schedule all");
+  return std::nullopt;
+}
+
+std::vector<Job> prepare_jobs(const RunArgs& a, exec::RunOptions& options, int world_size) {
+  const auto topology = run_topology(a);
   std::vector<Job> jobs;
   if (is_workload(a.target)) {
     Job j{load_workload(a.target, a.sets), {}, {}};
@@ -172,7 +161,7 @@ std::vector<Job> prepare_jobs(const RunArgs& a, exec::RunOptions& options) {
   }
   if (a.iters > 0) options.iters = a.iters;
   if (a.warmup >= 0) options.warmup = a.warmup;
-  for (auto& j : jobs) j.schedules = select_schedules(j.program, a.schedule);
+  for (auto& j : jobs) select_schedules(j, a, topology, world_size);
   return jobs;
 }
 
@@ -182,6 +171,25 @@ std::string stages_text(const exec::RunRow& r) {
   std::string s;
   for (const auto& st : r.stages) s += fmt::format("{}{} {:.1f}", s.empty() ? "" : " | ", st.name, st.median_us);
   return s;
+}
+
+// A row with the cost model's prediction of its schedule, when there is one.
+struct Printed {
+  exec::RunRow row;
+  std::optional<double> predicted_us;
+};
+
+std::vector<Printed> with_predictions(const std::vector<exec::RunRow>& rows, const std::vector<Job>& jobs) {
+  std::vector<Printed> out;
+  std::size_t i = 0;
+  for (const auto& j : jobs)
+    for (const auto& s : j.schedules) {
+      if (i >= rows.size()) return out;
+      Printed p{rows[i++], std::nullopt};
+      if (const auto it = j.predicted_us.find(s.name()); it != j.predicted_us.end()) p.predicted_us = it->second;
+      out.push_back(std::move(p));
+    }
+  return out;
 }
 
 nlohmann::json row_json(const exec::RunRow& r) {
@@ -197,20 +205,41 @@ nlohmann::json row_json(const exec::RunRow& r) {
   return j;
 }
 
-void print_rows(const std::vector<exec::RunRow>& rows, const RunArgs& a, int ranks) {
-  if (a.format == Format::json) {
-    nlohmann::json out{{"backend", a.backend}, {"ranks", ranks}, {"rows", nlohmann::json::array()}};
-    for (const auto& r : rows) out["rows"].push_back(row_json(r));
-    fmt::print("{}\n", out.dump(2));
-    return;
+void print_json(const std::vector<Printed>& rows, const RunArgs& a, int ranks) {
+  nlohmann::json out{{"backend", a.backend}, {"ranks", ranks}, {"rows", nlohmann::json::array()}};
+  if (!a.topology.empty()) out["topology"] = a.topology;
+  if (a.schedule == "best") out["chosen_by"] = "prediction";
+  for (const auto& p : rows) {
+    auto j = row_json(p.row);
+    if (p.predicted_us) j["predicted_us"] = *p.predicted_us;
+    out["rows"].push_back(std::move(j));
   }
+  fmt::print("{}\n", out.dump(2));
+}
+
+void print_rows(const std::vector<Printed>& rows, const RunArgs& a, int ranks) {
+  if (a.format == Format::json) return print_json(rows, a, ranks);
+  const bool predicted = !a.topology.empty();
   Table t;
-  t.columns = {"workload", "sizes", "schedule", "median_us", "min_us", "max_us", "stages_us", "verified",
-               "max_abs_error"};
-  for (const auto& r : rows)
-    t.add({r.workload, exec::sizes_text(r.sizes), r.schedule, r.median_us, r.min_us, r.max_us, stages_text(r),
-           r.verified, fmt::format("{:.3g}", r.max_abs_error)});
-  if (a.format == Format::table) fmt::print("backend {}, {} ranks\n", a.backend, ranks);
+  t.columns = {"workload", "sizes", "schedule", "median_us"};
+  if (predicted) t.columns.emplace_back("predicted_us");
+  for (const char* c : {"min_us", "max_us", "stages_us", "verified", "max_abs_error"}) t.columns.emplace_back(c);
+  for (const auto& p : rows) {
+    const auto& r = p.row;
+    std::vector<Cell> row{r.workload, exec::sizes_text(r.sizes), r.schedule, r.median_us};
+    if (predicted) row.emplace_back(p.predicted_us ? Cell(*p.predicted_us) : Cell(std::string("-")));
+    for (Cell c : std::vector<Cell>{r.min_us, r.max_us, stages_text(r), r.verified,
+                                    fmt::format("{:.3g}", r.max_abs_error)})
+      row.push_back(std::move(c));
+    t.add(std::move(row));
+  }
+  if (a.format == Format::table) {
+    fmt::print("backend {}, {} ranks\n", a.backend, ranks);
+    if (a.schedule == "best")
+      for (const auto& p : rows)
+        fmt::print("best on {} by the cost model: {} {} (predicted {:.1f} us, measured {:.1f} us)\n", a.topology,
+                   p.row.workload, p.row.schedule, p.predicted_us.value_or(0.0), p.row.median_us);
+  }
   print(t, a.format);
 }
 
@@ -265,6 +294,24 @@ void agree_on_failure(std::unique_ptr<exec::Backend>& backend, const std::except
   std::abort();  // abort_job does not return; a virtual call does not carry [[noreturn]]
 }
 
+// Test-only fault hook: COCONET_TEST_FAULT=KIND@rankN (KIND throw, die or
+// hang) makes world rank N fail on purpose at the top of the run loop, so the
+// fault tests (tests/exec.cmake, exec.fault.*) drive this command's own guard
+// and watchdog. Unset, as in every normal run, it does nothing.
+void test_fault_hook(int world_rank) {
+  const char* spec = std::getenv("COCONET_TEST_FAULT");
+  if (spec == nullptr || *spec == '\0') return;
+  const std::string text(spec);
+  const auto at = text.find("@rank");
+  if (at == std::string::npos || std::stoi(text.substr(at + 5)) != world_rank) return;
+  const std::string kind = text.substr(0, at);
+  if (kind == "throw") throw InternalError("COCONET_TEST_FAULT: rank " + std::to_string(world_rank) + " throws");
+  if (kind == "die") std::raise(SIGKILL);
+  if (kind == "hang")
+    for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+  throw UserError("COCONET_TEST_FAULT=" + text + ": expected throw|die|hang@rankN");
+}
+
 std::vector<exec::RunRow> run_jobs(exec::Backend& backend, std::vector<Job>& jobs, const exec::RunOptions& options,
                                    double timeout_s) {
   exec::Watchdog watchdog(timeout_s, [&backend, timeout_s] {
@@ -275,6 +322,7 @@ std::vector<exec::RunRow> run_jobs(exec::Backend& backend, std::vector<Job>& job
   });
   std::vector<exec::RunRow> rows;
   try {
+    test_fault_hook(backend.world_rank());
     for (auto& j : jobs) {
       backend.set_groups(j.program.groups());
       const auto refs = exec::compute_references(backend, j.program, j.sizes, options);
@@ -291,7 +339,7 @@ std::vector<exec::RunRow> run_jobs(exec::Backend& backend, std::vector<Job>& job
 }
 
 void run_command(const RunArgs& a) {
-  if (a.backend == "cpu" && !exec::launched_by_mpirun() && a.ranks > 0) relaunch_under_mpirun(a.ranks);
+  if (a.backend == "cpu" && !exec::launched_by_mpirun() && a.ranks > 0) exec::relaunch_under_mpirun(a.ranks);
   auto backend = exec::make_backend(a.backend);
   exec::RunOptions options;
   std::vector<Job> jobs;
@@ -300,7 +348,7 @@ void run_command(const RunArgs& a) {
     if (a.ranks > 0 && a.ranks != backend->world_size())
       throw UserError("--ranks " + std::to_string(a.ranks) + " but the job has " +
                       std::to_string(backend->world_size()) + " ranks; drop --ranks inside mpirun");
-    jobs = prepare_jobs(a, options);
+    jobs = prepare_jobs(a, options, backend->world_size());
     for (auto& j : jobs) {
       backend->set_groups(j.program.groups());
       exec::check_memory(*backend, j.program, j.schedules, j.sizes, options);
@@ -313,7 +361,7 @@ void run_command(const RunArgs& a) {
   const exec::RunRow* failed = nullptr;
   for (const auto& r : rows)
     if (!r.verified && failed == nullptr) failed = &r;
-  if (backend->world_rank() == 0) print_rows(rows, a, backend->world_size());
+  if (backend->world_rank() == 0) print_rows(with_predictions(rows, jobs), a, backend->world_size());
   if (failed == nullptr) {
     backend.reset();
     return;
@@ -333,7 +381,12 @@ void register_run(CLI::App& app) {
   cmd->add_option("--ranks", args->ranks,
                   "Ranks to start with mpirun (outside mpirun); default: the ranks mpirun gave, or 1")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--schedule", args->schedule, "Schedule name, all, or best")->capture_default_str();
+  cmd->add_option("--schedule", args->schedule,
+                  "Schedule name, all, or best (the one the cost model predicts fastest on --topology)")
+      ->capture_default_str();
+  cmd->add_option("--topology", args->topology,
+                  "Topology (name or YAML, e.g. cpu-local from `coconet calibrate`): predict each schedule on it "
+                  "and print the prediction next to the measurement; needed by --schedule best");
   cmd->add_option("--set", args->sets, "Override a size or scalar, NAME=VALUE (repeatable)");
   cmd->add_option("--iters", args->iters, "Timed steps (default: the experiment's, else 10)")
       ->check(CLI::PositiveNumber);

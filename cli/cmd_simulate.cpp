@@ -23,12 +23,8 @@ namespace coconet::cli {
 namespace {
 
 struct Args {
-  std::string target;
+  PredictArgs predict;
   std::string schedule;
-  std::optional<std::string> topology;
-  std::optional<int> nodes;
-  std::optional<int> ranks;
-  std::vector<std::string> sets;
   std::optional<int> chunks;
   std::optional<std::string> algo;
   std::optional<std::string> proto;
@@ -36,21 +32,6 @@ struct Args {
   std::string trace;
   Format format = Format::table;
 };
-
-// The schedule called `name` among the enumerated ones, or replayed from a YAML file.
-std::optional<model::Schedule> find_schedule(const model::Program& p, const std::string& name) {
-  if (name.ends_with(".yaml") || name.ends_with(".yml"))
-    return model::schedule_from_yaml(p, model::read_file(name), name);
-  for (auto& s : model::enumerate_schedules(p))
-    if (s.name() == name) return s;
-  return std::nullopt;
-}
-
-std::string schedule_names(const model::Program& p) {
-  std::string out;
-  for (const auto& s : model::enumerate_schedules(p)) out += (out.empty() ? "" : ", ") + s.name();
-  return out;
-}
 
 void apply_knobs(const Args& a, model::Knobs& k) {
   if (a.chunks) {
@@ -69,21 +50,22 @@ Table stage_table(const sim::SimResult& r) {
 }
 
 void run(const Args& a) {
-  const model::Experiment e = sim::experiment_from_argument(a.target);
-  const sim::PredictOptions o = predict_options(a.topology, a.nodes, a.sets);
+  const model::Experiment e = sim::experiment_from_argument(a.predict.target);
+  const sim::PredictOptions o = a.predict.options();
   const sim::Topology t = sim::experiment_topology(e, o);
   nlohmann::json points = nlohmann::json::array();
   int simulated = 0;
   for (const auto& run : e.workloads) {
     const model::Program p = model::load_program(model::resolve_workload(run.workload));
-    std::optional<model::Schedule> s = find_schedule(p, a.schedule);
-    if (!s) {
-      if (e.workloads.size() == 1)
-        throw UserError(fmt::format("{} has no schedule '{}'; its schedules: {}", p.name, a.schedule, schedule_names(p)));
-      continue;
+    std::optional<model::Schedule> s;
+    try {
+      s = model::find_schedule(p, a.schedule);
+    } catch (const UserError&) {
+      if (e.workloads.size() == 1) throw;
+      continue;  // an experiment: simulate the workloads that have this schedule
     }
     apply_knobs(a, s->knobs);
-    const int ranks = sim::group_size(e, run, t, p, a.ranks);
+    const int ranks = sim::group_size(e, run, t, p, a.predict.ranks);
     model::WorkloadRun sized = run;
     for (const auto& [k, v] : o.sizes)
       if (p.params.contains(k)) sized.sizes[k] = {std::stoll(v)};
@@ -120,13 +102,9 @@ void run(const Args& a) {
 void register_simulate(CLI::App& app) {
   auto* cmd = app.add_subcommand("simulate", "Run one schedule through the event simulator; write a Chrome trace");
   auto a = std::make_shared<Args>();
-  cmd->add_option("target", a->target, "Experiment or workload (name or YAML file)")->required();
+  add_predict_flags(cmd, a->predict, /*target_required=*/true);
   cmd->add_option("--schedule,-s", a->schedule, "Schedule name, e.g. 'fuse(RS-C-AG)', or a schedule YAML file")
       ->required();
-  cmd->add_option("--topology,-t", a->topology, "Topology name or YAML file (default: the experiment's)");
-  cmd->add_option("--nodes,-N", a->nodes, "Nodes (default: the experiment's, else the topology's)");
-  cmd->add_option("--ranks,-r", a->ranks, "Ranks per process group (default: the experiment's, else all GPUs / groups)");
-  cmd->add_option("--set", a->sets, "KEY=VALUE: a topology value (dotted, or nodes) or a workload size; repeatable");
   cmd->add_option("--chunks", a->chunks, "Chunks of each overlapped stage");
   cmd->add_option("--algo", a->algo, "ring, tree, nvls, hierarchical or auto");
   cmd->add_option("--proto", a->proto, "ll, ll128, simple or auto");

@@ -36,27 +36,17 @@ std::string best_yaml(const std::vector<sim::PointReport>& reports) {
 void register_tune(CLI::App& app) {
   auto* cmd = app.add_subcommand("tune", "Search every schedule x knob setting; write the best schedule as YAML");
   struct Args {
-    std::optional<std::string> experiment;
-    std::optional<std::string> topology;
-    std::optional<int> nodes;
-    std::optional<int> ranks;
-    std::vector<std::string> sets;
+    PredictArgs predict;
     std::string out;
     Format format = Format::table;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("experiment", a->experiment,
-                  "Experiment (configs/experiments/ or a YAML file) or a workload; default: the embedded default");
-  cmd->add_option("--topology,-t", a->topology, "Topology name or YAML file (default: the experiment's)");
-  cmd->add_option("--nodes,-N", a->nodes, "Nodes (default: the experiment's, else the topology's)");
-  cmd->add_option("--ranks,-r", a->ranks, "Ranks per process group (default: the experiment's, else all GPUs / groups)");
-  cmd->add_option("--set", a->sets, "KEY=VALUE: a topology value (dotted, or nodes) or a workload size; repeatable");
+  add_predict_flags(cmd, a->predict);
   cmd->add_option("--out,-o", a->out, "Write the best schedule (with its knobs) to this YAML file");
   add_format_option(cmd, a->format);
   cmd->callback([a] {
-    const model::Experiment e = sim::experiment_from_argument(a->experiment);
-    sim::PredictOptions o = predict_options(a->topology, a->nodes, a->sets);
-    o.ranks = a->ranks;
+    const model::Experiment e = sim::experiment_from_argument(a->predict.target);
+    sim::PredictOptions o = a->predict.options();
     o.tune_space = true;
     const auto reports = sim::predict_experiment(e, o);
     print_point_reports(reports, a->format, true);

@@ -12,9 +12,20 @@
 
 namespace coconet::cli {
 
-[[nodiscard]] sim::PredictOptions predict_options(const std::optional<std::string>& topology,
-                                                  const std::optional<int>& nodes,
-                                                  const std::vector<std::string>& sets);
+// The flags predict, tune and simulate share: the target, topology, nodes,
+// ranks per group, and --set for topology fields and workload sizes.
+struct PredictArgs {
+  std::optional<std::string> target;
+  std::optional<std::string> topology;
+  std::optional<int> nodes;
+  std::optional<int> ranks;
+  std::vector<std::string> sets;
+
+  [[nodiscard]] sim::PredictOptions options() const;
+};
+
+// Registers the flags above on `cmd`; `target_required` for simulate.
+void add_predict_flags(CLI::App* cmd, PredictArgs& a, bool target_required = false);
 
 void print_point_reports(const std::vector<sim::PointReport>& reports, Format f, bool show_all_knobs);
 

@@ -11,6 +11,9 @@
 #include <optional>
 #include <set>
 
+#include <fmt/core.h>
+
+#include "model/catalog.h"
 #include "model/error.h"
 #include "model/transforms.h"
 
@@ -136,5 +139,17 @@ std::vector<Schedule> enumerate_schedules(const Program& p) {
 }
 
 Schedule baseline(const Program& p) { return initial_schedule(p); }
+
+Schedule find_schedule(const Program& p, const std::string& name_or_yaml) {
+  if (name_or_yaml.ends_with(".yaml") || name_or_yaml.ends_with(".yml"))
+    return schedule_from_yaml(p, read_file(name_or_yaml), name_or_yaml);
+  std::string names;
+  for (auto& s : enumerate_schedules(p)) {
+    if (s.name() == name_or_yaml) return std::move(s);
+    names += "\n  " + s.name();
+  }
+  throw UserError(fmt::format("workload '{}' has no schedule named '{}'; its schedules:{}", p.name,
+                              name_or_yaml, names));
+}
 
 }  // namespace coconet::model

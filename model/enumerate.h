@@ -3,6 +3,7 @@
 // by canonical name. The original program (e.g. AR-C) comes first.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "model/schedule.h"
@@ -10,6 +11,11 @@
 namespace coconet::model {
 
 [[nodiscard]] std::vector<Schedule> enumerate_schedules(const Program& p);
+
+// The schedule of `p` called `name_or_yaml`: an enumerated schedule's name
+// (e.g. "fuse(RS-C-AG)"), or a schedule YAML file (*.yaml) replayed on `p`.
+// Throws UserError listing the program's schedules when there is none.
+[[nodiscard]] Schedule find_schedule(const Program& p, const std::string& name_or_yaml);
 
 // The paper's baseline for a program: the unscheduled program.
 [[nodiscard]] Schedule baseline(const Program& p);
