@@ -88,6 +88,16 @@
 //   host_allreduce(values, op): element-wise op over all world ranks, in place.
 //   abort_job(code): ends every rank of the job with exit status `code` (MPI_Abort);
 //     used when one rank fails so the others cannot hang.
+//
+// Optional: fused collectives
+//   try_fused_allreduce(spec): runs a whole fuse(RS-C-AG) optimizer stage
+//     (exec/fused_stage.h recognises it) as one fused collective and returns
+//     true, or returns false having done nothing, and the runtime runs the
+//     stage's reducescatter, computation and allgather one by one. Collective
+//     over my group; the answer must be the same on every rank for the same
+//     spec (it may depend on the spec, the build and the communicator, never
+//     on this rank's data). Queued work may use either stream; the runtime
+//     synchronizes after the stage. The default declines.
 #pragma once
 
 #include <cstdint>
@@ -127,6 +137,34 @@ struct MatmulArgs {
 };
 
 enum class StreamKind { compute, comm };
+
+// The optimizer updates a fused allreduce stage can be recognised as (the
+// formulas of workloads/sgd.yaml and workloads/adam.yaml, f32 arithmetic).
+enum class FusedUpdate { sgd, adam };
+
+// Hyperparameters of the update, the program's scalars (sgd uses lr only).
+struct FusedHyper {
+  double lr = 0.0;
+  double beta1 = 0.0;
+  double beta2 = 0.0;
+  double eps = 0.0;
+};
+
+// One fuse(RS-C-AG) stage as data: reduce-scatter (sum) the gradient, update
+// this rank's shard, allgather the new weights. Views are this rank's:
+//   g      the whole local gradient (the reducescatter's input), `count` elements
+//   g_shard  the reducescatter's output: this rank's shard (model::slice_extent)
+//   w      the weights before the step, whole (replicated); read, never written
+//   w_out  the new weights, whole (the allgather's output)
+//   m, v   adam: the moments before the step, this rank's shard (as_slice)
+//   m_out, v_out  adam: the new moments, this rank's shard
+struct FusedStageSpec {
+  FusedUpdate update = FusedUpdate::sgd;
+  std::int64_t count = 0;
+  View g, g_shard, w, w_out;
+  View m, v, m_out, v_out;
+  FusedHyper hyper;
+};
 
 struct Event {
   StreamKind stream = StreamKind::compute;
@@ -176,6 +214,8 @@ class Backend {
   virtual void barrier() = 0;
   virtual void host_allreduce(std::span<double> values, ReduceOp op) = 0;
   [[noreturn]] virtual void abort_job(int code) = 0;
+
+  virtual bool try_fused_allreduce(const FusedStageSpec& /*spec*/) { return false; }
 };
 
 // Backend names this build offers ("cpu" with MPI, "cuda" with CUDA + NCCL).

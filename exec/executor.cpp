@@ -1,7 +1,9 @@
 #include "exec/executor.h"
 
 #include <algorithm>
+#include <optional>
 
+#include "exec/fused_stage.h"
 #include "model/error.h"
 #include "model/interpreter.h"
 
@@ -90,6 +92,7 @@ struct Executor::Unit {
   int chunks = 1;
   bool slice_mode = false;
   std::vector<std::vector<Event>> events;  // [op][chunk]
+  std::optional<FusedStageSpec> fused;     // a fuse(RS-C-AG) stage the backend may run whole
 };
 
 namespace {
@@ -190,6 +193,7 @@ Executor::Executor(Backend& backend, model::Schedule schedule, const model::Bind
     for (auto& op : unit->ops)
       if (op.cls == OpClass::elementwise) op.program = compile(op, plan_, p);
     link(unit->ops);
+    if (g < 0) unit->fused = recognise_fused_allreduce(p, schedule_.stages[static_cast<std::size_t>(i)], plan_);
     unit->chunks = g >= 0 && chunkable(all, plan_) ? std::max(1, schedule_.knobs.chunks) : 1;
     for (const auto* s : all)
       unit->slice_mode = unit->slice_mode || slicing(*s) || plan_.at(s->name).type.layout == model::Layout::sliced(0);
@@ -397,6 +401,10 @@ class OpRunner {
 }  // namespace
 
 void Executor::run_unit(Unit& u) {
+  if (u.fused && backend_.try_fused_allreduce(*u.fused)) {
+    ran_fused_ = true;
+    return;
+  }
   int max_lag = 0;
   for (const auto& op : u.ops) max_lag = std::max(max_lag, op.lag);
   u.events.assign(u.ops.size(), std::vector<Event>(static_cast<std::size_t>(u.chunks)));

@@ -11,6 +11,10 @@
 // computes. When a group holds a reducescatter, allgather or sliced value,
 // chunk k is the k-th piece of every rank's slice, so the layouts the
 // program states hold chunk by chunk.
+//
+// A fuse(RS-C-AG) stage that exec/fused_stage.h recognises as an SGD or Adam
+// update is first offered whole to Backend::try_fused_allreduce; when the
+// backend declines, it runs as its reducescatter, computation and allgather.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +42,8 @@ class Executor {
   // between synchronisations of the backend.
   std::vector<double> run_step();
   [[nodiscard]] const Plan& plan() const { return plan_; }
+  // Whether a step ran a fused allreduce as the backend's own kernel.
+  [[nodiscard]] bool ran_fused_collective() const { return ran_fused_; }
   [[nodiscard]] const model::Schedule& schedule() const { return schedule_; }
   // This rank's part of a value (empty when it lives in another group).
   [[nodiscard]] std::vector<double> read(const std::string& value);
@@ -56,6 +62,7 @@ class Executor {
   model::Schedule schedule_;
   Plan plan_;
   std::vector<std::unique_ptr<Unit>> units_;
+  bool ran_fused_ = false;
 };
 
 }  // namespace coconet::exec

@@ -103,8 +103,9 @@ RunRow run_schedule(Backend& backend, const model::Schedule& schedule, const mod
 
   const auto actual = read_outputs(ex);
   const auto& outputs = schedule.program.outputs;
-  const Verdict vs_program =
-      verify(backend, outputs, actual, refs.program, schedule_tolerance(schedule.program), "unscheduled program");
+  const double tolerance =
+      std::max(schedule_tolerance(schedule.program), ex.ran_fused_collective() ? fused_kernel_tolerance() : 0.0);
+  const Verdict vs_program = verify(backend, outputs, actual, refs.program, tolerance, "unscheduled program");
   Verdict verdict = vs_program;
   row.checked_against = "program";
   if (refs.interpreter) {

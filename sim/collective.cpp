@@ -61,6 +61,15 @@ double bus_factor(CollOp op, int ranks) {
   }
 }
 
+double reduce_factor(CollOp op, int ranks) {
+  switch (op) {
+    case CollOp::allreduce:
+    case CollOp::reducescatter:
+    case CollOp::reduce: return (ranks - 1.0) / ranks;
+    default: return 0.0;
+  }
+}
+
 namespace {
 
 constexpr double kBytesPerGBpsUs = 1e3;  // 1 GB/s moves 1e3 bytes per microsecond
@@ -100,7 +109,18 @@ struct Env {
   [[nodiscard]] double transfer_us(double bytes, double GBps) const {
     return bytes / (GBps * kBytesPerGBpsUs);
   }
+  // Time a rank spends combining what it receives (added to the transfer).
+  [[nodiscard]] double reduce_us() const {
+    return transfer_us(r.bytes * reduce_factor(r.op, r.where.ranks), t.nccl.reduce_GBps);
+  }
 };
+
+// Adds the reduction to a cost's transfer (NVLS reduces in the switch: not here).
+CollectiveCost with_reduction(const Env& e, CollectiveCost c) {
+  c.reduce_us = e.reduce_us();
+  c.transfer_us += c.reduce_us;
+  return c;
+}
 
 int ceil_log2(int n) {
   int l = 0;
@@ -187,10 +207,10 @@ CollectiveCost send(const Env& e, Proto p) {
 CollectiveCost cost_of(const Env& e, Algo a, Proto p) {
   if (e.r.op == CollOp::send) return send(e, p);
   switch (a) {
-    case Algo::tree: return tree(e, p);
+    case Algo::tree: return with_reduction(e, tree(e, p));
     case Algo::nvls: return nvls(e, p);
-    case Algo::hierarchical: return hierarchical(e, p);
-    default: return ring(e, p);
+    case Algo::hierarchical: return with_reduction(e, hierarchical(e, p));
+    default: return with_reduction(e, ring(e, p));
   }
 }
 

@@ -47,7 +47,8 @@ struct CollectiveCost {
   model::Proto proto = model::Proto::simple;
   double base_us = 0;      // launch and setup, paid once per collective
   double hops_us = 0;      // per-step latencies along the algorithm's path
-  double transfer_us = 0;  // bytes over the bottleneck bandwidth
+  double transfer_us = 0;  // bytes over the bottleneck bandwidth, plus reduce_us
+  double reduce_us = 0;    // combining what a reducing collective receives (part of transfer_us)
   double link_GBps = 0;    // the bottleneck bandwidth (algorithm bandwidth)
   Link bottleneck = Link::nvlink;
   int channels = 0;        // channels (one SM each) the collective occupies
@@ -65,6 +66,11 @@ struct CollectiveCost {
 // As predict_collective, but an unsupported concrete choice falls back to auto
 // (what the tuner's schedule-wide knobs need).
 [[nodiscard]] CollectiveCost predict_collective_or_auto(const Topology& t, const CollectiveRequest& r);
+
+// The share of the buffer a rank combines in a reducing collective: (n-1)/n for
+// allreduce, reduce-scatter and reduce (each rank sums n-1 incoming parts of its
+// 1/n), 0 for the others.
+[[nodiscard]] double reduce_factor(CollOp op, int ranks);
 
 // nccl-tests' bus bandwidth factor.
 [[nodiscard]] double bus_factor(CollOp op, int ranks);

@@ -80,17 +80,27 @@ class Engine {
     events[i] = SimEvent{i, k.rank, k.peer, k.stream, k.stage, k.name, k.detail, now_, now_, k.duration_us()};
   }
 
-  [[nodiscard]] double gemm_rate(const Task& k, int sms_free) const {
+  // A kernel's speed on the compute units the running collectives leave it: a
+  // GEMM's waves re-quantised on the whole units left; with less than one unit
+  // left (a collective's progress needs the only core), a kernel gets that
+  // fraction of one unit's speed.
+  [[nodiscard]] double compute_rate(const Task& k, double sms_free) const {
     if (sms_free >= full_sms_) return 1.0;
-    const double alone = gemm_body_us(ctx_.topology, k.gemm, full_sms_);
-    const double shared = gemm_body_us(ctx_.topology, k.gemm, std::max(1, sms_free));
-    return shared > 0 ? alone / shared : 1.0;
+    const double whole = std::max(1.0, std::floor(sms_free + kDone));
+    const double fraction = std::clamp(sms_free, 0.0, 1.0);
+    double rate = 1.0;
+    if (k.is_gemm) {
+      const double alone = gemm_body_us(ctx_.topology, k.gemm, full_sms_);
+      const double shared = gemm_body_us(ctx_.topology, k.gemm, int(whole));
+      rate = shared > 0 ? alone / shared : 1.0;
+    }
+    return sms_free >= 1.0 ? rate : rate * fraction;
   }
 
   // Rate of every running task in its work phase (0 while in its latency phase).
   std::vector<double> rates() const {
     std::vector<double> demand(std::size_t(ranks_) * kResources, 0.0);
-    std::vector<int> sms_held(ranks_, 0);
+    std::vector<double> sms_held(ranks_, 0.0);
     auto users = [](const Task& k, auto&& f) {
       f(k.rank);
       if (k.peer >= 0 && k.peer != k.rank) f(k.peer);
@@ -106,9 +116,14 @@ class Engine {
     std::vector<double> out(running_.size(), 0.0);
     for (std::size_t j = 0; j < running_.size(); ++j) {
       const Running& r = running_[j];
-      if (r.latency_left > kDone) continue;
       const Task& k = tasks_[r.task];
-      double rate = k.is_gemm ? gemm_rate(k, full_sms_ - sms_held[k.rank]) : 1.0;
+      // Collectives that together need more units than the rank has take turns.
+      const double comm_rate = sms_held[k.rank] > full_sms_ ? full_sms_ / sms_held[k.rank] : 1.0;
+      if (r.latency_left > kDone) {
+        out[j] = k.sms_held > 0 ? comm_rate : 1.0;
+        continue;
+      }
+      double rate = k.is_compute ? compute_rate(k, full_sms_ - sms_held[k.rank]) : k.sms_held > 0 ? comm_rate : 1.0;
       users(k, [&](int rank) {
         for (int x = 0; x < kResources; ++x) {
           const double d = demand[rank * kResources + x];
@@ -125,16 +140,16 @@ class Engine {
     double dt = std::numeric_limits<double>::infinity();
     for (std::size_t j = 0; j < running_.size(); ++j) {
       const Running& r = running_[j];
-      if (r.latency_left > kDone) dt = std::min(dt, r.latency_left);
+      if (r.latency_left > kDone) dt = std::min(dt, r.latency_left / rate[j]);
       else if (rate[j] > 0) dt = std::min(dt, r.work_left / rate[j]);
-      else dt = std::min(dt, 0.0);
+      // rate 0: a kernel waiting for a compute unit; it resumes when a collective ends
     }
     if (!std::isfinite(dt)) throw InternalError("simulation stalled");
     now_ += dt;
     std::vector<int> finished;
     for (std::size_t j = 0; j < running_.size(); ++j) {
       Running& r = running_[j];
-      if (r.latency_left > kDone) r.latency_left -= dt;
+      if (r.latency_left > kDone) r.latency_left -= dt * rate[j];
       else r.work_left -= dt * rate[j];
       if (r.latency_left <= kDone && r.work_left <= kDone) finished.push_back(r.task);
     }

@@ -58,6 +58,7 @@ std::string chunk_name(const std::string& code, int chunk, int chunks) {
 Task elementwise_task(const StageWork& w, const Context& ctx, int chunks) {
   const Topology& t = ctx.topology;
   Task k;
+  k.is_compute = true;
   k.latency_us = t.gpu.launch_us + scalar_allreduce_us(ctx, w.sliced_norms);
   const double bytes = w.hbm_bytes / chunks;
   k.work_us = elementwise_body_us(t, bytes, w.flops / chunks);
@@ -71,6 +72,7 @@ Task gemm_task(const StageWork& w, const Context& ctx, int chunk, int chunks) {
   const Topology& t = ctx.topology;
   Task k;
   k.is_gemm = true;
+  k.is_compute = true;
   k.gemm = w.gemm;
   const std::int64_t rows = (w.gemm.m + chunks - 1) / chunks;
   k.gemm.m = std::min(rows, w.gemm.m - rows * chunk);
@@ -98,13 +100,16 @@ double fused_compute_us(const Topology& t, const StageWork& w, int chunks, int c
 // overlap group the kernel stays resident and takes chunk after chunk as its
 // producer flags them (the CoCoNet paper's design): like one NCCL collective
 // whose data arrives in pieces, it pays its latency (base and pipeline fill
-// over the ring's hops) once, with the first chunk.
+// over the ring's hops) once, with the first chunk. Where the backend calls
+// the collective once per chunk instead (nccl.resident_overlap false), every
+// chunk pays it.
 Task comm_task(const StageWork& w, const Context& ctx, const model::Knobs& knobs, int chunk, int chunks) {
   const Topology& t = ctx.topology;
   const Placement where = ctx.placement();
   Task k;
-  double base = 0, hops = 0, transfer = 0, traffic = 0, hbm = 0;
+  double base = 0, base_sum = 0, hops = 0, transfer = 0, traffic = 0, hbm = 0;
   Link link = Link::nvlink;
+  int channels = 0;
   std::string detail;
   for (const auto& c : w.collectives) {
     CollectiveWork piece = c;
@@ -112,20 +117,31 @@ Task comm_task(const StageWork& w, const Context& ctx, const model::Knobs& knobs
     const CollectiveRequest r{piece.op, piece.bytes, where, knobs.algo, knobs.proto, knobs.channels};
     const CollectiveCost cost = predict_collective_or_auto(t, r);
     base = std::max(base, cost.base_us);
+    base_sum += cost.base_us;
     hops += cost.hops_us;
     transfer += cost.transfer_us;
     traffic += link_traffic(t, piece, cost, where.ranks);
     hbm += piece.bytes * bus_factor(piece.op, where.ranks) * t.nccl.hbm_bytes_per_link_byte;
     if (cost.transfer_us > 0 && cost.bottleneck == Link::network) link = Link::network;
-    k.sms_held = std::max(k.sms_held, cost.channels);
+    channels = std::max(channels, cost.channels);
     detail += fmt::format("{}{} {} {}/{}", detail.empty() ? "" : ", ", to_string(c.op), bytes_text(piece.bytes),
                           model::to_string(cost.algo), model::to_string(cost.proto));
   }
-  const double compute = fused_compute_us(t, w, chunks, k.sms_held);
+  k.sms_held = channels * t.nccl.sms_per_channel;
+  const bool pays_latency = chunk == 0 || !t.nccl.resident_overlap;
+  if (!t.nccl.fused_kernels) {
+    // No fused kernels: every collective is a call of its own and the
+    // computation a kernel of its own, one after another.
+    const bool computes = w.hbm_bytes > 0 || w.flops > 0;
+    base = base_sum;
+    base += computes ? t.gpu.launch_us : 0.0;
+    transfer += computes ? elementwise_body_us(t, w.hbm_bytes / chunks, w.flops / chunks) : 0.0;
+  }
+  const double compute = t.nccl.fused_kernels ? fused_compute_us(t, w, chunks, channels) : 0.0;
   // Everything the kernel moves through HBM (its own traffic and the element-wise work) bounds it too.
   transfer = std::max(transfer, (hbm + w.hbm_bytes / chunks) / (t.gpu.hbm_effective_GBps() * kBytesPerGBpsUs));
   const double pipeline_depth = std::max(2, where.ranks);
-  k.latency_us = (chunk == 0 ? base + hops : 0.0) + scalar_allreduce_us(ctx, w.sliced_norms);
+  k.latency_us = (pays_latency ? base + hops : 0.0) + scalar_allreduce_us(ctx, w.sliced_norms);
   k.work_us = std::max(transfer, compute) + std::min(transfer, compute) / pipeline_depth;
   const Resource r = link == Link::network ? Resource::network : Resource::nvlink;
   k.demand_GBps[int(r)] = demand(traffic, k.work_us, capacity_GBps(ctx, r));

@@ -191,7 +191,8 @@ NcclSpec read_nccl(const Reader& r, const YAML::Node& root) {
   const YAML::Node n = r.section(root, "", "nccl",
                                  {"channels", "channel_GBps", "ll_max_GBps", "ll_efficiency",
                                   "ll128_efficiency", "tree_efficiency", "base_latency_us",
-                                  "hbm_bytes_per_link_byte"});
+                                  "hbm_bytes_per_link_byte", "reduce_GBps", "sms_per_channel",
+                                  "resident_overlap", "fused_kernels"});
   NcclSpec s;
   s.channels = r.positive_int(n, "nccl", "channels");
   s.channel_GBps = r.positive(n, "nccl", "channel_GBps");
@@ -206,6 +207,10 @@ NcclSpec read_nccl(const Reader& r, const YAML::Node& root) {
   s.tree_base_us = r.protos(base, "nccl.base_latency_us", "tree");
   s.nvls_base_us = r.protos(base, "nccl.base_latency_us", "nvls");
   s.hbm_bytes_per_link_byte = r.non_negative(n, "nccl", "hbm_bytes_per_link_byte");
+  s.reduce_GBps = r.positive(n, "nccl", "reduce_GBps");
+  s.sms_per_channel = r.positive(n, "nccl", "sms_per_channel");
+  s.resident_overlap = r.value<bool>(n, "nccl", "resident_overlap");
+  s.fused_kernels = r.value<bool>(n, "nccl", "fused_kernels");
   return s;
 }
 

@@ -73,6 +73,22 @@ struct NcclSpec {
   ProtoTable tree_base_us;
   ProtoTable nvls_base_us;
   double hbm_bytes_per_link_byte = 0;
+  // Rate at which a rank combines the data a reducing collective receives
+  // (allreduce, reduce-scatter, reduce): (n-1)/n of the buffer is reduced, at
+  // this rate, on top of the transfer. GPUs: HBM speed; CPUs: arithmetic.
+  double reduce_GBps = 0;
+  // Compute units (gpu.sms) one channel of a collective occupies while it runs:
+  // a GEMM or kernel beside it gets the units left, and with less than one unit
+  // left runs at that fraction of its speed (1 on a GPU: one CTA per channel).
+  double sms_per_channel = 0;
+  // Whether a collective in an overlap group stays resident and takes chunk
+  // after chunk (latency paid once), or each chunk is a call of its own that
+  // pays the collective's latency again.
+  bool resident_overlap = true;
+  // Whether a fused stage (fuse(RS-C-AG), fuse(AR-C), fuse(P2P-C)) runs as one
+  // kernel (one latency, computation hidden under the transfers) or, on a
+  // backend without fused collective kernels, as its parts one after another.
+  bool fused_kernels = true;
 };
 
 struct Topology {

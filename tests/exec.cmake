@@ -1,10 +1,16 @@
-# Tests of the executor: kernels (plain unit tests), every workload x every
-# schedule under mpirun with 1-4 ranks (and 6, 8 for the pipeline), the
-# injected wrong kernel, faults (a rank that throws, dies or hangs), and the
-# errors of `coconet run`.
+# Tests of the executor: kernels and host-side runtime pieces (plain unit
+# tests), every workload x every schedule under mpirun with 1-4 ranks (and 6,
+# 8 for the pipeline), the injected wrong kernel, faults of a real `coconet
+# run` job (a rank that throws, dies, hangs, or is killed from outside), and
+# the errors of `coconet run`.
 add_executable(test_exec_kernels ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_exec_kernels.cpp)
 target_link_libraries(test_exec_kernels PRIVATE coconet_kernels GTest::gtest_main coconet_warnings)
 gtest_discover_tests(test_exec_kernels TEST_PREFIX "exec.")
+
+add_executable(test_exec_fused_stage ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_exec_fused_stage.cpp)
+target_link_libraries(test_exec_fused_stage PRIVATE coconet_exec GTest::gtest_main coconet_warnings)
+gtest_discover_tests(test_exec_fused_stage TEST_PREFIX "exec." PROPERTIES
+                     ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT}")
 
 if(COCONET_HAVE_MPI AND COCONET_MPIEXEC)
   # Flags that let mpirun start more ranks than cores, as root, in a container.
@@ -33,20 +39,6 @@ if(COCONET_HAVE_MPI AND COCONET_MPIEXEC)
                          ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT}")
   endforeach()
 
-  add_executable(test_exec_fault ${CMAKE_CURRENT_SOURCE_DIR}/mpi/fault_main.cpp)
-  target_link_libraries(test_exec_fault PRIVATE coconet_exec coconet_warnings)
-  foreach(fault throw die hang)
-    set(regex "aborting the job")
-    if(fault STREQUAL "die")
-      set(regex "signal|exited|killed|aborting")
-    endif()
-    add_test(NAME exec.fault.${fault}
-             COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mpi/expect_exit.sh nonzero "${regex}" --
-                     ${COCONET_MPIEXEC} -np 2 ${COCONET_MPI_FLAGS} $<TARGET_FILE:test_exec_fault> ${fault})
-    set_tests_properties(exec.fault.${fault} PROPERTIES TIMEOUT 60
-                         ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT}")
-  endforeach()
-
   if(TARGET coconet)
     add_executable(test_run_errors ${CMAKE_CURRENT_SOURCE_DIR}/errors/test_run_errors.cpp)
     target_link_libraries(test_run_errors PRIVATE GTest::gtest_main coconet_warnings)
@@ -54,5 +46,33 @@ if(COCONET_HAVE_MPI AND COCONET_MPIEXEC)
     add_dependencies(test_run_errors coconet)
     gtest_discover_tests(test_run_errors TEST_PREFIX "errors.run." PROPERTIES TIMEOUT 120
                          ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT}")
+
+    # Faults in a real `coconet run --ranks 2` job: rank 1 throws, dies or
+    # hangs at the top of the run loop (the command's test-only hook,
+    # COCONET_TEST_FAULT); the job must end non-zero, quickly, saying why.
+    foreach(fault throw die hang)
+      set(regex "aborting the job")
+      if(fault STREQUAL "die")
+        set(regex "signal|exited|killed|aborting")
+      endif()
+      add_test(NAME exec.fault.${fault}
+               COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mpi/expect_exit.sh nonzero "${regex}" --
+                       $<TARGET_FILE:coconet> run sgd --ranks 2 --set N=1000 --iters 1 --timeout 3)
+      set_tests_properties(exec.fault.${fault} PROPERTIES TIMEOUT 60 PROCESSORS 2
+                           ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT};COCONET_TEST_FAULT=${fault}@rank1")
+    endforeach()
+
+    # A rank process SIGKILLed from outside mid-run (no hook): the job must
+    # end non-zero within 30 s. `none` kills nothing and must fail (WILL_FAIL).
+    set(COCONET_KILL_RUN $<TARGET_FILE:coconet> run sgd --ranks 2 --schedule AR-C --warmup 0)
+    add_test(NAME exec.fault.kill_rank
+             COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mpi/kill_rank.sh kill 30 2 --
+                     ${COCONET_KILL_RUN} --set N=20000000 --iters 200)
+    add_test(NAME exec.fault.kill_rank_detects_a_clean_exit
+             COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mpi/kill_rank.sh none 30 0 --
+                     ${COCONET_KILL_RUN} --set N=1000 --iters 1)
+    set_tests_properties(exec.fault.kill_rank exec.fault.kill_rank_detects_a_clean_exit PROPERTIES
+                         TIMEOUT 90 PROCESSORS 2 ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT}")
+    set_tests_properties(exec.fault.kill_rank_detects_a_clean_exit PROPERTIES WILL_FAIL TRUE)
   endif()
 endif()

@@ -8,8 +8,13 @@
 //   gpu.launch_us                     per-kernel call overhead (intercept of the element-wise fit)
 //   node.gpus = ranks, one link       the ring's link bandwidth and per-step latency
 //   nccl.base_latency_us              per-collective fixed cost; every protocol alike (MPI has one)
+//   nccl.reduce_GBps                  rate a rank combines received data (the reducing collectives' extra cost)
+//   nccl.sms_per_channel              share of the rank's compute a collective's progress takes (overlap fit)
+//   nccl.resident_overlap false       the cpu backend calls MPI once per chunk: each chunk pays the latency
+//   nccl.fused_kernels false          the cpu backend runs a fused stage as its collectives and kernel in turn
 #include "validation/calibrate.h"
 
+#include <algorithm>
 #include <cmath>
 #include <ctime>
 #include <fstream>
@@ -35,6 +40,8 @@ constexpr double kMemBytesPerLinkByte = 3.0;
 // An upper bound that stands for "no limit" where a GPU key has no CPU meaning
 // (the LL protocol's bandwidth cap): far above any fitted bandwidth.
 constexpr double kUncappedGBps = 1e6;
+// The topology needs a positive unit count; a fit at zero (a spare core) is written as this.
+constexpr double kMinPositiveUnits = 1e-3;
 
 std::string machine_model(const std::string& backend, int ranks) {
   std::ifstream in("/proc/cpuinfo");
@@ -81,7 +88,31 @@ std::string residual_comments(const Calibration& c) {
 
 double simulate_sample(const MicroSample& s, const sim::Topology& t) {
   sim::Context ctx{t, s.ranks, s.sizes};
-  return sim::simulate(model::initial_schedule(s.program), ctx).time_us;
+  return sim::simulate(s.schedule, ctx).time_us;
+}
+
+// The units a collective's progress occupies, between none (a spare core: the
+// overlap is free) and the rank's whole unit (GEMM and collective take turns).
+constexpr double kMinUnits = 0.0;
+constexpr double kMaxUnits = 1.0;
+
+double fit_overlap_units(const std::vector<MicroSample>& samples, const Fitted& f) {
+  std::vector<const MicroSample*> ol;
+  std::vector<double> measured;
+  for (const auto& s : samples)
+    if (s.kind == MicroKind::overlap) {
+      ol.push_back(&s);
+      measured.push_back(s.measured_us);
+    }
+  if (ol.empty()) return kMaxUnits;
+  const int ranks = ol.front()->ranks;
+  sim::Topology t = sim::parse_topology(topology_yaml(f, CalibrateOptions{}, "cpu", ranks), "<overlap fit>");
+  return fit_scalar(measured, [&](double units) {
+    t.nccl.sms_per_channel = std::max(units, 1e-6);
+    std::vector<double> out;
+    for (const auto* s : ol) out.push_back(simulate_sample(*s, t));
+    return out;
+  }, kMinUnits, kMaxUnits);
 }
 
 // A fitted rate the data did not bound (no sample cost anything per byte or
@@ -102,7 +133,8 @@ Fitted fit_samples(const std::vector<MicroSample>& samples) {
   f.gemm_f16_GFLOPs = gemm_rate(samples, model::DType::f16, f.elementwise.launch_us);
   f.gemm_bf16_GFLOPs = gemm_rate(samples, model::DType::bf16, f.elementwise.launch_us);
   if (!cs.empty()) f.collectives = fit_collectives(cs);
-  else f.collectives = {0.0, 0.0, f.elementwise.GBps};  // one rank: no collective ever runs
+  else f.collectives = {0.0, 0.0, f.elementwise.GBps, kUncappedGBps};  // one rank: no collective ever runs
+  f.sms_per_channel = fit_overlap_units(samples, f);
   return f;
 }
 
@@ -158,6 +190,12 @@ std::string topology_yaml(const Fitted& f, const CalibrateOptions& o, const std:
   y += fmt::format("    nvls: {{ll: {0:.4g}, ll128: {0:.4g}, simple: {0:.4g}}}\n", c.base_us);
   y += fmt::format("  hbm_bytes_per_link_byte: {}  # not fitted: read local + received chunk, write result\n",
                    kMemBytesPerLinkByte);
+  y += fmt::format("  reduce_GBps: {:.4g}            # fit: reducing collectives' extra cost per byte combined (f16 sums)\n",
+                   bounded(c.reduce_GBps));
+  y += fmt::format("  sms_per_channel: {:.3g}          # fit: share of the rank's compute a collective's progress takes (overlapped GEMM + allreduce)\n",
+                   std::max(f.sms_per_channel, kMinPositiveUnits));
+  y += "  resident_overlap: false       # the cpu backend calls MPI once per chunk: every chunk pays the latency\n";
+  y += "  fused_kernels: false          # the cpu backend has no fused collective kernels: a fused stage runs as its parts\n";
   return y;
 }
 

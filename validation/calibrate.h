@@ -28,6 +28,10 @@ struct Fitted {
   double gemm_f16_GFLOPs = 0;
   double gemm_bf16_GFLOPs = 0;
   CollectiveFit collectives;
+  // Compute units (of gpu.sms = 1: the rank's share of the cores) a collective's
+  // progress occupies while a kernel runs beside it; fitted through the
+  // simulator from the overlapped microbenchmarks.
+  double sms_per_channel = 1.0;
 };
 
 struct Calibration {
@@ -38,7 +42,9 @@ struct Calibration {
   sim::Topology topology;
 };
 
-// Fits the constants from measured samples (pure: no runs).
+// Fits the constants from measured samples (pure: no runs). The overlap
+// constant needs the rest of the topology: fit_samples fits it last, with the
+// simulator on the topology of the other constants.
 [[nodiscard]] Fitted fit_samples(const std::vector<MicroSample>& samples);
 
 // The topology YAML of a fit, for `ranks` ranks on one machine, without residuals.

@@ -123,20 +123,49 @@ double ring_bus_factor(const std::string& op, int ranks) {
   return 1.0;
 }
 
+double ring_reduce_factor(const std::string& op, int ranks) {
+  if (op == "allreduce" || op == "reducescatter") return (ranks - 1.0) / ranks;
+  return 0.0;
+}
+
 double collective_model_us(const CollectiveFit& f, const std::string& op, double bytes, int ranks) {
-  return f.base_us + ring_steps(op, ranks) * f.hop_us + bytes * ring_bus_factor(op, ranks) / (f.GBps * kBytesPerGBpsUs);
+  const double reduce = f.reduce_GBps > 0 && std::isfinite(f.reduce_GBps)
+                            ? bytes * ring_reduce_factor(op, ranks) / (f.reduce_GBps * kBytesPerGBpsUs)
+                            : 0.0;
+  return f.base_us + ring_steps(op, ranks) * f.hop_us + bytes * ring_bus_factor(op, ranks) / (f.GBps * kBytesPerGBpsUs) +
+         reduce;
+}
+
+double fit_scalar(const std::vector<double>& measured, const std::function<std::vector<double>(double)>& model,
+                  double lo, double hi) {
+  if (measured.empty()) throw UserError("a fit needs at least one measured time");
+  constexpr int kSteps = 40;  // grid resolution: (hi - lo) / 40
+  double best = lo, best_err = std::numeric_limits<double>::infinity();
+  for (int i = 0; i <= kSteps; ++i) {
+    const double x = lo + (hi - lo) * i / kSteps;
+    const std::vector<double> p = model(x);
+    double err = 0;
+    for (std::size_t j = 0; j < measured.size(); ++j) err += std::pow(p.at(j) / measured[j] - 1.0, 2);
+    if (err < best_err) {
+      best_err = err;
+      best = x;
+    }
+  }
+  return best;
 }
 
 CollectiveFit fit_collectives(const std::vector<CollectiveSample>& s) {
   std::vector<std::vector<double>> a;
   std::vector<double> y;
   for (const auto& c : s) {
-    a.push_back({1.0, double(ring_steps(c.op, c.ranks)), c.bytes * ring_bus_factor(c.op, c.ranks)});
+    a.push_back({1.0, double(ring_steps(c.op, c.ranks)), c.bytes * ring_bus_factor(c.op, c.ranks),
+                 c.bytes * ring_reduce_factor(c.op, c.ranks)});
     y.push_back(c.measured_us);
   }
   const auto x = fit_relative_nonnegative(a, y);
   if (!(x[2] > 0)) throw UserError("the collective microbenchmarks show no cost per byte: use larger sizes");
-  return {x[0], x[1], 1.0 / (x[2] * kBytesPerGBpsUs)};
+  const double reduce = x[3] > 0 ? 1.0 / (x[3] * kBytesPerGBpsUs) : std::numeric_limits<double>::infinity();
+  return {x[0], x[1], 1.0 / (x[2] * kBytesPerGBpsUs), reduce};
 }
 
 }  // namespace coconet::validation

@@ -8,9 +8,12 @@
 //   element-wise kernel: t = launch + max(bytes / bandwidth, flops / rate)
 //   GEMM:                t = launch + flops / gemm_rate
 //   ring collective:     t = base + steps x hop + bytes x bus_factor / link_bandwidth
-// where steps is 2(n-1) for allreduce, n-1 for reduce-scatter and all-gather, 1 for a send.
+//                            + bytes x reduce_factor / reduce_rate
+// where steps is 2(n-1) for allreduce, n-1 for reduce-scatter and all-gather, 1 for a send,
+// and reduce_factor (n-1)/n for the reducing collectives (allreduce, reduce-scatter), else 0.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -59,13 +62,22 @@ struct CollectiveSample {
 struct CollectiveFit {
   double base_us = 0;
   double hop_us = 0;
-  double GBps = 0;  // bus bandwidth of the link
+  double GBps = 0;         // bus bandwidth of the link
+  double reduce_GBps = 0;  // rate a rank combines received data (infinite: free)
 };
 
 // Ring steps of `op` on `ranks` ranks, and its nccl-tests bus factor.
 [[nodiscard]] int ring_steps(const std::string& op, int ranks);
 [[nodiscard]] double ring_bus_factor(const std::string& op, int ranks);
+[[nodiscard]] double ring_reduce_factor(const std::string& op, int ranks);
 [[nodiscard]] CollectiveFit fit_collectives(const std::vector<CollectiveSample>& s);
 [[nodiscard]] double collective_model_us(const CollectiveFit& f, const std::string& op, double bytes, int ranks);
+
+// The one-dimensional least-squares fit of a constant the simulator needs (the
+// compute units a collective's progress occupies): the value on a grid over
+// [lo, hi] whose predictions `model(x)` have the smallest squared relative
+// error against `measured`. Throws UserError without samples.
+[[nodiscard]] double fit_scalar(const std::vector<double>& measured,
+                                const std::function<std::vector<double>(double)>& model, double lo, double hi);
 
 }  // namespace coconet::validation

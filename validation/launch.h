@@ -1,8 +1,7 @@
 // Starting the ranks of `validate` and `calibrate`: outside mpirun, `--ranks N`
-// runs this same command line again as `mpirun -np N` (oversubscribed, no
-// binding, shared memory without ptrace, as small machines and containers
-// need), telling the ranks whether the user's stderr is a terminal so the
-// progress bar shows there and nowhere else.
+// runs this same command line again as `mpirun -np N` (exec/launch.h, the
+// same relaunch as `coconet run`), telling the ranks whether the user's
+// stderr is a terminal so the progress bar shows there and nowhere else.
 #pragma once
 
 #include <functional>

@@ -11,6 +11,7 @@
 #include "model/error.h"
 #include "model/parse.h"
 #include "model/schedule.h"
+#include "model/transforms.h"
 #include "sim/stage_work.h"
 
 namespace coconet::validation {
@@ -56,6 +57,16 @@ std::string collective_yaml(const std::string& op, const char* dtype) {
                      op, dtype, layout, stmt);
 }
 
+// A GEMM whose partial products are allreduced (Megatron's row-parallel layer).
+// Run overlapped, chunk by chunk, it measures how much of a rank's compute a
+// collective's progress takes while both run: the one constant that the
+// one-stage microbenchmarks cannot show (nccl.sms_per_channel).
+std::string overlap_yaml() {
+  return "name: cal_overlap\nparams: {M: 1, K: 1, N: 1}\ntensors:\n"
+         "  a: {dtype: f16, shape: [M, K], layout: sliced(1)}\n  b: {dtype: f16, shape: [K, N], layout: sliced(0)}\n"
+         "program:\n  - y = matmul(a, b)\n  - z = allreduce(sum, y)\noutputs: [z]\n";
+}
+
 std::vector<std::int64_t> sweep(std::int64_t from, std::int64_t to, int factor, bool quick) {
   std::vector<std::int64_t> v;
   for (std::int64_t n = from; n <= to; n *= quick ? factor * factor : factor) v.push_back(n);
@@ -71,16 +82,24 @@ std::vector<std::int64_t> sweep(std::int64_t from, std::int64_t to, int factor, 
 constexpr std::int64_t kSmallElems = 1 << 10;
 constexpr std::int64_t kLargeElems = 1 << 16;
 constexpr int kElemFactor = 4;
-// GEMM edge lengths 32 .. 128, square: 65 KFLOP to 4 MFLOP (below the same cliff).
+// GEMM edge lengths 32 .. 256, square: 65 KFLOP to 34 MFLOP (the largest
+// GEMMs of cpu-local.yaml are 8 MFLOP: the sweep brackets them).
 constexpr std::int64_t kSmallEdge = 32;
-constexpr std::int64_t kLargeEdge = 128;
+constexpr std::int64_t kLargeEdge = 256;
 constexpr int kEdgeFactor = 2;
+// The overlapped pair: local GEMMs [M x 128] x [128 x 128] per rank (K = 128
+// per rank of the sliced dimension) and an f16 allreduce of M x 128, in
+// the overlap transform's default chunks; M spans cpu-local's B x S.
+constexpr std::int64_t kOverlapLocalK = 128;
+constexpr std::int64_t kOverlapN = 128;
+constexpr std::int64_t kOverlapRows[] = {64, 256};
 
 void fill_work(MicroSample& s) {
   sim::Context ctx;
   ctx.ranks = s.ranks;
   ctx.sizes = s.sizes;
   const auto work = sim::stage_work(model::initial_schedule(s.program), ctx);
+  if (s.kind == MicroKind::overlap) return;  // two stages: fitted through the simulator only
   if (work.size() != 1) throw InternalError("a microbenchmark must be one stage: " + s.label);
   const sim::StageWork& w = work.front();
   s.bytes = w.hbm_bytes;
@@ -103,7 +122,16 @@ MicroSample make_sample(MicroKind kind, const std::string& label, const std::str
   s.sizes = s.program.bind(sizes);
   s.ranks = world / s.program.groups();
   s.label = fmt::format("{} {}", label, exec::sizes_text(sizes));
+  s.schedule = model::initial_schedule(s.program);
   fill_work(s);
+  return s;
+}
+
+MicroSample overlap_sample(std::int64_t rows, int world) {
+  const std::int64_t k = kOverlapLocalK * world;
+  MicroSample s = make_sample(MicroKind::overlap, "ol(MM,AR) f16", overlap_yaml(),
+                              {{"M", rows}, {"K", k}, {"N", kOverlapN}}, world);
+  s.schedule = model::overlap(model::initial_schedule(s.program), "y", "z");
   return s;
 }
 
@@ -127,6 +155,7 @@ std::vector<MicroSample> microbenchmark_plan(int world, const MicroOptions& o) {
       out.push_back(make_sample(MicroKind::collective, fmt::format("{} {}", op, dtype), collective_yaml(op, dtype),
                                 {{"N", n}}, world));
   }
+  for (auto rows : kOverlapRows) out.push_back(overlap_sample(rows, world));
   return out;
 }
 
@@ -138,9 +167,8 @@ void run_microbenchmarks(exec::Backend& backend, std::vector<MicroSample>& sampl
   ro.interpreter_limit = 0;  // the schedule is the program itself: nothing to check it against but the backend
   for (auto& s : samples) {
     backend.set_groups(s.program.groups());
-    const auto schedule = model::initial_schedule(s.program);
     const auto refs = exec::compute_references(backend, s.program, s.sizes, ro);
-    const auto row = exec::run_schedule(backend, schedule, s.sizes, refs, ro);
+    const auto row = exec::run_schedule(backend, s.schedule, s.sizes, refs, ro);
     if (!row.verified) throw RunFailure(fmt::format("calibration run {} gave a wrong result: {}", s.label, row.mismatch));
     s.measured_us = row.median_us;
     progress.step(s.label);

@@ -11,17 +11,19 @@
 
 #include "exec/backend.h"
 #include "model/program.h"
+#include "model/schedule.h"
 #include "sim/collective.h"
 #include "validation/progress.h"
 
 namespace coconet::validation {
 
-enum class MicroKind { elementwise, gemm, collective };
+enum class MicroKind { elementwise, gemm, collective, overlap };
 
 struct MicroSample {
   MicroKind kind = MicroKind::elementwise;
   std::string label;          // "add f32 N=65536", "allreduce f16 N=1024", ...
   model::Program program;
+  model::Schedule schedule;   // what runs: the program itself, or (overlap) a GEMM overlapped with its allreduce
   model::Bindings sizes;
   int ranks = 1;              // per process group
   double bytes = 0;           // element-wise: HBM bytes; collective: nccl-tests size

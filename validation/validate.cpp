@@ -4,6 +4,8 @@
 #include "validation/validate.h"
 
 #include <algorithm>
+#include <limits>
+#include <vector>
 
 #include <fmt/core.h>
 
@@ -80,17 +82,50 @@ exec::RunOptions run_options(const ValidateOptions& o, const model::Experiment& 
   return ro;
 }
 
+// The machine is shared: other work comes and goes over seconds. Each
+// schedule's steps are spread over rounds that visit every schedule of the
+// point in turn, so a burst of load falls on all of them alike instead of on
+// whichever ran during it. A schedule's time is the median of its rounds'
+// medians (min and max over every step).
+constexpr int kRounds = 5;
+
+struct Measured {
+  std::vector<double> medians;
+  double min_us = std::numeric_limits<double>::infinity();
+  double max_us = 0;
+  bool verified = true;
+};
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
+}
+
 std::vector<ResultRow> measure(exec::Backend& backend, const Job& j, const std::vector<Predicted>& pred,
                                const exec::RunOptions& ro, Progress& progress) {
   backend.set_groups(j.program.groups());
   exec::check_memory(backend, j.program, j.schedules, j.sizes, ro);
   const auto refs = exec::compute_references(backend, j.program, j.sizes, ro);
   const std::string base = model::baseline(j.program).name();
+  const int rounds = std::clamp(ro.iters, 1, kRounds);
+  std::vector<Measured> got(j.schedules.size());
+  for (int round = 0; round < rounds; ++round) {
+    exec::RunOptions rr = ro;
+    rr.iters = ro.iters / rounds + (round < ro.iters % rounds ? 1 : 0);
+    if (round > 0) rr.warmup = std::min(ro.warmup, 1);  // caches and pages are warm after the first round
+    for (std::size_t i = 0; i < j.schedules.size(); ++i) {
+      model::Schedule s = j.schedules[i];
+      s.knobs = pred[i].knobs;
+      const exec::RunRow run = exec::run_schedule(backend, s, j.sizes, refs, rr);
+      got[i].medians.push_back(run.median_us);
+      got[i].min_us = std::min(got[i].min_us, run.min_us);
+      got[i].max_us = std::max(got[i].max_us, run.max_us);
+      got[i].verified = got[i].verified && run.verified;
+    }
+  }
   std::vector<ResultRow> rows;
   for (std::size_t i = 0; i < j.schedules.size(); ++i) {
-    model::Schedule s = j.schedules[i];
-    s.knobs = pred[i].knobs;
-    const exec::RunRow run = exec::run_schedule(backend, s, j.sizes, refs, ro);
     ResultRow r;
     r.workload = j.program.name;
     r.size = j.label;
@@ -98,8 +133,8 @@ std::vector<ResultRow> measure(exec::Backend& backend, const Job& j, const std::
     r.schedule = j.schedules[i].name();
     r.baseline = r.schedule == base;
     r.predicted_us = pred[i].time_us;
-    r.measured = {run.median_us, run.min_us, run.max_us};
-    r.verified = run.verified;
+    r.measured = {median_of(got[i].medians), got[i].min_us, got[i].max_us};
+    r.verified = got[i].verified;
     rows.push_back(std::move(r));
     progress.step(fmt::format("{} {} {}", j.program.name, j.label, rows.back().schedule));
   }
@@ -199,9 +234,11 @@ Validation run_validation(exec::Backend& backend, const ValidateOptions& o, Prog
   d.ranks = world;
   d.command = o.command;
   d.notes.push_back(topo.note);
-  d.notes.push_back(fmt::format("each time is the median of {} steps after {} warm-up steps (min and max in the "
-                                "tables), a step's time being its slowest rank's",
-                                ro.iters, ro.warmup));
+  d.notes.push_back(fmt::format("each time is the median of {} steps after {} warm-up steps, taken in up to {} "
+                                "rounds that visit every schedule of a point in turn (the median of the rounds' "
+                                "medians; min and max over every step in the tables), a step's time being its "
+                                "slowest rank's",
+                                ro.iters, ro.warmup, kRounds));
   add_timeline(d, v.metrics, l.jobs, preds, topo.topology, world);
   d.inputs["experiment.yaml"] = l.experiment_text;
   d.inputs["topology.yaml"] = topo.text;

@@ -48,8 +48,8 @@ __device__ __forceinline__ T* lsa_ptr(ncclWindow_t win, std::int64_t index, int 
 
 __device__ __forceinline__ void adam_element(float g, float& w, float& m, float& v,
                                              const AdamHyper& h) {
-  m = h.beta1 * m + (1.0f - h.beta1) * g;
-  v = h.beta2 * v + (1.0f - h.beta2) * g * g;
+  m = h.beta1 * m + h.one_minus_beta1 * g;
+  v = h.beta2 * v + h.one_minus_beta2 * g * g;
   w = w - h.lr * m / (sqrtf(v) + h.eps);
 }
 

@@ -19,9 +19,11 @@
 namespace coconet::kernels::cuda {
 namespace {
 
-__device__ __forceinline__ void adam_moments(float g, float& m, float& v, float b1, float b2) {
-  m = b1 * m + (1.0f - b1) * g;
-  v = b2 * v + (1.0f - b2) * g * g;
+// c1, c2: 1 - b1 and 1 - b2 (AdamHyper folds them in double; LAMB passes them in f32).
+__device__ __forceinline__ void adam_moments(float g, float& m, float& v, float b1, float c1, float b2,
+                                             float c2) {
+  m = b1 * m + c1 * g;
+  v = b2 * v + c2 * g * g;
 }
 
 __device__ __forceinline__ float adam_weight(float w, float m, float v, const AdamHyper& h) {
@@ -54,7 +56,7 @@ template <typename G, typename S>
 __global__ void __launch_bounds__(kBlockThreads) adam_kernel(ShardPtrs<G, S> p, AdamHyper h) {
   auto one = [&](std::int64_t i) {
     float m = to_f32(p.m[i]), v = to_f32(p.v[i]);
-    adam_moments(to_f32(p.g[i]), m, v, h.beta1, h.beta2);
+    adam_moments(to_f32(p.g[i]), m, v, h.beta1, h.one_minus_beta1, h.beta2, h.one_minus_beta2);
     p.w[i] = from_f32<S>(adam_weight(to_f32(p.w[i]), m, v, h));
     p.m[i] = from_f32<S>(m);
     p.v[i] = from_f32<S>(v);
@@ -67,7 +69,7 @@ __global__ void __launch_bounds__(kBlockThreads) adam_kernel(ShardPtrs<G, S> p, 
     load_vec(p.v + i, v);
 #pragma unroll
     for (int k = 0; k < kVecElems; ++k) {
-      adam_moments(g[k], m[k], v[k], h.beta1, h.beta2);
+      adam_moments(g[k], m[k], v[k], h.beta1, h.one_minus_beta1, h.beta2, h.one_minus_beta2);
       w[k] = adam_weight(w[k], m[k], v[k], h);
     }
     store_vec(p.w + i, w);
@@ -90,12 +92,12 @@ __global__ void __launch_bounds__(kBlockThreads)
     switch (which) {
       case AdamStatement::m1: {
         const float g = to_f32(p.g[i]);
-        p.m[i] = from_f32<S>(h.beta1 * to_f32(p.m[i]) + (1.0f - h.beta1) * g);
+        p.m[i] = from_f32<S>(h.beta1 * to_f32(p.m[i]) + h.one_minus_beta1 * g);
         break;
       }
       case AdamStatement::v1: {
         const float g = to_f32(p.g[i]);
-        p.v[i] = from_f32<S>(h.beta2 * to_f32(p.v[i]) + (1.0f - h.beta2) * g * g);
+        p.v[i] = from_f32<S>(h.beta2 * to_f32(p.v[i]) + h.one_minus_beta2 * g * g);
         break;
       }
       case AdamStatement::w1:
@@ -112,7 +114,7 @@ __global__ void __launch_bounds__(kBlockThreads)
   auto one = [&](std::int64_t i) {
     float m = to_f32(p.m[i]), v = to_f32(p.v[i]);
     const float w = to_f32(p.w[i]);
-    adam_moments(to_f32(p.g[i]), m, v, h.beta1, h.beta2);
+    adam_moments(to_f32(p.g[i]), m, v, h.beta1, 1.0f - h.beta1, h.beta2, 1.0f - h.beta2);
     const float u = lamb_direction(w, m, v, h);
     sum_w += w * w;
     sum_u += u * u;
@@ -127,7 +129,7 @@ __global__ void __launch_bounds__(kBlockThreads)
     load_vec(p.v + i, v);
 #pragma unroll
     for (int k = 0; k < kVecElems; ++k) {
-      adam_moments(g[k], m[k], v[k], h.beta1, h.beta2);
+      adam_moments(g[k], m[k], v[k], h.beta1, 1.0f - h.beta1, h.beta2, 1.0f - h.beta2);
       const float u = lamb_direction(w[k], m[k], v[k], h);
       sum_w += w[k] * w[k];
       sum_u += u * u;

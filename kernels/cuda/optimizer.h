@@ -30,12 +30,27 @@ struct OptimizerShard {
   DeviceView v;
 };
 
+// Adam's defaults (Kingma & Ba 2015, section 2), as workloads/adam.yaml.
+inline constexpr double kAdamBeta1 = 0.9;
+inline constexpr double kAdamBeta2 = 0.999;
+
+// one_minus_beta1/2 are 1 - beta computed in double and rounded once, as the
+// compiled element-wise programs fold constants (kernels/elementwise_program.h),
+// so the fused kernels agree with the unfused program to the ulp. Set all
+// fields through adam_hyper() when the betas are not the defaults.
 struct AdamHyper {
   float lr = 1e-3f;
-  float beta1 = 0.9f;
-  float beta2 = 0.999f;
+  float beta1 = static_cast<float>(kAdamBeta1);
+  float beta2 = static_cast<float>(kAdamBeta2);
   float eps = 1e-8f;
+  float one_minus_beta1 = static_cast<float>(1.0 - kAdamBeta1);
+  float one_minus_beta2 = static_cast<float>(1.0 - kAdamBeta2);
 };
+
+[[nodiscard]] inline AdamHyper adam_hyper(double lr, double beta1, double beta2, double eps) {
+  return {static_cast<float>(lr),          static_cast<float>(beta1),       static_cast<float>(beta2),
+          static_cast<float>(eps),         static_cast<float>(1.0 - beta1), static_cast<float>(1.0 - beta2)};
+}
 
 struct LambHyper {
   float lr = 1e-3f;

@@ -1,5 +1,6 @@
 // `coconet run` on bad input: a rank count the program cannot use, sizes that
-// do not fit in memory, a missing mpirun, an unknown schedule. Each is a clear
+// do not fit in memory, a missing mpirun, an unknown schedule, --schedule best
+// without a topology. Each is a clear
 // message and exit code 2, before anything runs. A good run exits 0 with
 // every row verified, so these checks can tell the two apart.
 #include <array>
@@ -55,6 +56,35 @@ TEST(RunErrors, UnknownScheduleName) {
 TEST(RunErrors, GoodRunExitsZeroVerified) {
   const auto r = run("sgd --ranks 2 --set N=1001 --iters 2 --format json");
   EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("\"verified\": true"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("\"verified\": false"), std::string::npos) << r.output;
+}
+
+TEST(RunErrors, BestWithoutTopologySaysToPassOne) {
+  const auto r = run("sgd --ranks 1 --set N=100 --iters 1 --schedule best");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("--topology"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("coconet calibrate"), std::string::npos) << r.output;
+}
+
+TEST(RunErrors, BestOnAnUnknownTopology) {
+  const auto r = run("sgd --ranks 1 --set N=100 --iters 1 --schedule best --topology no-such-topology");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("no-such-topology"), std::string::npos) << r.output;
+}
+
+TEST(RunBest, PicksThePredictedFastestAndPrintsBothTimes) {
+  const auto r = run("sgd --ranks 2 --set N=1001 --iters 2 --schedule best --topology cpu-local");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("best on cpu-local by the cost model: sgd"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("predicted_us"), std::string::npos) << r.output;
+}
+
+TEST(RunBest, JsonRowHasThePredictionAndIsVerified) {
+  const auto r = run("adam --ranks 2 --set N=1001 --iters 2 --schedule best --topology cpu-local --format json");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("\"chosen_by\": \"prediction\""), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\"predicted_us\""), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("\"verified\": true"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("\"verified\": false"), std::string::npos) << r.output;
 }

@@ -61,6 +61,17 @@ TEST(TopologyErrors, ImpossibleValues) {
             std::string::npos);
 }
 
+TEST(TopologyErrors, ConcurrencyAndReductionKeys) {
+  EXPECT_NE(error_of(replace(shipped(), "reduce_GBps: 32400", "reduce_GBps: 0")).find("nccl.reduce_GBps"),
+            std::string::npos);
+  EXPECT_NE(error_of(replace(shipped(), "sms_per_channel: 1 ", "sms_per_channel: -1 ")).find("nccl.sms_per_channel"),
+            std::string::npos);
+  EXPECT_NE(error_of(replace(shipped(), "resident_overlap: true", "resident_overlap: often")).find("true or false"),
+            std::string::npos);
+  EXPECT_NE(error_of(replace(shipped(), "  fused_kernels: true", "  ")).find("needs the key 'fused_kernels'"),
+            std::string::npos);
+}
+
 TEST(TopologyErrors, MalformedYaml) {
   EXPECT_NE(error_of("name: [unclosed\n").find("malformed YAML"), std::string::npos);
 }

@@ -15,7 +15,7 @@ namespace coconet::exec::testing {
 
 enum class Fault { none, perturb, throw_error, die, hang };
 
-class PerturbingBackend final : public Backend {
+class PerturbingBackend : public Backend {
  public:
   PerturbingBackend(std::unique_ptr<Backend> inner, Fault fault, int rank, int kernel = 0)
       : inner_(std::move(inner)), fault_(fault), rank_(rank), kernel_(kernel) {}

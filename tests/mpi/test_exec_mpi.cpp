@@ -1,7 +1,9 @@
 // Every workload x every enumerated schedule, run for real by the cpu backend
 // under mpirun at small ragged sizes, verified exactly against the
 // unscheduled program and within the stated tolerances (exec/verify.h)
-// against the reference interpreter; and a wrong kernel is caught.
+// against the reference interpreter; a wrong kernel is caught; a fused
+// allreduce stage the backend declines runs as its parts, one it accepts
+// (computed from the spec alone) gives the same verified outputs.
 // Run with `mpirun -np K` for K = 1..4 (the pipeline workload needs an even
 // world, 2 groups; it is skipped for odd K and also run at 6 and 8 ranks).
 #include <mpi.h>
@@ -15,6 +17,7 @@
 #include "model/enumerate.h"
 #include "model/parse.h"
 #include "mpi_test_main.h"
+#include "fusing_backend.h"
 #include "perturbing_backend.h"
 
 namespace coconet::exec {
@@ -94,6 +97,51 @@ TEST(CpuBackend, InjectedWrongKernelIsCaught) {
   EXPECT_FALSE(row.verified);
   EXPECT_NE(row.mismatch.find("on rank " + std::to_string(victim)), std::string::npos) << row.mismatch;
   EXPECT_NE(row.mismatch.find("expected"), std::string::npos);
+}
+
+// Runs `schedule` of `workload` on a FusingBackend; returns the row and the offers made.
+std::pair<RunRow, int> run_fusing(const std::string& workload, const std::string& schedule,
+                                  testing::FusingBackend::Mode mode, double lr_scale = 1.0) {
+  const auto p = model::load_program(model::resolve_workload(workload));
+  const auto sizes = small_sizes(p);
+  shared_backend()->set_groups(1);
+  const auto refs = compute_references(*shared_backend(), p, sizes, quick());
+  testing::FusingBackend fusing(make_backend("cpu"), mode, lr_scale);
+  fusing.set_groups(1);
+  for (const auto& s : model::enumerate_schedules(p))
+    if (s.name() == schedule) {
+      auto row = run_schedule(fusing, s, sizes, refs, quick());
+      return {std::move(row), fusing.offers()};
+    }
+  ADD_FAILURE() << workload << " has no schedule " << schedule;
+  return {};
+}
+
+TEST(FusedHook, DeclinedStageRunsAsItsParts) {
+  const auto [row, offers] = run_fusing("adam", "fuse(RS-C-AG)+asSlice(m,v)", testing::FusingBackend::Mode::decline);
+  EXPECT_TRUE(row.verified) << row.mismatch;
+  EXPECT_GT(offers, 0);
+}
+
+TEST(FusedHook, AcceptedSpecGivesTheSameOutputs) {
+  for (const auto& [w, s] : {std::pair<std::string, std::string>{"adam", "fuse(RS-C-AG)+asSlice(m,v)"},
+                             {"sgd", "fuse(RS-C-AG)"}}) {
+    const auto [row, offers] = run_fusing(w, s, testing::FusingBackend::Mode::host);
+    EXPECT_TRUE(row.verified) << w << " " << s << ": " << row.mismatch;
+    EXPECT_GT(offers, 0) << w << " " << s;
+  }
+}
+
+TEST(FusedHook, UnrecognisedStagesAreNotOffered) {
+  const auto [row, offers] = run_fusing("adam", "fuse(RS-C-AG)", testing::FusingBackend::Mode::host);
+  EXPECT_TRUE(row.verified) << row.mismatch;
+  EXPECT_EQ(offers, 0);
+}
+
+TEST(FusedHook, AWrongFusedUpdateIsCaught) {
+  const auto [row, offers] = run_fusing("sgd", "fuse(RS-C-AG)", testing::FusingBackend::Mode::host, 2.0);
+  EXPECT_GT(offers, 0);
+  EXPECT_FALSE(row.verified);
 }
 
 }  // namespace

@@ -111,6 +111,22 @@ TEST(CollectiveModel, RingBusBandwidthApproachesBoundFromBelow) {
   EXPECT_GT(last, 0.99 * bound);
 }
 
+TEST(CollectiveModel, ReductionsCostPerByteCombined) {
+  // A slow combiner (a CPU summing f16) makes allreduce and reduce-scatter dearer
+  // by (n-1)/n of the buffer over reduce_GBps; all-gather and send do not reduce.
+  const Topology fast = load_topology("dgx-h100", {{"nodes", "1"}});
+  const Topology slow = load_topology("dgx-h100", {{"nodes", "1"}, {"nccl.reduce_GBps", "1"}});
+  const double bytes = 1e8;
+  for (CollOp op : {CollOp::allreduce, CollOp::reducescatter, CollOp::allgather, CollOp::send}) {
+    const CollectiveRequest r{op, bytes, nodes_of(1, 8), Algo::ring, Proto::simple};
+    const double extra = predict_collective(slow, r).time_us() - predict_collective(fast, r).time_us();
+    const double expected = bytes * reduce_factor(op, 8) * (1.0 / 1e3 - 1.0 / (fast.nccl.reduce_GBps * 1e3));
+    EXPECT_NEAR(extra, expected, 1e-6 * predict_collective(slow, r).time_us()) << to_string(op);
+  }
+  EXPECT_DOUBLE_EQ(reduce_factor(CollOp::allreduce, 8), 7.0 / 8);
+  EXPECT_DOUBLE_EQ(reduce_factor(CollOp::allgather, 8), 0.0);
+}
+
 TEST(CollectiveModel, MoreNodesNeverFaster) {
   for (const char* name : {"dgx2-v100", "dgx-a100", "dgx-h100"}) {
     const Topology t = load_topology(name);

@@ -122,6 +122,70 @@ TEST(Simulator, OverlapHelpsAndGemmFeelsTheCollective) {
   }
 }
 
+TEST(Simulator, NoSpareUnitSerialisesGemmAndCollective) {
+  // One compute unit per rank that a collective's progress fills (a CPU rank
+  // with no spare core): an overlapped GEMM waits while the allreduce runs, so
+  // the overlap takes at least the sum of its parts; a collective that takes
+  // a tenth of the unit leaves the GEMM most of it.
+  const model::Program p = workload("megatron_mlp");
+  const Overrides no_spare = {{"gpu.sms", "1"}, {"gpu.gemm_tile.m", "1"}, {"gpu.gemm_tile.n", "1"},
+                              {"nccl.channels", "1"}, {"nccl.sms_per_channel", "1"}};
+  // Only the kernels' launch overheads (no compute) still overlap the collective.
+  constexpr double kLaunchesOverlap = 0.99;
+  Overrides light = no_spare;
+  light.back().second = "0.1";
+  for (auto s : model::enumerate_schedules(p)) {
+    if (s.overlaps.empty()) continue;
+    s.knobs.chunks = 4;
+    const SimResult serial = simulate(s, Context{load_topology("dgx2-v100", no_spare), 16, p.params});
+    double sum = 0;
+    for (const auto& st : serial.stages) sum += st.alone_us;
+    EXPECT_GE(serial.time_us, sum * kLaunchesOverlap) << s.name();
+    const SimResult shared = simulate(s, Context{load_topology("dgx2-v100", light), 16, p.params});
+    EXPECT_LT(shared.time_us, serial.time_us) << s.name();
+  }
+}
+
+TEST(Simulator, CollectivesBeyondTheUnitsTakeTurns) {
+  // gpt3_pipeline's ol(RS,fuse(P2P-C),AG) runs a reduce-scatter and a send at
+  // once: with one unit that each fills they share it, so the group is no
+  // faster than with twice the units per channel, and slower than with spare units.
+  const model::Program p = workload("gpt3_pipeline");
+  const auto time_with = [&](const char* per_channel) {
+    const Topology t = load_topology("dgx2-v100", {{"gpu.sms", "1"}, {"nccl.channels", "1"},
+                                                   {"nccl.sms_per_channel", per_channel}});
+    double worst = 0;
+    for (auto s : model::enumerate_schedules(p)) {
+      if (s.overlaps.empty()) continue;
+      s.knobs.chunks = 4;
+      worst = std::max(worst, simulate(s, Context{t, 16, p.params}).time_us);
+    }
+    return worst;
+  };
+  EXPECT_GT(time_with("1"), time_with("0.1"));
+}
+
+TEST(Simulator, UnfusedBackendPaysEachPart) {
+  // Without fused kernels a fuse(RS-C-AG) stage costs what RS, C and AG cost one after another.
+  const model::Program p = workload("adam");
+  const Topology t = load_topology("dgx2-v100", {{"nccl.fused_kernels", "false"}});
+  const Context ctx{t, 16, p.params};
+  double fused = 0, split = 0;
+  for (const auto& s : model::enumerate_schedules(p)) {
+    if (s.name() == "fuse(RS-C-AG)") fused = simulate(s, ctx).time_us;
+    if (s.name() == "RS-C-AG") split = simulate(s, ctx).time_us;
+  }
+  ASSERT_GT(split, 0);
+  EXPECT_NEAR(fused, split, 0.01 * split);
+  const Context gpu{load_topology("dgx2-v100"), 16, p.params};
+  double fused_gpu = 0, split_gpu = 0;
+  for (const auto& s : model::enumerate_schedules(p)) {
+    if (s.name() == "fuse(RS-C-AG)") fused_gpu = simulate(s, gpu).time_us;
+    if (s.name() == "RS-C-AG") split_gpu = simulate(s, gpu).time_us;
+  }
+  EXPECT_LT(fused_gpu, 0.99 * split_gpu);  // the check can tell the two apart
+}
+
 TEST(Simulator, RepresentativeRanksAtScale) {
   const model::Program p = workload("adam");
   const Topology t = load_topology("dgx-h100", {{"nodes", "512"}});

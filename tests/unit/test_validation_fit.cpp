@@ -2,6 +2,7 @@
 // noise of a few percent moves them by about as much, and constants stay
 // non-negative when the data would pull them below zero.
 #include <cmath>
+#include <limits>
 
 #include <gtest/gtest.h>
 
@@ -78,7 +79,7 @@ TEST(ValidationFit, GemmRate) {
 }
 
 TEST(ValidationFit, CollectivesRecoverRing) {
-  const CollectiveFit truth{10.0, 2.0, 3.0};
+  const CollectiveFit truth{10.0, 2.0, 3.0, 0.5};
   std::vector<CollectiveSample> s;
   for (const char* op : {"allreduce", "reducescatter", "allgather", "send"})
     for (double bytes : {1e3, 1e5, 1e7})
@@ -87,10 +88,29 @@ TEST(ValidationFit, CollectivesRecoverRing) {
   EXPECT_NEAR(f.base_us, 10.0, 1e-6);
   EXPECT_NEAR(f.hop_us, 2.0, 1e-6);
   EXPECT_NEAR(f.GBps, 3.0, 1e-6);
+  EXPECT_NEAR(f.reduce_GBps, 0.5, 1e-6);
+  EXPECT_DOUBLE_EQ(ring_reduce_factor("allgather", 4), 0.0);
+  EXPECT_DOUBLE_EQ(ring_reduce_factor("reducescatter", 4), 0.75);
   // nccl-tests conventions: allreduce moves 2(n-1)/n of its buffer, in 2(n-1) steps.
   EXPECT_EQ(ring_steps("allreduce", 4), 6);
   EXPECT_DOUBLE_EQ(ring_bus_factor("allgather", 4), 0.75);
   EXPECT_THROW((void)ring_steps("alltoall", 4), UserError);
+}
+
+TEST(ValidationFit, FreeReductionsFitAsUnbounded) {
+  const CollectiveFit truth{10.0, 2.0, 3.0, std::numeric_limits<double>::infinity()};
+  std::vector<CollectiveSample> s;
+  for (const char* op : {"allreduce", "reducescatter", "allgather", "send"})
+    for (double bytes : {1e3, 1e5, 1e7}) s.push_back({op, bytes, 4, collective_model_us(truth, op, bytes, 4)});
+  EXPECT_FALSE(std::isfinite(fit_collectives(s).reduce_GBps));
+}
+
+TEST(ValidationFit, ScalarFitFindsTheMinimum) {
+  const std::vector<double> measured = {30.0, 60.0};
+  const auto model = [](double x) { return std::vector<double>{10.0 + 40.0 * x, 20.0 + 80.0 * x}; };
+  EXPECT_NEAR(fit_scalar(measured, model, 0.0, 1.0), 0.5, 1e-9);
+  EXPECT_NEAR(fit_scalar(measured, model, 0.0, 0.25), 0.25, 1e-9);  // the bound when the truth lies outside
+  EXPECT_THROW((void)fit_scalar({}, model, 0.0, 1.0), UserError);
 }
 
 }  // namespace

@@ -1,0 +1,30 @@
+// Starting the ranks of a job from a plain command line: outside mpirun,
+// `coconet run|validate|calibrate --ranks N` replaces itself with
+// `mpirun -np N <this same command line>`, with the flags a small machine or a
+// container needs (more ranks than cores, no binding, shared memory between
+// local ranks without ptrace, ranks that yield the core while they wait, root
+// allowed), so nobody has to know mpirun. Used by cli/ and validation/.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace coconet::exec {
+
+// mpirun's path: $COCONET_MPIRUN when set and not empty, else the first
+// executable `mpirun` on $PATH; nullopt when there is none.
+[[nodiscard]] std::optional<std::string> find_mpirun();
+
+// The full argument list (argv[0] = `mpirun`) that runs `self` with `args` on
+// `ranks` ranks; `as_root` adds --allow-run-as-root.
+[[nodiscard]] std::vector<std::string> mpirun_arguments(const std::string& mpirun, int ranks,
+                                                        const std::string& self,
+                                                        const std::vector<std::string>& args, bool as_root);
+
+// Replaces this process with mpirun running this process's own command line
+// (/proc/self/exe, /proc/self/cmdline) on `ranks` ranks. Throws UserError
+// when mpirun cannot be found (naming the fix) or started.
+[[noreturn]] void relaunch_under_mpirun(int ranks);
+
+}  // namespace coconet::exec
