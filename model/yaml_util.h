@@ -95,7 +95,7 @@ struct YamlContext {
     }
   }
 
- private:
+  // What a value of type T is called in messages ("integer", "number", ...).
   template <typename T>
   static const char* type_name() {
     if constexpr (std::is_same_v<T, bool>) return "boolean (true or false)";

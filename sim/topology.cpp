@@ -79,7 +79,7 @@ class Reader {
     try {
       return n.as<T>();
     } catch (const YAML::Exception&) {
-      fail(n, full, fmt::format("'{}' is not a valid {}", n.Scalar(), type_name<T>()));
+      fail(n, full, fmt::format("'{}' is not a valid {}", n.Scalar(), model::YamlContext::type_name<T>()));
     }
   }
 
@@ -124,14 +124,6 @@ class Reader {
   }
 
  private:
-  template <typename T>
-  static const char* type_name() {
-    if constexpr (std::is_same_v<T, bool>) return "boolean (true or false)";
-    else if constexpr (std::is_integral_v<T>) return "integer";
-    else if constexpr (std::is_floating_point_v<T>) return "number";
-    else return "string";
-  }
-
   model::YamlContext ctx_;
   std::set<std::string> overridden_;
 };
