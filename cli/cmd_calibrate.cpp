@@ -51,6 +51,10 @@ Table constants_table(const validation::Calibration& c) {
   t.add({std::string("collective base"), f.collectives.base_us, std::string("us"), std::string("collective fit")});
   t.add({std::string("ring step"), f.collectives.hop_us, std::string("us"), std::string("collective fit")});
   t.add({std::string("link bus bandwidth"), f.collectives.GBps, std::string("GB/s"), std::string("collective fit")});
+  t.add({std::string("reduction rate"), f.collectives.reduce_GBps, std::string("GB/s"),
+         std::string("collective fit (reducing collectives)")});
+  t.add({std::string("compute held by a collective"), f.sms_per_channel, std::string("units"),
+         std::string("overlap fit, through the simulator")});
   return t;
 }
 
