@@ -13,15 +13,6 @@ gtest_discover_tests(test_exec_fused_stage TEST_PREFIX "exec." PROPERTIES
                      ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT}")
 
 if(COCONET_HAVE_MPI AND COCONET_MPIEXEC)
-  # Flags that let mpirun start more ranks than cores, as root, in a container.
-  set(COCONET_MPI_FLAGS --oversubscribe --bind-to none --mca btl self,vader
-      --mca btl_vader_single_copy_mechanism none
-      --mca mpi_yield_when_idle 1)
-  execute_process(COMMAND id -u OUTPUT_VARIABLE COCONET_UID OUTPUT_STRIP_TRAILING_WHITESPACE)
-  if(COCONET_UID STREQUAL "0")
-    list(APPEND COCONET_MPI_FLAGS --allow-run-as-root)
-  endif()
-
   add_executable(test_exec_mpi ${CMAKE_CURRENT_SOURCE_DIR}/mpi/test_exec_mpi.cpp)
   target_link_libraries(test_exec_mpi PRIVATE coconet_exec GTest::gtest coconet_warnings)
   target_compile_definitions(test_exec_mpi PRIVATE COCONET_SOURCE_ROOT="${COCONET_SOURCE_ROOT}")
