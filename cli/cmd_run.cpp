@@ -44,10 +44,6 @@ namespace {
 
 // Default seconds without progress (one schedule measured) before the watchdog aborts the job.
 constexpr double kDefaultTimeoutS = 600.0;
-// Exit codes of main.cpp: 1 a run failed, 2 bad input, 3 internal error.
-constexpr int kExitRunFailed = 1;
-constexpr int kExitUserError = 2;
-constexpr int kExitInternal = 3;
 
 struct RunArgs {
   std::string target;

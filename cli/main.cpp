@@ -26,19 +26,19 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);
-    return rc == 0 ? 0 : 2;
+    return rc == 0 ? 0 : coconet::kExitUserError;
   } catch (const coconet::UserError& e) {
     std::fflush(stdout);
     fmt::print(stderr, "coconet: error: {}\n", e.what());
-    return 2;
+    return coconet::kExitUserError;
   } catch (const coconet::RunFailure& e) {
     std::fflush(stdout);
     fmt::print(stderr, "coconet: run failed: {}\n", e.what());
-    return 1;
+    return coconet::kExitRunFailed;
   } catch (const std::exception& e) {
     std::fflush(stdout);
     fmt::print(stderr, "coconet: internal error: {}\n", e.what());
-    return 3;
+    return coconet::kExitInternal;
   }
   return 0;
 }

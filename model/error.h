@@ -9,6 +9,12 @@
 
 namespace coconet {
 
+// Exit codes of the `coconet` command: a run failed (e.g. a result mismatch),
+// bad input or usage, an internal error.
+inline constexpr int kExitRunFailed = 1;
+inline constexpr int kExitUserError = 2;
+inline constexpr int kExitInternal = 3;
+
 class UserError : public std::runtime_error {
  public:
   explicit UserError(const std::string& message) : std::runtime_error(message) {}

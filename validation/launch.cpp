@@ -25,7 +25,6 @@ void run_guarded(exec::Backend& backend, const std::function<void()>& work) {
     work();
     return;
   }
-  constexpr int kExitRunFailed = 1, kExitUserError = 2, kExitInternal = 3;  // as cli/main.cpp
   int code = 0;
   std::string what;
   try {
