@@ -52,6 +52,17 @@ ShardPtrs<G, S> ptrs_of(const OptimizerShard& s) {
   return p;
 }
 
+// One 16-byte group of every operand of an optimizer shard, widened to f32.
+template <typename G, typename S>
+__device__ __forceinline__ void load_shard(const ShardPtrs<G, S>& p, std::int64_t i, float (&g)[kVecElems],
+                                           float (&w)[kVecElems], float (&m)[kVecElems],
+                                           float (&v)[kVecElems]) {
+  load_vec(p.g + i, g);
+  load_vec(p.w + i, w);
+  load_vec(p.m + i, m);
+  load_vec(p.v + i, v);
+}
+
 template <typename G, typename S>
 __global__ void __launch_bounds__(kBlockThreads) adam_kernel(ShardPtrs<G, S> p, AdamHyper h) {
   auto one = [&](std::int64_t i) {
@@ -63,10 +74,7 @@ __global__ void __launch_bounds__(kBlockThreads) adam_kernel(ShardPtrs<G, S> p, 
   };
   auto group = [&](std::int64_t i) {
     float g[kVecElems], w[kVecElems], m[kVecElems], v[kVecElems];
-    load_vec(p.g + i, g);
-    load_vec(p.w + i, w);
-    load_vec(p.m + i, m);
-    load_vec(p.v + i, v);
+    load_shard(p, i, g, w, m, v);
 #pragma unroll
     for (int k = 0; k < kVecElems; ++k) {
       adam_moments(g[k], m[k], v[k], h.beta1, h.one_minus_beta1, h.beta2, h.one_minus_beta2);
@@ -123,10 +131,7 @@ __global__ void __launch_bounds__(kBlockThreads)
   };
   auto group = [&](std::int64_t i) {
     float g[kVecElems], w[kVecElems], m[kVecElems], v[kVecElems];
-    load_vec(p.g + i, g);
-    load_vec(p.w + i, w);
-    load_vec(p.m + i, m);
-    load_vec(p.v + i, v);
+    load_shard(p, i, g, w, m, v);
 #pragma unroll
     for (int k = 0; k < kVecElems; ++k) {
       adam_moments(g[k], m[k], v[k], h.beta1, 1.0f - h.beta1, h.beta2, 1.0f - h.beta2);
