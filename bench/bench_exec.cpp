@@ -15,6 +15,7 @@
 #include <string>
 
 #include "exec/executor.h"
+#include "exec/runtime.h"
 #include "exec/mpi_session.h"
 #include "model/catalog.h"
 #include "model/enumerate.h"
@@ -74,11 +75,11 @@ void BM_OverlapVsParts(benchmark::State& state) {
   double parts = 0, ol = 0;
   for (auto _ : state) {
     {
-      exec::Executor base(b, all.front(), sizes);
+      exec::Executor base(b, exec::lower_for(b, all.front(), sizes));
       const auto t = unit_times(base, b, 3);
       parts = t.at("MM") + t.at("AR");
     }
-    exec::Executor ex(b, chunked, sizes);
+    exec::Executor ex(b, exec::lower_for(b, chunked, sizes));
     const auto t = unit_times(ex, b, 3);
     ol = 0;
     for (const auto& [name, us] : t)

@@ -20,7 +20,7 @@ using namespace coconet;
 
 void BM_CollectivePredict(benchmark::State& state) {
   const sim::Topology t = sim::load_topology("dgx-h100");
-  sim::CollectiveRequest r{sim::CollOp::allreduce, 0, sim::place(t, t.total_gpus())};
+  sim::CollectiveRequest r{model::OpKind::allreduce, 0, sim::place(t, t.total_gpus())};
   double bytes = 8;
   double sink = 0;
   for (auto _ : state) {

@@ -1,6 +1,7 @@
 // The narrow interface every execution backend implements (cpu: MPI + Eigen in
 // exec/cpu/, cuda: CUDA + NCCL + cuBLAS in exec/cuda/). The runtime
-// (exec/runtime.h) turns a model::Schedule into calls on this interface; a
+// (exec/runtime.h) lowers a model::Schedule to a StepPlan (plan/) with this
+// backend's capabilities and the executor turns the plan into calls on this interface; a
 // backend never sees statements, layouts or schedules, only buffers, views,
 // compiled element-wise programs and collectives over its process group.
 //
@@ -90,10 +91,12 @@
 //     used when one rank fails so the others cannot hang.
 //
 // Optional: fused collectives
+//   capabilities(): what the backend runs (plan/capabilities.h), the input of
+//     plan::lower; a fused op appears in a plan only for the updates it lists.
 //   try_fused_allreduce(spec): runs a whole fuse(RS-C-AG) optimizer stage
-//     (exec/fused_stage.h recognises it) as one fused collective and returns
-//     true, or returns false having done nothing, and the runtime runs the
-//     stage's reducescatter, computation and allgather one by one. Collective
+//     (plan/fused_match.h recognises it) as one fused collective and returns
+//     true; returning false (having done nothing) for an update its
+//     capabilities list is an internal error the executor reports. Collective
 //     over my group; the answer must be the same on every rank for the same
 //     spec (it may depend on the spec, the build and the communicator, never
 //     on this rank's data). Queued work may use either stream; the runtime
@@ -108,6 +111,8 @@
 
 #include "kernels/elementwise_program.h"
 #include "model/program.h"
+#include "plan/capabilities.h"
+#include "plan/fused_match.h"
 #include "model/types.h"
 
 namespace coconet::exec {
@@ -138,17 +143,8 @@ struct MatmulArgs {
 
 enum class StreamKind { compute, comm };
 
-// The optimizer updates a fused allreduce stage can be recognised as (the
-// formulas of workloads/sgd.yaml and workloads/adam.yaml, f32 arithmetic).
-enum class FusedUpdate { sgd, adam };
-
-// Hyperparameters of the update, the program's scalars (sgd uses lr only).
-struct FusedHyper {
-  double lr = 0.0;
-  double beta1 = 0.0;
-  double beta2 = 0.0;
-  double eps = 0.0;
-};
+using plan::FusedHyper;
+using plan::FusedUpdate;
 
 // One fuse(RS-C-AG) stage as data: reduce-scatter (sum) the gradient, update
 // this rank's shard, allgather the new weights. Views are this rank's:
@@ -216,6 +212,8 @@ class Backend {
   [[noreturn]] virtual void abort_job(int code) = 0;
 
   virtual bool try_fused_allreduce(const FusedStageSpec& /*spec*/) { return false; }
+  // What this backend runs (fused ops, overlap), the input of plan::lower.
+  [[nodiscard]] virtual plan::Capabilities capabilities() const = 0;
 };
 
 // Backend names this build offers ("cpu" with MPI, "cuda" with CUDA + NCCL).

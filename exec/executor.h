@@ -1,36 +1,46 @@
-// One schedule made ready to run on a backend: every value of this rank's
-// process group allocated by its layout, inputs filled with the reference
-// interpreter's values (model::input_value), and the stages grouped into
-// units (a stage, or an overlap group) that run one step at a time.
+// Running a StepPlan (plan/step_plan.h) on a backend: every value of this
+// rank's process group allocated by its per-rank view, inputs filled with the
+// reference interpreter's values (model::input_value), then each step the
+// plan's units one after another, each unit's launches in the plan's issue
+// order (plan::issue_order), skipping the ops this rank takes no part in.
 //
-// A unit runs as a list of operations (a fused run of element-wise
-// statements, a matmul, a norm, a collective or send) over chunks of rows:
-// an overlap group is cut into Knobs::chunks pieces, communication goes to
-// the backend's comm stream and computation to its compute stream, with an
-// event per (operation, chunk) so chunk k's collective runs while chunk k+1
-// computes. When a group holds a reducescatter, allgather or sliced value,
-// chunk k is the k-th piece of every rank's slice, so the layouts the
-// program states hold chunk by chunk.
+// A launch runs one op on one chunk of rows: computation on the backend's
+// compute stream, communication on its comm stream, with an event per
+// (op, chunk) so that a consumer waits for its producers' chunk across
+// streams and chunk k's collective runs while chunk k+1 computes. In slice
+// mode chunk k is the k-th piece of every rank's slice, so the layouts the
+// program states hold chunk by chunk. A fused op goes to the backend whole
+// (Backend::try_fused_allreduce); the plan has one only where the backend's
+// capabilities said it runs it, so a refusal is an internal error.
 //
-// A fuse(RS-C-AG) stage that exec/fused_stage.h recognises as an SGD or Adam
-// update is first offered whole to Backend::try_fused_allreduce; when the
-// backend declines, it runs as its reducescatter, computation and allgather.
+// The executor does not lower anything: what it runs is the plan it was
+// given, and it records what it issued (ran()) so that tests can hold the
+// two together.
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <vector>
 
 #include "exec/backend.h"
-#include "exec/plan.h"
-#include "model/schedule.h"
+#include "exec/rank_values.h"
+#include "plan/step_plan.h"
 
 namespace coconet::exec {
 
+// One launch as this rank issued it: the plan's op and chunk, and the
+// elements of each backend call it made (a collective's local input, a
+// kernel's block, a matmul's output rows x columns).
+struct RanLaunch {
+  int op = 0;
+  int chunk = 0;
+  std::vector<std::int64_t> elements;
+  friend bool operator==(const RanLaunch&, const RanLaunch&) = default;
+};
+
 class Executor {
  public:
-  Executor(Backend& backend, model::Schedule schedule, const model::Bindings& sizes, std::uint64_t seed = 1);
+  Executor(Backend& backend, plan::StepPlan plan, std::uint64_t seed = 1);
   ~Executor();
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
@@ -41,28 +51,28 @@ class Executor {
   // Runs one step; returns each unit's wall time on this rank (us), measured
   // between synchronisations of the backend.
   std::vector<double> run_step();
-  [[nodiscard]] const Plan& plan() const { return plan_; }
-  // Whether a step ran a fused allreduce as the backend's own kernel.
+  [[nodiscard]] const plan::StepPlan& plan() const { return plan_; }
+  [[nodiscard]] const RankValues& values() const { return values_; }
+  // Whether a step ran a fused op as the backend's own kernel.
   [[nodiscard]] bool ran_fused_collective() const { return ran_fused_; }
-  [[nodiscard]] const model::Schedule& schedule() const { return schedule_; }
+  // The launches of the last step, in the order this rank issued them.
+  [[nodiscard]] const std::vector<RanLaunch>& ran() const { return ran_; }
   // This rank's part of a value (empty when it lives in another group).
   [[nodiscard]] std::vector<double> read(const std::string& value);
 
-  // Bytes this rank would allocate for `schedule` at `sizes` (nothing allocated).
-  [[nodiscard]] static std::int64_t bytes_needed(const model::Schedule& schedule, const model::Bindings& sizes,
+  // Bytes one rank allocates for `program` at `sizes` (the largest group's; nothing allocated).
+  [[nodiscard]] static std::int64_t bytes_needed(const model::Program& program, const model::Bindings& sizes,
                                                  int ranks_per_group);
-
-  struct Unit;
 
  private:
   void fill_inputs(std::uint64_t seed);
-  void run_unit(Unit& u);
+  void run_unit(const plan::Unit& u);
 
   Backend& backend_;
-  model::Schedule schedule_;
-  Plan plan_;
-  std::vector<std::unique_ptr<Unit>> units_;
+  plan::StepPlan plan_;
+  RankValues values_;
   bool ran_fused_ = false;
+  std::vector<RanLaunch> ran_;
 };
 
 }  // namespace coconet::exec

@@ -24,8 +24,8 @@ double median(std::vector<double> v) {
 
 Outputs read_outputs(Executor& ex) {
   Outputs out;
-  for (const auto& name : ex.schedule().program.outputs) {
-    const auto& info = ex.plan().at(name);
+  for (const auto& name : ex.plan().program.outputs) {
+    const auto& info = ex.values().at(name);
     if (info.here) out.emplace(name, OutputPart{info, ex.read(name)});
   }
   return out;
@@ -44,10 +44,10 @@ std::optional<Outputs> interpreter_outputs(Backend& backend, const model::Progra
   if (interpreter_elements(p, sizes, backend.world_size()) > options.interpreter_limit) return std::nullopt;
   const int ranks = backend.ranks_per_group();
   const auto state = model::interpret(p, ranks, sizes, model::make_inputs(p, ranks, sizes, options.seed));
-  const Plan plan(p, sizes, ranks, backend.group(), backend.position());
+  const RankValues values(p, sizes, ranks, backend.group(), backend.position());
   Outputs out;
   for (const auto& name : p.outputs) {
-    const auto& info = plan.at(name);
+    const auto& info = values.at(name);
     if (!info.here) continue;
     out.emplace(name, OutputPart{info, state.at(name).ranks.at(static_cast<std::size_t>(backend.world_rank()))});
   }
@@ -55,6 +55,10 @@ std::optional<Outputs> interpreter_outputs(Backend& backend, const model::Progra
 }
 
 }  // namespace
+
+plan::StepPlan lower_for(const Backend& backend, const model::Schedule& schedule, const model::Bindings& sizes) {
+  return plan::lower(schedule, sizes, backend.ranks_per_group(), backend.capabilities());
+}
 
 std::string sizes_text(const model::Bindings& sizes) {
   std::string s;
@@ -66,7 +70,7 @@ References compute_references(Backend& backend, const model::Program& program, c
                               const RunOptions& options) {
   References refs;
   {
-    Executor ex(backend, model::initial_schedule(program), sizes, options.seed);
+    Executor ex(backend, lower_for(backend, model::initial_schedule(program), sizes), options.seed);
     (void)ex.run_step();
     refs.program = read_outputs(ex);
   }
@@ -81,7 +85,7 @@ RunRow run_schedule(Backend& backend, const model::Schedule& schedule, const mod
   row.sizes = sizes;
   row.schedule = schedule.name();
   row.ranks = backend.world_size();
-  Executor ex(backend, schedule, sizes, options.seed);
+  Executor ex(backend, lower_for(backend, schedule, sizes), options.seed);
   const auto names = ex.unit_names();
   std::vector<double> steps;
   std::vector<std::vector<double>> units(names.size());
@@ -126,8 +130,8 @@ RunRow run_schedule(Backend& backend, const model::Schedule& schedule, const mod
 void check_memory(Backend& backend, const model::Program& program, const std::vector<model::Schedule>& schedules,
                   const model::Bindings& sizes, const RunOptions& options) {
   const int ranks = backend.ranks_per_group();
-  std::int64_t device = Executor::bytes_needed(model::initial_schedule(program), sizes, ranks);
-  for (const auto& s : schedules) device = std::max(device, Executor::bytes_needed(s, sizes, ranks));
+  std::int64_t device = Executor::bytes_needed(program, sizes, ranks);
+  for (const auto& s : schedules) device = std::max(device, Executor::bytes_needed(s.program, sizes, ranks));
   std::int64_t output_elements = 0;
   for (const auto& name : program.outputs)
     output_elements += model::numel(model::eval_shape(program.type_of(name).shape, sizes));

@@ -13,6 +13,7 @@
 #include "exec/backend.h"
 #include "exec/verify.h"
 #include "model/schedule.h"
+#include "plan/step_plan.h"
 
 namespace coconet::exec {
 
@@ -51,6 +52,11 @@ struct References {
   Outputs program;                     // the unscheduled program on this backend
   std::optional<Outputs> interpreter;  // the reference interpreter, at small sizes
 };
+
+// The plan a backend runs for `schedule` (its knobs) at `sizes`: plan::lower
+// with the backend's groups and capabilities. Groups must be set.
+[[nodiscard]] plan::StepPlan lower_for(const Backend& backend, const model::Schedule& schedule,
+                                       const model::Bindings& sizes);
 
 // Runs the unscheduled program once (and the interpreter when small enough).
 [[nodiscard]] References compute_references(Backend& backend, const model::Program& program,

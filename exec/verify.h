@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "exec/backend.h"
-#include "exec/plan.h"
+#include "exec/rank_values.h"
 
 namespace coconet::exec {
 

@@ -14,28 +14,17 @@
 #include <fmt/core.h>
 
 #include "model/error.h"
+#include "sim/units.h"
 
 namespace coconet::sim {
 
 using model::Algo;
 using model::Proto;
 
-std::string to_string(CollOp op) {
-  switch (op) {
-    case CollOp::allreduce: return "allreduce";
-    case CollOp::reducescatter: return "reducescatter";
-    case CollOp::allgather: return "allgather";
-    case CollOp::broadcast: return "broadcast";
-    case CollOp::reduce: return "reduce";
-    case CollOp::send: return "send";
-  }
-  return "?";
-}
-
-CollOp parse_coll_op(const std::string& s) {
-  for (CollOp op : {CollOp::allreduce, CollOp::reducescatter, CollOp::allgather, CollOp::broadcast,
-                    CollOp::reduce, CollOp::send})
-    if (s == to_string(op)) return op;
+model::OpKind parse_coll_op(const std::string& s) {
+  for (model::OpKind op : {model::OpKind::allreduce, model::OpKind::reducescatter, model::OpKind::allgather,
+                           model::OpKind::broadcast, model::OpKind::reduce, model::OpKind::send})
+    if (s == model::to_string(op)) return op;
   throw UserError(fmt::format("unknown collective '{}': use allreduce, reducescatter, allgather, "
                               "broadcast, reduce or send",
                               s));
@@ -51,28 +40,27 @@ Placement place(const Topology& t, int ranks) {
   return p;
 }
 
-double bus_factor(CollOp op, int ranks) {
+double bus_factor(model::OpKind op, int ranks) {
   const double n = ranks;
   switch (op) {
-    case CollOp::allreduce: return 2.0 * (n - 1) / n;
-    case CollOp::reducescatter:
-    case CollOp::allgather: return (n - 1) / n;
+    case model::OpKind::allreduce: return 2.0 * (n - 1) / n;
+    case model::OpKind::reducescatter:
+    case model::OpKind::allgather: return (n - 1) / n;
     default: return 1.0;
   }
 }
 
-double reduce_factor(CollOp op, int ranks) {
+double reduce_factor(model::OpKind op, int ranks) {
   switch (op) {
-    case CollOp::allreduce:
-    case CollOp::reducescatter:
-    case CollOp::reduce: return (ranks - 1.0) / ranks;
+    case model::OpKind::allreduce:
+    case model::OpKind::reducescatter:
+    case model::OpKind::reduce: return (ranks - 1.0) / ranks;
     default: return 0.0;
   }
 }
 
 namespace {
 
-constexpr double kBytesPerGBpsUs = 1e3;  // 1 GB/s moves 1e3 bytes per microsecond
 
 struct Env {
   const Topology& t;
@@ -107,7 +95,7 @@ struct Env {
     return std::min(bw, channels * t.nccl.channel_GBps);
   }
   [[nodiscard]] double transfer_us(double bytes, double GBps) const {
-    return bytes / (GBps * kBytesPerGBpsUs);
+    return sim::transfer_us(bytes, GBps);
   }
   // Time a rank spends combining what it receives (added to the transfer).
   [[nodiscard]] double reduce_us() const {
@@ -131,7 +119,7 @@ int ceil_log2(int n) {
 CollectiveCost ring(const Env& e, Proto p) {
   const int n = e.r.where.ranks;
   const int nodes = e.r.where.nodes;
-  const bool ar = e.r.op == CollOp::allreduce;
+  const bool ar = e.r.op == model::OpKind::allreduce;
   const int steps = ar ? 2 * (n - 1) : n - 1;
   const int inter = ar ? 2 * (nodes - 1) : nodes - 1;
   CollectiveCost c{Algo::ring, p};
@@ -186,7 +174,7 @@ CollectiveCost hierarchical(const Env& e, Proto p) {
   const double intra_us = 2.0 * e.transfer_us(e.r.bytes * (g - 1.0) / g, intra);
   const double inter_us = e.transfer_us(e.r.bytes / g * 2.0 * (nodes - 1.0) / nodes, inter);
   c.transfer_us = intra_us + inter_us;
-  c.link_GBps = e.r.bytes / (c.transfer_us * kBytesPerGBpsUs);
+  c.link_GBps = rate_GBps(e.r.bytes, c.transfer_us);
   c.bottleneck = inter_us > intra_us ? Link::network : Link::nvlink;
   return c;
 }
@@ -205,7 +193,7 @@ CollectiveCost send(const Env& e, Proto p) {
 }
 
 CollectiveCost cost_of(const Env& e, Algo a, Proto p) {
-  if (e.r.op == CollOp::send) return send(e, p);
+  if (e.r.op == model::OpKind::send) return send(e, p);
   switch (a) {
     case Algo::tree: return with_reduction(e, tree(e, p));
     case Algo::nvls: return nvls(e, p);
@@ -237,26 +225,26 @@ CollectiveCost best_of(const Topology& t, const CollectiveRequest& r, const Env&
 
 }  // namespace
 
-bool supported(const Topology& t, CollOp op, const Placement& where, Algo algo, Proto proto) {
+bool supported(const Topology& t, model::OpKind op, const Placement& where, Algo algo, Proto proto) {
   if (algo == Algo::auto_ || proto == Proto::auto_) return true;
-  if (op == CollOp::send) return algo == Algo::ring;
+  if (op == model::OpKind::send) return algo == Algo::ring;
   switch (algo) {
     case Algo::ring: return true;
-    case Algo::tree: return op == CollOp::allreduce;
+    case Algo::tree: return op == model::OpKind::allreduce;
     case Algo::nvls:
-      return op == CollOp::allreduce && t.node.nvls && where.nodes == 1 && where.ranks > 1 &&
+      return op == model::OpKind::allreduce && t.node.nvls && where.nodes == 1 && where.ranks > 1 &&
              proto == Proto::simple;
-    case Algo::hierarchical: return op == CollOp::allreduce && where.nodes > 1 && where.per_node > 1;
+    case Algo::hierarchical: return op == model::OpKind::allreduce && where.nodes > 1 && where.per_node > 1;
     case Algo::auto_: return true;
   }
   return false;
 }
 
 CollectiveCost predict_collective(const Topology& t, const CollectiveRequest& r) {
-  if (r.bytes < 0) throw UserError(fmt::format("a {} of {} bytes is impossible", to_string(r.op), r.bytes));
+  if (r.bytes < 0) throw UserError(fmt::format("a {} of {} bytes is impossible", model::to_string(r.op), r.bytes));
   const int channels = r.channels > 0 ? r.channels : t.nccl.channels;
   const Env e{t, r, channels};
-  if (r.where.ranks <= 1 && r.op != CollOp::send) {
+  if (r.where.ranks <= 1 && r.op != model::OpKind::send) {
     CollectiveCost none;
     none.channels = 0;
     return none;  // one rank: nothing to exchange
@@ -269,7 +257,7 @@ CollectiveCost predict_collective(const Topology& t, const CollectiveRequest& r)
           "{} cannot run {}{} on {} ranks over {} node(s) of {}: tree and hierarchical run allreduce "
           "only (hierarchical on 2+ nodes), nvls allreduce on one node with NVLS hardware and the "
           "simple protocol; use --algo ring or auto",
-          model::to_string(r.algo), to_string(r.op),
+          model::to_string(r.algo), model::to_string(r.op),
           r.proto == Proto::auto_ ? "" : " with protocol " + model::to_string(r.proto), r.where.ranks,
           r.where.nodes, t.name));
   }

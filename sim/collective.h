@@ -14,12 +14,13 @@
 
 #include "model/schedule.h"
 #include "sim/topology.h"
+#include "sim/units.h"
 
 namespace coconet::sim {
 
-enum class CollOp { allreduce, reducescatter, allgather, broadcast, reduce, send };
-[[nodiscard]] std::string to_string(CollOp op);
-[[nodiscard]] CollOp parse_coll_op(const std::string& s);  // throws UserError
+// Collectives are model::OpKind (allreduce .. send), one enum for the program and the cost model.
+// Parses a collective's name (model::to_string); throws UserError for anything else.
+[[nodiscard]] model::OpKind parse_coll_op(const std::string& s);
 
 // Where a group of ranks sits: `ranks` GPUs over `nodes` nodes, `per_node` each.
 struct Placement {
@@ -32,7 +33,7 @@ struct Placement {
 [[nodiscard]] Placement place(const Topology& t, int ranks);
 
 struct CollectiveRequest {
-  CollOp op = CollOp::allreduce;
+  model::OpKind op = model::OpKind::allreduce;
   double bytes = 0;
   Placement where;
   model::Algo algo = model::Algo::auto_;
@@ -58,7 +59,7 @@ struct CollectiveCost {
 };
 
 // Whether `algo`/`proto` can run `op` on this placement and hardware.
-[[nodiscard]] bool supported(const Topology& t, CollOp op, const Placement& where, model::Algo algo,
+[[nodiscard]] bool supported(const Topology& t, model::OpKind op, const Placement& where, model::Algo algo,
                              model::Proto proto);
 // The cost of one collective. `auto` algorithm or protocol: the fastest
 // supported choice. A concrete unsupported choice is a UserError.
@@ -70,12 +71,12 @@ struct CollectiveCost {
 // The share of the buffer a rank combines in a reducing collective: (n-1)/n for
 // allreduce, reduce-scatter and reduce (each rank sums n-1 incoming parts of its
 // 1/n), 0 for the others.
-[[nodiscard]] double reduce_factor(CollOp op, int ranks);
+[[nodiscard]] double reduce_factor(model::OpKind op, int ranks);
 
 // nccl-tests' bus bandwidth factor.
-[[nodiscard]] double bus_factor(CollOp op, int ranks);
+[[nodiscard]] double bus_factor(model::OpKind op, int ranks);
 [[nodiscard]] inline double algbw_GBps(double bytes, double time_us) {
-  return time_us > 0 ? bytes / (time_us * 1e3) : 0.0;
+  return rate_GBps(bytes, time_us);
 }
 
 }  // namespace coconet::sim

@@ -1,13 +1,13 @@
 // Roofline formulas over the topology's GPU constants.
 #include "sim/compute.h"
 
+#include "sim/units.h"
+
 #include <algorithm>
 
 namespace coconet::sim {
 
 namespace {
-constexpr double kBytesPerGBpsUs = 1e3;   // 1 GB/s moves 1e3 bytes per microsecond
-constexpr double kFlopsPerTflopsUs = 1e6;  // 1 TFLOP/s does 1e6 FLOPs per microsecond
 }  // namespace
 
 double GemmShape::bytes() const {

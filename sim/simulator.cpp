@@ -46,27 +46,13 @@ class Engine {
   }
 
  private:
-  // Stream order, chunk-wise dependence inside an overlap group, and stage order.
+  // The waits each task states (plan order: stream, producers, the unit before).
   void build_dependencies() {
     const int n = int(tasks_.size());
     dependents_.assign(n, {});
     waiting_.assign(n, 0);
-    std::map<std::pair<int, int>, int> index;  // (stage, chunk) -> task
-    std::map<int, int> last_of_stage;
-    for (int i = 0; i < n; ++i) {
-      index[{tasks_[i].stage, tasks_[i].chunk}] = i;
-      last_of_stage[tasks_[i].stage] = i;
-    }
-    for (int i = 0; i < n; ++i) {
-      const Task& k = tasks_[i];
-      if (k.chunk > 0) depend(i, index.at({k.stage, k.chunk - 1}));
-      if (k.stage == 0) continue;
-      const bool same_group_before = k.stream > 0;  // stage k.stage-1 is in the same overlap group
-      if (same_group_before)
-        depend(i, index.at({k.stage - 1, std::min(k.chunk, tasks_[last_of_stage.at(k.stage - 1)].chunk)}));
-      else if (k.chunk == 0)
-        depend(i, last_of_stage.at(k.stage - 1));
-    }
+    for (int i = 0; i < n; ++i)
+      for (int a : tasks_[i].after) depend(i, a);
   }
   void depend(int task, int on) {
     dependents_[on].push_back(task);
@@ -180,16 +166,15 @@ std::string rank_name(int group, const Context& ctx) {
 
 }  // namespace
 
-std::string stream_name(int i) { return i == 0 ? "main" : fmt::format("overlap {}", i); }
+std::string stream_name(int i) { return plan::to_string(plan::Stream(i)); }
 
-SimResult simulate(const std::vector<StageWork>& work, const std::vector<model::OverlapGroup>& overlaps,
-                   const Context& ctx, const model::Knobs& knobs) {
-  const std::vector<Task> tasks = make_tasks(work, overlaps, ctx, knobs);
+SimResult simulate(const plan::StepPlan& p, const Context& ctx) {
+  const std::vector<Task> tasks = make_tasks(p, ctx);
   SimResult out;
   out.events = Engine(tasks, ctx).run();
-  out.stages.resize(work.size());
-  for (std::size_t s = 0; s < work.size(); ++s) {
-    out.stages[s].code = work[s].code;
+  out.stages.resize(p.stage_codes.size());
+  for (std::size_t s = 0; s < p.stage_codes.size(); ++s) {
+    out.stages[s].code = p.stage_codes[s];
     out.stages[s].start_us = std::numeric_limits<double>::infinity();
   }
   int ranks = 1;
@@ -207,8 +192,6 @@ SimResult simulate(const std::vector<StageWork>& work, const std::vector<model::
   return out;
 }
 
-SimResult simulate(const model::Schedule& s, const Context& ctx) {
-  return simulate(stage_work(s, ctx), s.overlaps, ctx, s.knobs);
-}
+SimResult simulate(const model::Schedule& s, const Context& ctx) { return simulate(lower_for(s, ctx), ctx); }
 
 }  // namespace coconet::sim

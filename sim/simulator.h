@@ -1,8 +1,8 @@
-// The event simulator: runs a schedule's tasks over per-rank streams and the
-// shared resources of each GPU (SMs, HBM, NVLink, network) and lets overlap and
-// contention come out of the run. Stages of an overlap group run on their own
-// streams chunk by chunk (chunk c of a stage waits for chunk c of the stage
-// before it); every other stage waits for the one before it. While tasks run
+// The event simulator: runs a StepPlan's tasks over per-rank streams (compute
+// and comm, as the executor issues them) and the shared resources of each GPU
+// (SMs, HBM, NVLink, network) and lets overlap and contention come out of the
+// run. Each task waits for what sim/tasks.h says: the launch before it on its
+// stream, its producers' same chunk, and the unit before. While tasks run
 // together, a collective keeps its channels' SMs (a GEMM beside it gets the
 // rest, with its waves re-quantised) and bandwidths are shared in proportion to
 // demand. At scale one representative rank per process group is simulated: in
@@ -47,13 +47,11 @@ struct SimResult {
   int streams = 1;
 };
 
-[[nodiscard]] SimResult simulate(const std::vector<StageWork>& work,
-                                 const std::vector<model::OverlapGroup>& overlaps, const Context& ctx,
-                                 const model::Knobs& knobs);
-// Simulates `s` with its own knobs.
+[[nodiscard]] SimResult simulate(const plan::StepPlan& p, const Context& ctx);
+// Lowers `s` (its own knobs) for the context's backend and simulates the plan.
 [[nodiscard]] SimResult simulate(const model::Schedule& s, const Context& ctx);
 
-// The name of stream `i` in traces: "main", then "overlap 1", "overlap 2", ...
+// The name of stream `i` in traces: "compute" or "comm" (plan::Stream).
 [[nodiscard]] std::string stream_name(int i);
 
 }  // namespace coconet::sim

@@ -1,26 +1,25 @@
-// From stage demands to tasks. One function per kind of stage; each returns a
-// task whose duration alone is the roofline or collective formula, and whose
-// bandwidth demands are what it moves divided by that duration (never more
-// than the resource has, so a task alone always runs at full rate).
+// From a StepPlan's launches to tasks. One function per class of op; each
+// returns a task whose duration alone is the roofline or collective formula,
+// and whose bandwidth demands are what it moves divided by that duration
+// (never more than the resource has, so a task alone always runs at full rate).
 #include "sim/tasks.h"
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include <fmt/core.h>
 
 #include "model/error.h"
+#include "sim/units.h"
 
 namespace coconet::sim {
 
 namespace {
 
-constexpr double kBytesPerGBpsUs = 1e3;  // 1 GB/s moves 1e3 bytes per microsecond
-constexpr double kScalarBytes = 4;       // an f32 norm partial sum
+constexpr double kScalarBytes = 4;  // an f32 norm partial sum
 
-double demand(double bytes, double us, double cap) {
-  return us > 0 ? std::min(cap, bytes / (us * kBytesPerGBpsUs)) : 0.0;
-}
+double demand(double bytes, double us, double cap) { return std::min(cap, rate_GBps(bytes, us)); }
 
 double proto_efficiency(const Topology& t, model::Proto p) {
   switch (p) {
@@ -31,16 +30,15 @@ double proto_efficiency(const Topology& t, model::Proto p) {
 }
 
 // Bytes one GPU puts on its links for a collective of `bytes`.
-double link_traffic(const Topology& t, const CollectiveWork& c, const CollectiveCost& cost, int ranks) {
+double link_traffic(const Topology& t, model::OpKind op, double bytes, const CollectiveCost& cost, int ranks) {
   const double n = ranks;
-  const double factor = cost.algo == model::Algo::nvls ? (n + 1) / n : bus_factor(c.op, ranks);
-  return c.bytes * factor / proto_efficiency(t, cost.proto);
+  const double factor = cost.algo == model::Algo::nvls ? (n + 1) / n : bus_factor(op, ranks);
+  return bytes * factor / proto_efficiency(t, cost.proto);
 }
 
-double scalar_allreduce_us(const Context& ctx, int count) {
-  if (count == 0) return 0.0;
-  CollectiveRequest r{CollOp::allreduce, kScalarBytes, ctx.placement()};
-  return count * predict_collective(ctx.topology, r).time_us();
+double scalar_allreduce_us(const Context& ctx) {
+  const CollectiveRequest r{model::OpKind::allreduce, kScalarBytes, ctx.placement()};
+  return predict_collective(ctx.topology, r).time_us();
 }
 
 std::string bytes_text(double b) {
@@ -55,27 +53,25 @@ std::string chunk_name(const std::string& code, int chunk, int chunks) {
   return chunks > 1 ? fmt::format("{} [{}/{}]", code, chunk + 1, chunks) : code;
 }
 
-Task elementwise_task(const StageWork& w, const Context& ctx, int chunks) {
+Task elementwise_task(const plan::Work& w, const Context& ctx, double share) {
   const Topology& t = ctx.topology;
   Task k;
   k.is_compute = true;
-  k.latency_us = t.gpu.launch_us + scalar_allreduce_us(ctx, w.sliced_norms);
-  const double bytes = w.hbm_bytes / chunks;
-  k.work_us = elementwise_body_us(t, bytes, w.flops / chunks);
+  k.latency_us = t.gpu.launch_us + (w.norm_across_group ? scalar_allreduce_us(ctx) : 0.0);
+  const double bytes = w.hbm_bytes * share;
+  k.work_us = elementwise_body_us(t, bytes, w.flops * share);
   k.demand_GBps[int(Resource::hbm)] = demand(bytes, k.work_us, capacity_GBps(ctx, Resource::hbm));
-  const bool math_bound = k.work_us > bytes / (t.gpu.hbm_effective_GBps() * kBytesPerGBpsUs) * (1 + 1e-9);
+  const bool math_bound = k.work_us > transfer_us(bytes, t.gpu.hbm_effective_GBps()) * (1 + 1e-9);
   k.detail = fmt::format("{} over HBM, {}", bytes_text(bytes), math_bound ? "FLOP-bound" : "HBM-bound");
   return k;
 }
 
-Task gemm_task(const StageWork& w, const Context& ctx, int chunk, int chunks) {
+Task gemm_task(const plan::Gemm& g, const Context& ctx, double share) {
   const Topology& t = ctx.topology;
   Task k;
   k.is_gemm = true;
   k.is_compute = true;
-  k.gemm = w.gemm;
-  const std::int64_t rows = (w.gemm.m + chunks - 1) / chunks;
-  k.gemm.m = std::min(rows, w.gemm.m - rows * chunk);
+  k.gemm = GemmShape{std::max<std::int64_t>(1, std::llround(double(g.m) * share)), g.n, g.k, g.dtype};
   k.latency_us = t.gpu.launch_us;
   k.work_us = gemm_body_us(t, k.gemm, t.gpu.sms);
   k.demand_GBps[int(Resource::hbm)] = demand(k.gemm.bytes(), k.work_us, capacity_GBps(ctx, Resource::hbm));
@@ -87,100 +83,125 @@ Task gemm_task(const StageWork& w, const Context& ctx, int chunk, int chunks) {
 // The element-wise part of a fused collective runs on the collective's own
 // CTAs, one per channel, each moving at most nccl.channel_GBps: a ceiling
 // besides the HBM roofline.
-double fused_compute_us(const Topology& t, const StageWork& w, int chunks, int channels) {
+double fused_compute_us(const Topology& t, const plan::Work& w, double share, int channels) {
   if (w.hbm_bytes <= 0 && w.flops <= 0) return 0.0;
-  const double bytes = w.hbm_bytes / chunks;
-  const double cta_ceiling = bytes / (std::max(1, channels) * t.nccl.channel_GBps * kBytesPerGBpsUs);
-  return std::max(elementwise_body_us(t, bytes, w.flops / chunks), cta_ceiling);
+  const double bytes = w.hbm_bytes * share;
+  const double cta_ceiling = transfer_us(bytes, std::max(1, channels) * t.nccl.channel_GBps);
+  return std::max(elementwise_body_us(t, bytes, w.flops * share), cta_ceiling);
 }
 
-// A collective, or a collective fused with element-wise work that runs on each
-// piece as it arrives: latency once (one kernel), transfers back to back, the
-// element-wise part pipelined under them with the last piece exposed. In an
-// overlap group the kernel stays resident and takes chunk after chunk as its
-// producer flags them (the CoCoNet paper's design): like one NCCL collective
-// whose data arrives in pieces, it pays its latency (base and pipeline fill
-// over the ring's hops) once, with the first chunk. Where the backend calls
-// the collective once per chunk instead (nccl.resident_overlap false), every
-// chunk pays it.
-Task comm_task(const StageWork& w, const Context& ctx, const model::Knobs& knobs, int chunk, int chunks) {
+// A collective, or a fused collective whose element-wise work runs on each
+// piece as it arrives: latency once per call, transfers back to back, the
+// element-wise part pipelined under them with the last piece exposed. A chunk
+// of an overlap group is a call of its own (paying the latency again) unless
+// the backend keeps its collectives resident across chunks.
+Task comm_task(const plan::Work& w, const Context& ctx, const model::Knobs& knobs, bool pays_latency,
+               double share) {
   const Topology& t = ctx.topology;
   const Placement where = ctx.placement();
   Task k;
-  double base = 0, base_sum = 0, hops = 0, transfer = 0, traffic = 0, hbm = 0;
+  k.is_comm = true;
+  double base = 0, hops = 0, transfer = 0, traffic = 0, hbm = 0;
   Link link = Link::nvlink;
   int channels = 0;
   std::string detail;
   for (const auto& c : w.collectives) {
-    CollectiveWork piece = c;
-    piece.bytes = c.bytes / chunks;
-    const CollectiveRequest r{piece.op, piece.bytes, where, knobs.algo, knobs.proto, knobs.channels};
+    const double bytes = c.bytes * share;
+    const CollectiveRequest r{c.op, bytes, where, knobs.algo, knobs.proto, knobs.channels};
     const CollectiveCost cost = predict_collective_or_auto(t, r);
     base = std::max(base, cost.base_us);
-    base_sum += cost.base_us;
     hops += cost.hops_us;
     transfer += cost.transfer_us;
-    traffic += link_traffic(t, piece, cost, where.ranks);
-    hbm += piece.bytes * bus_factor(piece.op, where.ranks) * t.nccl.hbm_bytes_per_link_byte;
+    traffic += link_traffic(t, c.op, bytes, cost, where.ranks);
+    hbm += bytes * bus_factor(c.op, where.ranks) * t.nccl.hbm_bytes_per_link_byte;
     if (cost.transfer_us > 0 && cost.bottleneck == Link::network) link = Link::network;
     channels = std::max(channels, cost.channels);
-    detail += fmt::format("{}{} {} {}/{}", detail.empty() ? "" : ", ", to_string(c.op), bytes_text(piece.bytes),
+    detail += fmt::format("{}{} {} {}/{}", detail.empty() ? "" : ", ", model::to_string(c.op), bytes_text(bytes),
                           model::to_string(cost.algo), model::to_string(cost.proto));
   }
   k.sms_held = channels * t.nccl.sms_per_channel;
-  const bool pays_latency = chunk == 0 || !t.nccl.resident_overlap;
-  if (!t.nccl.fused_kernels) {
-    // No fused kernels: every collective is a call of its own and the
-    // computation a kernel of its own, one after another.
-    const bool computes = w.hbm_bytes > 0 || w.flops > 0;
-    base = base_sum;
-    base += computes ? t.gpu.launch_us : 0.0;
-    transfer += computes ? elementwise_body_us(t, w.hbm_bytes / chunks, w.flops / chunks) : 0.0;
-  }
-  const double compute = t.nccl.fused_kernels ? fused_compute_us(t, w, chunks, channels) : 0.0;
+  const double compute = fused_compute_us(t, w, share, channels);
   // Everything the kernel moves through HBM (its own traffic and the element-wise work) bounds it too.
-  transfer = std::max(transfer, (hbm + w.hbm_bytes / chunks) / (t.gpu.hbm_effective_GBps() * kBytesPerGBpsUs));
+  transfer = std::max(transfer, transfer_us(hbm + w.hbm_bytes * share, t.gpu.hbm_effective_GBps()));
   const double pipeline_depth = std::max(2, where.ranks);
-  k.latency_us = (pays_latency ? base + hops : 0.0) + scalar_allreduce_us(ctx, w.sliced_norms);
+  k.latency_us = pays_latency ? base + hops : 0.0;
   k.work_us = std::max(transfer, compute) + std::min(transfer, compute) / pipeline_depth;
   const Resource r = link == Link::network ? Resource::network : Resource::nvlink;
   k.demand_GBps[int(r)] = demand(traffic, k.work_us, capacity_GBps(ctx, r));
-  k.demand_GBps[int(Resource::hbm)] = demand(hbm + w.hbm_bytes / chunks, k.work_us, capacity_GBps(ctx, Resource::hbm));
-  k.detail = detail + (chunks > 1 ? fmt::format(" per chunk of {}", chunks) : "") +
-             (link == Link::network ? ", network-bound" : ", NVLink-bound");
+  k.demand_GBps[int(Resource::hbm)] =
+      demand(hbm + w.hbm_bytes * share, k.work_us, capacity_GBps(ctx, Resource::hbm));
+  k.detail = detail + (link == Link::network ? ", network-bound" : ", NVLink-bound");
   return k;
 }
 
-Task stage_task(const StageWork& w, const Context& ctx, const model::Knobs& knobs, int chunk, int chunks) {
-  if (!w.collectives.empty()) return comm_task(w, ctx, knobs, chunk, chunks);
-  if (w.has_gemm) return gemm_task(w, ctx, chunk, chunks);
-  return elementwise_task(w, ctx, chunks);
-}
-
-std::vector<int> overlap_index(std::size_t stages, const std::vector<model::OverlapGroup>& overlaps) {
-  std::vector<int> of(stages, -1);
-  for (std::size_t g = 0; g < overlaps.size(); ++g)
-    for (int s = overlaps[g].first; s <= overlaps[g].last; ++s) {
-      if (s < 0 || std::size_t(s) >= stages) throw InternalError("overlap group outside the stages");
-      of[s] = int(g);
-    }
-  return of;
-}
-
-// The longest path through a pipeline of stages [first, last] cut into chunks
-// without contention: the first chunk through the stages before some stage b,
-// every chunk of b, the last chunk through the stages after b.
-double pipeline_us(const std::vector<std::vector<double>>& chunk_us, const model::OverlapGroup& g) {
-  double longest = 0;
-  for (int b = g.first; b <= g.last; ++b) {
-    double path = 0;
-    for (int i = g.first; i < b; ++i) path += chunk_us[i].front();
-    for (double d : chunk_us[b]) path += d;
-    for (int i = b + 1; i <= g.last; ++i) path += chunk_us[i].back();
-    longest = std::max(longest, path);
+Task launch_task(const plan::StepPlan& p, const plan::Unit& u, const plan::Op& op, int chunk, const Context& ctx) {
+  const double share = plan::chunk_share(u, chunk);
+  switch (op.cls) {
+    case plan::OpClass::collective:
+    case plan::OpClass::fused:
+      return comm_task(op.work, ctx, p.knobs, chunk == 0 || !p.caps.resident_overlap, share);
+    case plan::OpClass::matmul: return gemm_task(*op.work.gemm, ctx, share);
+    case plan::OpClass::elementwise:
+    case plan::OpClass::norm: return elementwise_task(op.work, ctx, share);
   }
-  return longest;
+  throw InternalError("launch_task: unknown op class");
 }
+
+// Builds a unit's tasks with their waits: stream order on each rank taking
+// part, producers' same chunk, and the unit before when nothing earlier in
+// this unit orders the task.
+class TaskBuilder {
+ public:
+  TaskBuilder(const plan::StepPlan& p, const Context& ctx) : p_(p), ctx_(ctx) {}
+
+  std::vector<Task> run() {
+    for (std::size_t u = 0; u < p_.units.size(); ++u) add_unit(int(u));
+    return std::move(tasks_);
+  }
+
+ private:
+  void add_unit(int unit) {
+    const plan::Unit& u = p_.units[std::size_t(unit)];
+    std::map<std::pair<int, int>, int> last_on;  // (rank, stream) -> task
+    std::map<std::pair<int, int>, int> launched;  // (op, chunk) -> task
+    std::vector<int> mine;
+    for (const plan::Launch& l : plan::issue_order(p_, u)) {
+      const plan::Op& op = p_.op(l.op);
+      Task k = launch_task(p_, u, op, l.chunk, ctx_);
+      k.op = op.id;
+      k.unit = unit;
+      k.stage = op.stage;
+      k.chunk = l.chunk;
+      k.chunks = u.chunks;
+      k.rank = op.group;
+      k.peer = op.dest_group;
+      k.stream = int(op.stream);
+      k.name = chunk_name(op.code, l.chunk, u.chunks);
+      if (u.chunks > 1 && k.is_comm) k.detail += fmt::format(" per chunk of {}", u.chunks);
+      const int id = int(tasks_.size());
+      for (int rank : {op.group, op.dest_group}) {
+        if (rank < 0) continue;
+        const auto key = std::make_pair(rank, k.stream);
+        if (const auto it = last_on.find(key); it != last_on.end()) k.after.push_back(it->second);
+        last_on[key] = id;
+      }
+      for (int producer : op.producers)
+        if (const auto it = launched.find({producer, l.chunk}); it != launched.end()) k.after.push_back(it->second);
+      if (k.after.empty()) k.after = previous_unit_;
+      std::sort(k.after.begin(), k.after.end());
+      k.after.erase(std::unique(k.after.begin(), k.after.end()), k.after.end());
+      launched[{op.id, l.chunk}] = id;
+      mine.push_back(id);
+      tasks_.push_back(std::move(k));
+    }
+    if (!mine.empty()) previous_unit_ = std::move(mine);
+  }
+
+  const plan::StepPlan& p_;
+  const Context& ctx_;
+  std::vector<Task> tasks_;
+  std::vector<int> previous_unit_;
+};
 
 }  // namespace
 
@@ -198,57 +219,35 @@ double capacity_GBps(const Context& ctx, Resource r) {
   return 0.0;
 }
 
-std::vector<Task> make_tasks(const std::vector<StageWork>& work, const std::vector<model::OverlapGroup>& overlaps,
-                             const Context& ctx, const model::Knobs& knobs) {
-  const std::vector<int> of = overlap_index(work.size(), overlaps);
-  std::vector<Task> tasks;
-  for (std::size_t s = 0; s < work.size(); ++s) {
-    const int chunks = of[s] >= 0 ? std::max(1, knobs.chunks) : 1;
-    const int stream = of[s] >= 0 ? int(s) - overlaps[of[s]].first : 0;
-    for (int c = 0; c < chunks; ++c) {
-      Task k = stage_task(work[s], ctx, knobs, c, chunks);
-      k.stage = int(s);
-      k.chunk = c;
-      k.chunks = chunks;
-      k.stream = stream;
-      k.rank = work[s].group;
-      k.peer = work[s].dest_group;
-      k.name = chunk_name(work[s].code, c, chunks);
-      tasks.push_back(std::move(k));
-    }
-  }
-  return tasks;
-}
+std::vector<Task> make_tasks(const plan::StepPlan& p, const Context& ctx) { return TaskBuilder(p, ctx).run(); }
 
-Prediction predict_analytic(const std::vector<StageWork>& work, const std::vector<model::OverlapGroup>& overlaps,
-                            const Context& ctx, const model::Knobs& knobs) {
-  const std::vector<Task> tasks = make_tasks(work, overlaps, ctx, knobs);
-  Prediction p;
-  p.stages.resize(work.size());
-  std::vector<std::vector<double>> chunk_us(work.size());
-  for (const Task& k : tasks) {
-    StageCost& c = p.stages[k.stage];
-    c.code = work[k.stage].code;
+Prediction predict_analytic(const plan::StepPlan& p, const Context& ctx) {
+  const std::vector<Task> tasks = make_tasks(p, ctx);
+  Prediction out;
+  out.stages.resize(p.stage_codes.size());
+  for (std::size_t s = 0; s < p.stage_codes.size(); ++s) out.stages[s].code = p.stage_codes[s];
+  std::vector<double> end(tasks.size(), 0.0);
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    const Task& k = tasks[i];
+    double start = 0;
+    for (int a : k.after) start = std::max(start, end[std::size_t(a)]);
+    end[i] = start + k.duration_us();
+    out.time_us = std::max(out.time_us, end[i]);
+    StageCost& c = out.stages[std::size_t(k.stage)];
     c.time_us += k.duration_us();
     c.latency_us += k.latency_us;
-    (work[k.stage].collectives.empty() ? c.compute_us : c.comm_us) += k.work_us;
-    c.detail = k.detail;
-    chunk_us[k.stage].push_back(k.duration_us());
+    (k.is_comm ? c.comm_us : c.compute_us) += k.work_us;
+    if (c.detail.empty()) c.detail = k.detail;
   }
-  const std::vector<int> of = overlap_index(work.size(), overlaps);
-  for (std::size_t s = 0; s < work.size(); ++s) {
-    if (of[s] < 0) {
-      p.time_us += p.stages[s].time_us;
-      continue;
-    }
-    const auto& g = overlaps[of[s]];
-    if (int(s) == g.first) p.time_us += pipeline_us(chunk_us, g);
-  }
-  return p;
+  return out;
+}
+
+plan::StepPlan lower_for(const model::Schedule& s, const Context& ctx) {
+  return plan::lower(s, ctx.sizes, ctx.ranks, ctx.capabilities());
 }
 
 Prediction predict_analytic(const model::Schedule& s, const Context& ctx) {
-  return predict_analytic(stage_work(s, ctx), s.overlaps, ctx, s.knobs);
+  return predict_analytic(lower_for(s, ctx), ctx);
 }
 
 }  // namespace coconet::sim

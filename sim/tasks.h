@@ -1,17 +1,22 @@
-// A schedule as tasks: each stage cut into its chunks (stages of an overlap
-// group are cut into `knobs.chunks` pieces, others stay whole), each task with
-// the time it takes alone (a fixed latency part and a work part) and what it
-// asks of the shared resources of its GPU while it works (SMs held, HBM,
-// NVLink, network bandwidth). The analytic model and the event simulator both
-// start from these tasks, so they agree wherever nothing runs concurrently.
+// A StepPlan as tasks: one task per launch (op, chunk) of the plan, in the
+// order the executor issues them, each with the time it takes alone (a fixed
+// latency part and a work part), what it asks of the shared resources of its
+// GPU while it works (SMs held, HBM, NVLink, network bandwidth), and the
+// tasks it waits for: the launch before it on the same stream of the same
+// rank, its producers' launch of the same chunk, and the whole unit before
+// (the executor synchronises between units). The analytic model (the longest
+// path through these tasks, alone) and the event simulator (the same tasks
+// with contention) both start from them.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "model/schedule.h"
+#include "plan/step_plan.h"
 #include "sim/collective.h"
-#include "sim/stage_work.h"
+#include "sim/compute.h"
+#include "sim/context.h"
 
 namespace coconet::sim {
 
@@ -19,12 +24,14 @@ enum class Resource { hbm, nvlink, network, count_ };
 inline constexpr int kResources = static_cast<int>(Resource::count_);
 
 struct Task {
+  int op = 0;      // plan op id
+  int unit = 0;
   int stage = 0;
   int chunk = 0;
   int chunks = 1;
   int rank = 0;    // representative rank: one per process group
   int peer = -1;   // a send's receiving rank (its resources are used too)
-  int stream = 0;
+  int stream = 0;  // 0 compute, 1 comm (plan::Stream)
   std::string name;
   double latency_us = 0;  // launch and collective latency: uses no bandwidth
   double work_us = 0;     // at full rate
@@ -32,8 +39,10 @@ struct Task {
   double sms_held = 0;    // a collective's compute units: channels x nccl.sms_per_channel
   bool is_gemm = false;   // its rate follows the SMs left to it
   bool is_compute = false;  // a kernel (GEMM or element-wise): needs the SMs collectives leave
+  bool is_comm = false;   // a collective, send or fused collective
   GemmShape gemm;
   std::string detail;     // algorithm/protocol, bottleneck
+  std::vector<int> after;  // tasks that must end before it starts
 
   [[nodiscard]] double duration_us() const { return latency_us + work_us; }
 };
@@ -41,7 +50,7 @@ struct Task {
 // Per-stage summary of the analytic model.
 struct StageCost {
   std::string code;
-  double time_us = 0;      // the stage alone (all its chunks, one after another)
+  double time_us = 0;      // the stage's tasks alone, one after another
   double latency_us = 0;
   double compute_us = 0;   // kernel bodies (element-wise, GEMM)
   double comm_us = 0;      // collective transfers
@@ -53,18 +62,16 @@ struct Prediction {
   std::vector<StageCost> stages;
 };
 
-// The tasks of every stage, in stage order then chunk order.
-[[nodiscard]] std::vector<Task> make_tasks(const std::vector<StageWork>& work,
-                                           const std::vector<model::OverlapGroup>& overlaps,
-                                           const Context& ctx, const model::Knobs& knobs);
+// The tasks of a plan (its knobs: algorithm, protocol, channels), unit by unit in issue order.
+[[nodiscard]] std::vector<Task> make_tasks(const plan::StepPlan& p, const Context& ctx);
 
-// The analytic model: stages in sequence; an overlap group as a pipeline of its
-// stages' chunks without contention (its longest path: with equal chunks, one
-// chunk of each stage + (chunks-1) x the slowest chunk).
-[[nodiscard]] Prediction predict_analytic(const std::vector<StageWork>& work,
-                                          const std::vector<model::OverlapGroup>& overlaps,
-                                          const Context& ctx, const model::Knobs& knobs);
+// The analytic model: the longest path through the tasks, each alone.
+[[nodiscard]] Prediction predict_analytic(const plan::StepPlan& p, const Context& ctx);
+// Lowers `s` (its knobs) for the context's backend, then predicts it.
 [[nodiscard]] Prediction predict_analytic(const model::Schedule& s, const Context& ctx);
+
+// The plan of `s` (its knobs) on the context's backend, ranks and sizes.
+[[nodiscard]] plan::StepPlan lower_for(const model::Schedule& s, const Context& ctx);
 
 // Resource capacities of one GPU, GB/s (HBM achievable, NVLink, its share of the NICs).
 [[nodiscard]] double capacity_GBps(const Context& ctx, Resource r);

@@ -13,6 +13,7 @@
 #include "model/catalog.h"
 #include "model/error.h"
 #include "model/yaml_util.h"
+#include "sim/units.h"
 
 namespace coconet::sim {
 
@@ -40,7 +41,6 @@ double NodeSpec::nvlink_GBps() const {
 }
 
 namespace {
-constexpr double kBitsPerByte = 8.0;
 }
 
 double NetworkSpec::nic_GBps() const { return nic_Gbps / kBitsPerByte * nic_efficiency; }
@@ -183,8 +183,7 @@ NcclSpec read_nccl(const Reader& r, const YAML::Node& root) {
   const YAML::Node n = r.section(root, "", "nccl",
                                  {"channels", "channel_GBps", "ll_max_GBps", "ll_efficiency",
                                   "ll128_efficiency", "tree_efficiency", "base_latency_us",
-                                  "hbm_bytes_per_link_byte", "reduce_GBps", "sms_per_channel",
-                                  "resident_overlap", "fused_kernels"});
+                                  "hbm_bytes_per_link_byte", "reduce_GBps", "sms_per_channel"});
   NcclSpec s;
   s.channels = r.positive_int(n, "nccl", "channels");
   s.channel_GBps = r.positive(n, "nccl", "channel_GBps");
@@ -201,9 +200,17 @@ NcclSpec read_nccl(const Reader& r, const YAML::Node& root) {
   s.hbm_bytes_per_link_byte = r.non_negative(n, "nccl", "hbm_bytes_per_link_byte");
   s.reduce_GBps = r.positive(n, "nccl", "reduce_GBps");
   s.sms_per_channel = r.positive(n, "nccl", "sms_per_channel");
-  s.resident_overlap = r.value<bool>(n, "nccl", "resident_overlap");
-  s.fused_kernels = r.value<bool>(n, "nccl", "fused_kernels");
   return s;
+}
+
+// `device: gpu | cpu`, gpu when absent: which kind of processor a rank is.
+Device read_device(const model::YamlContext& ctx, const YAML::Node& root) {
+  const YAML::Node n = root["device"];
+  if (!n) return Device::gpu;
+  const auto text = n.IsScalar() ? n.as<std::string>() : std::string();
+  if (text == "gpu") return Device::gpu;
+  if (text == "cpu") return Device::cpu;
+  ctx.fail(n, fmt::format("device '{}' is not a device: write gpu or cpu", text));
 }
 
 // Replaces the value at a dotted path; the path must name an existing scalar.
@@ -244,7 +251,7 @@ Topology parse_topology(const std::string& yaml_text, const std::string& origin,
   const model::YamlContext ctx{origin};
   YAML::Node root = ctx.load(yaml_text);
   ctx.require_map(root, "a topology");
-  ctx.allow_keys(root, {"name", "description", "nodes", "gpu", "node", "network", "nccl"}, "a topology");
+  ctx.allow_keys(root, {"name", "description", "device", "nodes", "gpu", "node", "network", "nccl"}, "a topology");
   std::set<std::string> overridden;
   for (const auto& [k, v] : overrides) {
     apply_override(root, origin, k, v);
@@ -255,6 +262,7 @@ Topology parse_topology(const std::string& yaml_text, const std::string& origin,
   t.origin = origin;
   t.name = r.value<std::string>(root, "", "name");
   t.description = r.value<std::string>(root, "", "description");
+  t.device = read_device(ctx, root);
   t.nodes = r.positive_int(root, "", "nodes");
   t.gpu = read_gpu(r, root);
   t.node = read_node(r, root);

@@ -81,20 +81,16 @@ struct NcclSpec {
   // a GEMM or kernel beside it gets the units left, and with less than one unit
   // left runs at that fraction of its speed (1 on a GPU: one CTA per channel).
   double sms_per_channel = 0;
-  // Whether a collective in an overlap group stays resident and takes chunk
-  // after chunk (latency paid once), or each chunk is a call of its own that
-  // pays the collective's latency again.
-  bool resident_overlap = true;
-  // Whether a fused stage (fuse(RS-C-AG), fuse(AR-C), fuse(P2P-C)) runs as one
-  // kernel (one latency, computation hidden under the transfers) or, on a
-  // backend without fused collective kernels, as its parts one after another.
-  bool fused_kernels = true;
 };
+
+// The processor a rank runs on: a GPU, or a CPU core (a calibrated cpu-backend topology).
+enum class Device { gpu, cpu };
 
 struct Topology {
   std::string name;
   std::string description;
   std::string origin;  // file it came from
+  Device device = Device::gpu;
   int nodes = 0;
   GpuSpec gpu;
   NodeSpec node;

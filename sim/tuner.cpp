@@ -28,17 +28,17 @@ KnobSpace tune_space(const Topology& t) {
 
 namespace {
 
-std::set<CollOp> ops_of(const std::vector<StageWork>& work) {
-  std::set<CollOp> ops;
-  for (const auto& w : work)
-    for (const auto& c : w.collectives) ops.insert(c.op);
+std::set<model::OpKind> ops_of(const plan::StepPlan& p) {
+  std::set<model::OpKind> ops;
+  for (const auto& op : p.ops)
+    for (const auto& c : op.work.collectives) ops.insert(c.op);
   return ops;
 }
 
-bool relevant(const Context& ctx, const std::set<CollOp>& ops, Algo a, Proto p) {
+bool relevant(const Context& ctx, const std::set<model::OpKind>& ops, Algo a, Proto p) {
   if (ops.empty()) return a == Algo::auto_ && p == Proto::auto_;
   const Placement where = ctx.placement();
-  for (CollOp op : ops) {
+  for (model::OpKind op : ops) {
     if (a == Algo::auto_ && p == Proto::auto_) return true;
     if (a == Algo::auto_) {
       for (Algo x : {Algo::ring, Algo::tree, Algo::nvls, Algo::hierarchical})
@@ -51,30 +51,41 @@ bool relevant(const Context& ctx, const std::set<CollOp>& ops, Algo a, Proto p) 
   return false;
 }
 
+// Whether any unit of the plan is cut into chunks (so the chunk knob matters).
+bool chunked(const plan::StepPlan& p) {
+  return std::any_of(p.units.begin(), p.units.end(), [](const plan::Unit& u) { return u.rows > 0; });
+}
+
 Candidate best_setting(const model::Schedule& s, int index, const Context& ctx, const KnobSpace& space,
                        int& evaluated) {
-  const std::vector<StageWork> work = stage_work(s, ctx);
-  const std::set<CollOp> ops = ops_of(work);
-  const std::vector<int> one = {1};
-  const std::vector<int>& chunk_choices = s.overlaps.empty() ? one : space.chunks;
+  model::Schedule one = s;
+  one.knobs.chunks = 1;
+  const bool chunks_matter = chunked(lower_for(one, ctx));
+  const std::vector<int> single = {1};
+  const std::vector<int>& chunk_choices = chunks_matter ? space.chunks : single;
   Candidate best{index, s.name(), s.knobs, std::numeric_limits<double>::infinity()};
-  for (int chunks : chunk_choices)
+  for (int chunks : chunk_choices) {
+    one.knobs.chunks = chunks;
+    plan::StepPlan p = lower_for(one, ctx);
+    const std::set<model::OpKind> ops = ops_of(p);
     for (Algo a : space.algos)
-      for (Proto p : space.protos) {
-        if (!relevant(ctx, ops, a, p)) continue;
+      for (Proto pr : space.protos) {
+        if (!relevant(ctx, ops, a, pr)) continue;
         for (int ch : space.channels) {
           if (ops.empty() && ch != 0) continue;
-          const model::Knobs knobs{chunks, a, p, ch};
-          SimResult r = simulate(work, s.overlaps, ctx, knobs);
+          p.knobs = model::Knobs{chunks, a, pr, ch};
+          SimResult r = simulate(p, ctx);
           ++evaluated;
           if (r.time_us < best.time_us) {
-            best.knobs = knobs;
+            best.knobs = p.knobs;
             best.time_us = r.time_us;
             best.stages = std::move(r.stages);
           }
         }
       }
-  best.analytic_us = predict_analytic(work, s.overlaps, ctx, best.knobs).time_us;
+  }
+  one.knobs = best.knobs;
+  best.analytic_us = predict_analytic(one, ctx).time_us;
   return best;
 }
 

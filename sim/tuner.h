@@ -1,6 +1,7 @@
-// The tuner: predicts every schedule under every knob setting of a knob space
-// (chunks, algorithm, protocol, channels) with the event simulator, keeps the
-// best setting of each schedule and ranks the schedules by it.
+// The tuner: lowers every schedule for the context's backend and predicts its
+// plan under every knob setting of a knob space (chunks, algorithm, protocol,
+// channels) with the event simulator, keeps the best setting of each schedule
+// and ranks the schedules by it.
 #pragma once
 
 #include <string>
@@ -8,7 +9,7 @@
 
 #include "model/schedule.h"
 #include "sim/simulator.h"
-#include "sim/stage_work.h"
+#include "sim/context.h"
 
 namespace coconet::sim {
 

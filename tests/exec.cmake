@@ -7,10 +7,9 @@ add_executable(test_exec_kernels ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_exec_kern
 target_link_libraries(test_exec_kernels PRIVATE coconet_kernels GTest::gtest_main coconet_warnings)
 gtest_discover_tests(test_exec_kernels TEST_PREFIX "exec.")
 
-add_executable(test_exec_fused_stage ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_exec_fused_stage.cpp)
-target_link_libraries(test_exec_fused_stage PRIVATE coconet_exec GTest::gtest_main coconet_warnings)
-gtest_discover_tests(test_exec_fused_stage TEST_PREFIX "exec." PROPERTIES
-                     ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT}")
+add_executable(test_exec_launch ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_exec_launch.cpp)
+target_link_libraries(test_exec_launch PRIVATE coconet_exec GTest::gtest_main coconet_warnings)
+gtest_discover_tests(test_exec_launch TEST_PREFIX "exec.")
 
 if(COCONET_HAVE_MPI AND COCONET_MPIEXEC)
   add_executable(test_exec_mpi ${CMAKE_CURRENT_SOURCE_DIR}/mpi/test_exec_mpi.cpp)

@@ -10,8 +10,7 @@
 //   nccl.base_latency_us              per-collective fixed cost; every protocol alike (MPI has one)
 //   nccl.reduce_GBps                  rate a rank combines received data (the reducing collectives' extra cost)
 //   nccl.sms_per_channel              share of the rank's compute a collective's progress takes (overlap fit)
-//   nccl.resident_overlap false       the cpu backend calls MPI once per chunk: each chunk pays the latency
-//   nccl.fused_kernels false          the cpu backend runs a fused stage as its collectives and kernel in turn
+//   device: cpu                       predictions default to the cpu backend's capabilities (plan/capabilities.h)
 #include "validation/calibrate.h"
 
 #include <algorithm>
@@ -25,7 +24,7 @@
 #include "model/error.h"
 #include "model/schedule.h"
 #include "sim/simulator.h"
-#include "sim/stage_work.h"
+#include "sim/context.h"
 
 namespace coconet::validation {
 
@@ -150,7 +149,7 @@ std::string topology_yaml(const Fitted& f, const CalibrateOptions& o, const std:
       "# through coconet's own runtime with {3} ranks, or says why it is fixed. A CPU has no GPU:\n"
       "# keys take the values that turn the GPU formulas into the CPU ones (see docs/validation.md).\n",
       o.name, o.command.empty() ? "coconet calibrate" : o.command, today(), ranks);
-  y += fmt::format("name: {}\ndescription: \"{}\"\nnodes: 1                        # one machine\n", o.name,
+  y += fmt::format("name: {}\ndescription: \"{}\"\ndevice: cpu                     # ranks are CPU processes: predictions default to the cpu backend\nnodes: 1                        # one machine\n", o.name,
                    machine_model(backend, ranks));
   y += "gpu:\n";
   y += fmt::format("  model: \"{} backend rank\"\n", backend);
@@ -194,8 +193,6 @@ std::string topology_yaml(const Fitted& f, const CalibrateOptions& o, const std:
                    bounded(c.reduce_GBps));
   y += fmt::format("  sms_per_channel: {:.3g}          # fit: share of the rank's compute a collective's progress takes (overlapped GEMM + allreduce)\n",
                    std::max(f.sms_per_channel, kMinPositiveUnits));
-  y += "  resident_overlap: false       # the cpu backend calls MPI once per chunk: every chunk pays the latency\n";
-  y += "  fused_kernels: false          # the cpu backend has no fused collective kernels: a fused stage runs as its parts\n";
   return y;
 }
 

@@ -12,7 +12,8 @@
 #include "model/parse.h"
 #include "model/schedule.h"
 #include "model/transforms.h"
-#include "sim/stage_work.h"
+#include "plan/step_plan.h"
+#include "sim/compute.h"
 
 namespace coconet::validation {
 
@@ -95,22 +96,20 @@ constexpr std::int64_t kOverlapN = 128;
 constexpr std::int64_t kOverlapRows[] = {64, 256};
 
 void fill_work(MicroSample& s) {
-  sim::Context ctx;
-  ctx.ranks = s.ranks;
-  ctx.sizes = s.sizes;
-  const auto work = sim::stage_work(model::initial_schedule(s.program), ctx);
   if (s.kind == MicroKind::overlap) return;  // two stages: fitted through the simulator only
-  if (work.size() != 1) throw InternalError("a microbenchmark must be one stage: " + s.label);
-  const sim::StageWork& w = work.front();
+  const plan::StepPlan p =
+      plan::lower(model::initial_schedule(s.program), s.sizes, s.ranks, plan::cpu_capabilities());
+  if (p.ops.size() != 1) throw InternalError("a microbenchmark must be one op: " + s.label);
+  const plan::Work& w = p.ops.front().work;
   s.bytes = w.hbm_bytes;
   s.flops = w.flops;
-  if (w.has_gemm) {
-    s.flops = w.gemm.flops();
-    s.dtype = w.gemm.dtype;
+  if (w.gemm) {
+    s.flops = sim::GemmShape{w.gemm->m, w.gemm->n, w.gemm->k, w.gemm->dtype}.flops();
+    s.dtype = w.gemm->dtype;
   }
   if (!w.collectives.empty()) {
     s.bytes = w.collectives.front().bytes;
-    s.op = sim::to_string(w.collectives.front().op);
+    s.op = model::to_string(w.collectives.front().op);
   }
 }
 

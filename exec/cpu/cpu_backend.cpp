@@ -111,6 +111,7 @@ class CpuBackend final : public Backend {
   }
 
   std::string name() const override { return "cpu"; }
+  plan::Capabilities capabilities() const override { return plan::cpu_capabilities(); }
   int world_rank() const override { return rank_; }
   int world_size() const override { return size_; }
   int ranks_per_group() const override { return size_ / groups_; }

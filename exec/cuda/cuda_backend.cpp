@@ -105,6 +105,7 @@ class CudaBackend final : public Backend {
   CudaBackend& operator=(const CudaBackend&) = delete;
 
   [[nodiscard]] std::string name() const override { return "cuda"; }
+  [[nodiscard]] plan::Capabilities capabilities() const override { return plan::cuda_capabilities(); }
   [[nodiscard]] int world_rank() const override { return rank_; }
   [[nodiscard]] int world_size() const override { return size_; }
   [[nodiscard]] int ranks_per_group() const override { return size_ / groups_; }

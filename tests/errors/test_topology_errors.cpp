@@ -66,10 +66,18 @@ TEST(TopologyErrors, ConcurrencyAndReductionKeys) {
             std::string::npos);
   EXPECT_NE(error_of(replace(shipped(), "sms_per_channel: 1 ", "sms_per_channel: -1 ")).find("nccl.sms_per_channel"),
             std::string::npos);
-  EXPECT_NE(error_of(replace(shipped(), "resident_overlap: true", "resident_overlap: often")).find("true or false"),
-            std::string::npos);
-  EXPECT_NE(error_of(replace(shipped(), "  fused_kernels: true", "  ")).find("needs the key 'fused_kernels'"),
-            std::string::npos);
+}
+
+// A topology describes hardware: what a backend runs is its capabilities
+// (plan/capabilities.h), so the keys that once said it are unknown now.
+TEST(TopologyErrors, BackendPropertiesAreNotTopologyKeys) {
+  const std::string old = replace(shipped(), "  sms_per_channel: 1 ", "  resident_overlap: true\n  sms_per_channel: 1 ");
+  EXPECT_NE(error_of(old).find("unknown key 'resident_overlap'"), std::string::npos) << error_of(old);
+}
+
+TEST(TopologyErrors, DeviceIsGpuOrCpu) {
+  const std::string bad = replace(shipped(), "\nnodes:", "\ndevice: tpu\nnodes:");
+  EXPECT_NE(error_of(bad).find("write gpu or cpu"), std::string::npos) << error_of(bad);
 }
 
 TEST(TopologyErrors, MalformedYaml) {

@@ -1,6 +1,7 @@
 // A test-only backend for the fused-collective hook: a real backend that
-// either declines every fused stage (counting the offers), so the runtime's
-// fallback runs, or accepts it and computes the spec with the backend's own
+// either has no fused capability (mode none: plans keep fused stages as their
+// parts, so nothing is offered), or claims SGD and Adam and computes each
+// offered spec with the backend's own
 // reduce-scatter and allgather around a host update of the shard (f32, the
 // formulas of kernels/cuda/optimizer.h), so a spec that misses or misplaces
 // anything gives wrong outputs the verifier catches. `lr_scale` != 1 makes
@@ -16,15 +17,21 @@ namespace coconet::exec::testing {
 
 class FusingBackend final : public PerturbingBackend {
  public:
-  enum class Mode { decline, host };
+  enum class Mode { none, host };
   FusingBackend(std::unique_ptr<Backend> inner, Mode mode, double lr_scale = 1.0)
       : PerturbingBackend(std::move(inner), Fault::none, 0), mode_(mode), lr_scale_(lr_scale) {}
 
   [[nodiscard]] int offers() const { return offers_; }
 
+  plan::Capabilities capabilities() const override {
+    plan::Capabilities c = PerturbingBackend::capabilities();
+    if (mode_ == Mode::host) c.fused_updates = {plan::FusedUpdate::sgd, plan::FusedUpdate::adam};
+    return c;
+  }
+
   bool try_fused_allreduce(const FusedStageSpec& s) override {
     ++offers_;
-    if (mode_ == Mode::decline) return false;
+    if (mode_ == Mode::none) return false;
     const int p = ranks_per_group();
     std::vector<View> g_parts, w_parts;
     for (int r = 0; r < p; ++r) {

@@ -21,6 +21,7 @@ class PerturbingBackend : public Backend {
       : inner_(std::move(inner)), fault_(fault), rank_(rank), kernel_(kernel) {}
 
   std::string name() const override { return inner_->name(); }
+  plan::Capabilities capabilities() const override { return inner_->capabilities(); }
   int world_rank() const override { return inner_->world_rank(); }
   int world_size() const override { return inner_->world_size(); }
   void set_groups(int g) override { inner_->set_groups(g); }

@@ -1,16 +1,16 @@
 // Recognition by evaluation: the stage's element-wise statements compiled as
 // the runtime compiles them, run on the host (kernels::eval_element) at a few
 // probe points under every assignment of operands to roles.
-#include "exec/fused_stage.h"
+#include "plan/fused_match.h"
 
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <numeric>
+#include <map>
 
 #include "kernels/elementwise_program.h"
 
-namespace coconet::exec {
+namespace coconet::plan {
 namespace {
 
 using model::OpKind;
@@ -40,7 +40,7 @@ struct Roles {
 };
 
 std::optional<Parts> parts_of(const model::Program& p, const model::Stage& stage) {
-  if (stage.stmts.size() < 3) return std::nullopt;
+  if (stage.kind != model::StageKind::fused || stage.stmts.size() < 3) return std::nullopt;
   Parts parts{p.find_stmt(stage.stmts.front()), {}, p.find_stmt(stage.stmts.back())};
   if (parts.rs->op != OpKind::reducescatter || parts.rs->reduce != model::ReduceOp::sum ||
       parts.ag->op != OpKind::allgather)
@@ -130,52 +130,45 @@ std::optional<Roles> find_roles(const kernels::ElementwiseProgram& prog, FusedUp
   do {
     do {
       r.w = ins[0];
-      if (u == FusedUpdate::adam) {
-        r.m = ins[1], r.v = ins[2], r.m1 = outs[0], r.v1 = outs[1];
-      }
+      if (u == FusedUpdate::adam) r.m = ins[1], r.v = ins[2], r.m1 = outs[0], r.v1 = outs[1];
       if (matches(prog, u, r, h)) return r;
     } while (std::next_permutation(outs.begin(), outs.end()));
   } while (std::next_permutation(ins.begin(), ins.end()));
   return std::nullopt;
 }
 
-View whole(const ValueInfo& v) { return View{v.buffer, 0, v.local_numel()}; }
+// Whether the values have the shapes and layouts the fused kernels need.
+bool shapes_fit(const model::Program& p, const FusedUpdateMatch& m) {
+  const auto& g = p.type_of(m.g);
+  const auto& w = p.type_of(m.w);
+  const auto& w_out = p.type_of(m.w_out);
+  if (g.shape.size() != 1 || w.shape != g.shape || w_out.shape != g.shape || w.layout.is_sliced() ||
+      w.dtype != w_out.dtype)
+    return false;
+  if (m.update == FusedUpdate::sgd) return true;
+  for (const std::string* n : {&m.m, &m.v}) {
+    const auto& t = p.type_of(*n);
+    if (t.shape != g.shape || !t.layout.is_sliced() || t.dtype != w.dtype) return false;
+  }
+  for (const std::string* n : {&m.m_out, &m.v_out}) {
+    const auto& t = p.type_of(*n);
+    if (t.shape != g.shape || !t.layout.is_sliced() || t.dtype != w.dtype) return false;
+  }
+  return true;
+}
 
-// The views of the spec, or nullopt when a value has not the shape and
-// placement the fused kernels need.
-std::optional<FusedStageSpec> spec_of(const kernels::ElementwiseProgram& prog, FusedUpdate u, const Roles& r,
-                                      const Parts& parts, const Plan& plan, const FusedHyper& h) {
-  const auto& g = plan.at(parts.rs->operands.front());
-  const auto& g_shard = plan.at(parts.rs->name);
-  const auto& w = plan.at(prog.input_names[static_cast<std::size_t>(r.w)]);
-  const auto& w_out = plan.at(parts.ag->name);
-  const std::int64_t n = g.local_numel();
-  const bool whole_ok = g.rank() == 1 && g.here && w.local_numel() == n && w_out.local_numel() == n &&
-                        !w.type.layout.is_sliced() && w.type.dtype == w_out.type.dtype;
-  if (!whole_ok || g_shard.local_numel() != model::slice_extent(n, plan.ranks_per_group(), plan.position()).size)
-    return std::nullopt;
-  FusedStageSpec spec{u, n, whole(g), whole(g_shard), whole(w), whole(w_out), {}, {}, {}, {}, h};
-  if (u == FusedUpdate::sgd) return spec;
-  for (const int slot : {r.m, r.v}) {
-    const auto& s = plan.at(prog.input_names[static_cast<std::size_t>(slot)]);
-    if (s.local_numel() != g_shard.local_numel() || !s.type.layout.is_sliced() || s.type.dtype != w.type.dtype)
-      return std::nullopt;
-  }
-  for (const int slot : {r.m1, r.v1}) {
-    const auto& s = plan.at(prog.output_names[static_cast<std::size_t>(slot)]);
-    if (s.local_numel() != g_shard.local_numel() || s.type.dtype != w.type.dtype) return std::nullopt;
-  }
-  spec.m = whole(plan.at(prog.input_names[static_cast<std::size_t>(r.m)]));
-  spec.v = whole(plan.at(prog.input_names[static_cast<std::size_t>(r.v)]));
-  spec.m_out = whole(plan.at(prog.output_names[static_cast<std::size_t>(r.m1)]));
-  spec.v_out = whole(plan.at(prog.output_names[static_cast<std::size_t>(r.v1)]));
-  return spec;
+kernels::ElementwiseProgram compile_parts(const model::Program& p, const Parts& parts) {
+  std::vector<kernels::ElementwiseStmt> stmts;
+  for (const auto* s : parts.compute) stmts.push_back({s->name, s->expr, s->type.dtype});
+  std::map<std::string, model::DType> types;
+  for (const auto& in : p.inputs) types.emplace(in.name, in.type.dtype);
+  for (const auto& s : p.stmts) types.emplace(s.name, s.type.dtype);
+  return kernels::compile_elementwise(stmts, types, p.scalars);
 }
 
 }  // namespace
 
-std::optional<FusedStageSpec> recognise_fused_allreduce(const model::Program& program, const model::Stage& stage,
-                                                        const Plan& plan) {
+std::optional<FusedUpdateMatch> match_fused_update(const model::Program& program, const model::Stage& stage) {
   const auto parts = parts_of(program, stage);
   if (!parts || !shard_stays_inside(program, stage, parts->ag->operands.front())) return std::nullopt;
   const auto u = parts->compute.size() == 1 ? std::optional(FusedUpdate::sgd)
@@ -184,14 +177,26 @@ std::optional<FusedStageSpec> recognise_fused_allreduce(const model::Program& pr
   if (!u) return std::nullopt;
   const auto h = hyper_of(program, *u);
   if (!h) return std::nullopt;
-  std::vector<kernels::ElementwiseStmt> stmts;
-  for (const auto* s : parts->compute) stmts.push_back({s->name, s->expr, s->type.dtype});
-  std::map<std::string, model::DType> types;
-  for (const auto& [name, v] : plan.values()) types.emplace(name, v.type.dtype);
-  const auto prog = kernels::compile_elementwise(stmts, types, program.scalars);
+  const auto prog = compile_parts(program, *parts);
   const auto roles = find_roles(prog, *u, *parts, *h);
   if (!roles) return std::nullopt;
-  return spec_of(prog, *u, *roles, *parts, plan, *h);
+  const auto in = [&](int slot) { return prog.input_names[static_cast<std::size_t>(slot)]; };
+  const auto out = [&](int slot) { return prog.output_names[static_cast<std::size_t>(slot)]; };
+  FusedUpdateMatch m;
+  m.update = *u;
+  m.hyper = *h;
+  m.g = parts->rs->operands.front();
+  m.g_shard = parts->rs->name;
+  m.w = in(roles->w);
+  m.w_out = parts->ag->name;
+  if (*u == FusedUpdate::adam) {
+    m.m = in(roles->m);
+    m.v = in(roles->v);
+    m.m_out = out(roles->m1);
+    m.v_out = out(roles->v1);
+  }
+  if (!shapes_fit(program, m)) return std::nullopt;
+  return m;
 }
 
-}  // namespace coconet::exec
+}  // namespace coconet::plan

@@ -1,0 +1,78 @@
+// Printing a StepPlan (`coconet show W --plan NAME`).
+#include <fmt/core.h>
+
+#include "plan/step_plan.h"
+
+namespace coconet::plan {
+
+std::string to_string(OpClass c) {
+  switch (c) {
+    case OpClass::elementwise: return "elementwise";
+    case OpClass::matmul: return "matmul";
+    case OpClass::norm: return "norm";
+    case OpClass::collective: return "collective";
+    case OpClass::fused: return "fused";
+  }
+  return "?";
+}
+
+std::string to_string(Stream s) { return s == Stream::compute ? "compute" : "comm"; }
+
+namespace {
+
+std::string join(const std::vector<std::string>& parts, const char* sep) {
+  std::string out;
+  for (const auto& x : parts) out += (out.empty() ? "" : sep) + x;
+  return out;
+}
+
+std::string work_text(const Work& w) {
+  std::vector<std::string> parts;
+  if (w.gemm)
+    parts.push_back(fmt::format("gemm [{}x{}]x[{}x{}] {}", w.gemm->m, w.gemm->k, w.gemm->k, w.gemm->n,
+                                model::to_string(w.gemm->dtype)));
+  for (const auto& c : w.collectives)
+    parts.push_back(fmt::format("{} {:.0f} B", model::to_string(c.op), c.bytes));
+  if (w.hbm_bytes > 0) parts.push_back(fmt::format("{:.0f} B over memory", w.hbm_bytes));
+  if (w.flops > 0) parts.push_back(fmt::format("{:.0f} flop", w.flops));
+  if (w.norm_across_group) parts.push_back("+ scalar allreduce");
+  return join(parts, ", ");
+}
+
+std::string op_line(const Op& op) {
+  std::string line = fmt::format("      op {} {} ({}) [{}] group {}", op.id, op.code, to_string(op.cls),
+                                 join(op.stmts, ", "), op.group);
+  if (op.dest_group >= 0) line += fmt::format("->{}", op.dest_group);
+  line += fmt::format(", {} stream", to_string(op.stream));
+  if (op.lag > 0) line += fmt::format(", lag {}", op.lag);
+  if (!op.producers.empty()) {
+    std::vector<std::string> ids;
+    for (int p : op.producers) ids.push_back(std::to_string(p));
+    line += ", after op " + join(ids, ",");
+  }
+  if (op.fused) line += ", fused " + to_string(op.fused->update) + " update";
+  return line + "\n        rank 0: " + work_text(op.work) + "\n";
+}
+
+}  // namespace
+
+std::string describe(const StepPlan& p) {
+  std::string out = fmt::format("plan of {} for {} rank(s) per group x {} group(s) on backend {}\n", p.schedule,
+                                p.ranks_per_group, p.groups, describe(p.caps));
+  std::vector<std::string> sizes;
+  for (const auto& [k, v] : p.sizes) sizes.push_back(fmt::format("{}={}", k, v));
+  out += fmt::format("  sizes {}; knobs chunks={} algo={} proto={} channels={}\n", join(sizes, " "),
+                     p.knobs.chunks, model::to_string(p.knobs.algo), model::to_string(p.knobs.proto),
+                     p.knobs.channels);
+  for (std::size_t i = 0; i < p.units.size(); ++i) {
+    const Unit& u = p.units[i];
+    out += fmt::format("  unit {}: {}{}\n", i, u.name,
+                       u.chunks > 1 ? fmt::format(", {} chunks of {} rows{}", u.chunks, u.rows,
+                                                  u.slice_mode ? " of each slice" : "")
+                                    : "");
+    for (int id : u.ops) out += op_line(p.op(id));
+  }
+  return out;
+}
+
+}  // namespace coconet::plan

@@ -1,0 +1,294 @@
+// Lowering a schedule to a StepPlan.
+//
+// Design notes
+// - Ops are formed as a rank sees them: consecutive element-wise statements
+//   of one group with the same global shape and layout become one kernel; a
+//   statement of another group does not break a run, an op the group takes
+//   part in does.
+// - A fuse(...) stage becomes one fused op only where the backend's
+//   capabilities say it runs it whole (outside overlap groups); otherwise it
+//   is lowered to its parts, exactly as the backend will run it.
+// - A unit is cut into chunks only when every statement in it (on every
+//   group, so every rank cuts alike) has the same number of rows.
+#include "plan/step_plan.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "model/error.h"
+#include "plan/views.h"
+
+namespace coconet::plan {
+namespace {
+
+using model::OpKind;
+using model::Stmt;
+
+OpClass class_of(const Stmt& s) {
+  if (model::is_elementwise(s.op)) return OpClass::elementwise;
+  if (s.op == OpKind::matmul) return OpClass::matmul;
+  if (s.op == OpKind::norm) return OpClass::norm;
+  return OpClass::collective;
+}
+
+int group_of(const model::Program& p, const Stmt& s) {
+  return s.op == OpKind::send ? p.type_of(s.operands.front()).group : s.type.group;
+}
+
+class Lowering {
+ public:
+  Lowering(const model::Schedule& s, const model::Bindings& sizes, int ranks, const Capabilities& caps)
+      : s_(s), p_(s.program), views_(rank_views(s.program, sizes, ranks, RankId{0, 0})) {
+    out_.program = s.program;
+    out_.schedule = s.name();
+    out_.knobs = s.knobs;
+    out_.caps = caps;
+    out_.sizes = sizes;
+    out_.ranks_per_group = ranks;
+    out_.groups = s.program.groups();
+    for (const auto& st : s.stages) out_.stage_codes.push_back(st.code(p_));
+  }
+
+  StepPlan run() {
+    for (int i = 0; i < static_cast<int>(s_.stages.size());) {
+      const int g = s_.overlap_of(i);
+      const int last = g < 0 ? i : s_.overlaps[static_cast<std::size_t>(g)].last;
+      add_unit(i, last, g >= 0);
+      i = last + 1;
+    }
+    return std::move(out_);
+  }
+
+ private:
+  const Stmt& stmt(const std::string& n) const { return *p_.find_stmt(n); }
+  const ValueView& view(const std::string& n) const { return views_.at(n); }
+
+  void add_unit(int first, int last, bool overlapped) {
+    Unit u;
+    u.first_stage = first;
+    u.last_stage = last;
+    u.overlapped = overlapped;
+    const int unit = static_cast<int>(out_.units.size());
+    std::vector<std::string> codes;
+    std::vector<const Stmt*> all;
+    for (int k = first; k <= last; ++k) {
+      std::map<int, int> open_run;  // group -> the element-wise op a statement may join (-1: none)
+      const auto& stage = s_.stages[static_cast<std::size_t>(k)];
+      codes.push_back(out_.stage_codes[static_cast<std::size_t>(k)]);
+      for (const auto& n : stage.stmts) all.push_back(&stmt(n));
+      if (!overlapped && stage.kind == model::StageKind::fused && !out_.caps.fused_updates.empty()) {
+        auto m = match_fused_update(p_, stage);
+        if (m && out_.caps.fused_updates.contains(m->update)) {
+          u.ops.push_back(add_fused(stage, k, unit, std::move(*m)));
+          continue;
+        }
+      }
+      for (const auto& n : stage.stmts) add_stmt(stmt(n), k, unit, u, open_run);
+    }
+    u.name = overlapped ? "ol(" + join(codes) + ")" : codes.front();
+    link(u);
+    cut_chunks(u, all);
+    for (int id : u.ops) measure(out_.ops[static_cast<std::size_t>(id)]);
+    out_.units.push_back(std::move(u));
+  }
+
+  static std::string join(const std::vector<std::string>& parts) {
+    std::string out;
+    for (const auto& x : parts) out += (out.empty() ? "" : ",") + x;
+    return out;
+  }
+
+  Op& new_op(OpClass cls, int stage, int unit, Unit& u) {
+    Op op;
+    op.id = static_cast<int>(out_.ops.size());
+    op.cls = cls;
+    op.stage = stage;
+    op.unit = unit;
+    out_.ops.push_back(std::move(op));
+    u.ops.push_back(out_.ops.back().id);
+    return out_.ops.back();
+  }
+
+  bool joins(const Op& op, const Stmt& s) const {
+    if (op.cls != OpClass::elementwise || class_of(s) != OpClass::elementwise) return false;
+    const auto& a = view(op.stmts.front());
+    const auto& b = view(s.name);
+    return a.global_dims == b.global_dims && a.type.layout == b.type.layout;
+  }
+
+  void add_stmt(const Stmt& s, int stage, int unit, Unit& u, std::map<int, int>& open_run) {
+    const int group = group_of(p_, s);
+    if (const auto it = open_run.find(group); it != open_run.end() && it->second >= 0) {
+      Op& run = out_.ops[static_cast<std::size_t>(it->second)];
+      if (joins(run, s)) {
+        run.stmts.push_back(s.name);
+        return;
+      }
+    }
+    Op& op = new_op(class_of(s), stage, unit, u);
+    op.stmts = {s.name};
+    op.group = group;
+    op.dest_group = s.op == OpKind::send ? s.type.group : -1;
+    op.code = op.cls == OpClass::elementwise ? "C"
+              : op.cls == OpClass::norm      ? "norm"
+                                             : model::Stage{model::StageKind::collective, {s.name}}.code(p_);
+    if (op.cls == OpClass::matmul) op.code = "MM";
+    open_run[op.group] = op.id;
+    if (op.dest_group >= 0) open_run[op.dest_group] = -1;
+  }
+
+  int add_fused(const model::Stage& stage, int k, int unit, FusedUpdateMatch m) {
+    Unit scratch;
+    Op& op = new_op(OpClass::fused, k, unit, scratch);
+    op.stmts = stage.stmts;
+    op.group = group_of(p_, stmt(stage.stmts.front()));
+    op.code = out_.stage_codes[static_cast<std::size_t>(k)];
+    op.fused = std::move(m);
+    return op.id;
+  }
+
+  // Producers, streams and lags (a computation waits a whole chunk for the
+  // communication it reads, so that the next chunk's communication is
+  // already queued meanwhile).
+  void link(const Unit& u) {
+    std::map<std::string, int> defined_by;
+    for (int id : u.ops) {
+      Op& op = out_.ops[static_cast<std::size_t>(id)];
+      const bool comm = op.cls == OpClass::collective || op.cls == OpClass::fused;
+      op.stream = comm ? Stream::comm : Stream::compute;
+      std::set<int> producers;
+      for (const auto& n : op.stmts)
+        for (const auto& read : model::Program::reads(stmt(n))) {
+          const auto it = defined_by.find(read);
+          if (it == defined_by.end() || it->second == id) continue;
+          producers.insert(it->second);
+          const Op& p = out_.ops[static_cast<std::size_t>(it->second)];
+          const int extra = p.stream == Stream::comm && op.stream == Stream::compute ? 1 : 0;
+          op.lag = std::max(op.lag, p.lag + extra);
+        }
+      op.producers.assign(producers.begin(), producers.end());
+      for (const auto& n : op.stmts) defined_by[n] = id;
+      if (op.cls == OpClass::elementwise || op.cls == OpClass::fused) op.program = compile(op);
+    }
+  }
+
+  kernels::ElementwiseProgram compile(const Op& op) const {
+    std::vector<kernels::ElementwiseStmt> stmts;
+    for (const auto& n : op.stmts) {
+      const Stmt& s = stmt(n);
+      if (model::is_elementwise(s.op)) stmts.push_back({s.name, s.expr, s.type.dtype});
+    }
+    std::map<std::string, model::DType> types;
+    for (const auto& [name, v] : views_) types.emplace(name, v.type.dtype);
+    return kernels::compile_elementwise(stmts, types, p_.scalars);
+  }
+
+  void cut_chunks(Unit& u, const std::vector<const Stmt*>& all) const {
+    for (const auto* s : all)
+      u.slice_mode = u.slice_mode || s->op == OpKind::reducescatter || s->op == OpKind::allgather ||
+                     view(s->name).type.layout == model::Layout::sliced(0);
+    if (!u.overlapped || !out_.caps.chunked_overlap) return;
+    std::int64_t rows = -1;
+    for (const auto* s : all) {
+      const auto& v = view(s->name);
+      if (s->op == OpKind::norm || v.rank() == 0 || (rows >= 0 && v.rows != rows)) return;
+      rows = v.rows;
+    }
+    if (rows <= 0) return;
+    u.chunks = std::max(1, out_.knobs.chunks);
+    u.rows = u.slice_mode ? model::slice_extent(rows, out_.ranks_per_group, 0).size : rows;
+  }
+
+  // ---- work on rank 0 ----
+
+  [[nodiscard]] double elem_bytes(const std::string& n) const { return model::bytes_of(view(n).type.dtype); }
+
+  bool outlives(const Stmt& s, const std::set<std::string>& inside) const {
+    if (s.op == OpKind::update) return true;
+    if (std::find(p_.outputs.begin(), p_.outputs.end(), s.name) != p_.outputs.end()) return true;
+    for (int u : p_.users(s.name))
+      if (!inside.contains(p_.stmts[static_cast<std::size_t>(u)].name)) return true;
+    return false;
+  }
+
+  Collective collective_of(const Stmt& s) const {
+    const auto& x = view(s.operands.at(0));
+    const auto& y = view(s.name);
+    const double p = out_.ranks_per_group;
+    switch (s.op) {
+      case OpKind::allreduce: return {s.op, s.name, double(x.local_bytes())};
+      case OpKind::reducescatter: return {s.op, s.name, double(y.local_bytes()) * p};
+      case OpKind::allgather: return {s.op, s.name, double(x.local_bytes()) * p};
+      case OpKind::broadcast: return {s.op, s.name, double(y.local_bytes())};
+      case OpKind::reduce: return {s.op, s.name, double(x.local_bytes())};
+      case OpKind::send: return {s.op, s.name, double(x.local_bytes())};
+      default: throw InternalError("collective_of: not a communication statement: " + s.name);
+    }
+  }
+
+  void measure(Op& op) const {
+    const std::set<std::string> inside(op.stmts.begin(), op.stmts.end());
+    std::map<std::string, double> reads;
+    auto read = [&](const std::string& n, std::int64_t elems) {
+      if (inside.contains(n)) return;
+      const double b = double(std::min(elems, view(n).local_numel())) * elem_bytes(n);
+      reads[n] = std::max(reads[n], b);
+    };
+    for (const auto& n : op.stmts) {
+      const Stmt& s = stmt(n);
+      if (model::is_communication(s.op)) {
+        op.work.collectives.push_back(collective_of(s));
+      } else if (s.op == OpKind::matmul) {
+        const auto& a = view(s.operands.at(0)).local_dims;
+        const auto& b = view(s.operands.at(1)).local_dims;
+        op.work.gemm = Gemm{a.size() >= 2 ? model::numel({a.begin(), a.end() - 1}) : 1, b.back(), a.back(),
+                            view(s.operands.at(0)).type.dtype};
+      } else if (s.op == OpKind::norm) {
+        const auto& x = view(s.operands.at(0));
+        constexpr double kFlopsPerSquareAdd = 2.0;
+        op.work.flops += kFlopsPerSquareAdd * double(x.local_numel());
+        read(x.name, x.local_numel());
+        op.work.norm_across_group = x.type.layout.is_sliced();
+      } else {
+        const std::int64_t n_elems = view(s.name).local_numel();
+        op.work.flops += double(model::flops_per_element(s.expr)) * double(n_elems);
+        for (const auto& r : model::Program::reads(s)) read(r, n_elems);
+        if (!s.type.shape.empty() && outlives(s, inside)) op.work.hbm_bytes += double(view(s.name).local_bytes());
+      }
+    }
+    for (const auto& [name, bytes] : reads) op.work.hbm_bytes += bytes;
+  }
+
+  const model::Schedule& s_;
+  const model::Program& p_;
+  std::map<std::string, ValueView> views_;
+  StepPlan out_;
+};
+
+}  // namespace
+
+StepPlan lower(const model::Schedule& s, const model::Bindings& sizes, int ranks_per_group,
+               const Capabilities& caps) {
+  COCONET_ASSERT(ranks_per_group >= 1, "lower: ranks per group must be at least 1");
+  return Lowering(s, sizes, ranks_per_group, caps).run();
+}
+
+std::vector<Launch> issue_order(const StepPlan& p, const Unit& u) {
+  int max_lag = 0;
+  for (int id : u.ops) max_lag = std::max(max_lag, p.op(id).lag);
+  std::vector<Launch> out;
+  for (int step = 0; step < u.chunks + max_lag; ++step)
+    for (int id : u.ops) {
+      const int chunk = step - p.op(id).lag;
+      if (chunk >= 0 && chunk < u.chunks) out.push_back({id, chunk});
+    }
+  return out;
+}
+
+double chunk_share(const Unit& u, int chunk) {
+  if (u.chunks <= 1 || u.rows <= 0) return 1.0;
+  return double(model::slice_extent(u.rows, u.chunks, chunk).size) / double(u.rows);
+}
+
+}  // namespace coconet::plan

@@ -1,0 +1,130 @@
+// The StepPlan: the one statement of what a step of a schedule does on each
+// rank, made by plan::lower and consumed by both the simulator (sim/ prices
+// it) and the executors (exec/ runs it), op for op.
+//
+// A plan is a list of units run one after another (a stage, or an overlap
+// group of stages), each a list of ops: a run of element-wise statements
+// compiled into one kernel, a matmul, a norm, a collective or send, or a
+// fused collective (its collectives and its compiled element-wise program in
+// one backend op). Each op has its process group, its stream (compute or
+// comm), its producers inside the unit and its lag (how many chunks behind
+// the unit's first op it is issued, so that chunk k's communication runs
+// while chunk k+1 computes). A unit runs `chunks` row chunks; issue_order()
+// is the order every rank issues (op, chunk) launches in. Per-rank views
+// (plan/views.h) place every value on a rank, ragged slices included; each
+// op's Work is what it moves and computes on rank 0, the largest slice.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernels/elementwise_program.h"
+#include "model/schedule.h"
+#include "plan/capabilities.h"
+#include "plan/fused_match.h"
+
+namespace coconet::plan {
+
+enum class OpClass { elementwise, matmul, norm, collective, fused };
+[[nodiscard]] std::string to_string(OpClass c);
+
+enum class Stream { compute, comm };
+[[nodiscard]] std::string to_string(Stream s);
+
+// One collective call of an op (a send included), by statement.
+struct Collective {
+  model::OpKind op = model::OpKind::allreduce;
+  std::string stmt;
+  double bytes = 0;  // nccl-tests size on rank 0 (sim/collective.h): whole op, all chunks
+};
+
+// A GEMM as the cost model sees it: [m x k] x [k x n] on rank 0.
+struct Gemm {
+  std::int64_t m = 0, n = 0, k = 0;
+  model::DType dtype = model::DType::f16;
+};
+
+// What an op moves and computes on rank 0, all chunks together.
+struct Work {
+  double hbm_bytes = 0;  // element-wise bytes read and written (fused: besides the collectives' own)
+  double flops = 0;      // element-wise FLOPs
+  std::optional<Gemm> gemm;
+  std::vector<Collective> collectives;  // in order (a fused allreduce: RS then AG)
+  bool norm_across_group = false;       // a norm over slices: a scalar allreduce follows it
+};
+
+struct Op {
+  int id = 0;
+  OpClass cls = OpClass::elementwise;
+  std::string code;                // C, N (norm), MM, AR, RS, AG, BC, RD, P2P, fuse(RS-C-AG)
+  std::vector<std::string> stmts;  // statement names, program order
+  int stage = 0;                   // the schedule stage it comes from
+  int unit = 0;
+  int group = 0;                   // process group it runs on (a send: the sender's)
+  int dest_group = -1;             // a send's receiving group
+  Stream stream = Stream::compute;
+  int lag = 0;
+  std::vector<int> producers;      // ops of the same unit it reads (ids)
+  std::optional<kernels::ElementwiseProgram> program;  // elementwise and fused ops
+  std::optional<FusedUpdateMatch> fused;               // fused ops: the update it computes
+  Work work;
+
+  // Whether a rank of `group` takes part.
+  [[nodiscard]] bool involves(int g) const { return group == g || dest_group == g; }
+};
+
+struct Unit {
+  std::string name;  // a stage's code ("AR", "fuse(RS-C-AG)") or an overlap group's ("ol(MM,AR)")
+  int first_stage = 0;
+  int last_stage = 0;
+  bool overlapped = false;
+  int chunks = 1;
+  // Chunk k is the k-th piece of every rank's slice (a group with a
+  // reducescatter, allgather or sliced value), not the k-th piece of rows.
+  bool slice_mode = false;
+  std::int64_t rows = 0;  // rows the chunks cut (rank 0's slice in slice mode); 0: unchunked
+  std::vector<int> ops;
+};
+
+// One launch: op `op` on chunk `chunk`.
+struct Launch {
+  int op = 0;
+  int chunk = 0;
+  friend bool operator==(const Launch&, const Launch&) = default;
+};
+
+struct StepPlan {
+  model::Program program;
+  std::string schedule;  // the schedule's name
+  model::Knobs knobs;
+  Capabilities caps;
+  model::Bindings sizes;
+  int ranks_per_group = 1;
+  int groups = 1;
+  std::vector<std::string> stage_codes;
+  std::vector<Unit> units;
+  std::vector<Op> ops;
+
+  [[nodiscard]] const Op& op(int id) const { return ops.at(static_cast<std::size_t>(id)); }
+};
+
+// Lowers `s` (with its knobs) for `ranks_per_group` ranks per group at
+// `sizes` onto a backend with `caps`. Throws UserError for what no backend
+// can run (a slicing the runtime cannot hold).
+[[nodiscard]] StepPlan lower(const model::Schedule& s, const model::Bindings& sizes, int ranks_per_group,
+                             const Capabilities& caps);
+
+// The order every rank issues a unit's launches in (a rank skips the ops it
+// takes no part in): step by step, op by op, chunk = step - lag.
+[[nodiscard]] std::vector<Launch> issue_order(const StepPlan& p, const Unit& u);
+
+// The share of an op's work that chunk `chunk` of unit `u` carries (rows of
+// the chunk over the unit's rows; 1 for an unchunked unit).
+[[nodiscard]] double chunk_share(const Unit& u, int chunk);
+
+// Human-readable plan: units, ops with stream, lag, chunks, work.
+[[nodiscard]] std::string describe(const StepPlan& p);
+
+}  // namespace coconet::plan

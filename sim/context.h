@@ -1,0 +1,32 @@
+// Where a schedule is priced: the cluster, the ranks of each process group,
+// the values of the program's symbolic sizes, and the backend whose StepPlan
+// is priced (by default the one that runs on the topology's device: cuda on
+// GPUs, cpu on a calibrated CPU topology).
+#pragma once
+
+#include <optional>
+
+#include "model/program.h"
+#include "plan/capabilities.h"
+#include "sim/collective.h"
+#include "sim/topology.h"
+
+namespace coconet::sim {
+
+struct Context {
+  Topology topology;
+  int ranks = 1;  // ranks per process group
+  model::Bindings sizes;
+  std::optional<plan::BackendKind> backend;  // nullopt: default_backend(topology)
+
+  [[nodiscard]] Placement placement() const { return place(topology, ranks); }
+  [[nodiscard]] plan::Capabilities capabilities() const;
+};
+
+// The backend that runs on a topology's device: cuda on GPUs, cpu on CPUs.
+[[nodiscard]] plan::BackendKind default_backend(const Topology& t);
+
+// The ranks per group when an experiment does not say: all GPUs over the groups.
+[[nodiscard]] int default_group_size(const Topology& t, const model::Program& p);
+
+}  // namespace coconet::sim

@@ -1,0 +1,76 @@
+// A test-only backend that runs nothing: it hands out buffer ids, accepts
+// every call and remembers the fused specs it was offered. One instance
+// stands for one world rank, so a test can drive the executor as every rank
+// of a job in one process and read back what each rank issued
+// (Executor::ran()), without MPI and in microseconds.
+#pragma once
+
+#include <vector>
+
+#include "exec/backend.h"
+
+namespace coconet::exec::testing {
+
+class DryBackend final : public Backend {
+ public:
+  DryBackend(int world_rank, int world_size, plan::Capabilities caps)
+      : rank_(world_rank), size_(world_size), caps_(caps) {}
+
+  std::string name() const override { return "dry"; }
+  plan::Capabilities capabilities() const override { return caps_; }
+  int world_rank() const override { return rank_; }
+  int world_size() const override { return size_; }
+  void set_groups(int groups) override { p_ = size_ / groups; }
+  int ranks_per_group() const override { return p_; }
+
+  BufferId allocate(DType t, std::int64_t n) override {
+    buffers_.push_back({t, n});
+    return static_cast<BufferId>(buffers_.size() - 1);
+  }
+  void release_all() override { buffers_.clear(); }
+  DType dtype_of(BufferId b) const override { return buffers_.at(static_cast<std::size_t>(b)).first; }
+  std::int64_t size_of(BufferId b) const override { return buffers_.at(static_cast<std::size_t>(b)).second; }
+  std::int64_t available_bytes() const override { return std::int64_t{1} << 40; }
+  void write(View, std::span<const double>) override {}
+  std::vector<double> read(View v) override { return std::vector<double>(static_cast<std::size_t>(v.count)); }
+  void copy(View, View) override {}
+
+  Event record(StreamKind s) override { return Event{s, ++events_}; }
+  void wait(StreamKind, Event) override {}
+  void synchronize() override {}
+  double now_us() const override { return 0.0; }
+
+  void elementwise(const kernels::ElementwiseProgram&, std::span<const Operand>, std::span<const Operand>,
+                   const kernels::Block&) override {}
+  void matmul(const MatmulArgs&) override {}
+  void norm(View, View, bool) override {}
+  void allreduce(View, View, ReduceOp) override {}
+  void reduce_scatter(std::span<const View>, View, ReduceOp) override {}
+  void allgather(View, std::span<const View>) override {}
+  void broadcast(View, View, int) override {}
+  void reduce(View, View, ReduceOp, int) override {}
+  void send(View, int) override {}
+  void recv(View, int) override {}
+  void barrier() override {}
+  void host_allreduce(std::span<double>, ReduceOp) override {}
+  [[noreturn]] void abort_job(int) override { std::abort(); }
+
+  bool try_fused_allreduce(const FusedStageSpec& s) override {
+    offered_.push_back(s);
+    return accept_fused_;
+  }
+  void set_accept_fused(bool accept) { accept_fused_ = accept; }
+  [[nodiscard]] const std::vector<FusedStageSpec>& offered() const { return offered_; }
+
+ private:
+  int rank_ = 0;
+  int size_ = 1;
+  int p_ = 1;
+  plan::Capabilities caps_;
+  std::vector<std::pair<DType, std::int64_t>> buffers_;
+  std::int64_t events_ = 0;
+  bool accept_fused_ = true;
+  std::vector<FusedStageSpec> offered_;
+};
+
+}  // namespace coconet::exec::testing

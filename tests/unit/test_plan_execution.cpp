@@ -1,0 +1,201 @@
+// The plan the executor runs is the plan the simulator prices. For every
+// workload x schedule x P in {1, 2, 3, 4, 8}, at ragged and even sizes, on
+// the capabilities of both backends, each rank of the job runs one step on a
+// dry backend (tests/unit/dry_backend.h) and the test holds what it issued
+// (Executor::ran()) against plan::lower's StepPlan:
+//   1. the launches: the plan's issue order, less the ops the rank takes no part in;
+//   2. the views: each op's calls, summed over its chunks, cover the rank's
+//      part of the op's value (plan::rank_views), ragged slices included;
+//   3. the simulator's tasks for the rank's group are those same launches;
+//   4. rank 0's collective calls move the bytes the cost model prices.
+#include <gtest/gtest.h>
+
+#include <fmt/core.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "dry_backend.h"
+#include "exec/executor.h"
+#include "model/enumerate.h"
+#include "plan/views.h"
+#include "sim/tasks.h"
+#include "sim/topology.h"
+#include "test_sched_util.h"
+
+namespace coconet::exec {
+namespace {
+
+using model::sched_test::small_sizes;
+using model::sched_test::workload;
+using model::sched_test::workload_names;
+using LaunchList = std::vector<plan::Launch>;
+
+constexpr int kRankCounts[] = {1, 2, 3, 4, 8};
+constexpr int kChunks = 3;  // chunks of overlap groups: ragged against every size
+
+// The launches a rank of `group` issues for `p`.
+LaunchList planned(const plan::StepPlan& p, int group) {
+  LaunchList out;
+  for (const auto& u : p.units)
+    for (const auto& l : plan::issue_order(p, u))
+      if (p.op(l.op).involves(group)) out.push_back(l);
+  return out;
+}
+
+LaunchList launches_of(const std::vector<RanLaunch>& ran) {
+  LaunchList out;
+  for (const auto& r : ran) out.push_back({r.op, r.chunk});
+  return out;
+}
+
+// The simulator's tasks that a rank of `group` takes part in, as launches.
+LaunchList simulated(const plan::StepPlan& p, const sim::Context& ctx, int group) {
+  LaunchList out;
+  for (const auto& t : sim::make_tasks(p, ctx))
+    if (t.rank == group || t.peer == group) out.push_back({t.op, t.chunk});
+  return out;
+}
+
+// Elements of an op's calls on a rank, all chunks together: its part of the op's value.
+std::int64_t expected_elements(const plan::StepPlan& p, const plan::Op& op,
+                               const std::map<std::string, plan::ValueView>& v) {
+  const model::Stmt& s = *p.program.find_stmt(op.stmts.front());
+  switch (op.cls) {
+    case plan::OpClass::elementwise: return v.at(s.name).local_numel();
+    case plan::OpClass::matmul: return v.at(s.name).local_numel();
+    case plan::OpClass::norm: return v.at(s.operands.front()).local_numel();
+    case plan::OpClass::fused: return v.at(op.fused->g).local_numel();
+    case plan::OpClass::collective: {
+      const auto& x = v.at(s.operands.front());
+      const auto& y = v.at(s.name);
+      if (s.op != model::OpKind::send) return x.local_numel();
+      return (x.here ? x.local_numel() : 0) + (y.here ? y.local_numel() : 0);
+    }
+  }
+  return -1;
+}
+
+// Differences between what a rank ran and the plan, one line each (empty: none).
+std::string compare(const plan::StepPlan& p, const std::vector<RanLaunch>& ran, int group, int position,
+                    const sim::Context& ctx) {
+  std::string diff;
+  const LaunchList want = planned(p, group);
+  if (launches_of(ran) != want)
+    diff += fmt::format("rank ({},{}) issued {} launches, the plan has {}\n", group, position, ran.size(), want.size());
+  if (simulated(p, ctx, group) != want) diff += fmt::format("the simulator's tasks for group {} differ\n", group);
+  const auto views = plan::rank_views(p.program, p.sizes, p.ranks_per_group, {group, position});
+  std::map<int, std::int64_t> elements;
+  for (const auto& r : ran)
+    for (auto e : r.elements) elements[r.op] += e;
+  for (const auto& [op, got] : elements) {
+    const std::int64_t need = expected_elements(p, p.op(op), views);
+    if (got != need)
+      diff += fmt::format("rank ({},{}) op {} {}: {} elements, its view holds {}\n", group, position, op,
+                          p.op(op).code, got, need);
+  }
+  return diff;
+}
+
+// Rank 0's collective calls against the bytes each collective is priced at.
+std::string compare_bytes(const plan::StepPlan& p, const std::vector<RanLaunch>& ran) {
+  std::map<int, double> bytes;
+  for (const auto& r : ran) {
+    const plan::Op& op = p.op(r.op);
+    if (op.cls != plan::OpClass::collective) continue;
+    const model::Stmt& s = *p.program.find_stmt(op.stmts.front());
+    const double elem = model::bytes_of(p.program.type_of(s.operands.front()).dtype);
+    for (auto e : r.elements) bytes[r.op] += double(e) * elem;
+  }
+  std::string diff;
+  const double ranks = p.ranks_per_group;
+  for (const auto& [id, ran_bytes] : bytes) {
+    const plan::Op& op = p.op(id);
+    const double priced = op.work.collectives.front().bytes;
+    const model::OpKind k = op.work.collectives.front().op;
+    const double x_rows = double(model::eval_shape(p.program.type_of(op.stmts.front()).shape, p.sizes).at(0));
+    bool ok = priced == ran_bytes;
+    if (k == model::OpKind::allgather) ok = priced == ran_bytes * ranks;
+    if (k == model::OpKind::reducescatter) ok = std::fmod(x_rows, ranks) != 0 ? priced >= ran_bytes : priced == ran_bytes;
+    if (!ok) diff += fmt::format("op {} {}: priced {} B, rank 0 moved {} B\n", id, op.code, priced, ran_bytes);
+  }
+  return diff;
+}
+
+// Runs one step of `schedule` as every rank of the job; returns each rank's launches.
+std::vector<std::vector<RanLaunch>> run_every_rank(const plan::StepPlan& p) {
+  const int world = p.ranks_per_group * p.groups;
+  std::vector<std::vector<RanLaunch>> out;
+  for (int r = 0; r < world; ++r) {
+    testing::DryBackend backend(r, world, p.caps);
+    backend.set_groups(p.groups);
+    Executor ex(backend, p);
+    (void)ex.run_step();
+    out.push_back(ex.ran());
+  }
+  return out;
+}
+
+class PlanExecution : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(PlanExecution, EveryRankRunsThePlanTheSimulatorPrices) {
+  const model::Program prog = workload(GetParam());
+  const sim::Topology t = sim::load_topology("dgx-h100", {{"nodes", "2"}});
+  for (const plan::Capabilities& caps : {plan::cuda_capabilities(), plan::cpu_capabilities()})
+    for (const auto& sizes : small_sizes(prog))
+      for (int ranks : kRankCounts)
+        for (model::Schedule s : model::enumerate_schedules(prog)) {
+          s.knobs.chunks = kChunks;
+          const model::Bindings b = prog.bind(sizes);
+          const plan::StepPlan p = plan::lower(s, b, ranks, caps);
+          SCOPED_TRACE(fmt::format("{} on {} P={} {}", s.name(), plan::to_string(caps.backend), ranks,
+                                   b.begin()->second));
+          const sim::Context ctx{t, ranks, b, caps.backend};
+          const auto ran = run_every_rank(p);
+          for (std::size_t r = 0; r < ran.size(); ++r)
+            EXPECT_EQ(compare(p, ran[r], int(r) / ranks, int(r) % ranks, ctx), "");
+          EXPECT_EQ(compare_bytes(p, ran.front()), "");
+        }
+}
+
+INSTANTIATE_TEST_SUITE_P(Workloads, PlanExecution, ::testing::ValuesIn(workload_names()),
+                         [](const auto& info) { return info.param; });
+
+// The comparison can fail: a plan whose unit was cut differently after
+// lowering runs differently from the plan the simulator prices.
+TEST(PlanExecution, AChangedChunkCountIsCaught) {
+  const model::Program prog = workload("megatron_mlp");
+  for (model::Schedule s : model::enumerate_schedules(prog)) {
+    if (s.overlaps.empty()) continue;
+    s.knobs.chunks = 4;
+    const model::Bindings b = prog.bind({{"B", 2}, {"S", 4}, {"H", 4}});
+    const plan::StepPlan priced = plan::lower(s, b, 2, plan::cpu_capabilities());
+    plan::StepPlan ran = priced;
+    for (auto& u : ran.units) u.chunks = u.chunks > 1 ? 2 : u.chunks;
+    const sim::Context ctx{sim::load_topology("dgx-h100"), 2, b, plan::BackendKind::cpu};
+    EXPECT_NE(compare(priced, run_every_rank(ran).front(), 0, 0, ctx), "") << s.name();
+    return;
+  }
+  FAIL() << "megatron_mlp has no overlapped schedule";
+}
+
+// A backend that declines a fused op its capabilities list fails loudly.
+TEST(PlanExecution, ADeclinedFusedOpIsAnInternalError) {
+  const model::Program prog = workload("adam");
+  for (const auto& s : model::enumerate_schedules(prog)) {
+    if (s.name() != "fuse(RS-C-AG)+asSlice(m,v)") continue;
+    const plan::StepPlan p = plan::lower(s, prog.bind({{"N", 37}}), 2, plan::cuda_capabilities());
+    testing::DryBackend backend(0, 2, p.caps);
+    backend.set_groups(1);
+    backend.set_accept_fused(false);
+    Executor ex(backend, p);
+    EXPECT_THROW((void)ex.run_step(), InternalError);
+    EXPECT_EQ(backend.offered().size(), 1u);
+    return;
+  }
+  FAIL() << "adam has no fuse(RS-C-AG)+asSlice(m,v)";
+}
+
+}  // namespace
+}  // namespace coconet::exec
