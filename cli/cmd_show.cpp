@@ -1,4 +1,6 @@
-// coconet show: a workload's program and every enumerated schedule with its stages.
+// coconet show: a workload's program and every enumerated schedule with its
+// stages; with --plan NAME, the StepPlan that schedule lowers to on a backend
+// (what the simulator prices and the executor runs).
 #include <cstdio>
 
 #include <fmt/core.h>
@@ -9,6 +11,8 @@
 #include "cli/workload_args.h"
 #include "model/catalog.h"
 #include "model/enumerate.h"
+#include "model/error.h"
+#include "plan/step_plan.h"
 
 namespace coconet::cli {
 
@@ -50,6 +54,45 @@ void show_one(const std::string& workload, const std::vector<std::string>& sets,
   fmt::print("\n");
 }
 
+nlohmann::json plan_json(const plan::StepPlan& p) {
+  nlohmann::json units = nlohmann::json::array();
+  for (const auto& u : p.units) {
+    nlohmann::json ops = nlohmann::json::array();
+    for (int id : u.ops) {
+      const plan::Op& op = p.op(id);
+      nlohmann::json collectives = nlohmann::json::array();
+      for (const auto& c : op.work.collectives)
+        collectives.push_back({{"op", model::to_string(c.op)}, {"statement", c.stmt}, {"bytes", c.bytes}});
+      ops.push_back({{"id", op.id}, {"code", op.code}, {"class", plan::to_string(op.cls)},
+                     {"statements", op.stmts}, {"group", op.group}, {"dest_group", op.dest_group},
+                     {"stream", plan::to_string(op.stream)}, {"lag", op.lag}, {"producers", op.producers},
+                     {"hbm_bytes", op.work.hbm_bytes}, {"flops", op.work.flops}, {"collectives", collectives}});
+    }
+    units.push_back({{"name", u.name}, {"chunks", u.chunks}, {"slice_mode", u.slice_mode}, {"ops", ops}});
+  }
+  return {{"schedule", p.schedule}, {"backend", plan::to_string(p.caps.backend)},
+          {"ranks_per_group", p.ranks_per_group}, {"groups", p.groups}, {"sizes", p.sizes}, {"units", units}};
+}
+
+struct PlanArgs {
+  std::string schedule;
+  int ranks = 8;
+  std::string backend = "cuda";
+  int chunks = 1;
+};
+
+void show_plan(const std::string& workload, const std::vector<std::string>& sets, const PlanArgs& a, Format f) {
+  const model::Program p = load_workload(workload, sets);
+  model::Schedule s = model::find_schedule(p, a.schedule);
+  s.knobs.chunks = a.chunks;
+  const plan::StepPlan plan = plan::lower(s, p.bind(), a.ranks, plan::capabilities_of(plan::parse_backend(a.backend)));
+  if (f == Format::json) {
+    std::fputs((plan_json(plan).dump(2) + "\n").c_str(), stdout);
+    return;
+  }
+  fmt::print("{}", plan::describe(plan));
+}
+
 }  // namespace
 
 void register_show(CLI::App& app) {
@@ -61,11 +104,29 @@ void register_show(CLI::App& app) {
     Format format = Format::table;
   };
   auto args = std::make_shared<Args>();
+  auto plan = std::make_shared<PlanArgs>();
   cmd->add_option("workload", args->workloads,
                   "Workload names or YAML files (default: every workload in workloads/)");
   cmd->add_option("--set", args->sets, "Override a size or scalar: NAME=VALUE (repeatable)");
+  cmd->add_option("--plan", plan->schedule,
+                  "Print the StepPlan of this schedule (a name or a schedule YAML) instead: units, ops, "
+                  "streams, chunks, work");
+  cmd->add_option("--ranks", plan->ranks, "With --plan: ranks per process group")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--backend", plan->backend, "With --plan: the backend whose capabilities lower it (cuda or cpu)")
+      ->capture_default_str();
+  cmd->add_option("--chunks", plan->chunks, "With --plan: chunks of each overlap group")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   add_format_option(cmd, args->format);
-  cmd->callback([args] {
+  cmd->callback([args, plan] {
+    if (!plan->schedule.empty()) {
+      if (args->workloads.size() != 1)
+        throw UserError("--plan shows one schedule: name exactly one workload, e.g. coconet show adam --plan AR-C");
+      show_plan(args->workloads.front(), args->sets, *plan, args->format);
+      return;
+    }
     auto names = args->workloads.empty() ? model::list_names("workloads") : args->workloads;
     if (args->format == Format::json && names.size() > 1) {
       std::fputs("[\n", stdout);

@@ -67,7 +67,7 @@ std::string describe(const StepPlan& p) {
   for (std::size_t i = 0; i < p.units.size(); ++i) {
     const Unit& u = p.units[i];
     out += fmt::format("  unit {}: {}{}\n", i, u.name,
-                       u.chunks > 1 ? fmt::format(", {} chunks of {} rows{}", u.chunks, u.rows,
+                       u.chunks > 1 ? fmt::format(", {} chunks over {} rows{}", u.chunks, u.rows,
                                                   u.slice_mode ? " of each slice" : "")
                                     : "");
     for (int id : u.ops) out += op_line(p.op(id));
