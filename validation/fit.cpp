@@ -11,11 +11,13 @@
 #include <fmt/core.h>
 
 #include "model/error.h"
+#include "sim/collective.h"
+#include "sim/units.h"
 
 namespace coconet::validation {
 
 namespace {
-constexpr double kBytesPerGBpsUs = 1e3;   // 1 GB/s moves 1e3 bytes per microsecond
+using sim::kBytesPerGBpsUs;
 constexpr double kFlopsPerGFLOPsUs = 1e3; // 1 GFLOP/s does 1e3 FLOPs per microsecond
 constexpr int kMaxRegimeIterations = 32;
 
@@ -116,23 +118,17 @@ int ring_steps(const std::string& op, int ranks) {
   throw UserError(fmt::format("no ring model for collective '{}'", op));
 }
 
-double ring_bus_factor(const std::string& op, int ranks) {
-  const double n = ranks;
-  if (op == "allreduce") return 2.0 * (n - 1) / n;
-  if (op == "reducescatter" || op == "allgather") return (n - 1) / n;
-  return 1.0;
-}
+double ring_bus_factor(const std::string& op, int ranks) { return sim::bus_factor(sim::parse_coll_op(op), ranks); }
 
 double ring_reduce_factor(const std::string& op, int ranks) {
-  if (op == "allreduce" || op == "reducescatter") return (ranks - 1.0) / ranks;
-  return 0.0;
+  return sim::reduce_factor(sim::parse_coll_op(op), ranks);
 }
 
 double collective_model_us(const CollectiveFit& f, const std::string& op, double bytes, int ranks) {
   const double reduce = f.reduce_GBps > 0 && std::isfinite(f.reduce_GBps)
-                            ? bytes * ring_reduce_factor(op, ranks) / (f.reduce_GBps * kBytesPerGBpsUs)
+                            ? sim::transfer_us(bytes * ring_reduce_factor(op, ranks), f.reduce_GBps)
                             : 0.0;
-  return f.base_us + ring_steps(op, ranks) * f.hop_us + bytes * ring_bus_factor(op, ranks) / (f.GBps * kBytesPerGBpsUs) +
+  return f.base_us + ring_steps(op, ranks) * f.hop_us + sim::transfer_us(bytes * ring_bus_factor(op, ranks), f.GBps) +
          reduce;
 }
 

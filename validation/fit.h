@@ -66,7 +66,7 @@ struct CollectiveFit {
   double reduce_GBps = 0;  // rate a rank combines received data (infinite: free)
 };
 
-// Ring steps of `op` on `ranks` ranks, and its nccl-tests bus factor.
+// Ring steps of `op` on `ranks` ranks; its nccl-tests bus factor and reduced share (sim/collective.h, by name).
 [[nodiscard]] int ring_steps(const std::string& op, int ranks);
 [[nodiscard]] double ring_bus_factor(const std::string& op, int ranks);
 [[nodiscard]] double ring_reduce_factor(const std::string& op, int ranks);

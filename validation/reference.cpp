@@ -15,6 +15,7 @@
 #include "model/parse.h"
 #include "sim/collective.h"
 #include "sim/topology.h"
+#include "sim/units.h"
 #include "sim/tuner.h"
 
 namespace coconet::validation {
@@ -25,7 +26,7 @@ namespace {
 
 // "At large messages": nccl-tests' bus bandwidth plateaus well before 4 GiB.
 constexpr double kLargeMessageBytes = 4.0 * 1024 * 1024 * 1024;
-constexpr double kBytesPerGBpsUs = 1e3;
+using sim::kBytesPerGBpsUs;
 constexpr int kGpusPerH100Node = 8;
 
 struct SystemMap {
