@@ -6,6 +6,7 @@
 #include "exec/executor.h"
 #include "model/error.h"
 #include "model/interpreter.h"
+#include "model/points.h"
 
 namespace coconet::exec {
 namespace {
@@ -55,12 +56,6 @@ std::optional<Outputs> interpreter_outputs(Backend& backend, const model::Progra
 }
 
 }  // namespace
-
-std::string sizes_text(const model::Bindings& sizes) {
-  std::string s;
-  for (const auto& [k, v] : sizes) s += (s.empty() ? "" : " ") + k + "=" + std::to_string(v);
-  return s;
-}
 
 References compute_references(Backend& backend, const model::Program& program, const model::Bindings& sizes,
                               const RunOptions& options) {
@@ -138,7 +133,7 @@ void check_memory(Backend& backend, const model::Program& program, const std::ve
   backend.host_allreduce(available, model::ReduceOp::min);
   const double need = static_cast<double>(device + host);
   if (need <= available[0]) return;
-  throw UserError(program.name + " at " + sizes_text(sizes) + " needs " + std::to_string(need / kBytesPerGiB).substr(0, 6) +
+  throw UserError(program.name + " at " + model::sizes_label(sizes) + " needs " + std::to_string(need / kBytesPerGiB).substr(0, 6) +
                   " GiB per rank on the " + backend.name() + " backend but only " +
                   std::to_string(available[0] / kBytesPerGiB).substr(0, 6) +
                   " GiB are available; pass smaller sizes, e.g. --set " +
