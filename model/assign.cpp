@@ -2,14 +2,14 @@
 // notation), finite scalars, and the split between topology and workload names.
 #include "model/assign.h"
 
+#include <fmt/core.h>
+
 #include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
 #include <set>
-
-#include <fmt/core.h>
 
 namespace coconet::model {
 
@@ -83,8 +83,8 @@ Decimal read_decimal(const std::string& t, const std::string& flag) {
 std::pair<std::string, std::string> parse_assignment(const std::string& text) {
   const auto eq = text.find('=');
   if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
-    throw UserError(fmt::format("--set '{}' is malformed: write NAME=VALUE, e.g. --set N=1048576",
-                                text));
+    throw UserError(
+        fmt::format("--set '{}' is malformed: write NAME=VALUE, e.g. --set N=1048576", text));
   return {text.substr(0, eq), text.substr(eq + 1)};
 }
 

@@ -3,9 +3,9 @@
 // the ranks per group decided, and the size sweeps multiplied.
 #include "model/points.h"
 
-#include <algorithm>
-
 #include <fmt/core.h>
+
+#include <algorithm>
 
 #include "model/catalog.h"
 #include "model/error.h"
@@ -22,8 +22,8 @@ namespace {
 void apply_values(WorkloadRun& run, Program& p, const Assignments& sets) {
   for (const auto& [k, v] : run.scalars) {
     if (!p.scalars.contains(k))
-      throw UserError(fmt::format("the experiment sets scalar '{}' of workload '{}', which has no such scalar",
-                                  k, p.name));
+      throw UserError(fmt::format(
+          "the experiment sets scalar '{}' of workload '{}', which has no such scalar", k, p.name));
     p.scalars[k] = v;
   }
   for (const auto& [k, v] : sets) {
@@ -41,13 +41,15 @@ void check_names(const std::vector<Program>& programs, const Assignments& sets) 
   }
 }
 
-int ranks_per_group(const Experiment& e, const WorkloadRun& run, const Program& p, const PointOptions& o) {
+int ranks_per_group(const Experiment& e, const WorkloadRun& run, const Program& p,
+                    const PointOptions& o) {
   const int groups = p.groups();
   if (o.ranks) {
     if (*o.ranks < 1 || *o.ranks % groups != 0)
-      throw UserError(fmt::format("--ranks {}: {} spans {} process groups, so its ranks (the world size) must be "
-                                  "a positive multiple of {}",
-                                  *o.ranks, p.name, groups, groups));
+      throw UserError(fmt::format(
+          "--ranks {}: {} spans {} process groups, so its ranks (the world size) must be "
+          "a positive multiple of {}",
+          *o.ranks, p.name, groups, groups));
     return *o.ranks / groups;
   }
   if (run.ranks) return *run.ranks;
@@ -58,10 +60,11 @@ int ranks_per_group(const Experiment& e, const WorkloadRun& run, const Program& 
 void check_fits(const Program& p, int ranks, const PointOptions& o) {
   const int need = ranks * p.groups();
   if (!o.total_gpus || need <= *o.total_gpus) return;
-  throw UserError(fmt::format("{} needs {} process group(s) x {} ranks = {} GPUs, but {} has {}; lower its ranks "
-                              "(--ranks) or describe a larger machine (--nodes, --topology)",
-                              p.name, p.groups(), ranks, need, o.machine.empty() ? "the machine" : o.machine,
-                              *o.total_gpus));
+  throw UserError(fmt::format(
+      "{} needs {} process group(s) x {} ranks = {} GPUs, but {} has {}; lower its ranks "
+      "(--ranks) or describe a larger machine (--nodes, --topology)",
+      p.name, p.groups(), ranks, need, o.machine.empty() ? "the machine" : o.machine,
+      *o.total_gpus));
 }
 
 // A workload on its own: the default experiment narrowed to it, at its own sizes.
@@ -80,7 +83,8 @@ Experiment workload_experiment(const std::string& path) {
 
 std::vector<Point> expand(const Experiment& e, const PointOptions& o) {
   std::vector<Program> programs;
-  for (const auto& run : e.workloads) programs.push_back(load_program(resolve_workload(run.workload)));
+  for (const auto& run : e.workloads)
+    programs.push_back(load_program(resolve_workload(run.workload)));
   check_names(programs, o.sets);
   std::vector<Point> out;
   for (std::size_t i = 0; i < e.workloads.size(); ++i) {
@@ -125,7 +129,8 @@ Experiment experiment_from_argument(const std::optional<std::string>& arg) {
   try {
     path = resolve_workload(*arg);
   } catch (const UserError&) {
-    throw UserError(fmt::format("'{}' is neither an experiment nor a workload: {}", *arg, experiment_error));
+    throw UserError(
+        fmt::format("'{}' is neither an experiment nor a workload: {}", *arg, experiment_error));
   }
   return workload_experiment(path);
 }

@@ -40,7 +40,7 @@ struct Point {
   Bindings sizes;         // every size of the program
   std::string label;      // sizes_label(sizes)
   int ranks_per_group = 1;
-  int groups = 1;         // process groups (pipeline stages) of the program
+  int groups = 1;  // process groups (pipeline stages) of the program
 
   [[nodiscard]] int world_size() const { return ranks_per_group * groups; }
 };
