@@ -2,6 +2,7 @@
 // (the embedded default when no file is given), predicted on its topology and
 // ranked, with the speed-up of the best over the paper's baseline and the stage
 // that dominates it. Also holds the report printing that `tune` shares.
+#include <limits>
 #include <memory>
 #include <optional>
 
@@ -82,11 +83,13 @@ void add_predict_flags(CLI::App* cmd, PredictArgs& a, bool target_required) {
                                  "embedded default");
   if (target_required) target->required();
   cmd->add_option("--topology,-t", a.topology, "Topology name or YAML file (default: the experiment's)");
-  cmd->add_option("--nodes,-N", a.nodes, "Nodes (default: the experiment's, else the topology's)");
+  const auto at_least_one = CLI::Range(1, std::numeric_limits<int>::max());
+  cmd->add_option("--nodes,-N", a.nodes, "Nodes (default: the experiment's, else the topology's)")
+      ->check(at_least_one);
   cmd->add_option("--ranks,-r", a.ranks,
                   "Ranks in all, the world size: process groups x ranks per group (default: the experiment's "
                   "ranks per group, else all GPUs)")
-      ->check(CLI::PositiveNumber);
+      ->check(at_least_one);
   cmd->add_option("--set", a.sets,
                   "KEY=VALUE: a topology value (dotted, e.g. gpu.hbm_GBps=4000, or nodes), a workload size "
                   "(e.g. N=1048576, N=4K, N=1e6) or scalar (e.g. lr=0.1); repeatable");

@@ -1,9 +1,10 @@
 // coconet run: executes schedules of a workload (or of every workload of an
 // experiment) for real on a backend, times them and verifies their outputs.
 //
-// Outside mpirun, `--ranks N` starts `mpirun -np N` on this same command line
-// (with the flags a small machine or a container needs), so nobody has to
-// know mpirun. Inside it, each rank prepares the same jobs; errors found while
+// Outside mpirun, `--ranks N` first prepares the jobs (model::expand: bad input
+// is reported once, before any rank starts), then starts `mpirun -np N` on this
+// same command line (with the flags a small machine or a container needs), so
+// nobody has to know mpirun. Inside it, each rank prepares the same jobs; errors found while
 // preparing (bad input, a rank count the program cannot use, sizes that do
 // not fit) are the same on every rank and are reported once. A rank that
 // fails while running reports itself and aborts the whole job; a watchdog

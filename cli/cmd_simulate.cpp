@@ -58,8 +58,16 @@ void check_knob_flags(const Args& a) {
   if (a.chunks && *a.chunks < 1) throw UserError(fmt::format("--chunks {}: needs at least 1", *a.chunks));
   if (a.channels && *a.channels < 0)
     throw UserError(fmt::format("--channels {}: needs 0 (the topology's default) or more", *a.channels));
-  if (a.algo) (void)model::parse_algo(*a.algo);
-  if (a.proto) (void)model::parse_proto(*a.proto);
+  try {
+    if (a.algo) (void)model::parse_algo(*a.algo);
+  } catch (const UserError& e) {
+    throw UserError(fmt::format("--algo {}: {}", *a.algo, e.what()));
+  }
+  try {
+    if (a.proto) (void)model::parse_proto(*a.proto);
+  } catch (const UserError& e) {
+    throw UserError(fmt::format("--proto {}: {}", *a.proto, e.what()));
+  }
 }
 
 // The schedule named by --schedule for each entry of the experiment (none for

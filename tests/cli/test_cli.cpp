@@ -155,8 +155,13 @@ TEST_F(Cli, ExitCodes) {
   EXPECT_EQ(run({"predict", "no-such-workload"}).code, 2);  // bad input
   EXPECT_EQ(run({"simulate", "adam", "--schedule", "NOPE"}).code, 2);
   EXPECT_EQ(run({"predict", "gpt3_pipeline", "--ranks", "3"}).code, 2);  // 2 groups do not divide 3
-  EXPECT_EQ(run({"predict", "adam", "--nodes", "1", "--ranks", "64"}).code,
-            2);  // more ranks than GPUs
+  // More ranks than GPUs.
+  EXPECT_EQ(run({"predict", "adam", "--nodes", "1", "--ranks", "64"}).code, 2);
+  expect_rejected({"predict", "adam", "--ranks", "0"}, "--ranks");
+  expect_rejected({"predict", "adam", "--nodes", "0"}, "--nodes");
+  expect_rejected({"simulate", "adam", "--schedule", "AR-C", "--algo", "bogus"}, "--algo bogus: ");
+  expect_rejected({"simulate", "adam", "--schedule", "AR-C", "--chunks", "0"}, "--chunks 0: ");
+  expect_rejected({"collective", "-b", "1.5"}, "-b 1.5: ");
 }
 
 // ---- every json output parses -------------------------------------------------
