@@ -4,9 +4,10 @@
 // Outside mpirun, `--ranks N` first prepares the jobs (model::expand: bad input
 // is reported once, before any rank starts), then starts `mpirun -np N` on this
 // same command line (with the flags a small machine or a container needs), so
-// nobody has to know mpirun. Inside it, each rank prepares the same jobs; errors found while
-// preparing (bad input, a rank count the program cannot use, sizes that do
-// not fit) are the same on every rank and are reported once. A rank that
+// nobody has to know mpirun. Inside it, each rank prepares the same jobs;
+// errors found while preparing (bad input, a rank count the program cannot
+// use, sizes that do not fit) are the same on every rank and are reported
+// once. A rank that
 // fails while running reports itself and aborts the whole job; a watchdog
 // aborts a job that stops making progress.
 #include <unistd.h>
@@ -31,9 +32,9 @@
 #include "exec/mpi_session.h"
 #include "exec/runtime.h"
 #include "exec/watchdog.h"
+#include "model/assign.h"
 #include "model/enumerate.h"
 #include "model/error.h"
-#include "model/assign.h"
 #include "model/points.h"
 #include "sim/topology.h"
 #include "sim/tuner.h"
