@@ -34,7 +34,7 @@ void BM_CollectivePredict(benchmark::State& state) {
 BENCHMARK(BM_CollectivePredict);
 
 void BM_TuneDefault(benchmark::State& state) {
-  const model::Experiment e = sim::experiment_from_argument(std::nullopt);
+  const model::Experiment e = model::experiment_from_argument(std::nullopt);
   sim::PredictOptions o;
   o.tune_space = true;
   std::int64_t evaluated = 0;

@@ -10,34 +10,13 @@
 #include "cli/commands.h"
 #include "cli/format.h"
 #include "model/error.h"
-#include "model/experiment.h"
+#include "model/assign.h"
 #include "sim/collective.h"
 #include "sim/topology.h"
 
 namespace coconet::cli {
 
 namespace {
-
-// "8", "64K", "8M", "1G": powers of 1024, as nccl-tests reads -b/-e.
-std::int64_t parse_bytes(const std::string& text, const char* flag) {
-  std::size_t used = 0;
-  long long v = 0;
-  try {
-    v = std::stoll(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  constexpr std::int64_t kKi = 1024;
-  std::int64_t scale = 1;
-  const std::string suffix = used ? text.substr(used) : "";
-  if (suffix == "K" || suffix == "k") scale = kKi;
-  else if (suffix == "M" || suffix == "m") scale = kKi * kKi;
-  else if (suffix == "G" || suffix == "g") scale = kKi * kKi * kKi;
-  else if (!suffix.empty()) used = 0;
-  if (!used || v < 0)
-    throw UserError(fmt::format("{} '{}': expected a byte count such as 8, 64K, 8M or 1G", flag, text));
-  return v * scale;
-}
 
 struct Args {
   std::string op = "allreduce";
@@ -72,8 +51,8 @@ void run(const Args& a) {
   if (a.nodes) sets.emplace_back("nodes", std::to_string(*a.nodes));
   const sim::Topology t = sim::load_topology(a.topology, sets);
   const sim::Placement where = placement(t, a);
-  const std::int64_t b = parse_bytes(a.begin, "-b");
-  const std::int64_t e = parse_bytes(a.end, "-e");
+  const std::int64_t b = model::parse_count(a.begin, "-b " + a.begin);
+  const std::int64_t e = model::parse_count(a.end, "-e " + a.end);
   if (b < 1 || e < b) throw UserError(fmt::format("-b {} -e {}: need 1 <= begin <= end", a.begin, a.end));
   if (a.factor < 2) throw UserError(fmt::format("-f {}: the size factor must be at least 2", a.factor));
   sim::CollectiveRequest r{sim::parse_coll_op(a.op), 0, where, model::parse_algo(a.algo),

@@ -2,6 +2,7 @@
 // (the embedded default when no file is given), predicted on its topology and
 // ranked, with the speed-up of the best over the paper's baseline and the stage
 // that dominates it. Also holds the report printing that `tune` shares.
+#include <limits>
 #include <memory>
 #include <optional>
 
@@ -11,10 +12,11 @@
 #include "cli/commands.h"
 #include "cli/predict_report.h"
 #include "cli/format.h"
+#include "model/assign.h"
+#include "model/points.h"
 #include "sim/predict.h"
 
 namespace coconet::cli {
-
 
 namespace {
 
@@ -55,6 +57,7 @@ Table point_table(const sim::PointReport& r, bool all_knobs, bool with_point_col
 nlohmann::json point_json(const sim::PointReport& r, bool all_knobs) {
   return {{"workload", r.workload}, {"sizes", r.sizes},         {"topology", r.topology},
           {"nodes", r.nodes},       {"ranks", r.ranks},         {"groups", r.groups},
+          {"backend", r.backend},
           {"best", r.best().name},  {"baseline", r.baseline},   {"baseline_us", r.baseline_us},
           {"speedup", r.speedup},   {"reason", r.reason},       {"evaluated", r.result.evaluated},
           {"rows", rows_json(point_table(r, all_knobs, false))}};
@@ -67,7 +70,10 @@ sim::PredictOptions PredictArgs::options() const {
   o.topology = topology;
   o.nodes = nodes;
   o.ranks = ranks;
-  sim::split_sets(sets, o);
+  model::SetArgs split = model::split_sets(sets);
+  o.sets = std::move(split.topology);
+  o.values = std::move(split.workload);
+  o.backend = backend;
   return o;
 }
 
@@ -77,11 +83,18 @@ void add_predict_flags(CLI::App* cmd, PredictArgs& a, bool target_required) {
                                  "embedded default");
   if (target_required) target->required();
   cmd->add_option("--topology,-t", a.topology, "Topology name or YAML file (default: the experiment's)");
-  cmd->add_option("--nodes,-N", a.nodes, "Nodes (default: the experiment's, else the topology's)");
-  cmd->add_option("--ranks,-r", a.ranks, "Ranks per process group (default: the experiment's, else all GPUs / groups)");
+  const auto at_least_one = CLI::Range(1, std::numeric_limits<int>::max());
+  cmd->add_option("--nodes,-N", a.nodes, "Nodes (default: the experiment's, else the topology's)")
+      ->check(at_least_one);
+  cmd->add_option("--ranks,-r", a.ranks,
+                  "Ranks in all, the world size: process groups x ranks per group (default: the experiment's "
+                  "ranks per group, else all GPUs)")
+      ->check(at_least_one);
   cmd->add_option("--set", a.sets,
-                  "KEY=VALUE: a topology value (dotted, e.g. gpu.hbm_GBps=4000, or nodes) or a workload size "
-                  "(e.g. N=1048576); repeatable");
+                  "KEY=VALUE: a topology value (dotted, e.g. gpu.hbm_GBps=4000, or nodes), a workload size "
+                  "(e.g. N=1048576, N=4K, N=1e6) or scalar (e.g. lr=0.1); repeatable");
+  cmd->add_option("--backend", a.backend, "The backend the prediction is for: cuda or cpu")
+      ->check(CLI::IsMember({"cuda", "cpu"}));
 }
 
 void print_point_reports(const std::vector<sim::PointReport>& reports, Format f, bool all_knobs) {
@@ -102,8 +115,9 @@ void print_point_reports(const std::vector<sim::PointReport>& reports, Format f,
     return;
   }
   for (const auto& r : reports) {
-    fmt::print("== {} {} on {} ({} node(s)), {} ranks per group{}\n", r.workload, r.sizes, r.topology, r.nodes,
-               r.ranks, r.groups > 1 ? fmt::format(" x {} groups", r.groups) : "");
+    fmt::print("== {} {} on {} ({} node(s)), {} ranks per group{}{}\n", r.workload, r.sizes, r.topology, r.nodes,
+               r.ranks, r.groups > 1 ? fmt::format(" x {} groups", r.groups) : "",
+               ", backend " + r.backend);
     fmt::print("   best: {}, {:.2f}x over {}: {}\n", r.best().name, r.speedup, r.baseline, r.reason);
     print(point_table(r, all_knobs, false), f);
     fmt::print("\n");
@@ -120,7 +134,7 @@ void register_predict(CLI::App& app) {
   add_predict_flags(cmd, a->predict);
   add_format_option(cmd, a->format);
   cmd->callback([a] {
-    const model::Experiment e = sim::experiment_from_argument(a->predict.target);
+    const model::Experiment e = model::experiment_from_argument(a->predict.target);
     const auto reports = sim::predict_experiment(e, a->predict.options());
     print_point_reports(reports, a->format, false);
   });

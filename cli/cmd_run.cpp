@@ -1,11 +1,13 @@
 // coconet run: executes schedules of a workload (or of every workload of an
 // experiment) for real on a backend, times them and verifies their outputs.
 //
-// Outside mpirun, `--ranks N` starts `mpirun -np N` on this same command line
-// (with the flags a small machine or a container needs), so nobody has to
-// know mpirun. Inside it, each rank prepares the same jobs; errors found while
-// preparing (bad input, a rank count the program cannot use, sizes that do
-// not fit) are the same on every rank and are reported once. A rank that
+// Outside mpirun, `--ranks N` first prepares the jobs (model::expand: bad input
+// is reported once, before any rank starts), then starts `mpirun -np N` on this
+// same command line (with the flags a small machine or a container needs), so
+// nobody has to know mpirun. Inside it, each rank prepares the same jobs;
+// errors found while preparing (bad input, a rank count the program cannot
+// use, sizes that do not fit) are the same on every rank and are reported
+// once. A rank that
 // fails while running reports itself and aborts the whole job; a watchdog
 // aborts a job that stops making progress.
 #include <unistd.h>
@@ -25,17 +27,16 @@
 
 #include "cli/commands.h"
 #include "cli/format.h"
-#include "cli/workload_args.h"
 #include "exec/backend.h"
 #include "exec/launch.h"
 #include "exec/mpi_session.h"
 #include "exec/runtime.h"
 #include "exec/watchdog.h"
-#include "model/catalog.h"
+#include "model/assign.h"
 #include "model/enumerate.h"
 #include "model/error.h"
-#include "model/experiment.h"
-#include "model/parse.h"
+#include "model/points.h"
+#include "plan/capabilities.h"
 #include "sim/topology.h"
 #include "sim/tuner.h"
 
@@ -59,75 +60,47 @@ struct RunArgs {
 };
 
 struct Job {
-  model::Program program;
-  model::Bindings sizes;
+  model::Point point;
   std::vector<model::Schedule> schedules;
   std::map<std::string, double> predicted_us;  // by schedule name, with --topology
 };
 
 // ---- preparing the jobs ----------------------------------------------------
 
-bool is_workload(const std::string& target) {
-  try {
-    (void)model::resolve_workload(target);
-    return true;
-  } catch (const UserError&) {
-    return false;
-  }
-}
-
-std::vector<model::Schedule> by_name(const model::Program& p, std::vector<model::Schedule> all,
-                                     const std::string& which) {
-  if (which == "all") return all;
-  std::string names;
-  for (auto& s : all) {
-    if (s.name() == which) return {std::move(s)};
-    names += "\n  " + s.name();
-  }
-  throw UserError("workload '" + p.name + "' has no schedule named '" + which + "'; its schedules:" + names);
-}
-
-// The cost model's ranking of every schedule of a job on `topology`, with
-// `world_size` ranks cut into the program's groups.
+// The cost model's ranking of every schedule of a job on `topology`, as `backend` would run it.
 sim::TuneResult predict_job(const Job& j, const std::vector<model::Schedule>& all, const sim::Topology& topology,
-                            int world_size) {
-  const int ranks = world_size / j.program.groups();
-  if (world_size > topology.total_gpus())
-    throw UserError(fmt::format("--topology {} has {} GPU(s) but the job has {} ranks; pass a topology with at "
-                                "least {} (e.g. `coconet calibrate --ranks {}`)",
-                                topology.name, topology.total_gpus(), world_size, world_size, world_size));
-  return sim::tune(all, sim::Context{topology, ranks, j.sizes}, sim::predict_space());
+                            const std::string& backend) {
+  const sim::Context ctx{topology, j.point.ranks_per_group, j.point.sizes, plan::parse_backend(backend, "--backend")};
+  return sim::tune(all, ctx, sim::predict_space());
 }
 
 // Fills a job's schedules: all, the predicted best (knobs included), or one by
 // name; with a topology, the prediction of each.
-void select_schedules(Job& j, const RunArgs& a, const std::optional<sim::Topology>& topology, int world_size) {
-  auto all = model::enumerate_schedules(j.program);
-  if (!topology) {
-    j.schedules = by_name(j.program, std::move(all), a.schedule);
-    return;
+void select_schedules(Job& j, const RunArgs& a, const std::optional<sim::Topology>& topology) {
+  auto all = model::enumerate_schedules(j.point.program);
+  if (topology) {
+    const auto ranked = predict_job(j, all, *topology, a.backend);
+    for (const auto& c : ranked.ranked) j.predicted_us[c.name] = c.time_us;
+    if (a.schedule == "best") {
+      const auto& best = ranked.ranked.front();
+      model::Schedule s = all.at(static_cast<std::size_t>(best.schedule));
+      s.knobs = best.knobs;
+      j.schedules = {std::move(s)};
+      return;
+    }
   }
-  const auto ranked = predict_job(j, all, *topology, world_size);
-  for (const auto& c : ranked.ranked) j.predicted_us[c.name] = c.time_us;
-  if (a.schedule != "best") {
-    j.schedules = by_name(j.program, std::move(all), a.schedule);
-    return;
-  }
-  const auto& best = ranked.ranked.front();
-  model::Schedule s = all.at(static_cast<std::size_t>(best.schedule));
-  s.knobs = best.knobs;
-  j.schedules = {std::move(s)};
+  j.schedules = a.schedule == "all" ? std::move(all)
+                                    : std::vector<model::Schedule>{model::find_schedule(j.point.program, a.schedule)};
 }
 
-void apply_size_sets(model::Bindings& sizes, const std::vector<std::string>& sets) {
-  for (const auto& s : sets) {
-    const auto [k, v] = model::parse_assignment(s);
-    if (sizes.count(k) != 0) sizes[k] = std::stoll(v);
-  }
-}
-
-std::optional<sim::Topology> run_topology(const RunArgs& a) {
-  if (!a.topology.empty()) return sim::load_topology(a.topology);
+// The topology the schedules are predicted on (--topology, with the --set
+// values for it), when there is one.
+std::optional<sim::Topology> run_topology(const RunArgs& a, const model::Assignments& sets) {
+  if (!a.topology.empty()) return sim::load_topology(a.topology, sets);
+  if (!sets.empty())
+    throw UserError(fmt::format("--set {}={}: a topology value, but run predicts nothing without --topology; pass "
+                                "--topology T (e.g. cpu-local)",
+                                sets.front().first, sets.front().second));
   if (a.schedule == "best")
     throw UserError("--schedule best picks the schedule the cost model predicts fastest, which needs the machine "
                     "described: pass --topology T (e.g. --topology cpu-local, or a file that `coconet calibrate "
@@ -135,29 +108,30 @@ std::optional<sim::Topology> run_topology(const RunArgs& a) {
   return std::nullopt;
 }
 
-std::vector<Job> prepare_jobs(const RunArgs& a, exec::RunOptions& options, int world_size) {
-  const auto topology = run_topology(a);
-  std::vector<Job> jobs;
-  if (is_workload(a.target)) {
-    Job j{load_workload(a.target, a.sets), {}, {}};
-    j.sizes = j.program.bind();
-    jobs.push_back(std::move(j));
-  } else {
-    const auto e = model::load_experiment(model::resolve_experiment(a.target));
-    options.iters = e.iters;
-    options.warmup = e.warmup;
-    for (const auto& run : e.workloads) {
-      auto p = load_workload(run.workload, a.sets);
-      for (const auto& [k, v] : run.scalars) p.scalars[k] = v;
-      for (auto sizes : model::size_points(run, p)) {
-        apply_size_sets(sizes, a.sets);
-        jobs.push_back(Job{p, sizes, {}});
-      }
-    }
+model::PointOptions point_options(const model::Assignments& values, const std::optional<sim::Topology>& topology,
+                                  int world_size) {
+  model::PointOptions o{values, world_size, std::nullopt, ""};
+  if (topology) {
+    o.total_gpus = topology->total_gpus();
+    o.machine = fmt::format("--topology {} ({} node(s) x {} GPUs)", topology->name, topology->nodes,
+                            topology->node.gpus);
   }
-  if (a.iters > 0) options.iters = a.iters;
-  if (a.warmup >= 0) options.warmup = a.warmup;
-  for (auto& j : jobs) select_schedules(j, a, topology, world_size);
+  return o;
+}
+
+// Every job of the target on `world_size` ranks, checked: the same on every
+// rank, and what `run` checks before it starts any.
+std::vector<Job> prepare_jobs(const RunArgs& a, exec::RunOptions& options, int world_size) {
+  const model::SetArgs sets = model::split_sets(a.sets);
+  const auto topology = run_topology(a, sets.topology);
+  const model::Experiment e = model::experiment_from_argument(a.target);
+  options.iters = a.iters > 0 ? a.iters : e.iters;
+  options.warmup = a.warmup >= 0 ? a.warmup : e.warmup;
+  std::vector<Job> jobs;
+  for (auto& pt : model::expand(e, point_options(sets.workload, topology, world_size))) {
+    jobs.push_back(Job{std::move(pt), {}, {}});
+    select_schedules(jobs.back(), a, topology);
+  }
   return jobs;
 }
 
@@ -222,7 +196,7 @@ void print_rows(const std::vector<Printed>& rows, const RunArgs& a, int ranks) {
   for (const char* c : {"min_us", "max_us", "stages_us", "verified", "max_abs_error"}) t.columns.emplace_back(c);
   for (const auto& p : rows) {
     const auto& r = p.row;
-    std::vector<Cell> row{r.workload, exec::sizes_text(r.sizes), r.schedule, r.median_us};
+    std::vector<Cell> row{r.workload, model::sizes_label(r.sizes), r.schedule, r.median_us};
     if (predicted) row.emplace_back(p.predicted_us ? Cell(*p.predicted_us) : Cell(std::string("-")));
     for (Cell c : std::vector<Cell>{r.min_us, r.max_us, stages_text(r), r.verified,
                                     fmt::format("{:.3g}", r.max_abs_error)})
@@ -320,11 +294,11 @@ std::vector<exec::RunRow> run_jobs(exec::Backend& backend, std::vector<Job>& job
   try {
     test_fault_hook(backend.world_rank());
     for (auto& j : jobs) {
-      backend.set_groups(j.program.groups());
-      const auto refs = exec::compute_references(backend, j.program, j.sizes, options);
+      backend.set_groups(j.point.groups);
+      const auto refs = exec::compute_references(backend, j.point.program, j.point.sizes, options);
       watchdog.kick();
       for (const auto& s : j.schedules) {
-        rows.push_back(exec::run_schedule(backend, s, j.sizes, refs, options));
+        rows.push_back(exec::run_schedule(backend, s, j.point.sizes, refs, options));
         watchdog.kick();
       }
     }
@@ -335,7 +309,11 @@ std::vector<exec::RunRow> run_jobs(exec::Backend& backend, std::vector<Job>& job
 }
 
 void run_command(const RunArgs& a) {
-  if (a.backend == "cpu" && !exec::launched_by_mpirun() && a.ranks > 0) exec::relaunch_under_mpirun(a.ranks);
+  if (a.backend == "cpu" && !exec::launched_by_mpirun() && a.ranks > 0) {
+    exec::RunOptions checked;
+    (void)prepare_jobs(a, checked, a.ranks);  // bad input is reported once, before any rank starts
+    exec::relaunch_under_mpirun(a.ranks);
+  }
   auto backend = exec::make_backend(a.backend);
   exec::RunOptions options;
   std::vector<Job> jobs;
@@ -346,8 +324,8 @@ void run_command(const RunArgs& a) {
                       std::to_string(backend->world_size()) + " ranks; drop --ranks inside mpirun");
     jobs = prepare_jobs(a, options, backend->world_size());
     for (auto& j : jobs) {
-      backend->set_groups(j.program.groups());
-      exec::check_memory(*backend, j.program, j.schedules, j.sizes, options);
+      backend->set_groups(j.point.groups);
+      exec::check_memory(*backend, j.point.program, j.schedules, j.point.sizes, options);
     }
   } catch (...) {
     error = std::current_exception();
@@ -363,7 +341,7 @@ void run_command(const RunArgs& a) {
     return;
   }
   if (backend->world_rank() != 0) quiet_exit(backend, kExitRunFailed);
-  throw RunFailure(failed->workload + " " + failed->schedule + " at " + exec::sizes_text(failed->sizes) +
+  throw RunFailure(failed->workload + " " + failed->schedule + " at " + model::sizes_label(failed->sizes) +
                    " differs: " + failed->mismatch);
 }
 
@@ -383,7 +361,9 @@ void register_run(CLI::App& app) {
   cmd->add_option("--topology", args->topology,
                   "Topology (name or YAML, e.g. cpu-local from `coconet calibrate`): predict each schedule on it "
                   "and print the prediction next to the measurement; needed by --schedule best");
-  cmd->add_option("--set", args->sets, "Override a size or scalar, NAME=VALUE (repeatable)");
+  cmd->add_option("--set", args->sets,
+                  "NAME=VALUE: a workload size (e.g. N=1048576, N=4K, N=1e6) or scalar (e.g. lr=0.1), or a "
+                  "value of the --topology (dotted, e.g. gpu.hbm_GBps=4000); repeatable");
   cmd->add_option("--iters", args->iters, "Timed steps (default: the experiment's, else 10)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--warmup", args->warmup, "Untimed steps first (default 2)")->check(CLI::NonNegativeNumber);

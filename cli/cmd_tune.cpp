@@ -10,6 +10,7 @@
 #include "model/catalog.h"
 #include "cli/format.h"
 #include "model/error.h"
+#include "model/points.h"
 #include "sim/predict.h"
 #include "sim/trace.h"
 
@@ -45,7 +46,7 @@ void register_tune(CLI::App& app) {
   cmd->add_option("--out,-o", a->out, "Write the best schedule (with its knobs) to this YAML file");
   add_format_option(cmd, a->format);
   cmd->callback([a] {
-    const model::Experiment e = sim::experiment_from_argument(a->predict.target);
+    const model::Experiment e = model::experiment_from_argument(a->predict.target);
     sim::PredictOptions o = a->predict.options();
     o.tune_space = true;
     const auto reports = sim::predict_experiment(e, o);

@@ -2,6 +2,7 @@
 // (validation/validate.h, validation/report.h); --reference compares the model
 // with the published figures instead (validation/reference.h). Outside mpirun,
 // --ranks N starts N ranks; inputs are checked before any rank starts.
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 #include <optional>
@@ -93,7 +94,7 @@ validation::ValidateOptions options_of(const ValidateArgs& a) {
 void validate_command(const ValidateArgs& a) {
   const auto o = options_of(a);
   if (!exec::launched_by_mpirun()) {
-    validation::check_validate_inputs(o);  // bad input is reported once, before any rank starts
+    validation::check_validate_inputs(o, std::max(a.ranks, 1));  // reported once, before any rank starts
     if (a.ranks > 1) validation::run_under_mpirun(a.ranks);
   }
   auto backend = exec::make_backend(a.backend);

@@ -13,13 +13,15 @@
 namespace coconet::cli {
 
 // The flags predict, tune and simulate share: the target, topology, nodes,
-// ranks per group, and --set for topology fields and workload sizes.
+// ranks (the world size), --set for topology fields, workload sizes and
+// scalars, and the backend the prediction is for.
 struct PredictArgs {
   std::optional<std::string> target;
   std::optional<std::string> topology;
   std::optional<int> nodes;
   std::optional<int> ranks;
   std::vector<std::string> sets;
+  std::optional<std::string> backend;
 
   [[nodiscard]] sim::PredictOptions options() const;
 };

@@ -1,8 +1,8 @@
 // Workload loading with --set overrides.
 #include "cli/workload_args.h"
 
+#include "model/assign.h"
 #include "model/catalog.h"
-#include "model/experiment.h"
 #include "model/parse.h"
 
 namespace coconet::cli {

@@ -6,6 +6,7 @@
 #include "exec/executor.h"
 #include "model/error.h"
 #include "model/interpreter.h"
+#include "model/points.h"
 
 namespace coconet::exec {
 namespace {
@@ -58,12 +59,6 @@ std::optional<Outputs> interpreter_outputs(Backend& backend, const model::Progra
 
 plan::StepPlan lower_for(const Backend& backend, const model::Schedule& schedule, const model::Bindings& sizes) {
   return plan::lower(schedule, sizes, backend.ranks_per_group(), backend.capabilities());
-}
-
-std::string sizes_text(const model::Bindings& sizes) {
-  std::string s;
-  for (const auto& [k, v] : sizes) s += (s.empty() ? "" : " ") + k + "=" + std::to_string(v);
-  return s;
 }
 
 References compute_references(Backend& backend, const model::Program& program, const model::Bindings& sizes,
@@ -142,7 +137,7 @@ void check_memory(Backend& backend, const model::Program& program, const std::ve
   backend.host_allreduce(available, model::ReduceOp::min);
   const double need = static_cast<double>(device + host);
   if (need <= available[0]) return;
-  throw UserError(program.name + " at " + sizes_text(sizes) + " needs " + std::to_string(need / kBytesPerGiB).substr(0, 6) +
+  throw UserError(program.name + " at " + model::sizes_label(sizes) + " needs " + std::to_string(need / kBytesPerGiB).substr(0, 6) +
                   " GiB per rank on the " + backend.name() + " backend but only " +
                   std::to_string(available[0] / kBytesPerGiB).substr(0, 6) +
                   " GiB are available; pass smaller sizes, e.g. --set " +

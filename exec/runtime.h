@@ -71,7 +71,4 @@ struct References {
 void check_memory(Backend& backend, const model::Program& program, const std::vector<model::Schedule>& schedules,
                   const model::Bindings& sizes, const RunOptions& options);
 
-// "N=1000000" / "B=2 S=16 H=8": the sizes a row was measured at.
-[[nodiscard]] std::string sizes_text(const model::Bindings& sizes);
-
 }  // namespace coconet::exec

@@ -103,12 +103,4 @@ std::vector<Bindings> size_points(const WorkloadRun& run, const Program& p) {
   return points;
 }
 
-std::pair<std::string, std::string> parse_assignment(const std::string& text) {
-  const auto eq = text.find('=');
-  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
-    throw UserError(fmt::format("--set '{}' is malformed: write NAME=VALUE, e.g. --set N=1048576",
-                                text));
-  return {text.substr(0, eq), text.substr(eq + 1)};
-}
-
 }  // namespace coconet::model

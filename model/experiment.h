@@ -39,7 +39,4 @@ struct Experiment {
 // Every combination of a run's size sweeps, on top of the program's defaults.
 [[nodiscard]] std::vector<Bindings> size_points(const WorkloadRun& run, const Program& p);
 
-// Parses "NAME=VALUE" overrides (--set); throws UserError on malformed text.
-[[nodiscard]] std::pair<std::string, std::string> parse_assignment(const std::string& text);
-
 }  // namespace coconet::model

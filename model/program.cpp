@@ -2,11 +2,11 @@
 #include "model/program.h"
 
 #include <algorithm>
-#include <charconv>
 #include <set>
 
 #include <fmt/core.h>
 
+#include "model/assign.h"
 #include "model/error.h"
 #include "model/yaml_util.h"
 
@@ -116,26 +116,14 @@ Bindings Program::bind(const Bindings& overrides) const {
 
 void override_value(Program& p, const std::string& name, const std::string& value) {
   if (p.params.count(name)) {
-    std::int64_t v = 0;
-    const auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
-    if (ec != std::errc() || ptr != value.data() + value.size() || v <= 0)
-      throw UserError(fmt::format("--set {}={}: the size must be a positive integer", name, value));
-    p.params[name] = v;
+    p.params[name] = parse_size(name, value);
     return;
   }
   if (p.scalars.count(name)) {
-    try {
-      std::size_t used = 0;
-      const double v = std::stod(value, &used);
-      if (used != value.size()) throw std::invalid_argument(value);
-      p.scalars[name] = v;
-    } catch (const std::exception&) {
-      throw UserError(fmt::format("--set {}={}: the scalar must be a number", name, value));
-    }
+    p.scalars[name] = parse_scalar(name, value);
     return;
   }
-  throw UserError(fmt::format("--set {}: workload '{}' has no size or scalar of that name; it has {}",
-                              name, p.name, known_names(p)));
+  throw unknown_name(name, value, std::span<const Program>(&p, 1));
 }
 
 // ---------------------------------------------------------------------------

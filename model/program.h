@@ -92,9 +92,9 @@ struct Program {
   [[nodiscard]] Bindings bind(const Bindings& overrides = {}) const;
 };
 
-// Sets a size (integer) or a scalar parameter by name, as `--set NAME=VALUE`
-// does; throws UserError naming the known sizes and scalars when `name` is
-// neither, or when the value does not parse.
+// Sets a size or a scalar parameter by name, as `--set NAME=VALUE` does, by
+// the rules of model/assign.h; throws UserError naming the known sizes and
+// scalars when `name` is neither, or when the value breaks the rules.
 void override_value(Program& p, const std::string& name, const std::string& value);
 
 // Infers the type of every statement in place and checks the whole program:

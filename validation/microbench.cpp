@@ -10,6 +10,7 @@
 #include "exec/runtime.h"
 #include "model/error.h"
 #include "model/parse.h"
+#include "model/points.h"
 #include "model/schedule.h"
 #include "model/transforms.h"
 #include "plan/step_plan.h"
@@ -120,7 +121,7 @@ MicroSample make_sample(MicroKind kind, const std::string& label, const std::str
   s.program = model::parse_program(yaml, "<calibration " + label + ">");
   s.sizes = s.program.bind(sizes);
   s.ranks = world / s.program.groups();
-  s.label = fmt::format("{} {}", label, exec::sizes_text(sizes));
+  s.label = fmt::format("{} {}", label, model::sizes_label(sizes));
   s.schedule = model::initial_schedule(s.program);
   fill_work(s);
   return s;

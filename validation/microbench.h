@@ -3,7 +3,7 @@
 // the same runtime that measures schedules (exec/runtime.h), so their times
 // carry the same per-step overheads as a validation's. What each one asks of
 // the machine (bytes, FLOPs, collective size) is the cost model's own account
-// (sim::stage_work), so the fitted constants mean what the model means by them.
+// (the ops of its StepPlan, plan::lower), so the fitted constants mean what the model means by them.
 #pragma once
 
 #include <string>

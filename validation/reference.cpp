@@ -8,10 +8,10 @@
 #include <fmt/core.h>
 #include <yaml-cpp/yaml.h>
 
+#include "model/assign.h"
 #include "model/catalog.h"
 #include "model/enumerate.h"
 #include "model/error.h"
-#include "model/experiment.h"
 #include "model/parse.h"
 #include "sim/collective.h"
 #include "sim/topology.h"

@@ -106,7 +106,7 @@ std::string workload_charts(const ReportData& d, const std::string& w) {
     series.push_back(std::move(pred));
   }
   std::string s = svg::line_chart(fmt::format("{}: time per schedule (solid measured, dashed predicted)", w), series,
-                                  svg::Axes{"size (product of the swept sizes)", "time (us)", true, true},
+                                  svg::Axes{"size (product of the sizes)", "time (us)", true, true},
                                   svg::Size{840, 340});
   std::vector<svg::BarGroup> groups;
   for (const auto& r : d.rows) {

@@ -20,7 +20,7 @@ struct Measurement {
 struct ResultRow {
   std::string workload;
   std::string size;        // the point's sizes as text, e.g. "N=1048576" or "B=8,S=1024"
-  double scale = 0;        // the point's position on a size axis (product of its swept sizes)
+  double scale = 0;        // the point's position on a size axis (the product of its sizes)
   std::string schedule;    // canonical name, e.g. "fuse(RS-C-AG)"
   bool baseline = false;   // the unscheduled program (what speed-ups are measured against)
   double predicted_us = 0;

@@ -15,6 +15,7 @@
 #include "model/error.h"
 #include "model/experiment.h"
 #include "model/parse.h"
+#include "model/points.h"
 #include "sim/simulator.h"
 #include "sim/topology.h"
 #include "sim/trace.h"
@@ -27,10 +28,8 @@ namespace coconet::validation {
 namespace {
 
 struct Job {
-  model::Program program;
-  model::Bindings sizes;
-  std::string label;  // the swept sizes, "N=65536"
-  double scale = 1;
+  model::Point point;
+  double scale = 1;  // the point's position on a size axis: the product of its sizes
   std::vector<model::Schedule> schedules;
 };
 
@@ -40,25 +39,18 @@ struct Loaded {
   std::vector<Job> jobs;
 };
 
-Loaded load_jobs(const ValidateOptions& o) {
+// The experiment's points on `world_size` ranks, each with every schedule.
+Loaded load_jobs(const ValidateOptions& o, int world_size) {
   Loaded l;
   const std::string path = model::resolve_experiment(o.experiment);
   l.experiment_text = model::read_file(path);
   l.experiment = model::parse_experiment(l.experiment_text, path);
-  for (const auto& run : l.experiment.workloads) {
-    model::Program p = model::load_program(model::resolve_workload(run.workload));
-    for (const auto& [k, v] : run.scalars) model::override_value(p, k, fmt::format("{}", v));
-    for (const auto& sizes : model::size_points(run, p)) {
-      Job j{p, sizes, "", 1, model::enumerate_schedules(p)};
-      for (const auto& [k, values] : run.sizes) {
-        j.label += fmt::format("{}{}={}", j.label.empty() ? "" : ",", k, sizes.at(k));
-        j.scale *= static_cast<double>(sizes.at(k));
-      }
-      if (j.label.empty()) j.label = "default";
-      l.jobs.push_back(std::move(j));
-    }
+  for (auto& pt : model::expand(l.experiment, model::PointOptions{{}, world_size, std::nullopt, ""})) {
+    Job j{std::move(pt), 1, {}};
+    for (const auto& [k, v] : j.point.sizes) j.scale *= static_cast<double>(v);
+    j.schedules = model::enumerate_schedules(j.point.program);
+    l.jobs.push_back(std::move(j));
   }
-  if (l.jobs.empty()) throw UserError(fmt::format("experiment '{}' lists no workloads to validate", path));
   return l;
 }
 
@@ -67,8 +59,9 @@ struct Predicted {
   model::Knobs knobs;
 };
 
-std::vector<Predicted> predict(const Job& j, const sim::Topology& t, int ranks) {
-  const sim::Context ctx{t, ranks, j.sizes};
+// The predictions are for the plans `kind` runs (the backend being validated).
+std::vector<Predicted> predict(const Job& j, const sim::Topology& t, plan::BackendKind kind) {
+  const sim::Context ctx{t, j.point.ranks_per_group, j.point.sizes, kind};
   const sim::TuneResult r = sim::tune(j.schedules, ctx, sim::predict_space());
   std::vector<Predicted> out(j.schedules.size());
   for (const auto& c : r.ranked) out.at(static_cast<std::size_t>(c.schedule)) = {c.time_us, c.knobs};
@@ -104,10 +97,11 @@ double median_of(std::vector<double> v) {
 
 std::vector<ResultRow> measure(exec::Backend& backend, const Job& j, const std::vector<Predicted>& pred,
                                const exec::RunOptions& ro, Progress& progress) {
-  backend.set_groups(j.program.groups());
-  exec::check_memory(backend, j.program, j.schedules, j.sizes, ro);
-  const auto refs = exec::compute_references(backend, j.program, j.sizes, ro);
-  const std::string base = model::baseline(j.program).name();
+  const model::Program& p = j.point.program;
+  backend.set_groups(j.point.groups);
+  exec::check_memory(backend, p, j.schedules, j.point.sizes, ro);
+  const auto refs = exec::compute_references(backend, p, j.point.sizes, ro);
+  const std::string base = model::baseline(p).name();
   const int rounds = std::clamp(ro.iters, 1, kRounds);
   std::vector<Measured> got(j.schedules.size());
   for (int round = 0; round < rounds; ++round) {
@@ -117,7 +111,7 @@ std::vector<ResultRow> measure(exec::Backend& backend, const Job& j, const std::
     for (std::size_t i = 0; i < j.schedules.size(); ++i) {
       model::Schedule s = j.schedules[i];
       s.knobs = pred[i].knobs;
-      const exec::RunRow run = exec::run_schedule(backend, s, j.sizes, refs, rr);
+      const exec::RunRow run = exec::run_schedule(backend, s, j.point.sizes, refs, rr);
       got[i].medians.push_back(run.median_us);
       got[i].min_us = std::min(got[i].min_us, run.min_us);
       got[i].max_us = std::max(got[i].max_us, run.max_us);
@@ -127,8 +121,8 @@ std::vector<ResultRow> measure(exec::Backend& backend, const Job& j, const std::
   std::vector<ResultRow> rows;
   for (std::size_t i = 0; i < j.schedules.size(); ++i) {
     ResultRow r;
-    r.workload = j.program.name;
-    r.size = j.label;
+    r.workload = p.name;
+    r.size = j.point.label;
     r.scale = j.scale;
     r.schedule = j.schedules[i].name();
     r.baseline = r.schedule == base;
@@ -136,7 +130,7 @@ std::vector<ResultRow> measure(exec::Backend& backend, const Job& j, const std::
     r.measured = {median_of(got[i].medians), got[i].min_us, got[i].max_us};
     r.verified = got[i].verified;
     rows.push_back(std::move(r));
-    progress.step(fmt::format("{} {} {}", j.program.name, j.label, rows.back().schedule));
+    progress.step(fmt::format("{} {} {}", p.name, j.point.label, rows.back().schedule));
   }
   return rows;
 }
@@ -147,7 +141,8 @@ std::string schedules_yaml(const std::vector<Job>& jobs, const std::vector<std::
     for (std::size_t i = 0; i < jobs[j].schedules.size(); ++i) {
       model::Schedule s = jobs[j].schedules[i];
       s.knobs = preds[j][i].knobs;
-      y += fmt::format("---\n# {} at {}: {}\n{}", jobs[j].program.name, jobs[j].label, s.name(), model::to_yaml(s));
+      y += fmt::format("---\n# {} at {}: {}\n{}", jobs[j].point.program.name, jobs[j].point.label, s.name(),
+                       model::to_yaml(s));
     }
   return y;
 }
@@ -156,19 +151,20 @@ std::string schedules_yaml(const std::vector<Job>& jobs, const std::vector<std::
 // point has one (what a timeline shows best), at the point where the model
 // expects the largest gain over the baseline.
 void add_timeline(ReportData& d, const Metrics& m, const std::vector<Job>& jobs,
-                  const std::vector<std::vector<Predicted>>& preds, const sim::Topology& t, int world) {
+                  const std::vector<std::vector<Predicted>>& preds, const sim::Topology& t,
+                  plan::BackendKind kind) {
   if (m.per_point.empty()) return;
   auto overlapped = [](const PointMetrics& p) { return p.predicted_best.rfind("ol(", 0) == 0 || p.predicted_best.find("-ol(") != std::string::npos; };
   const auto top = std::max_element(m.per_point.begin(), m.per_point.end(), [&](const auto& a, const auto& b) {
     return std::pair(overlapped(a), a.speedup_predicted) < std::pair(overlapped(b), b.speedup_predicted);
   });
   for (std::size_t j = 0; j < jobs.size(); ++j) {
-    if (jobs[j].program.name != top->key.workload || jobs[j].label != top->key.size) continue;
+    if (jobs[j].point.program.name != top->key.workload || jobs[j].point.label != top->key.size) continue;
     for (std::size_t i = 0; i < jobs[j].schedules.size(); ++i) {
       if (jobs[j].schedules[i].name() != top->predicted_best) continue;
       model::Schedule s = jobs[j].schedules[i];
       s.knobs = preds[j][i].knobs;
-      const sim::Context ctx{t, world / s.program.groups(), jobs[j].sizes};
+      const sim::Context ctx{t, jobs[j].point.ranks_per_group, jobs[j].point.sizes, kind};
       d.timeline_title = fmt::format("{} at {}: {} ({} chunks), simulated", top->key.workload, top->key.size,
                                      s.name(), s.knobs.chunks);
       d.trace_json = sim::chrome_trace_json(sim::simulate(s, ctx), d.timeline_title);
@@ -203,18 +199,14 @@ TopologyChoice choose_topology(exec::Backend& backend, const ValidateOptions& o,
 
 }  // namespace
 
-void check_validate_inputs(const ValidateOptions& o) {
-  (void)load_jobs(o);
+void check_validate_inputs(const ValidateOptions& o, int world_size) {
+  (void)load_jobs(o, world_size);
   if (o.topology) (void)sim::load_topology(*o.topology);
 }
 
 Validation run_validation(exec::Backend& backend, const ValidateOptions& o, Progress& progress) {
-  Loaded l = load_jobs(o);
   const int world = backend.world_size();
-  for (const auto& j : l.jobs)
-    if (world % j.program.groups() != 0)
-      throw UserError(fmt::format("{} spans {} process groups: run validate with a multiple of {} ranks, not {}",
-                                  j.program.name, j.program.groups(), j.program.groups(), world));
+  Loaded l = load_jobs(o, world);
   for (const auto& j : l.jobs) progress.grow(static_cast<int>(j.schedules.size()));
   const TopologyChoice topo = choose_topology(backend, o, progress);
   const exec::RunOptions ro = run_options(o, l.experiment);
@@ -222,7 +214,7 @@ Validation run_validation(exec::Backend& backend, const ValidateOptions& o, Prog
   ReportData& d = v.report;
   std::vector<std::vector<Predicted>> preds;
   for (const auto& j : l.jobs) {
-    preds.push_back(predict(j, topo.topology, world / j.program.groups()));
+    preds.push_back(predict(j, topo.topology, backend.capabilities().backend));
     auto rows = measure(backend, j, preds.back(), ro, progress);
     d.rows.insert(d.rows.end(), rows.begin(), rows.end());
   }
@@ -239,7 +231,7 @@ Validation run_validation(exec::Backend& backend, const ValidateOptions& o, Prog
                                 "medians; min and max over every step in the tables), a step's time being its "
                                 "slowest rank's",
                                 ro.iters, ro.warmup, kRounds));
-  add_timeline(d, v.metrics, l.jobs, preds, topo.topology, world);
+  add_timeline(d, v.metrics, l.jobs, preds, topo.topology, backend.capabilities().backend);
   d.inputs["experiment.yaml"] = l.experiment_text;
   d.inputs["topology.yaml"] = topo.text;
   d.inputs["schedules.yaml"] = schedules_yaml(l.jobs, preds);

@@ -36,8 +36,9 @@ struct Validation {
 };
 
 // Checks what can be checked before any rank starts (the experiment, its
-// workloads, the topology): throws UserError with the fix.
-void check_validate_inputs(const ValidateOptions& o);
+// workloads and points on `world_size` ranks, the topology): throws UserError
+// with the fix.
+void check_validate_inputs(const ValidateOptions& o, int world_size);
 
 // Runs the loop on `backend`: collective, every rank calls it and gets the
 // same result.

@@ -59,7 +59,7 @@ TEST(Tuner, TuneSpaceIsNeverWorseThanPredictSpace) {
 }
 
 TEST(Predict, DefaultExperimentEndToEnd) {
-  const model::Experiment e = experiment_from_argument(std::nullopt);
+  const model::Experiment e = model::experiment_from_argument(std::nullopt);
   const auto reports = predict_experiment(e, PredictOptions{});
   EXPECT_FALSE(reports.empty());
   for (const auto& r : reports) {
@@ -72,7 +72,7 @@ TEST(Predict, DefaultExperimentEndToEnd) {
 }
 
 TEST(Predict, BestScheduleRoundTripsThroughYaml) {
-  model::Experiment e = experiment_from_argument(std::string("megatron_mlp"));
+  model::Experiment e = model::experiment_from_argument(std::string("megatron_mlp"));
   PredictOptions o;
   o.tune_space = true;
   o.nodes = 1;
@@ -85,7 +85,7 @@ TEST(Predict, BestScheduleRoundTripsThroughYaml) {
 }
 
 TEST(Predict, TooFewGpusIsAUserError) {
-  model::Experiment e = experiment_from_argument(std::string("adam"));
+  model::Experiment e = model::experiment_from_argument(std::string("adam"));
   e.workloads[0].ranks = 64;
   PredictOptions o;
   o.nodes = 1;

@@ -1,0 +1,16 @@
+# Tests of the `coconet` command as a user runs it (tests/cli/): exit codes,
+# json outputs, the --set rules, shared defaults, the README's examples, and
+# one predicted time across predict, simulate, run and validate. The program
+# starts the built binary; the tests that run ranks need MPI and skip without it.
+if(TARGET coconet)
+  add_executable(test_cli ${CMAKE_CURRENT_SOURCE_DIR}/cli/test_cli.cpp)
+  target_link_libraries(test_cli PRIVATE GTest::gtest_main nlohmann_json::nlohmann_json coconet_warnings)
+  target_compile_definitions(test_cli PRIVATE COCONET_BINARY="$<TARGET_FILE:coconet>"
+                             COCONET_SOURCE_ROOT="${COCONET_SOURCE_ROOT}")
+  if(COCONET_HAVE_MPI AND COCONET_MPIEXEC)
+    target_compile_definitions(test_cli PRIVATE COCONET_TEST_HAVE_MPI=1)
+  endif()
+  add_dependencies(test_cli coconet)
+  gtest_discover_tests(test_cli TEST_PREFIX "cli." PROPERTIES TIMEOUT 120
+                       ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT};COCONET_MPIRUN=${COCONET_MPIEXEC}")
+endif()

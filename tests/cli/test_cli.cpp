@@ -1,0 +1,533 @@
+// The `coconet` command as a user runs it: exit codes, every `--format json`
+// output parses, the `--set` rules (model/assign.h), the defaults every command
+// shares (model/points.h), every command example of the README, and one
+// predicted time across predict, simulate, run and validate. Each test starts
+// the built binary (COCONET_BINARY) with posix_spawn and reads its stdout,
+// stderr and exit code. Exit code 1 (a run that gives a wrong result) has no
+// trigger from the command line; tests/mpi covers it with an injected kernel.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+using Args = std::vector<std::string>;
+using nlohmann::json;
+
+struct Result {
+  int code = -1;
+  std::string out;
+  std::string err;
+
+  [[nodiscard]] std::string all() const { return "stdout:\n" + out + "\nstderr:\n" + err; }
+};
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The environment of this test with `overrides` ("NAME=VALUE") replacing or
+// adding variables.
+std::vector<std::string> environment(const Args& overrides) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string v(*e);
+    bool replaced = false;
+    for (const auto& o : overrides)
+      replaced = replaced || v.substr(0, v.find('=')) == o.substr(0, o.find('='));
+    if (!replaced) env.push_back(v);
+  }
+  env.insert(env.end(), overrides.begin(), overrides.end());
+  return env;
+}
+
+std::vector<char*> pointers(std::vector<std::string>& texts) {
+  std::vector<char*> out;
+  for (auto& t : texts) out.push_back(t.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+// Runs `coconet args...` in `dir` and waits for it.
+Result coconet(const Args& args, const fs::path& dir, const Args& env_overrides = {}) {
+  std::vector<std::string> argv{COCONET_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<std::string> env = environment(env_overrides);
+  const fs::path out = dir / "stdout.txt";
+  const fs::path err = dir / "stderr.txt";
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  Result r;
+  pid_t pid = 0;
+  auto argp = pointers(argv);
+  auto envp = pointers(env);
+  const fs::path here = fs::current_path();
+  fs::current_path(dir);
+  const int spawned = posix_spawn(&pid, argp[0], &actions, nullptr, argp.data(), envp.data());
+  fs::current_path(here);
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned != 0) return r;
+  int status = 0;
+  waitpid(pid, &status, 0);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = read_text(out);
+  r.err = read_text(err);
+  return r;
+}
+
+// The JSON document a command printed on stdout (null when it does not parse).
+json parsed(const Result& r) {
+  try {
+    return json::parse(r.out);
+  } catch (const json::exception& e) {
+    ADD_FAILURE() << "not JSON: " << e.what() << "\n" << r.all();
+    return json();
+  }
+}
+
+#ifdef COCONET_TEST_HAVE_MPI
+constexpr bool kHaveMpi = true;
+#else
+constexpr bool kHaveMpi = false;
+#endif
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// The predicted time of each schedule in a `predict --format json` point.
+std::map<std::string, double> times_by_schedule(const json& point, const char* key) {
+  std::map<std::string, double> out;
+  for (const auto& row : point.at("rows"))
+    out[row.at("schedule").get<std::string>()] = row.at(key).get<double>();
+  return out;
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::temp_directory_path() / (std::string("coconet-cli-") + info->test_suite_name() +
+                                        "." + info->name() + "." + std::to_string(getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+
+  Result run(const Args& args, const Args& env = {}) const { return coconet(args, dir_, env); }
+  // A bad input: exit 2, with `flag` in the message.
+  void expect_rejected(const Args& args, const std::string& flag) const {
+    const Result r = run(args);
+    EXPECT_EQ(r.code, 2) << r.all();
+    EXPECT_TRUE(contains(r.err, flag)) << "expected '" << flag << "' in\n" << r.all();
+  }
+  fs::path dir_;
+};
+
+// ---- exit codes ---------------------------------------------------------------
+
+TEST_F(Cli, ExitCodes) {
+  EXPECT_EQ(run({"predict", "adam", "--set", "N=4096"}).code, 0);
+  EXPECT_EQ(run({}).code, 2);                               // no subcommand
+  EXPECT_EQ(run({"predict", "--no-such-flag"}).code, 2);    // usage
+  EXPECT_EQ(run({"predict", "no-such-workload"}).code, 2);  // bad input
+  EXPECT_EQ(run({"simulate", "adam", "--schedule", "NOPE"}).code, 2);
+  EXPECT_EQ(run({"predict", "gpt3_pipeline", "--ranks", "3"}).code, 2);  // 2 groups do not divide 3
+  // More ranks than GPUs.
+  EXPECT_EQ(run({"predict", "adam", "--nodes", "1", "--ranks", "64"}).code, 2);
+  expect_rejected({"predict", "adam", "--ranks", "0"}, "--ranks");
+  expect_rejected({"predict", "adam", "--nodes", "0"}, "--nodes");
+  expect_rejected({"simulate", "adam", "--schedule", "AR-C", "--algo", "bogus"}, "--algo bogus: ");
+  expect_rejected({"simulate", "adam", "--schedule", "AR-C", "--chunks", "0"}, "--chunks 0: ");
+  expect_rejected({"collective", "-b", "1.5"}, "-b 1.5: ");
+}
+
+// ---- every json output parses -------------------------------------------------
+
+TEST_F(Cli, ShowJson) {
+  const json one = parsed(run({"show", "adam", "--set", "N=4096", "--format", "json"}));
+  EXPECT_EQ(one.value("workload", ""), "adam");
+  EXPECT_GE(one["schedules"].size(), 7u);
+  const json two = parsed(run({"show", "adam", "sgd", "--format", "json"}));
+  ASSERT_TRUE(two.is_array());
+  EXPECT_EQ(two.size(), 2u);
+}
+
+TEST_F(Cli, PredictJson) {
+  const json j = parsed(run({"predict", "adam", "--set", "N=4096", "--format", "json"}));
+  ASSERT_EQ(j["points"].size(), 1u);
+  const json& p = j["points"][0];
+  EXPECT_EQ(p["sizes"], "N=4096");
+  EXPECT_EQ(p["workload"], "adam");
+  EXPECT_GE(p["rows"].size(), 7u);
+  EXPECT_EQ(p["backend"], "cuda");  // the default on a GPU topology
+  const json all = parsed(run({"predict", "--format", "json"}));  // the embedded default experiment
+  EXPECT_EQ(all["points"].size(), 12u);
+}
+
+// Predictions describe what the chosen backend runs: the cpu backend has no
+// fused kernels, so Adam's fused stage costs its parts there; cuda runs it as
+// one op, and runs no fused op for LAMB.
+TEST_F(Cli, PredictionsFollowTheBackend) {
+  const auto time_of = [&](const char* backend, const std::string& schedule) {
+    const json j = parsed(run({"predict", "adam", "--set", "N=1M", "--backend", backend, "--format", "json"}));
+    EXPECT_EQ(j["points"][0]["backend"], backend);
+    for (const auto& row : j["points"][0]["rows"])
+      if (row["schedule"] == schedule) return row["time_us"].get<double>();
+    ADD_FAILURE() << "no row " << schedule;
+    return 0.0;
+  };
+  const double cpu_parts = time_of("cpu", "RS-C-AG+asSlice(m,v)");
+  EXPECT_NEAR(time_of("cpu", "fuse(RS-C-AG)+asSlice(m,v)"), cpu_parts, 0.01 * cpu_parts);
+  EXPECT_LT(time_of("cuda", "fuse(RS-C-AG)+asSlice(m,v)"), 0.99 * time_of("cuda", "RS-C-AG+asSlice(m,v)"));
+  EXPECT_EQ(parsed(run({"predict", "adam", "--topology", "cpu-local", "--format", "json"}))["points"][0]["backend"],
+            "cpu");
+  const json plan = parsed(run({"show", "lamb", "--plan", "fuse(RS-C-AG)+asSlice(m,v)", "--backend", "cuda",
+                                "--format", "json"}));
+  int ops = 0;
+  for (const auto& u : plan["units"])
+    for (const auto& op : u["ops"]) {
+      ++ops;
+      EXPECT_NE(op["class"], "fused");
+    }
+  EXPECT_GT(ops, 3);
+  EXPECT_EQ(run({"predict", "adam", "--backend", "tpu"}).code, 2);
+}
+
+TEST_F(Cli, TuneJsonAndItsBestSchedule) {
+  const Result r = run({"tune", "megatron_mlp", "--set", "B=1", "--set", "S=64", "--set", "H=128",
+                        "--format", "json", "--out", "best.yaml"});
+  EXPECT_EQ(r.code, 0) << r.all();
+  const json j = parsed(r);
+  ASSERT_EQ(j["points"].size(), 1u);
+  EXPECT_EQ(j["points"][0]["sizes"], "B=1 H=128 S=64");
+  EXPECT_TRUE(contains(read_text(dir_ / "best.yaml"), "knobs")) << read_text(dir_ / "best.yaml");
+}
+
+TEST_F(Cli, SimulateJson) {
+  const Result r = run({"simulate", "adam", "--schedule", "fuse(RS-C-AG)", "--set", "N=4096",
+                        "--format", "json", "--trace", "trace.json"});
+  EXPECT_EQ(r.code, 0) << r.all();
+  const json j = parsed(r);
+  ASSERT_EQ(j["points"].size(), 1u);
+  EXPECT_EQ(j["points"][0]["sizes"], "N=4096");
+  EXPECT_GT(j["points"][0]["time_us"].get<double>(), 0);
+  EXPECT_TRUE(json::accept(read_text(dir_ / "trace.json")));
+}
+
+TEST_F(Cli, CollectiveJson) {
+  const json j = parsed(run({"collective", "--op", "allreduce", "--topology", "dgx-h100", "--nodes",
+                             "1", "-b", "1K", "-e", "1M", "-f", "32", "--format", "json"}));
+  ASSERT_EQ(j["rows"].size(), 3u);  // 1K, 32K, 1M
+  EXPECT_EQ(j["rows"][0]["bytes"], 1024);
+}
+
+TEST_F(Cli, RunJson) {
+  if (!kHaveMpi) GTEST_SKIP() << "no MPI in this build";
+  const Result r = run({"run", "sgd", "--ranks", "2", "--set", "N=1024", "--iters", "1", "--warmup",
+                        "0", "--format", "json"});
+  EXPECT_EQ(r.code, 0) << r.all();
+  const json j = parsed(r);
+  EXPECT_EQ(j["ranks"], 2);
+  ASSERT_FALSE(j["rows"].empty());
+  for (const auto& row : j["rows"]) EXPECT_TRUE(row["verified"].get<bool>()) << row.dump();
+}
+
+TEST_F(Cli, CalibrateJson) {
+  if (!kHaveMpi) GTEST_SKIP() << "no MPI in this build";
+  const Result r = run({"calibrate", "--backend", "cpu", "--ranks", "2", "--quick", "--iters", "2",
+                        "--out", "cal.yaml", "--format", "json"});
+  EXPECT_EQ(r.code, 0) << r.all();
+  EXPECT_FALSE(parsed(r)["rows"].empty());
+}
+
+TEST_F(Cli, ValidateJson) {
+  if (!kHaveMpi) GTEST_SKIP() << "no MPI in this build";
+  const Result r = run({"validate", COCONET_SOURCE_ROOT "/validation/testdata/validate-tiny.yaml",
+                        "--backend", "cpu", "--ranks", "2", "--topology", "cpu-local", "--iters",
+                        "1", "--warmup", "0", "--out", "report", "--format", "json"});
+  EXPECT_EQ(r.code, 0) << r.all();
+  EXPECT_FALSE(parsed(r)["rows"].empty());
+  const json results = json::parse(read_text(dir_ / "report" / "results.json"));
+  EXPECT_EQ(results["rows"][0]["size"], "N=4096");
+  const json reference =
+      parsed(run({"validate", "--reference", "--out", "reference", "--format", "json"}));
+  EXPECT_FALSE(reference["rows"].empty());
+}
+
+// ---- --set ----------------------------------------------------------------------
+
+std::string predicted_sizes(const Result& r) {
+  const json j = parsed(r);
+  return j.is_null() ? "" : j["points"][0]["sizes"].get<std::string>();
+}
+
+TEST_F(Cli, SetSizeInDecimalNotationIsExact) {
+  EXPECT_EQ(predicted_sizes(run({"predict", "adam", "--set", "N=1e6", "--format", "json"})),
+            "N=1000000");
+  EXPECT_EQ(predicted_sizes(run({"predict", "adam", "--set", "N=2.5e3", "--format", "json"})),
+            "N=2500");
+}
+
+TEST_F(Cli, SetSizeWithBinarySuffix) {
+  EXPECT_EQ(predicted_sizes(run({"predict", "adam", "--set", "N=4K", "--format", "json"})),
+            "N=4096");
+  EXPECT_EQ(predicted_sizes(run({"predict", "adam", "--set", "N=1M", "--format", "json"})),
+            "N=1048576");
+}
+
+TEST_F(Cli, SetSizeThatIsNotAnIntegerIsRejected) {
+  expect_rejected({"predict", "adam", "--set", "N=1.5"}, "--set N=1.5: ");
+  expect_rejected({"predict", "adam", "--set", "N=1e-3"}, "--set N=1e-3: ");
+  expect_rejected({"predict", "adam", "--set", "N=0"}, "--set N=0: ");
+  expect_rejected({"predict", "adam", "--set", "N=-4"}, "--set N=-4: ");
+}
+
+TEST_F(Cli, SetSizeThatIsNotANumberIsRejectedByEveryCommand) {
+  expect_rejected({"predict", "adam", "--set", "N=abc"}, "--set N=abc: ");
+  expect_rejected({"tune", "adam", "--set", "N=abc"}, "--set N=abc: ");
+  expect_rejected({"simulate", "adam", "--schedule", "AR-C", "--set", "N=abc"}, "--set N=abc: ");
+  expect_rejected({"show", "adam", "--set", "N=abc"}, "--set N=abc: ");
+  expect_rejected({"run", "adam", "--ranks", "1", "--set", "N=abc"}, "--set N=abc: ");
+}
+
+TEST_F(Cli, SetSizePastInt64IsRejected) {
+  expect_rejected({"predict", "adam", "--set", "N=9223372036854775808"},
+                  "--set N=9223372036854775808: ");
+  expect_rejected({"predict", "adam", "--set", "N=1e19"}, "--set N=1e19: ");
+  expect_rejected({"predict", "adam", "--set", "N=9000000000G"}, "--set N=9000000000G: ");
+}
+
+TEST_F(Cli, SetUnknownNameListsTheKnownOnes) {
+  for (const Args& args : {Args{"predict", "adam", "--set", "Q=1"},
+                           Args{"run", "adam", "--set", "Q=1"}, Args{"predict", "--set", "Q=1"}}) {
+    const Result r = run(args);
+    EXPECT_EQ(r.code, 2) << r.all();
+    EXPECT_TRUE(contains(r.err, "--set Q=1: ")) << r.all();
+    EXPECT_TRUE(contains(r.err, "sizes: ")) << r.all();
+    EXPECT_TRUE(contains(r.err, "scalars: beta1, beta2, eps, lr")) << r.all();
+  }
+}
+
+TEST_F(Cli, SetScalarIsAcceptedByEveryCommand) {
+  EXPECT_EQ(run({"predict", "adam", "--set", "lr=0.1", "--set", "N=4096"}).code, 0);
+  EXPECT_EQ(run({"tune", "adam", "--set", "lr=0.1", "--set", "N=4096"}).code, 0);
+  EXPECT_EQ(
+      run({"simulate", "adam", "--schedule", "AR-C", "--set", "lr=0.1", "--set", "N=4096"}).code,
+      0);
+  EXPECT_EQ(run({"show", "adam", "--set", "lr=0.1"}).code, 0);
+  expect_rejected({"predict", "adam", "--set", "lr=fast"}, "--set lr=fast: ");
+  if (!kHaveMpi) return;
+  const Result r = run({"run", "adam", "--ranks", "2", "--set", "lr=0.1", "--set", "N=1024",
+                        "--iters", "1", "--schedule", "AR-C"});
+  EXPECT_EQ(r.code, 0) << r.all();
+}
+
+TEST_F(Cli, SetTopologyValues) {
+  const json j = parsed(run({"predict", "adam", "--set", "N=4096", "--set", "nodes=1", "--set",
+                             "gpu.hbm_GBps=4000", "--format", "json"}));
+  EXPECT_EQ(j["points"][0]["nodes"], 1);
+  EXPECT_EQ(j["points"][0]["ranks"], 8);  // every GPU of one node
+  expect_rejected({"predict", "adam", "--set", "gpu.hbm_GBps=abc"}, "--set gpu.hbm_GBps");
+  expect_rejected({"simulate", "adam", "--schedule", "AR-C", "--set", "gpu.no_such=1"},
+                  "--set gpu.no_such=1");
+  expect_rejected({"run", "adam", "--set", "gpu.hbm_GBps=4000"}, "--set gpu.hbm_GBps=4000: ");
+}
+
+TEST_F(Cli, RunChecksItsArgumentsBeforeStartingRanks) {
+  // Without mpirun on the PATH a relaunch would fail with "mpirun"; the bad
+  // value must be found first.
+  const Args no_mpirun{"PATH=/nonexistent", "COCONET_MPIRUN="};
+  const Result r = run({"run", "adam", "--ranks", "2", "--set", "N=1e5x"}, no_mpirun);
+  EXPECT_EQ(r.code, 2) << r.all();
+  EXPECT_TRUE(contains(r.err, "--set N=1e5x: ")) << r.all();
+  const Result pipeline = run({"run", "gpt3_pipeline", "--ranks", "3"}, no_mpirun);
+  EXPECT_EQ(pipeline.code, 2) << pipeline.all();
+  EXPECT_TRUE(contains(pipeline.err, "multiple of 2")) << pipeline.all();
+}
+
+TEST_F(Cli, BackendIsStoredAndPrinted) {
+  const json j =
+      parsed(run({"predict", "adam", "--set", "N=4096", "--backend", "cuda", "--format", "json"}));
+  EXPECT_EQ(j["points"][0]["backend"], "cuda");
+  const json s = parsed(run({"simulate", "adam", "--schedule", "AR-C", "--set", "N=4096",
+                             "--backend", "cpu", "--format", "json"}));
+  EXPECT_EQ(s["points"][0]["backend"], "cpu");
+  EXPECT_TRUE(
+      contains(run({"tune", "adam", "--set", "N=4096", "--backend", "cuda"}).out, "backend cuda"));
+  const Result bad = run({"predict", "adam", "--backend", "gpu"});
+  EXPECT_EQ(bad.code, 2) << bad.all();
+  EXPECT_TRUE(contains(bad.err, "--backend") && contains(bad.err, "cuda") &&
+              contains(bad.err, "cpu"))
+      << bad.all();
+}
+
+// ---- the same defaults everywhere ----------------------------------------------
+
+TEST_F(Cli, NamedWorkloadHasTheDefaultExperimentsRanksAndItsOwnSizes) {
+  const json all = parsed(run({"predict", "--format", "json"}));
+  std::map<std::string, int> ranks;
+  for (const auto& p : all["points"])
+    ranks[p["workload"].get<std::string>()] = p["ranks"].get<int>();
+  for (const char* w : {"adam", "megatron_mlp", "gpt3_pipeline"}) {
+    const json one = parsed(run({"predict", w, "--format", "json"}));
+    EXPECT_EQ(one["points"][0]["ranks"].get<int>(), ranks.at(w)) << w;
+    EXPECT_NE(one["points"][0]["sizes"], "defaults") << w;
+    const json sim =
+        parsed(run({"simulate", w, "--schedule", one["points"][0]["best"], "--format", "json"}));
+    EXPECT_EQ(sim["points"][0]["ranks"], one["points"][0]["ranks"]) << w;
+    EXPECT_EQ(sim["points"][0]["sizes"], one["points"][0]["sizes"]) << w;
+  }
+  EXPECT_EQ(ranks.at("megatron_mlp"), 8);
+}
+
+TEST_F(Cli, SimulateUsesTheKnobsPredictChooses) {
+  const json predicted = parsed(run({"predict", "megatron_mlp", "--format", "json"}));
+  const json& best = predicted["points"][0]["rows"][0];
+  const json simulated =
+      parsed(run({"simulate", "megatron_mlp", "--schedule", best["schedule"], "--format", "json"}));
+  EXPECT_NEAR(simulated["points"][0]["time_us"].get<double>(), best["time_us"].get<double>(), 1e-6);
+  EXPECT_EQ("chunks=" + std::to_string(simulated["points"][0]["knobs"]["chunks"].get<int>()),
+            best["knobs"]);
+  const json pinned = parsed(run({"simulate", "megatron_mlp", "--schedule", best["schedule"],
+                                  "--chunks", "1", "--format", "json"}));
+  EXPECT_EQ(pinned["points"][0]["knobs"]["chunks"], 1);
+}
+
+// predict, simulate, run --topology and validate give one predicted time for
+// one (workload, sizes, ranks, topology, schedule, knobs).
+TEST_F(Cli, OnePredictedTimeAcrossCommands) {
+  if (!kHaveMpi) GTEST_SKIP() << "no MPI in this build";
+  const Args point{"--set", "N=4096", "--ranks", "2", "--topology", "cpu-local"};
+  Args predict{"predict", "adam", "--format", "json"};
+  predict.insert(predict.end(), point.begin(), point.end());
+  const json p = parsed(run(predict));
+  ASSERT_EQ(p["points"].size(), 1u);
+  const auto predicted = times_by_schedule(p["points"][0], "time_us");
+  ASSERT_GE(predicted.size(), 7u);
+
+  for (const auto& [schedule, us] : predicted) {
+    Args simulate{"simulate", "adam", "--schedule", schedule, "--format", "json"};
+    simulate.insert(simulate.end(), point.begin(), point.end());
+    EXPECT_NEAR(parsed(run(simulate))["points"][0]["time_us"].get<double>(), us, 1e-6 * us)
+        << schedule;
+  }
+
+  Args run_args{"run", "adam", "--iters", "1", "--warmup", "0", "--format", "json"};
+  run_args.insert(run_args.end(), point.begin(), point.end());
+  const json measured = parsed(run(run_args));
+  ASSERT_EQ(measured["rows"].size(), predicted.size());
+  for (const auto& row : measured["rows"])
+    EXPECT_NEAR(row["predicted_us"].get<double>(), predicted.at(row["schedule"]), 1e-6)
+        << row.dump();
+
+  std::ofstream(dir_ / "adam.yaml") << "name: one-point\ntopology: cpu-local\nworkloads:\n"
+                                       "  - workload: adam\n    sizes: {N: 4096}\n";
+  const Result v =
+      run({"validate", (dir_ / "adam.yaml").string(), "--backend", "cpu", "--ranks", "2",
+           "--topology", "cpu-local", "--iters", "1", "--warmup", "0", "--out", "report"});
+  ASSERT_EQ(v.code, 0) << v.all();
+  const json results = json::parse(read_text(dir_ / "report" / "results.json"));
+  ASSERT_EQ(results["rows"].size(), predicted.size());
+  for (const auto& row : results["rows"]) {
+    EXPECT_EQ(row["size"], "N=4096");
+    EXPECT_NEAR(row["predicted_us"].get<double>(), predicted.at(row["schedule"]), 1e-6)
+        << row.dump();
+  }
+}
+
+// ---- the README's examples -------------------------------------------------------
+
+// Every `coconet` command in a fenced block of the README, and what this test
+// runs for it: the same command, made small where it would take minutes
+// (2 ranks instead of 4, small sizes, one timed step, files in the test's folder).
+const std::map<std::string, Args>& readme_examples() {
+  static const std::map<std::string, Args> examples{
+      {"coconet collective --op allreduce --topology dgx-h100 --nodes 1 -b 1K -e 8G -f 16",
+       {"collective", "--op", "allreduce", "--topology", "dgx-h100", "--nodes", "1", "-b", "1K",
+        "-e", "8G", "-f", "16"}},
+      {"coconet run adam --backend cpu --ranks 4 --schedule all --set N=1000000",
+       {"run", "adam", "--backend", "cpu", "--ranks", "2", "--schedule", "all", "--set", "N=4096",
+        "--iters", "1"}},
+      {"coconet calibrate --backend cpu --ranks 4 --out configs/topologies/cpu-local.yaml",
+       {"calibrate", "--backend", "cpu", "--ranks", "2", "--quick", "--iters", "2", "--out",
+        "cpu-local.yaml"}},
+      {"coconet validate cpu-local --backend cpu --ranks 4 --topology cpu-local --out /tmp/report",
+       {"validate", "cpu-local", "--backend", "cpu", "--ranks", "2", "--topology", "cpu-local",
+        "--iters", "1", "--warmup", "0", "--out", "report"}},
+      {"coconet predict", {"predict"}},
+      {"coconet predict adam --set N=1e6", {"predict", "adam", "--set", "N=1e6"}},
+      {"coconet predict megatron_mlp --set B=4 --set S=2K --topology dgx-a100 --nodes 2",
+       {"predict", "megatron_mlp", "--set", "B=4", "--set", "S=2K", "--topology", "dgx-a100",
+        "--nodes", "2"}},
+      {"coconet simulate gpt3_pipeline --schedule 'ol(RS,fuse(P2P-C),AG)' --ranks 16 --trace "
+       "trace.json",
+       {"simulate", "gpt3_pipeline", "--schedule", "ol(RS,fuse(P2P-C),AG)", "--ranks", "16",
+        "--trace", "trace.json"}},
+      {"coconet run adam --ranks 2 --set N=64K --set lr=0.01 --schedule best --topology cpu-local",
+       {"run", "adam", "--ranks", "2", "--set", "N=64K", "--set", "lr=0.01", "--schedule", "best",
+        "--topology", "cpu-local", "--iters", "1"}},
+  };
+  return examples;
+}
+
+// The `coconet ...` lines of the README's fenced blocks ("$ " and "build/cli/" dropped).
+std::set<std::string> readme_commands() {
+  std::ifstream in(COCONET_SOURCE_ROOT "/README.md");
+  std::set<std::string> out;
+  bool fenced = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("```", 0) == 0) {
+      fenced = !fenced;
+      continue;
+    }
+    if (!fenced) continue;
+    for (const char* prefix : {"$ ", "build/cli/"})
+      if (line.rfind(prefix, 0) == 0) line = line.substr(std::string(prefix).size());
+    if (line.rfind("coconet ", 0) == 0 || line == "coconet")
+      out.insert(line.substr(0, line.find("  #")));
+  }
+  return out;
+}
+
+TEST_F(Cli, EveryReadmeExampleIsHere) {
+  const auto commands = readme_commands();
+  EXPECT_GE(commands.size(), 4u);
+  for (const auto& c : commands)
+    EXPECT_TRUE(readme_examples().contains(c)) << "README example not tested: " << c;
+  for (const auto& [c, args] : readme_examples())
+    EXPECT_TRUE(commands.contains(c)) << "tested example no longer in the README: " << c;
+}
+
+TEST_F(Cli, EveryReadmeExampleExitsZero) {
+  for (const auto& [command, args] : readme_examples()) {
+    const bool mpi = args[0] == "run" || args[0] == "calibrate" || args[0] == "validate";
+    if (mpi && !kHaveMpi) continue;
+    const Result r = run(args);
+    EXPECT_EQ(r.code, 0) << command << "\n" << r.all();
+  }
+}
+
+}  // namespace
