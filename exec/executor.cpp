@@ -4,6 +4,7 @@
 
 #include "model/error.h"
 #include "model/interpreter.h"
+#include "plan/rows.h"
 
 namespace coconet::exec {
 namespace {
@@ -14,24 +15,7 @@ using model::Stmt;
 // Rows filled per write when loading inputs (bounds the host staging vector).
 constexpr std::int64_t kFillElements = 1 << 20;
 
-struct RowRange {
-  std::int64_t begin = 0;
-  std::int64_t end = 0;
-};
-
-RowRange intersect(RowRange r, std::int64_t begin, std::int64_t size) {
-  return {std::max(r.begin, begin), std::min(r.end, begin + size)};
-}
-
-std::vector<RowRange> merged(const std::vector<RowRange>& ranges) {
-  std::vector<RowRange> out;
-  for (const auto& r : ranges) {
-    if (r.end <= r.begin) continue;
-    if (!out.empty() && out.back().end == r.begin) out.back().end = r.end;
-    else out.push_back(r);
-  }
-  return out;
-}
+using plan::RowRange;
 
 View rows_view(const ValueInfo& v, std::int64_t begin, std::int64_t end) {
   return View{v.buffer, (begin - v.row_begin) * v.local_cols, (end - begin) * v.local_cols};
@@ -110,30 +94,14 @@ class OpRunner {
   // Records one backend call of `elements` (its input on this rank).
   void call(std::int64_t elements) { calls_->push_back(elements); }
 
-  // Chunk `chunk` of a value with `rows` global rows: one range, or in slice
-  // mode the chunk-th piece of every rank's slice.
+  // Chunk `chunk` of a value with `rows` global rows (plan/rows.h).
   std::vector<RowRange> ranges(std::int64_t rows, int chunk, bool slice_mode) const {
-    const int p = values_.ranks_per_group();
-    if (!slice_mode) {
-      const auto e = model::slice_extent(rows, unit_.chunks, chunk);
-      return {{e.begin, e.begin + e.size}};
-    }
-    std::vector<RowRange> out;
-    for (int r = 0; r < p; ++r) {
-      const auto slice = model::slice_extent(rows, p, r);
-      const auto piece = model::slice_extent(slice.size, unit_.chunks, chunk);
-      out.push_back({slice.begin + piece.begin, slice.begin + piece.begin + piece.size});
-    }
-    return out;
+    return plan::chunk_rows(rows, values_.ranks_per_group(), unit_.chunks, chunk, slice_mode);
   }
 
+  // The rows of that chunk this rank holds of `v`: one backend call each.
   std::vector<RowRange> local_ranges(const ValueInfo& v, int chunk, bool slice_mode) const {
-    std::vector<RowRange> out;
-    for (const auto& r : merged(ranges(v.rows, chunk, slice_mode))) {
-      const auto i = intersect(r, v.row_begin, v.local_rows);
-      if (i.end > i.begin) out.push_back(i);
-    }
-    return out;
+    return plan::held_rows(v, values_.ranks_per_group(), unit_.chunks, chunk, slice_mode);
   }
 
   void elementwise(const plan::Op& op, int chunk) {

@@ -17,6 +17,7 @@
 #include <set>
 
 #include "model/error.h"
+#include "plan/rows.h"
 #include "plan/views.h"
 
 namespace coconet::plan {
@@ -89,7 +90,10 @@ class Lowering {
     u.name = overlapped ? "ol(" + join(codes) + ")" : codes.front();
     link(u);
     cut_chunks(u, all);
-    for (int id : u.ops) measure(out_.ops[static_cast<std::size_t>(id)]);
+    for (int id : u.ops) {
+      measure(out_.ops[static_cast<std::size_t>(id)]);
+      count_calls(out_.ops[static_cast<std::size_t>(id)], u);
+    }
     out_.units.push_back(std::move(u));
   }
 
@@ -198,6 +202,23 @@ class Lowering {
     if (rows <= 0) return;
     u.chunks = std::max(1, out_.knobs.chunks);
     u.rows = u.slice_mode ? model::slice_extent(rows, out_.ranks_per_group, 0).size : rows;
+  }
+
+  // Calls per chunk of an op on position 0, as the executor cuts them (plan/rows.h).
+  void count_calls(Op& op, const Unit& u) const {
+    const Stmt& s = stmt(op.stmts.front());
+    const int p = out_.ranks_per_group;
+    for (int c = 0; c < u.chunks; ++c) {
+      int calls = 1;
+      const bool by_rows = op.cls == OpClass::elementwise || op.cls == OpClass::matmul ||
+                           (op.cls == OpClass::collective && s.op != OpKind::reducescatter &&
+                            s.op != OpKind::allgather);
+      if (by_rows) {
+        const auto& v = view(s.op == OpKind::send ? s.operands.front() : s.name);
+        calls = static_cast<int>(held_rows(v, p, u.chunks, c, u.slice_mode).size());
+      }
+      op.calls.push_back(calls);
+    }
   }
 
   // ---- work on rank 0 ----

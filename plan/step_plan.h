@@ -70,6 +70,9 @@ struct Op {
   std::optional<kernels::ElementwiseProgram> program;  // elementwise and fused ops
   std::optional<FusedUpdateMatch> fused;               // fused ops: the update it computes
   Work work;
+  // Backend calls per chunk on position 0 of its group (a send: the
+  // sender's): a chunk's rows held as separate ranges are separate calls.
+  std::vector<int> calls;
 
   // Whether a rank of `group` takes part.
   [[nodiscard]] bool involves(int g) const { return group == g || dest_group == g; }

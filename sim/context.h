@@ -26,7 +26,4 @@ struct Context {
 // The backend that runs on a topology's device: cuda on GPUs, cpu on CPUs.
 [[nodiscard]] plan::BackendKind default_backend(const Topology& t);
 
-// The ranks per group when an experiment does not say: all GPUs over the groups.
-[[nodiscard]] int default_group_size(const Topology& t, const model::Program& p);
-
 }  // namespace coconet::sim

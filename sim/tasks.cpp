@@ -53,11 +53,11 @@ std::string chunk_name(const std::string& code, int chunk, int chunks) {
   return chunks > 1 ? fmt::format("{} [{}/{}]", code, chunk + 1, chunks) : code;
 }
 
-Task elementwise_task(const plan::Work& w, const Context& ctx, double share) {
+Task elementwise_task(const plan::Work& w, const Context& ctx, double share, int calls) {
   const Topology& t = ctx.topology;
   Task k;
   k.is_compute = true;
-  k.latency_us = t.gpu.launch_us + (w.norm_across_group ? scalar_allreduce_us(ctx) : 0.0);
+  k.latency_us = calls * t.gpu.launch_us + (w.norm_across_group ? scalar_allreduce_us(ctx) : 0.0);
   const double bytes = w.hbm_bytes * share;
   k.work_us = elementwise_body_us(t, bytes, w.flops * share);
   k.demand_GBps[int(Resource::hbm)] = demand(bytes, k.work_us, capacity_GBps(ctx, Resource::hbm));
@@ -66,14 +66,16 @@ Task elementwise_task(const plan::Work& w, const Context& ctx, double share) {
   return k;
 }
 
-Task gemm_task(const plan::Gemm& g, const Context& ctx, double share) {
+// `calls` GEMMs share the chunk's rows (one per range of rows the rank holds).
+Task gemm_task(const plan::Gemm& g, const Context& ctx, double share, int calls) {
   const Topology& t = ctx.topology;
   Task k;
   k.is_gemm = true;
   k.is_compute = true;
-  k.gemm = GemmShape{std::max<std::int64_t>(1, std::llround(double(g.m) * share)), g.n, g.k, g.dtype};
-  k.latency_us = t.gpu.launch_us;
-  k.work_us = gemm_body_us(t, k.gemm, t.gpu.sms);
+  const double rows = double(g.m) * share / calls;
+  k.gemm = GemmShape{std::max<std::int64_t>(1, std::llround(rows)), g.n, g.k, g.dtype};
+  k.latency_us = calls * t.gpu.launch_us;
+  k.work_us = calls * gemm_body_us(t, k.gemm, t.gpu.sms);
   k.demand_GBps[int(Resource::hbm)] = demand(k.gemm.bytes(), k.work_us, capacity_GBps(ctx, Resource::hbm));
   k.detail = fmt::format("[{}x{}]x[{}x{}] {}, {} tiles on {} SMs", k.gemm.m, k.gemm.k, k.gemm.k, k.gemm.n,
                          model::to_string(k.gemm.dtype), gemm_tiles(t, k.gemm), t.gpu.sms);
@@ -96,7 +98,7 @@ double fused_compute_us(const Topology& t, const plan::Work& w, double share, in
 // of an overlap group is a call of its own (paying the latency again) unless
 // the backend keeps its collectives resident across chunks.
 Task comm_task(const plan::Work& w, const Context& ctx, const model::Knobs& knobs, bool pays_latency,
-               double share) {
+               double share, int calls) {
   const Topology& t = ctx.topology;
   const Placement where = ctx.placement();
   Task k;
@@ -107,11 +109,11 @@ Task comm_task(const plan::Work& w, const Context& ctx, const model::Knobs& knob
   std::string detail;
   for (const auto& c : w.collectives) {
     const double bytes = c.bytes * share;
-    const CollectiveRequest r{c.op, bytes, where, knobs.algo, knobs.proto, knobs.channels};
+    const CollectiveRequest r{c.op, bytes / calls, where, knobs.algo, knobs.proto, knobs.channels};
     const CollectiveCost cost = predict_collective_or_auto(t, r);
     base = std::max(base, cost.base_us);
-    hops += cost.hops_us;
-    transfer += cost.transfer_us;
+    hops += calls * cost.hops_us;
+    transfer += calls * cost.transfer_us;
     traffic += link_traffic(t, c.op, bytes, cost, where.ranks);
     hbm += bytes * bus_factor(c.op, where.ranks) * t.nccl.hbm_bytes_per_link_byte;
     if (cost.transfer_us > 0 && cost.bottleneck == Link::network) link = Link::network;
@@ -124,7 +126,7 @@ Task comm_task(const plan::Work& w, const Context& ctx, const model::Knobs& knob
   // Everything the kernel moves through HBM (its own traffic and the element-wise work) bounds it too.
   transfer = std::max(transfer, transfer_us(hbm + w.hbm_bytes * share, t.gpu.hbm_effective_GBps()));
   const double pipeline_depth = std::max(2, where.ranks);
-  k.latency_us = pays_latency ? base + hops : 0.0;
+  k.latency_us = pays_latency ? calls * base + hops : 0.0;
   k.work_us = std::max(transfer, compute) + std::min(transfer, compute) / pipeline_depth;
   const Resource r = link == Link::network ? Resource::network : Resource::nvlink;
   k.demand_GBps[int(r)] = demand(traffic, k.work_us, capacity_GBps(ctx, r));
@@ -136,13 +138,15 @@ Task comm_task(const plan::Work& w, const Context& ctx, const model::Knobs& knob
 
 Task launch_task(const plan::StepPlan& p, const plan::Unit& u, const plan::Op& op, int chunk, const Context& ctx) {
   const double share = plan::chunk_share(u, chunk);
+  const int calls = op.calls.at(std::size_t(chunk));
+  if (calls == 0) return Task{};  // this chunk holds no rows of the op's value on rank 0: nothing is called
   switch (op.cls) {
     case plan::OpClass::collective:
     case plan::OpClass::fused:
-      return comm_task(op.work, ctx, p.knobs, chunk == 0 || !p.caps.resident_overlap, share);
-    case plan::OpClass::matmul: return gemm_task(*op.work.gemm, ctx, share);
+      return comm_task(op.work, ctx, p.knobs, chunk == 0 || !p.caps.resident_overlap, share, calls);
+    case plan::OpClass::matmul: return gemm_task(*op.work.gemm, ctx, share, calls);
     case plan::OpClass::elementwise:
-    case plan::OpClass::norm: return elementwise_task(op.work, ctx, share);
+    case plan::OpClass::norm: return elementwise_task(op.work, ctx, share, calls);
   }
   throw InternalError("launch_task: unknown op class");
 }

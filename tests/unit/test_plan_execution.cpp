@@ -7,7 +7,9 @@
 //   2. the views: each op's calls, summed over its chunks, cover the rank's
 //      part of the op's value (plan::rank_views), ragged slices included;
 //   3. the simulator's tasks for the rank's group are those same launches;
-//   4. rank 0's collective calls move the bytes the cost model prices.
+//   4. rank 0's collective calls move the bytes the cost model prices, and
+//      position 0 of every group makes as many backend calls per launch as
+//      the plan counts (Op::calls, what the cost model charges overheads for).
 #include <gtest/gtest.h>
 
 #include <fmt/core.h>
@@ -87,8 +89,14 @@ std::string compare(const plan::StepPlan& p, const std::vector<RanLaunch>& ran, 
   if (simulated(p, ctx, group) != want) diff += fmt::format("the simulator's tasks for group {} differ\n", group);
   const auto views = plan::rank_views(p.program, p.sizes, p.ranks_per_group, {group, position});
   std::map<int, std::int64_t> elements;
-  for (const auto& r : ran)
+  for (const auto& r : ran) {
     for (auto e : r.elements) elements[r.op] += e;
+    const plan::Op& op = p.op(r.op);
+    const bool counted = position == 0 && op.group == group && op.cls != plan::OpClass::fused;
+    if (counted && int(r.elements.size()) != op.calls.at(std::size_t(r.chunk)))
+      diff += fmt::format("rank ({},0) op {} {} chunk {}: {} calls, the plan counts {}\n", group, r.op, op.code,
+                          r.chunk, r.elements.size(), op.calls.at(std::size_t(r.chunk)));
+  }
   for (const auto& [op, got] : elements) {
     const std::int64_t need = expected_elements(p, p.op(op), views);
     if (got != need)

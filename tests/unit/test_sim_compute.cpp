@@ -1,16 +1,12 @@
-// The compute roofline and the bytes each stage moves, from statement types.
+// The compute roofline: wave-quantised GEMMs and memory-bound element-wise
+// kernels (what each op moves is plan/'s, tested in test_plan.cpp).
 #include <gtest/gtest.h>
 
-#include "model/catalog.h"
-#include "model/enumerate.h"
-#include "model/parse.h"
 #include "sim/compute.h"
-#include "sim/context.h"
+#include "sim/topology.h"
 
 namespace coconet::sim {
 namespace {
-
-model::Program workload(const std::string& name) { return model::load_program(model::resolve_workload(name)); }
 
 TEST(Compute, GemmWavesQuantise) {
   const Topology t = load_topology("dgx-h100");
@@ -35,12 +31,6 @@ TEST(Compute, ElementwiseIsHbmBound) {
   const Topology t = load_topology("dgx-h100");
   const double bytes = 1e9;
   EXPECT_NEAR(elementwise_body_us(t, bytes, 1e6), bytes / (t.gpu.hbm_effective_GBps() * 1e3), 1e-9);
-}
-
-TEST(Context, DefaultGroupSizeSplitsTheGpus) {
-  const Topology t = load_topology("dgx-h100");
-  EXPECT_EQ(default_group_size(t, workload("adam")), 32);
-  EXPECT_EQ(default_group_size(t, workload("gpt3_pipeline")), 16);
 }
 
 }  // namespace

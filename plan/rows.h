@@ -1,0 +1,30 @@
+// Which rows a launch covers: chunk k of a unit is the k-th of `chunks`
+// pieces of a value's rows or, in slice mode, the k-th piece of every rank's
+// slice; a rank touches the part of those rows it holds, as contiguous
+// ranges (one backend call each). The executor cuts its calls with these, and
+// lowering counts them, so the cost model charges a call's overhead as often
+// as the executor makes the call.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "plan/views.h"
+
+namespace coconet::plan {
+
+struct RowRange {
+  std::int64_t begin = 0;
+  std::int64_t end = 0;
+  friend bool operator==(const RowRange&, const RowRange&) = default;
+};
+
+// Global rows of chunk `chunk` of `chunks` of a value with `rows` rows: one
+// range, or in slice mode the chunk-th piece of each of the `ranks` slices.
+[[nodiscard]] std::vector<RowRange> chunk_rows(std::int64_t rows, int ranks, int chunks, int chunk, bool slice_mode);
+
+// The rows of that chunk that value `v` holds on its rank, adjacent ranges
+// merged, empty ones dropped.
+[[nodiscard]] std::vector<RowRange> held_rows(const ValueView& v, int ranks, int chunks, int chunk, bool slice_mode);
+
+}  // namespace coconet::plan
