@@ -10,7 +10,7 @@ add_library(coconet_kernels
   ${CMAKE_CURRENT_LIST_DIR}/check.cpp
 )
 target_include_directories(coconet_kernels PUBLIC ${PROJECT_SOURCE_DIR})
-target_link_libraries(coconet_kernels PUBLIC coconet_model coconet_math PRIVATE Eigen3::Eigen coconet_warnings)
+target_link_libraries(coconet_kernels PUBLIC coconet_model PRIVATE Eigen3::Eigen coconet_warnings)
 if(COCONET_HAVE_MPI)
   target_sources(coconet_kernels PRIVATE ${CMAKE_CURRENT_LIST_DIR}/mpi_check.cpp)
   target_link_libraries(coconet_kernels PRIVATE MPI::MPI_CXX)

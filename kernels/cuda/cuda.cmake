@@ -24,7 +24,7 @@ add_library(coconet_kernels_cuda STATIC
 )
 target_include_directories(coconet_kernels_cuda PUBLIC ${COCONET_KCUDA_ROOT} ${NCCL_INCLUDE_DIR})
 target_link_libraries(coconet_kernels_cuda
-  PUBLIC coconet_kernels CUDA::cudart CUDA::cublas CUDA::cublasLt ${NCCL_LIBRARY} coconet_math
+  PUBLIC coconet_kernels CUDA::cudart CUDA::cublas CUDA::cublasLt ${NCCL_LIBRARY}
   PRIVATE fmt::fmt coconet_warnings)
 coconet_cuda_target(coconet_kernels_cuda)
 set_target_properties(coconet_kernels_cuda PROPERTIES POSITION_INDEPENDENT_CODE ON)
