@@ -215,18 +215,6 @@ void print_rows(const std::vector<Printed>& rows, const RunArgs& a, int ranks) {
 
 // ---- running -----------------------------------------------------------------
 
-int exit_code_of(const std::exception_ptr& e) {
-  try {
-    std::rethrow_exception(e);
-  } catch (const UserError&) {
-    return kExitUserError;
-  } catch (const RunFailure&) {
-    return kExitRunFailed;
-  } catch (...) {
-    return kExitInternal;
-  }
-}
-
 [[noreturn]] void quiet_exit(std::unique_ptr<exec::Backend>& backend, int code) {
   std::fflush(stdout);
   backend.reset();
@@ -237,11 +225,11 @@ int exit_code_of(const std::exception_ptr& e) {
 // Every rank learns whether any failed; the lowest failing rank rethrows (and
 // main reports it once), the others leave quietly with the same code.
 void agree_on_failure(std::unique_ptr<exec::Backend>& backend, const std::exception_ptr& error) {
-  std::vector<double> code{error ? static_cast<double>(exit_code_of(error)) : 0.0};
+  std::vector<double> code{static_cast<double>(exit_code_of(error))};
   std::vector<double> first{error ? static_cast<double>(backend->world_rank()) : 1e9};
   backend->host_allreduce(code, model::ReduceOp::max);
   backend->host_allreduce(first, model::ReduceOp::min);
-  if (code[0] == 0) return;
+  if (code[0] == kExitOk) return;
   if (error && first[0] == backend->world_rank()) {
     if (backend->world_rank() == 0) std::rethrow_exception(error);
     try {
@@ -260,7 +248,7 @@ void agree_on_failure(std::unique_ptr<exec::Backend>& backend, const std::except
   fmt::print(stderr, "coconet: rank {} ({}) failed while running: {}; aborting the job\n", backend.world_rank(),
              host, e.what());
   std::fflush(stderr);
-  backend.abort_job(dynamic_cast<const UserError*>(&e) != nullptr ? kExitUserError : kExitInternal);
+  backend.abort_job(exit_code_for(e));
   std::abort();  // abort_job does not return; a virtual call does not carry [[noreturn]]
 }
 

@@ -27,7 +27,8 @@ nlohmann::json schedule_json(const model::Schedule& s) {
                       {"overlap_group", s.overlap_of(static_cast<int>(i))}});
   }
   nlohmann::json history = nlohmann::json::array();
-  for (const auto& d : s.history) history.push_back({{"op", d.op}, {"args", d.args}});
+  for (const auto& d : s.history)
+    history.push_back({{"op", model::op_of(d)}, {"args", model::args_of(d)}});
   return {{"name", s.name()},
           {"stages", stages},
           {"history", history},

@@ -116,7 +116,7 @@ void validate_command(const ValidateArgs& a) {
                                  unverified, a.out));
   if (unverified > 0) {
     exec::finalize_mpi();
-    std::exit(1);
+    std::exit(kExitRunFailed);
   }
 }
 #endif

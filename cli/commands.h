@@ -1,7 +1,8 @@
 // The subcommands of the `coconet` command, one file each (cmd_<name>.cpp).
 // Each registers its flags on the app and a callback that does the work by
 // calling the libraries; output goes to stdout, messages to stderr. Errors are
-// thrown (UserError: exit 2, RunFailure: exit 1) and reported once in main.cpp.
+// thrown and reported once in main.cpp, with the exit code model/error.h maps
+// them to (UserError: 2, RunFailure: 1, anything else: 3).
 #pragma once
 
 #include <CLI/CLI.hpp>

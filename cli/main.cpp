@@ -1,5 +1,19 @@
-// The `coconet` command: parses the subcommand and reports errors once.
-// Exit codes: 0 success, 1 a run failed (e.g. a result mismatch), 2 bad input or usage.
+// The `coconet` command: parses the subcommand and reports errors once, with
+// the exit code model/error.h maps them to (0 success, 1 a run failed, 2 bad
+// input or usage, 3 internal error, 130 interrupted).
+//
+// Design notes
+// - SIGINT ends the process with exit code 130 from the handler itself: it
+//   writes one line with write(2) and calls _exit(2), both async-signal-safe.
+//   Destructors and MPI_Finalize are skipped on purpose: a rank interrupted
+//   inside a collective would wait forever in them. Exiting (rather than
+//   re-raising SIGINT) makes 130 the exit status every caller sees (a shell,
+//   a Python subprocess, mpirun's report), as the exit-code table says.
+// - A `--ranks N` relaunch execs mpirun, which resets the handler: mpirun
+//   handles SIGINT for the job and reports its own status.
+#include <signal.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <exception>
 
@@ -9,10 +23,38 @@
 #include "cli/commands.h"
 #include "model/error.h"
 
-int main(int argc, char** argv) {
-  CLI::App app{"coconet: write a distributed step once, generate its schedules, predict, run, check"};
-  app.require_subcommand(1);
-  app.set_help_all_flag("--help-all", "Print help for every subcommand");
+namespace {
+
+void on_interrupt(int /*signal*/) {
+  constexpr char kMessage[] = "\ncoconet: interrupted\n";
+  if (::write(STDERR_FILENO, kMessage, sizeof kMessage - 1) < 0) {
+    // Nothing left to report to; exit all the same.
+  }
+  ::_exit(coconet::kExitInterrupted);
+}
+
+void install_interrupt_handler() {
+  struct sigaction action = {};
+  action.sa_handler = on_interrupt;
+  sigemptyset(&action.sa_mask);
+  ::sigaction(SIGINT, &action, nullptr);
+}
+
+// "error", "run failed" or "internal error": what an exit code says happened.
+const char* meaning_of(int code) {
+  if (code == coconet::kExitUserError) return "error";
+  if (code == coconet::kExitRunFailed) return "run failed";
+  return "internal error";
+}
+
+int report(const std::exception& e) {
+  const int code = coconet::exit_code_for(e);
+  std::fflush(stdout);
+  fmt::print(stderr, "coconet: {}: {}\n", meaning_of(code), e.what());
+  return code;
+}
+
+void register_commands(CLI::App& app) {
   coconet::cli::register_list(app);
   coconet::cli::register_show(app);
   coconet::cli::register_collective(app);
@@ -22,23 +64,27 @@ int main(int argc, char** argv) {
   coconet::cli::register_run(app);
   coconet::cli::register_validate(app);
   coconet::cli::register_calibrate(app);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  install_interrupt_handler();
+  CLI::App app{"coconet: write a distributed step once, generate its schedules, predict, run, check"};
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "Print help for every subcommand");
+  register_commands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? 0 : coconet::kExitUserError;
-  } catch (const coconet::UserError& e) {
-    std::fflush(stdout);
-    fmt::print(stderr, "coconet: error: {}\n", e.what());
-    return coconet::kExitUserError;
-  } catch (const coconet::RunFailure& e) {
-    std::fflush(stdout);
-    fmt::print(stderr, "coconet: run failed: {}\n", e.what());
-    return coconet::kExitRunFailed;
+    // --help is a ParseError that CLI11 answers with 0; every other one is bad usage.
+    return app.exit(e) == 0 ? coconet::kExitOk : coconet::kExitUserError;
   } catch (const std::exception& e) {
+    return report(e);
+  } catch (...) {
     std::fflush(stdout);
-    fmt::print(stderr, "coconet: internal error: {}\n", e.what());
+    fmt::print(stderr, "coconet: internal error: an exception that is not a std::exception\n");
     return coconet::kExitInternal;
   }
-  return 0;
+  return coconet::kExitOk;
 }

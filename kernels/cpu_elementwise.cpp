@@ -74,16 +74,16 @@ void run_tile(const ElementwiseProgram& p, std::span<const CpuOperand> ins, cons
       case OpCode::constant: std::fill_n(r.stack[++top].data(), n, in.value); break;
       case OpCode::unary: {
         float* a = r.stack[top].data();
-        const auto op = static_cast<UnaryOp>(in.op);
-        for (std::int64_t t = 0; t < n; ++t) a[t] = apply_unary(op, a[t]);
+        const auto op = static_cast<model::UnaryOp>(in.op);
+        for (std::int64_t t = 0; t < n; ++t) a[t] = model::apply_unary(op, a[t]);
         break;
       }
       case OpCode::binary: {
         --top;
         float* a = r.stack[top].data();
         const float* c = r.stack[top + 1].data();
-        const auto op = static_cast<BinaryOp>(in.op);
-        for (std::int64_t t = 0; t < n; ++t) a[t] = apply_binary(op, a[t], c[t]);
+        const auto op = static_cast<model::BinaryOp>(in.op);
+        for (std::int64_t t = 0; t < n; ++t) a[t] = model::apply_binary(op, a[t], c[t]);
         break;
       }
       case OpCode::select: {
@@ -101,7 +101,8 @@ void run_tile(const ElementwiseProgram& p, std::span<const CpuOperand> ins, cons
       }
       case OpCode::dropout: {
         float* a = r.stack[top].data();
-        for (std::int64_t t = 0; t < n; ++t) a[t] = dropout(a[t], in.value, in.seed, b.global_index(i, j0 + t));
+        for (std::int64_t t = 0; t < n; ++t)
+          a[t] = model::dropout(a[t], in.value, in.seed, b.global_index(i, j0 + t));
         break;
       }
       case OpCode::store: {

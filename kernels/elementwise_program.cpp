@@ -40,13 +40,13 @@ class Compiler {
       case ExprKind::unary: {
         const auto a = fold(e->args[0]);
         if (!a) return std::nullopt;
-        return apply_unary(e->unary, *a);
+        return model::apply_unary(e->unary, *a);
       }
       case ExprKind::binary: {
         const auto a = fold(e->args[0]);
         const auto b = fold(e->args[1]);
         if (!a || !b) return std::nullopt;
-        return apply_binary(e->binary, *a, *b);
+        return model::apply_binary(e->binary, *a, *b);
       }
       case ExprKind::select: {
         const auto c = fold(e->args[0]);

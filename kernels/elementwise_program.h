@@ -21,8 +21,9 @@
 #include <vector>
 
 #include "kernels/half.h"
-#include "kernels/math.h"
 #include "model/expr.h"
+#include "model/host_device.h"
+#include "model/ops.h"
 #include "model/types.h"
 
 namespace coconet::kernels {
@@ -124,17 +125,22 @@ COCONET_HD void eval_element(const Instr* code, int n, const model::DType* outpu
       case OpCode::load: stack[++top] = load(in.slot); break;
       case OpCode::load_output: stack[++top] = out[in.slot]; break;
       case OpCode::constant: stack[++top] = in.value; break;
-      case OpCode::unary: stack[top] = apply_unary(static_cast<UnaryOp>(in.op), stack[top]); break;
+      case OpCode::unary:
+        stack[top] = model::apply_unary(static_cast<model::UnaryOp>(in.op), stack[top]);
+        break;
       case OpCode::binary:
         --top;
-        stack[top] = apply_binary(static_cast<BinaryOp>(in.op), stack[top], stack[top + 1]);
+        stack[top] =
+            model::apply_binary(static_cast<model::BinaryOp>(in.op), stack[top], stack[top + 1]);
         break;
       case OpCode::select:
         top -= 2;
         stack[top] = stack[top] != 0.0f ? stack[top + 1] : stack[top + 2];
         break;
       case OpCode::round: stack[top] = round_to(in.dtype, stack[top]); break;
-      case OpCode::dropout: stack[top] = dropout(stack[top], in.value, in.seed, global_index); break;
+      case OpCode::dropout:
+        stack[top] = model::dropout(stack[top], in.value, in.seed, global_index);
+        break;
       case OpCode::store: out[in.slot] = round_to(output_types[in.slot], stack[top--]); break;
     }
   }

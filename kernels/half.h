@@ -4,7 +4,7 @@
 //
 // Design notes
 // - Bit manipulation on std::uint32_t, no compiler half type, so the same code
-//   runs in plain C++ and under nvcc (COCONET_HD from kernels/math.h).
+//   runs in plain C++ and under nvcc (COCONET_HD from model/host_device.h).
 // - NaN stays NaN (quiet), infinities and overflow round to infinity,
 //   f16 subnormals are produced and read exactly.
 #pragma once
@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "kernels/math.h"
+#include "model/host_device.h"
 
 namespace coconet::kernels {
 

@@ -101,7 +101,7 @@ Schedule as_slice(Schedule s, const std::string& state) {
   s.program = remove_dead_code(std::move(s.program));
   check(s.program);
   s.stages = default_stages(s.program);
-  s.history.push_back({"as_slice", {state}});
+  s.history.push_back(AsSlice{state});
   return s;
 }
 

@@ -7,6 +7,7 @@
 // deduplicated by canonical name; the unscheduled program comes first.
 #include "model/enumerate.h"
 
+#include <algorithm>
 #include <deque>
 #include <optional>
 #include <set>
@@ -25,25 +26,28 @@ namespace {
 using Move = std::vector<Directive>;
 using MoveGenerator = std::vector<Move> (*)(const Schedule&);
 
-bool applied(const Schedule& s, const std::string& op, const std::string& arg) {
-  for (const auto& d : s.history)
-    if (d.op == op && (arg.empty() || (!d.args.empty() && d.args.front() == arg))) return true;
-  return false;
+bool applied(const Schedule& s, const Directive& d) {
+  return std::find(s.history.begin(), s.history.end(), d) != s.history.end();
+}
+
+template <typename D>
+bool applied_any(const Schedule& s) {
+  return std::any_of(s.history.begin(), s.history.end(),
+                     [](const Directive& d) { return std::holds_alternative<D>(d); });
 }
 
 std::vector<Move> program_moves(const Schedule& s) {
   std::vector<Move> moves;
   for (const auto& st : s.program.stmts) {
-    if (st.op == OpKind::allreduce) moves.push_back({{"split", {st.name}}});
-    if (st.op == OpKind::allgather && applied(s, "split", st.name) &&
-        !applied(s, "reorder", st.name))
-      moves.push_back({{"reorder", {st.name}}});
+    if (st.op == OpKind::allreduce) moves.push_back({Split{st.name}});
+    // split turns `y = allreduce` into `y = allgather(y.rs)`: the allgather keeps the name
+    if (st.op == OpKind::allgather && applied(s, Split{st.name}) && !applied(s, Reorder{st.name}))
+      moves.push_back({Reorder{st.name}});
   }
   Move slice_all;
   for (const auto& in : s.program.inputs)
-    if (in.shardable && in.type.layout.is_replicated())
-      slice_all.push_back({"as_slice", {in.name}});
-  if (!slice_all.empty() && !applied(s, "as_slice", "")) moves.push_back(slice_all);
+    if (in.shardable && in.type.layout.is_replicated()) slice_all.push_back(AsSlice{in.name});
+  if (!slice_all.empty() && !applied_any<AsSlice>(s)) moves.push_back(slice_all);
   return moves;
 }
 
@@ -71,7 +75,7 @@ std::vector<Move> fuse_moves(const Schedule& s) {
   for (int i = 0; i < n; ++i) {
     if (s.stages[static_cast<std::size_t>(i)].kind != StageKind::collective) continue;
     for (int j = n - 1; j > i; --j) {
-      const Move m{{"fuse", {first_of(s, i), last_of(s, j)}}};
+      const Move m{Fuse{first_of(s, i), last_of(s, j)}};
       if (try_move(s, m)) {
         moves.push_back(m);
         break;
@@ -107,7 +111,7 @@ std::vector<Move> overlap_moves(const Schedule& s) {
     if (!head || !overlap_edge(s, i, i + 1)) continue;
     int j = i + 1;
     while (j + 1 < n && overlap_edge(s, j, j + 1)) ++j;
-    moves.push_back({{"overlap", {first_of(s, i), last_of(s, j)}}});
+    moves.push_back({Overlap{first_of(s, i), last_of(s, j)}});
   }
   return moves;
 }

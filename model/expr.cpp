@@ -162,15 +162,15 @@ double eval(const Expr& e, const ElementContext& ctx) {
     case ExprKind::constant: return e->value;
     case ExprKind::scalar: return ctx.scalar(e->name);
     case ExprKind::tensor: return ctx.tensor(e->name);
-    case ExprKind::unary: return kernels::apply_unary(e->unary, eval(e->args[0], ctx));
+    case ExprKind::unary: return apply_unary(e->unary, eval(e->args[0], ctx));
     case ExprKind::binary:
-      return kernels::apply_binary(e->binary, eval(e->args[0], ctx), eval(e->args[1], ctx));
+      return apply_binary(e->binary, eval(e->args[0], ctx), eval(e->args[1], ctx));
     case ExprKind::select:
       return eval(e->args[0], ctx) != 0.0 ? eval(e->args[1], ctx) : eval(e->args[2], ctx);
     case ExprKind::cast: return eval(e->args[0], ctx);  // the interpreter keeps double precision
     case ExprKind::dropout:
-      return kernels::dropout(eval(e->args[0], ctx), static_cast<float>(e->value), e->seed,
-                              ctx.global_index);
+      return dropout(eval(e->args[0], ctx), static_cast<float>(e->value), e->seed,
+                     ctx.global_index);
   }
   return 0.0;
 }

@@ -12,13 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "kernels/math.h"
+#include "model/ops.h"
 #include "model/types.h"
 
 namespace coconet::model {
-
-using kernels::BinaryOp;
-using kernels::UnaryOp;
 
 enum class ExprKind { constant, scalar, tensor, unary, binary, select, cast, dropout };
 

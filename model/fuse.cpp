@@ -112,7 +112,7 @@ Schedule fuse(Schedule s, const std::string& first_stmt_name, const std::string&
       g.first -= j - i;
       g.last -= j - i;
     }
-  s.history.push_back({"fuse", {first_stmt_name, last_stmt_name}});
+  s.history.push_back(Fuse{first_stmt_name, last_stmt_name});
   return s;
 }
 

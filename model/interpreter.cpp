@@ -20,8 +20,8 @@
 
 #include <cmath>
 
-#include "kernels/math.h"
 #include "model/error.h"
+#include "model/ops.h"
 
 namespace coconet::model {
 
@@ -377,7 +377,6 @@ bool same_value(double a, double b) { return a == b || (std::isnan(a) && std::is
 
 double input_value(const TensorDecl& decl, int decl_index, std::int64_t global_index, int rank,
                    std::uint64_t seed) {
-  using kernels::mix64;
   std::uint64_t h = mix64(mix64(mix64(seed) ^ static_cast<std::uint64_t>(decl_index)) ^
                           static_cast<std::uint64_t>(global_index));
   if (decl.type.layout.is_local()) {

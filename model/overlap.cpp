@@ -77,7 +77,7 @@ Schedule overlap(Schedule s, const std::string& first_stmt, const std::string& l
   std::sort(s.overlaps.begin(), s.overlaps.end(),
             [](const OverlapGroup& a, const OverlapGroup& b) { return a.first < b.first; });
   if (s.knobs.chunks == 1) s.knobs.chunks = kDefaultOverlapChunks;
-  s.history.push_back({"overlap", {first_stmt, last_stmt}});
+  s.history.push_back(Overlap{first_stmt, last_stmt});
   return s;
 }
 

@@ -177,7 +177,7 @@ Schedule reorder(Schedule s, const std::string& ag) {
         fmt::format("reorder {}: the statements after it cannot run on slices: {}", ag, e.what()));
   }
   s.stages = default_stages(s.program);
-  s.history.push_back({"reorder", {ag}});
+  s.history.push_back(Reorder{ag});
   return s;
 }
 

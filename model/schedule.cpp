@@ -8,12 +8,18 @@
 //   the states kept sliced by as_slice appended as +asSlice(m,v).
 // - Whether stage-level transformations were applied is read off the history,
 //   so it survives any rebuilding of the stages.
+// - Directives are typed records. The YAML names of their ops are the records'
+//   own (kOp); make_directive walks the alternatives of Directive to find the
+//   one an op names, so a new transformation is a new record, an alternative
+//   of the variant and its line in apply(), which does not compile without it.
 #include "model/schedule.h"
 
 #include <fmt/core.h>
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
+#include <type_traits>
 
 #include "model/error.h"
 #include "model/transforms.h"
@@ -92,7 +98,7 @@ std::string to_string(StageKind k) {
 std::vector<std::string> as_sliced_states(const Schedule& s) {
   std::vector<std::string> states;
   for (const auto& d : s.history)
-    if (d.op == "as_slice" && !d.args.empty()) states.push_back(d.args.front());
+    if (const auto* a = std::get_if<AsSlice>(&d)) states.push_back(a->state);
   auto decl_index = [&](const std::string& n) {
     for (std::size_t i = 0; i < s.program.inputs.size(); ++i)
       if (s.program.inputs[i].name == n) return i;
@@ -103,13 +109,62 @@ std::vector<std::string> as_sliced_states(const Schedule& s) {
   return states;
 }
 
-void require_args(const Directive& d, std::size_t n, const char* example) {
-  if (d.args.size() != n)
-    throw UserError(fmt::format("directive '{}' takes {} statement name(s), got {}: write e.g. {}",
-                                d.op, n, d.args.size(), example));
+// Directive D from its YAML arguments, when `op` names it; the count checked.
+template <typename D>
+std::optional<Directive> directive_if(const std::string& op, const std::vector<std::string>& args) {
+  if (op != D::kOp) return std::nullopt;
+  const std::size_t arity = D{}.args().size();
+  if (args.size() != arity)
+    throw UserError(
+        fmt::format("directive '{}' takes {} statement name(s), got {}: write e.g. {}: {}", op,
+                    arity, args.size(), op, D::kExample));
+  if constexpr (requires { D{args[0], args[1]}; })
+    return D{args[0], args[1]};
+  else
+    return D{args[0]};
 }
 
+// What is done once per kind of directive: over the alternatives of Directive.
+template <typename V>
+struct EachDirective;
+
+template <typename... Ds>
+struct EachDirective<std::variant<Ds...>> {
+  // "split, reorder, as_slice, fuse or overlap".
+  static std::string ops() {
+    const std::vector<std::string> all{std::string(Ds::kOp)...};
+    return join(std::vector<std::string>(all.begin(), all.end() - 1), ", ") + " or " + all.back();
+  }
+  // The directive that `op` names with `args`; empty when `op` names none.
+  static std::optional<Directive> make(const std::string& op,
+                                       const std::vector<std::string>& args) {
+    std::optional<Directive> d;
+    (void)((d = directive_if<Ds>(op, args)).has_value() || ...);
+    return d;
+  }
+};
+
+// The visitor of one lambda per directive kind.
+template <typename... Fs>
+struct Overloaded : Fs... {
+  using Fs::operator()...;
+};
+
 }  // namespace
+
+std::string_view op_of(const Directive& d) {
+  return std::visit([](const auto& x) { return std::decay_t<decltype(x)>::kOp; }, d);
+}
+
+std::vector<std::string> args_of(const Directive& d) {
+  return std::visit([](const auto& x) { return x.args(); }, d);
+}
+
+Directive make_directive(const std::string& op, const std::vector<std::string>& args) {
+  if (auto d = EachDirective<Directive>::make(op, args)) return *std::move(d);
+  throw UserError(
+      fmt::format("unknown transformation '{}': use {}", op, EachDirective<Directive>::ops()));
+}
 
 std::string to_string(Algo a) {
   switch (a) {
@@ -198,8 +253,9 @@ int Schedule::overlap_of(int stage) const {
 }
 
 bool Schedule::has_stage_transforms() const {
-  return std::any_of(history.begin(), history.end(),
-                     [](const Directive& d) { return d.op == "fuse" || d.op == "overlap"; });
+  return std::any_of(history.begin(), history.end(), [](const Directive& d) {
+    return std::holds_alternative<Fuse>(d) || std::holds_alternative<Overlap>(d);
+  });
 }
 
 std::vector<Stage> default_stages(const Program& p) {
@@ -237,28 +293,15 @@ std::string describe(const Schedule& s) {
 }
 
 Schedule apply(Schedule s, const Directive& d) {
-  if (d.op == "split") {
-    require_args(d, 1, "split: [g1]");
-    return split(std::move(s), d.args[0]);
-  }
-  if (d.op == "reorder") {
-    require_args(d, 1, "reorder: [g1]");
-    return reorder(std::move(s), d.args[0]);
-  }
-  if (d.op == "as_slice") {
-    require_args(d, 1, "as_slice: [m]");
-    return as_slice(std::move(s), d.args[0]);
-  }
-  if (d.op == "fuse") {
-    require_args(d, 2, "fuse: [g1.rs, w1]");
-    return fuse(std::move(s), d.args[0], d.args[1]);
-  }
-  if (d.op == "overlap") {
-    require_args(d, 2, "overlap: [y, z]");
-    return overlap(std::move(s), d.args[0], d.args[1]);
-  }
-  throw UserError(fmt::format(
-      "unknown transformation '{}': use split, reorder, as_slice, fuse or overlap", d.op));
+  return std::visit(
+      Overloaded{
+          [&s](const Split& x) { return split(std::move(s), x.allreduce); },
+          [&s](const Reorder& x) { return reorder(std::move(s), x.allgather); },
+          [&s](const AsSlice& x) { return as_slice(std::move(s), x.state); },
+          [&s](const Fuse& x) { return fuse(std::move(s), x.first, x.last); },
+          [&s](const Overlap& x) { return overlap(std::move(s), x.first, x.last); },
+      },
+      d);
 }
 
 }  // namespace coconet::model

@@ -1,11 +1,14 @@
 // A schedule: a transformed program, cut into stages (each one kernel, one
 // collective, or one fused collective), with groups of consecutive stages that
 // overlap chunk by chunk, and the knobs a backend needs. Plain data, recorded
-// by the transformations (the `history`), round-tripping through YAML by
-// replaying that history on the workload's program (after Halide's Schedule).
+// by the transformations (the `history` of typed directives), round-tripping
+// through YAML by replaying that history on the workload's program (after
+// Halide's Schedule).
 #pragma once
 
 #include <string>
+#include <string_view>
+#include <variant>
 #include <vector>
 
 #include "model/program.h"
@@ -42,12 +45,61 @@ struct Stage {
   [[nodiscard]] std::string code(const Program& p) const;
 };
 
-// One applied transformation, e.g. {"split", {"g1"}} or {"fuse", {"g1.rs", "w1.ag"}}.
-struct Directive {
-  std::string op;
-  std::vector<std::string> args;
-  friend bool operator==(const Directive&, const Directive&) = default;
+// The applied transformations, one typed record each (after Halide's
+// Schedule: Split{old_var, outer, inner, factor}, never strings searched by
+// name). kOp is the name the YAML form writes (`{op: split, args: [g1]}`),
+// args() the arguments in the order it writes them, kExample an example of
+// them for messages.
+struct Split {
+  static constexpr std::string_view kOp = "split";
+  static constexpr std::string_view kExample = "[g1]";
+  std::string allreduce;  // `y = allreduce(op, x)` becomes y.rs and y
+  [[nodiscard]] std::vector<std::string> args() const { return {allreduce}; }
+  friend bool operator==(const Split&, const Split&) = default;
 };
+
+struct Reorder {
+  static constexpr std::string_view kOp = "reorder";
+  static constexpr std::string_view kExample = "[g1]";
+  std::string allgather;  // the computations after it move before it
+  [[nodiscard]] std::vector<std::string> args() const { return {allgather}; }
+  friend bool operator==(const Reorder&, const Reorder&) = default;
+};
+
+struct AsSlice {
+  static constexpr std::string_view kOp = "as_slice";
+  static constexpr std::string_view kExample = "[m]";
+  std::string state;  // a replicated input kept sliced for good
+  [[nodiscard]] std::vector<std::string> args() const { return {state}; }
+  friend bool operator==(const AsSlice&, const AsSlice&) = default;
+};
+
+struct Fuse {
+  static constexpr std::string_view kOp = "fuse";
+  static constexpr std::string_view kExample = "[g1.rs, w1]";
+  std::string first;  // statements in the first and the last stage fused
+  std::string last;
+  [[nodiscard]] std::vector<std::string> args() const { return {first, last}; }
+  friend bool operator==(const Fuse&, const Fuse&) = default;
+};
+
+struct Overlap {
+  static constexpr std::string_view kOp = "overlap";
+  static constexpr std::string_view kExample = "[y, z]";
+  std::string first;  // statements in the first and the last stage overlapped
+  std::string last;
+  [[nodiscard]] std::vector<std::string> args() const { return {first, last}; }
+  friend bool operator==(const Overlap&, const Overlap&) = default;
+};
+
+using Directive = std::variant<Split, Reorder, AsSlice, Fuse, Overlap>;
+
+// The YAML form of a directive: its op and its arguments.
+[[nodiscard]] std::string_view op_of(const Directive& d);
+[[nodiscard]] std::vector<std::string> args_of(const Directive& d);
+// The directive a YAML entry `{op: OP, args: [ARGS]}` records; throws
+// UserError for an unknown op or the wrong number of arguments.
+[[nodiscard]] Directive make_directive(const std::string& op, const std::vector<std::string>& args);
 
 // Stages [first, last] run concurrently, chunk by chunk.
 struct OverlapGroup {

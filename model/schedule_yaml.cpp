@@ -1,8 +1,9 @@
 // The YAML form of a schedule. Written: the workload's name, the schedule's
 // canonical name, its history and knobs, and (for readers) its stages and
-// overlap groups. Read: the history is replayed on the workload's program, so
-// a schedule file is checked exactly like a schedule built in code; the
-// stages and overlap groups written for readers are not trusted on input.
+// overlap groups. Read: each history entry becomes its typed directive
+// (make_directive) and is replayed on the workload's program, so a schedule
+// file is checked exactly like a schedule built in code; the stages and
+// overlap groups written for readers are not trusted on input.
 //
 //   workload: adam
 //   name: fuse(RS-C-AG)+asSlice(m,v)
@@ -14,6 +15,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include <set>
+#include <string>
+#include <vector>
 
 #include "model/error.h"
 #include "model/transforms.h"
@@ -59,16 +62,22 @@ int integer(const std::string& origin, const YAML::Node& n, const std::string& w
   return v;
 }
 
+// A history entry `{op: OP, args: [ARGS]}` as the typed directive it records.
 Directive read_directive(const std::string& origin, const YAML::Node& n) {
   reject_unknown_keys(origin, n, {"op", "args"}, "a history entry");
   if (!n["op"])
     fail(origin, n, "a history entry needs `op` (split, reorder, as_slice, fuse, overlap)");
-  Directive d{scalar(origin, n["op"], "op"), {}};
-  if (const auto args = n["args"]) {
-    if (!args.IsSequence()) fail(origin, args, "args must be a list of statement names");
-    for (const auto& a : args) d.args.push_back(scalar(origin, a, "an argument"));
+  const std::string op = scalar(origin, n["op"], "op");
+  std::vector<std::string> args;
+  if (const auto list = n["args"]) {
+    if (!list.IsSequence()) fail(origin, list, "args must be a list of statement names");
+    for (const auto& a : list) args.push_back(scalar(origin, a, "an argument"));
   }
-  return d;
+  try {
+    return make_directive(op, args);
+  } catch (const UserError& e) {
+    fail(origin, n, e.what());
+  }
 }
 
 Knobs read_knobs(const std::string& origin, const YAML::Node& n, Knobs k) {
@@ -143,8 +152,8 @@ std::string to_yaml(const Schedule& s) {
   out << YAML::Key << "name" << YAML::Value << s.name();
   out << YAML::Key << "history" << YAML::Value << YAML::BeginSeq;
   for (const auto& d : s.history)
-    out << YAML::Flow << YAML::BeginMap << YAML::Key << "op" << YAML::Value << d.op << YAML::Key
-        << "args" << YAML::Value << YAML::Flow << d.args << YAML::EndMap;
+    out << YAML::Flow << YAML::BeginMap << YAML::Key << "op" << YAML::Value << std::string(op_of(d))
+        << YAML::Key << "args" << YAML::Value << YAML::Flow << args_of(d) << YAML::EndMap;
   out << YAML::EndSeq;
   out << YAML::Key << "knobs" << YAML::Value << YAML::Flow << YAML::BeginMap;
   out << YAML::Key << "chunks" << YAML::Value << s.knobs.chunks;

@@ -65,7 +65,7 @@ Schedule split(Schedule s, const std::string& ar) {
   s.program = remove_dead_code(std::move(s.program));
   check(s.program);
   s.stages = default_stages(s.program);
-  s.history.push_back({"split", {ar}});
+  s.history.push_back(Split{ar});
   return s;
 }
 

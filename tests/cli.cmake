@@ -1,7 +1,9 @@
-# Tests of the `coconet` command as a user runs it (tests/cli/): exit codes,
-# json outputs, the --set rules, shared defaults, the README's examples, and
-# one predicted time across predict, simulate, run and validate. The program
-# starts the built binary; the tests that run ranks need MPI and skip without it.
+# Tests of the `coconet` command as a user runs it: tests/cli/ (exit codes,
+# json outputs, the --set rules, shared defaults, the README's examples, one
+# predicted time across predict, simulate, run and validate; the tests that
+# run ranks need MPI and skip without it) and tests/errors/test_cli_exit_codes
+# (0, 2 and 130 as a parent process sees them). Exit codes of `run` on bad
+# input are in exec.cmake (errors.run.*), of `validate` in validation.cmake.
 if(TARGET coconet)
   add_executable(test_cli ${CMAKE_CURRENT_SOURCE_DIR}/cli/test_cli.cpp)
   target_link_libraries(test_cli PRIVATE GTest::gtest_main nlohmann_json::nlohmann_json coconet_warnings)
@@ -13,4 +15,11 @@ if(TARGET coconet)
   add_dependencies(test_cli coconet)
   gtest_discover_tests(test_cli TEST_PREFIX "cli." PROPERTIES TIMEOUT 120
                        ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT};COCONET_MPIRUN=${COCONET_MPIEXEC}")
+
+  add_executable(test_cli_exit_codes ${CMAKE_CURRENT_SOURCE_DIR}/errors/test_cli_exit_codes.cpp)
+  target_link_libraries(test_cli_exit_codes PRIVATE coconet_model GTest::gtest_main coconet_warnings)
+  target_compile_definitions(test_cli_exit_codes PRIVATE COCONET_BINARY="$<TARGET_FILE:coconet>")
+  add_dependencies(test_cli_exit_codes coconet)
+  gtest_discover_tests(test_cli_exit_codes TEST_PREFIX "cli." PROPERTIES TIMEOUT 60
+                       ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT}")
 endif()

@@ -39,14 +39,18 @@ if(COCONET_HAVE_MPI AND COCONET_MPIEXEC)
 
     # Faults in a real `coconet run --ranks 2` job: rank 1 throws, dies or
     # hangs at the top of the run loop (the command's test-only hook,
-    # COCONET_TEST_FAULT); the job must end non-zero, quickly, saying why.
+    # COCONET_TEST_FAULT); the job must end non-zero, quickly, saying why. A
+    # throw (an internal error) and a hang (the watchdog) abort the job with
+    # exit code 3; a death by signal ends it with whatever mpirun reports.
     foreach(fault throw die hang)
       set(regex "aborting the job")
+      set(code 3)
       if(fault STREQUAL "die")
         set(regex "signal|exited|killed|aborting")
+        set(code nonzero)
       endif()
       add_test(NAME exec.fault.${fault}
-               COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mpi/expect_exit.sh nonzero "${regex}" --
+               COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mpi/expect_exit.sh ${code} "${regex}" --
                        $<TARGET_FILE:coconet> run sgd --ranks 2 --set N=1000 --iters 1 --timeout 3)
       set_tests_properties(exec.fault.${fault} PROPERTIES TIMEOUT 60 PROCESSORS 2
                            ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT};COCONET_TEST_FAULT=${fault}@rank1")

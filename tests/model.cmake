@@ -1,14 +1,23 @@
-# Tests of the program model's front end: types, parsing, inference, experiments, errors.
+# Tests of the program model's front end: types, operators, parsing, inference,
+# experiments, errors (and the exit code each error channel maps to), and that
+# model/ includes nothing of the other folders.
 add_executable(test_model_frontend
   ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_types.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_parse.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_experiment.cpp
+  ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_ops.cpp
 )
 target_link_libraries(test_model_frontend PRIVATE coconet_model GTest::gtest_main coconet_warnings)
 target_compile_definitions(test_model_frontend PRIVATE COCONET_SOURCE_ROOT="${COCONET_SOURCE_ROOT}")
 gtest_discover_tests(test_model_frontend TEST_PREFIX "model.")
 
-add_executable(test_model_errors ${CMAKE_CURRENT_SOURCE_DIR}/errors/test_model_errors.cpp)
+add_executable(test_model_errors
+  ${CMAKE_CURRENT_SOURCE_DIR}/errors/test_model_errors.cpp
+  ${CMAKE_CURRENT_SOURCE_DIR}/errors/test_exit_codes.cpp
+)
 target_link_libraries(test_model_errors PRIVATE coconet_model GTest::gtest_main coconet_warnings)
 target_compile_definitions(test_model_errors PRIVATE COCONET_SOURCE_ROOT="${COCONET_SOURCE_ROOT}")
 gtest_discover_tests(test_model_errors TEST_PREFIX "errors.")
+
+add_test(NAME model.depends_on_nothing_else
+         COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/model_depends_on_nothing.sh ${PROJECT_SOURCE_DIR})

@@ -25,19 +25,13 @@ void run_guarded(exec::Backend& backend, const std::function<void()>& work) {
     work();
     return;
   }
-  int code = 0;
+  int code = kExitOk;
   std::string what;
   try {
     work();
     return;
-  } catch (const RunFailure& e) {
-    code = kExitRunFailed;
-    what = e.what();
-  } catch (const UserError& e) {
-    code = kExitUserError;
-    what = e.what();
   } catch (const std::exception& e) {
-    code = kExitInternal;
+    code = exit_code_for(e);
     what = e.what();
   }
   char host[256] = {};

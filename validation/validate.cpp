@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include <fmt/core.h>
@@ -147,31 +149,51 @@ std::string schedules_yaml(const std::vector<Job>& jobs, const std::vector<std::
   return y;
 }
 
+// A point's predicted best: the schedule, with the knobs its prediction chose,
+// and the job it belongs to.
+struct Pick {
+  const Job* job = nullptr;
+  model::Schedule schedule;
+};
+
+std::optional<Pick> pick_of(const PointMetrics& p, const std::vector<Job>& jobs,
+                            const std::vector<std::vector<Predicted>>& preds) {
+  for (std::size_t j = 0; j < jobs.size(); ++j) {
+    if (jobs[j].point.program.name != p.key.workload || jobs[j].point.label != p.key.size) continue;
+    for (std::size_t i = 0; i < jobs[j].schedules.size(); ++i) {
+      if (jobs[j].schedules[i].name() != p.predicted_best) continue;
+      Pick pick{&jobs[j], jobs[j].schedules[i]};
+      pick.schedule.knobs = preds[j][i].knobs;
+      return pick;
+    }
+  }
+  return std::nullopt;
+}
+
 // The simulated timeline of a predicted best: one that overlaps stages if any
 // point has one (what a timeline shows best), at the point where the model
 // expects the largest gain over the baseline.
 void add_timeline(ReportData& d, const Metrics& m, const std::vector<Job>& jobs,
                   const std::vector<std::vector<Predicted>>& preds, const sim::Topology& t,
                   plan::BackendKind kind) {
-  if (m.per_point.empty()) return;
-  auto overlapped = [](const PointMetrics& p) { return p.predicted_best.rfind("ol(", 0) == 0 || p.predicted_best.find("-ol(") != std::string::npos; };
-  const auto top = std::max_element(m.per_point.begin(), m.per_point.end(), [&](const auto& a, const auto& b) {
-    return std::pair(overlapped(a), a.speedup_predicted) < std::pair(overlapped(b), b.speedup_predicted);
-  });
-  for (std::size_t j = 0; j < jobs.size(); ++j) {
-    if (jobs[j].point.program.name != top->key.workload || jobs[j].point.label != top->key.size) continue;
-    for (std::size_t i = 0; i < jobs[j].schedules.size(); ++i) {
-      if (jobs[j].schedules[i].name() != top->predicted_best) continue;
-      model::Schedule s = jobs[j].schedules[i];
-      s.knobs = preds[j][i].knobs;
-      const sim::Context ctx{t, jobs[j].point.ranks_per_group, jobs[j].point.sizes, kind};
-      d.timeline_title = fmt::format("{} at {}: {} ({} chunks), simulated", top->key.workload, top->key.size,
-                                     s.name(), s.knobs.chunks);
-      d.trace_json = sim::chrome_trace_json(sim::simulate(s, ctx), d.timeline_title);
-      d.timeline = timeline_from_trace(d.trace_json);
-      return;
-    }
+  std::optional<Pick> top;
+  std::pair<bool, double> top_rank{false, 0.0};
+  for (const auto& p : m.per_point) {
+    auto pick = pick_of(p, jobs, preds);
+    if (!pick) continue;
+    const std::pair<bool, double> rank{!pick->schedule.overlaps.empty(), p.speedup_predicted};
+    if (top && rank <= top_rank) continue;
+    top = std::move(pick);
+    top_rank = rank;
   }
+  if (!top) return;
+  const model::Schedule& s = top->schedule;
+  const sim::Context ctx{t, top->job->point.ranks_per_group, top->job->point.sizes, kind};
+  d.timeline_title = fmt::format("{} at {}: {} ({} chunks), simulated", top->job->point.program.name,
+                                 top->job->point.label,
+                                 s.name(), s.knobs.chunks);
+  d.trace_json = sim::chrome_trace_json(sim::simulate(s, ctx), d.timeline_title);
+  d.timeline = timeline_from_trace(d.trace_json);
 }
 
 struct TopologyChoice {

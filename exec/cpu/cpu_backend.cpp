@@ -15,8 +15,6 @@
 //   are not laid out back to back in rank order are staged into scratch first.
 #include "exec/cpu/cpu_backend.h"
 
-#include <unistd.h>
-
 #include <chrono>
 #include <climits>
 #include <cmath>
@@ -24,34 +22,19 @@
 #include <fstream>
 #include <limits>
 #include <new>
-#include <sstream>
 #include <thread>
 #include <vector>
 
 #include <mpi.h>
 
 #include "exec/cpu/comm_thread.h"
-#include "exec/cpu/mpi_check.h"
 #include "exec/cpu/reduce_ops.h"
 #include "exec/mpi_session.h"
 #include "kernels/cpu_elementwise.h"
 #include "kernels/cpu_matmul.h"
+#include "kernels/mpi_check.h"
 
 namespace coconet::exec::cpu {
-
-void throw_mpi_error(int code, const char* call, const char* file, int line) {
-  char text[MPI_MAX_ERROR_STRING];
-  int len = 0;
-  MPI_Error_string(code, text, &len);
-  char host[256] = {};
-  gethostname(host, sizeof host - 1);
-  int rank = -1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  std::ostringstream msg;
-  msg << host << " rank " << rank << ": " << file << ":" << line << ": " << call << " failed: "
-      << std::string(text, static_cast<std::size_t>(len));
-  throw InternalError(msg.str());
-}
 
 namespace {
 
@@ -83,6 +66,7 @@ class CpuBackend final : public Backend {
   CpuBackend() {
     ensure_mpi();
     COCONET_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank_));
+    kernels::set_error_rank(rank_);
     COCONET_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size_));
     COCONET_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &host_comm_));
     COCONET_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &p2p_comm_));

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "exec/cpu/mpi_check.h"
 #include "kernels/half.h"
+#include "kernels/mpi_check.h"
 
 namespace coconet::exec::cpu {
 namespace {

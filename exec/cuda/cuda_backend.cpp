@@ -38,6 +38,7 @@
 #include "kernels/cuda/fused_allreduce.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/norm.h"
+#include "kernels/mpi_check.h"
 #include "model/error.h"
 
 namespace coconet::exec::cuda {
@@ -79,7 +80,7 @@ class CudaBackend final : public Backend {
     ensure_mpi();
     COCONET_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank_));
     COCONET_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size_));
-    kc::set_error_rank(rank_);
+    kernels::set_error_rank(rank_);
     timeout_s_ = timeout_from_env(std::getenv("COCONET_NCCL_TIMEOUT_S"));
     select_device();
     COCONET_CUDA_CHECK(cudaStreamCreateWithFlags(&compute_, cudaStreamNonBlocking));
@@ -199,12 +200,12 @@ class CudaBackend final : public Backend {
     const WaitResult r = wait_with_deadline([this] { return poll(); }, timeout_s_);
     if (r.outcome == WaitOutcome::timed_out) {
       abort_all();
-      throw kc::DeviceError(timeout_message("GPU work queued on the compute and comm streams",
-                                            timeout_s_));
+      throw kernels::DeviceError(
+          timeout_message("GPU work queued on the compute and comm streams", timeout_s_));
     }
     if (r.outcome == WaitOutcome::failed) {
       abort_all();
-      throw kc::DeviceError(r.error);
+      throw kernels::DeviceError(r.error);
     }
     ++generation_;
     used_events_ = 0;
@@ -418,16 +419,16 @@ class CudaBackend final : public Backend {
       if (ncclCommGetAsyncError(c, &async) == ncclSuccess && async != ncclSuccess &&
           async != ncclInProgress)
         return {PollState::failed,
-                kc::failure_message("NCCL", ncclGetErrorString(async),
-                                    {"ncclCommGetAsyncError", __FILE__, __LINE__})};
+                kernels::failure_message("NCCL", ncclGetErrorString(async),
+                                         {"ncclCommGetAsyncError", __FILE__, __LINE__})};
     }
     for (cudaStream_t s : {compute_, comm_}) {
       const cudaError_t err = cudaStreamQuery(s);
       if (err == cudaErrorNotReady) return {PollState::pending, ""};
       if (err != cudaSuccess)
         return {PollState::failed,
-                kc::failure_message("CUDA", cudaGetErrorString(err),
-                                    {"cudaStreamQuery", __FILE__, __LINE__})};
+                kernels::failure_message("CUDA", cudaGetErrorString(err),
+                                         {"cudaStreamQuery", __FILE__, __LINE__})};
     }
     return {PollState::done, ""};
   }

@@ -2,6 +2,7 @@
 #include "exec/cuda/nccl_bootstrap.h"
 
 #include "kernels/cuda/check.h"
+#include "kernels/mpi_check.h"
 
 namespace coconet::exec::cuda {
 

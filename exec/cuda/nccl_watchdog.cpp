@@ -41,8 +41,8 @@ WaitResult wait_with_deadline(const std::function<Poll()>& poll, double timeout_
 }
 
 std::string timeout_message(const std::string& what, double timeout_s) {
-  const kernels::cuda::CallSite site{"watchdog", __FILE__, __LINE__};
-  return kernels::cuda::failure_message(
+  const kernels::CallSite site{"watchdog", __FILE__, __LINE__};
+  return kernels::failure_message(
       "NCCL watchdog",
       fmt::format("{} did not finish within {} s; the NCCL communicators were aborted "
                   "(ncclCommAbort). A peer rank may have failed; raise the limit with "

@@ -1,7 +1,8 @@
 # coconet_kernels_cuda: the CUDA kernels (fused optimizers, epilogues, generic
 # element-wise stages, fused collectives through NCCL's device API), cuBLAS
-# GEMMs and the check macros. Included from kernels/CMakeLists.txt when
-# COCONET_HAVE_CUDA; device code for COCONET_CUDA_ARCHITECTURES (default sm_90).
+# GEMMs and the CUDA/NCCL/cuBLAS check macros (the MPI check is coconet_kernels').
+# Included from kernels/CMakeLists.txt when COCONET_HAVE_CUDA; device code for
+# COCONET_CUDA_ARCHITECTURES (default sm_90).
 get_filename_component(COCONET_KCUDA_ROOT ${CMAKE_CURRENT_LIST_DIR}/../.. ABSOLUTE)
 set(COCONET_KCUDA_DIR ${CMAKE_CURRENT_LIST_DIR})
 
@@ -23,7 +24,7 @@ add_library(coconet_kernels_cuda STATIC
 )
 target_include_directories(coconet_kernels_cuda PUBLIC ${COCONET_KCUDA_ROOT} ${NCCL_INCLUDE_DIR})
 target_link_libraries(coconet_kernels_cuda
-  PUBLIC coconet_kernels CUDA::cudart CUDA::cublas CUDA::cublasLt ${NCCL_LIBRARY} MPI::MPI_CXX coconet_math
+  PUBLIC coconet_kernels CUDA::cudart CUDA::cublas CUDA::cublasLt ${NCCL_LIBRARY}
   PRIVATE fmt::fmt coconet_warnings)
 coconet_cuda_target(coconet_kernels_cuda)
 set_target_properties(coconet_kernels_cuda PROPERTIES POSITION_INDEPENDENT_CODE ON)

@@ -4,13 +4,13 @@
 // - One read of z and residual, one write of out; the bias row stays in L1/L2.
 // - The vector path needs cols % 8 == 0 (a group of 8 never straddles a row)
 //   and aligned pointers; otherwise the scalar path of the same kernel runs.
-// - The mask is kernels::dropout on the f32 value, as on the CPU backend.
+// - The mask is model::dropout on the f32 value, as on the CPU backend.
 #include <cuda_runtime.h>
 
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/epilogue.h"
 #include "kernels/cuda/vec.cuh"
-#include "kernels/math.h"
+#include "model/ops.h"
 
 namespace coconet::kernels::cuda {
 namespace {
@@ -32,7 +32,7 @@ struct EpiloguePtrs {
 template <typename T>
 __device__ __forceinline__ float epilogue_value(const EpiloguePtrs<T>& a, std::int64_t i, float z,
                                                 float b, float r) {
-  return kernels::dropout(z + b, a.p, a.seed, a.index_base + static_cast<std::uint64_t>(i)) + r;
+  return model::dropout(z + b, a.p, a.seed, a.index_base + static_cast<std::uint64_t>(i)) + r;
 }
 
 template <typename T>

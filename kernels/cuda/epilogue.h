@@ -1,6 +1,6 @@
 // The model-parallel epilogue of the Megatron blocks as one kernel:
 // out = dropout(z + bias, p) + residual, over rows x cols row-major tensors,
-// bias broadcast along rows. Dropout is kernels/math.h's, keyed by (seed,
+// bias broadcast along rows. Dropout is model/ops.h's, keyed by (seed,
 // global element index), so this rank's rows draw the same mask as the whole
 // tensor would on the CPU: element (i, j) has global index
 // (first_row + i) * cols + j.

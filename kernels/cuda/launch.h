@@ -13,7 +13,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "kernels/math.h"
+#include "model/host_device.h"
 
 namespace coconet::kernels::cuda {
 

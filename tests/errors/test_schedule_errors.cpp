@@ -145,11 +145,15 @@ TEST(OverlapErrors, SomethingMustCommunicate) {
                     {"none of them communicates"});
 }
 
-TEST(ApplyErrors, UnknownDirectiveAndWrongArity) {
-  const Schedule s = initial_schedule(workload("sgd"));
-  expect_user_error([&] { (void)apply(s, {"tile", {"g1"}}); }, {"unknown transformation 'tile'"});
-  expect_user_error([&] { (void)apply(s, {"split", {}}); }, {"takes 1 statement name"});
-  expect_user_error([&] { (void)apply(s, {"fuse", {"g1"}}); }, {"takes 2 statement name"});
+TEST(DirectiveErrors, UnknownOpAndWrongArity) {
+  expect_user_error([] { (void)make_directive("tile", {"g1"}); },
+                    {"unknown transformation 'tile'", "split, reorder, as_slice, fuse or overlap"});
+  expect_user_error([] { (void)make_directive("split", {}); },
+                    {"takes 1 statement name", "split: [g1]"});
+  expect_user_error([] { (void)make_directive("fuse", {"g1"}); },
+                    {"takes 2 statement name", "fuse: [g1.rs, w1]"});
+  expect_user_error([] { (void)make_directive("as_slice", {"m", "v"}); },
+                    {"takes 1 statement name"});
 }
 
 TEST(ScheduleYamlErrors, MalformedYamlNamesTheLine) {
@@ -189,6 +193,12 @@ TEST(ScheduleYamlErrors, IllegalReplayNamesTheEntry) {
                                  "s.yaml");
       },
       {"s.yaml:3", "unknown transformation 'tile'"});
+  expect_user_error(
+      [] {
+        (void)schedule_from_yaml(
+            workload("adam"), "workload: adam\nhistory:\n  - {op: fuse, args: [g1]}\n", "s.yaml");
+      },
+      {"s.yaml:3", "directive 'fuse' takes 2 statement name(s), got 1"});
 }
 
 TEST(ScheduleYamlErrors, WrongWorkloadOrStaleName) {

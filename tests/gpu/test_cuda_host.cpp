@@ -29,6 +29,7 @@
 #include "model/parse.h"
 #include "model/types.h"
 
+namespace ck = coconet::kernels;
 namespace kc = coconet::kernels::cuda;
 namespace ec = coconet::exec::cuda;
 using coconet::UserError;
@@ -41,15 +42,15 @@ bool contains(const std::string& text, const std::string& part) {
 }
 
 TEST(CudaCheck, MessageNamesHostRankSiteAndError) {
-  kc::set_error_rank(3);
-  const std::string m = kc::failure_message("NCCL", "unhandled cuda error", {"ncclFoo(x)", "a.cpp", 42});
+  ck::set_error_rank(3);
+  const std::string m = ck::failure_message("NCCL", "unhandled cuda error", {"ncclFoo(x)", "a.cpp", 42});
   EXPECT_TRUE(contains(m, "NCCL error on host "));
   EXPECT_TRUE(contains(m, "rank 3"));
   EXPECT_TRUE(contains(m, "a.cpp:42"));
   EXPECT_TRUE(contains(m, "ncclFoo(x)"));
   EXPECT_TRUE(contains(m, "unhandled cuda error"));
-  kc::set_error_rank(-1);
-  EXPECT_TRUE(contains(kc::failure_message("CUDA", "e", {"c", "f", 1}), "rank ?"));
+  ck::set_error_rank(-1);
+  EXPECT_TRUE(contains(ck::failure_message("CUDA", "e", {"c", "f", 1}), "rank ?"));
 }
 
 TEST(CudaCheck, SuccessPassesAndFailureThrowsWithLibraryString) {
@@ -59,7 +60,7 @@ TEST(CudaCheck, SuccessPassesAndFailureThrowsWithLibraryString) {
   try {
     COCONET_CUDA_CHECK(cudaErrorInvalidValue);
     FAIL() << "a failing CUDA status must throw";
-  } catch (const kc::DeviceError& e) {
+  } catch (const ck::DeviceError& e) {
     EXPECT_TRUE(contains(e.what(), cudaGetErrorString(cudaErrorInvalidValue)));
     EXPECT_TRUE(contains(e.what(), "test_cuda_host.cpp:"));
     EXPECT_TRUE(contains(e.what(), "cudaErrorInvalidValue"));
@@ -67,12 +68,17 @@ TEST(CudaCheck, SuccessPassesAndFailureThrowsWithLibraryString) {
   try {
     COCONET_NCCL_CHECK(ncclInvalidArgument);
     FAIL() << "a failing NCCL status must throw";
-  } catch (const kc::DeviceError& e) {
+  } catch (const ck::DeviceError& e) {
     EXPECT_TRUE(contains(e.what(), ncclGetErrorString(ncclInvalidArgument)));
   }
-  EXPECT_THROW(COCONET_CUBLAS_CHECK(CUBLAS_STATUS_INVALID_VALUE), kc::DeviceError);
+  EXPECT_THROW(COCONET_CUBLAS_CHECK(CUBLAS_STATUS_INVALID_VALUE), ck::DeviceError);
   // A DeviceError is a failed run (CLI exit 1), not bad input.
   EXPECT_THROW(COCONET_CUDA_CHECK(cudaErrorMemoryAllocation), coconet::RunFailure);
+  try {
+    COCONET_CUDA_CHECK(cudaErrorMemoryAllocation);
+  } catch (const std::exception& e) {
+    EXPECT_EQ(coconet::exit_code_for(e), coconet::kExitRunFailed);
+  }
 }
 
 TEST(CudaLaunch, ShardsMatchTheModelsSliceRule) {

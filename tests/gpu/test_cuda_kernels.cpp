@@ -12,7 +12,7 @@
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/norm.h"
 #include "kernels/cuda/optimizer.h"
-#include "kernels/math.h"
+#include "model/ops.h"
 #include "model/parse.h"
 
 namespace coconet::gpu_test {
@@ -145,7 +145,7 @@ TEST_F(CudaKernels, BiasDropoutResidualUsesTheCpuMask) {
       for (std::int64_t i = 0; i < n; ++i) {
         const auto gi = static_cast<std::uint64_t>(first_row * cols + i);
         const float x = static_cast<float>(z[i] + b[i % cols]);
-        expected[i] = static_cast<double>(kernels::dropout(x, kP, kSeed, gi)) + r[i];
+        expected[i] = static_cast<double>(model::dropout(x, kP, kSeed, gi)) + r[i];
       }
       DeviceArray dz(z, t), db(b, t), dr(r, t), out(std::vector<double>(n, 0.0), t);
       kc::EpilogueArgs a{dz.view(), db.view(), dr.view(), out.view(), rows, cols, first_row, kP, kSeed};

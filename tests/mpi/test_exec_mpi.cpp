@@ -3,18 +3,22 @@
 // unscheduled program and within the stated tolerances (exec/verify.h)
 // against the reference interpreter; a wrong kernel is caught; a fused
 // allreduce stage the backend declines runs as its parts, one it accepts
-// (computed from the spec alone) gives the same verified outputs.
+// (computed from the spec alone) gives the same verified outputs; a failed
+// MPI call is reported with its rank, site and MPI's error string.
 // Run with `mpirun -np K` for K = 1..4 (the pipeline workload needs an even
 // world, 2 groups; it is skipped for odd K and also run at 6 and 8 ranks).
 #include <mpi.h>
 
+#include <array>
 #include <memory>
 #include <string>
 
 #include "exec/executor.h"
 #include "exec/runtime.h"
+#include "kernels/mpi_check.h"
 #include "model/catalog.h"
 #include "model/enumerate.h"
+#include "model/error.h"
 #include "model/parse.h"
 #include "mpi_test_main.h"
 #include "fusing_backend.h"
@@ -142,6 +146,30 @@ TEST(FusedHook, AWrongFusedUpdateIsCaught) {
   const auto [row, offers] = run_fusing("sgd", "fuse(RS-C-AG)", testing::FusingBackend::Mode::host, 2.0);
   EXPECT_GT(offers, 0);
   EXPECT_FALSE(row.verified);
+}
+
+// The one MPI check of every backend: a failed call is a DeviceError (a
+// failed run, exit 1) that names the rank, the call site and MPI's own string.
+TEST(MpiCheck, FailureNamesRankSiteAndMpisErrorString) {
+  (void)shared_backend();  // MPI is up and the backend has set the rank for messages
+  int rank = -1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  EXPECT_NO_THROW(COCONET_MPI_CHECK(MPI_SUCCESS));
+  std::array<char, MPI_MAX_ERROR_STRING> expected{};
+  int len = 0;
+  MPI_Error_string(MPI_ERR_COMM, expected.data(), &len);
+  try {
+    COCONET_MPI_CHECK(MPI_ERR_COMM);
+    FAIL() << "a failing MPI status must throw";
+  } catch (const kernels::DeviceError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("MPI error on host "), std::string::npos) << what;
+    EXPECT_NE(what.find("rank " + std::to_string(rank)), std::string::npos) << what;
+    EXPECT_NE(what.find("test_exec_mpi.cpp:"), std::string::npos) << what;
+    EXPECT_NE(what.find(std::string(expected.data(), static_cast<std::size_t>(len))), std::string::npos)
+        << what;
+    EXPECT_EQ(exit_code_for(e), kExitRunFailed);
+  }
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // YAML round trip of every enumerated schedule of every workload.
 #include <gtest/gtest.h>
 
+#include "model/catalog.h"
 #include "model/enumerate.h"
 #include "model/schedule.h"
 #include "model/transforms.h"
@@ -74,6 +75,47 @@ TEST(Schedule, StageTransformsAreReadOffTheHistory) {
   EXPECT_FALSE(s.has_stage_transforms());
   s = fuse(reorder(std::move(s), "g1"), "g1.rs", "w1");
   EXPECT_TRUE(s.has_stage_transforms());
+}
+
+TEST(Directive, EachKindRoundTripsThroughItsYamlForm) {
+  const std::vector<Directive> all{Split{"g1"}, Reorder{"g1"}, AsSlice{"m"}, Fuse{"g1.rs", "w1"},
+                                   Overlap{"y", "z"}};
+  const std::vector<std::string> ops{"split", "reorder", "as_slice", "fuse", "overlap"};
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    EXPECT_EQ(op_of(all[i]), ops[i]);
+    EXPECT_EQ(make_directive(std::string(op_of(all[i])), args_of(all[i])), all[i]) << ops[i];
+  }
+  EXPECT_EQ(args_of(Fuse{"a", "b"}), (std::vector<std::string>{"a", "b"}));
+  EXPECT_NE(Directive(Split{"g1"}), Directive(Reorder{"g1"}));
+}
+
+TEST(Directive, WrittenYamlKeepsTheSavedTextFormat) {
+  Schedule s = reorder(split(initial_schedule(workload("adam")), "g1"), "g1");
+  s = fuse(as_slice(std::move(s), "m"), "g1.rs", "m1");
+  const std::string y = to_yaml(s);
+  EXPECT_NE(y.find("- {op: split, args: [g1]}"), std::string::npos) << y;
+  EXPECT_NE(y.find("- {op: reorder, args: [g1]}"), std::string::npos) << y;
+  EXPECT_NE(y.find("- {op: as_slice, args: [m]}"), std::string::npos) << y;
+  EXPECT_NE(y.find("- {op: fuse, args: [g1.rs, m1]}"), std::string::npos) << y;
+}
+
+// Schedules saved before the directives were typed (a validation report's
+// inputs/schedules.yaml, one YAML document each) load and keep their names.
+TEST(Directive, SavedSchedulesStillLoad) {
+  const std::string text =
+      read_file(std::string(COCONET_SOURCE_ROOT) + "/docs/report/inputs/schedules.yaml");
+  int loaded = 0;
+  std::size_t at = 0;
+  while ((at = text.find("\nworkload: ", at)) != std::string::npos) {
+    const std::size_t end = std::min(text.find("\n---", at), text.size());
+    const std::string doc = text.substr(at + 1, end - at - 1);
+    const std::string name = doc.substr(10, doc.find('\n') - 10);
+    const Schedule s = schedule_from_yaml(workload(name), doc, "schedules.yaml");
+    EXPECT_NE(doc.find("name: " + s.name() + "\n"), std::string::npos) << doc;
+    ++loaded;
+    at = end;
+  }
+  EXPECT_GT(loaded, 100);
 }
 
 TEST(Schedule, KnobNamesRoundTrip) {

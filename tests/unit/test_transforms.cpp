@@ -35,7 +35,7 @@ TEST(Split, AllreduceBecomesReducescatterThenAllgather) {
   EXPECT_EQ(stmt(s, "g1").operands, (std::vector<std::string>{"g1.rs"}));
   EXPECT_EQ(stmt(s, "g1").type.layout, Layout::replicated());
   EXPECT_EQ(s.name(), "RS-AG-C");
-  EXPECT_EQ(s.history, (std::vector<Directive>{{"split", {"g1"}}}));
+  EXPECT_EQ(s.history, (std::vector<Directive>{Split{"g1"}}));
 }
 
 TEST(Split, KeepsTheReduction) {
@@ -125,7 +125,7 @@ TEST(AsSlice, KeepsTheMomentSlicedAndDropsItsAllgather) {
   EXPECT_NE(std::find(reads.begin(), reads.end(), "m1"), reads.end());
   EXPECT_EQ(s.program.outputs, (std::vector<std::string>{"w1", "m1", "v1"}));
   EXPECT_EQ(s.name(), "RS-C-AG+asSlice(m)");
-  EXPECT_EQ(s.history.back(), (Directive{"as_slice", {"m"}}));
+  EXPECT_EQ(s.history.back(), Directive(AsSlice{"m"}));
 }
 
 TEST(Fuse, ReducescatterComputationAndAllgathersFormAFusedAllreduce) {
@@ -177,7 +177,7 @@ TEST(Overlap, MatmulWithItsAllreduceGetsDefaultChunks) {
   const Schedule s = overlap(initial_schedule(workload("megatron_mlp")), "y", "z");
   EXPECT_EQ(s.name(), "ol(MM,AR)-C");
   EXPECT_EQ(s.knobs.chunks, 4);
-  EXPECT_EQ(s.history.back(), (Directive{"overlap", {"y", "z"}}));
+  EXPECT_EQ(s.history.back(), Directive(Overlap{"y", "z"}));
 }
 
 TEST(Overlap, KeepsChunksChosenBefore) {

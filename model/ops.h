@@ -1,11 +1,13 @@
-// Element-wise math of coconet, defined once: the operator semantics and the
-// counter-based dropout RNG, as inline functions usable on host and device.
-// The reference interpreter (model/), the CPU backend and the CUDA kernels all
-// call these, so a value means the same thing everywhere.
+// The element-wise operators of the program model and their scalar math,
+// defined once: the operator semantics and the counter-based dropout RNG, as
+// inline functions usable on host and device. The reference interpreter, the
+// CPU backend and the CUDA kernels all call these, so a value means the same
+// thing everywhere.
 //
 // Design notes
-// - Header-only and dependency-free so that model/ (which depends on nothing)
-//   can evaluate with the same definitions the kernels use.
+// - Header-only and dependency-free (the standard library and COCONET_HD),
+//   so that model/ depends on nothing else of coconet while kernels/, CUDA
+//   code included, evaluates with the same definitions.
 // - Dropout is keyed by (seed, global element index) through a Philox-style
 //   integer mix: the mask of element i does not depend on which rank holds i,
 //   on the slice it lives in, or on the chunk it is processed in.
@@ -14,13 +16,9 @@
 #include <cmath>
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define COCONET_HD __host__ __device__ __forceinline__
-#else
-#define COCONET_HD inline
-#endif
+#include "model/host_device.h"
 
-namespace coconet::kernels {
+namespace coconet::model {
 
 enum class UnaryOp : std::uint8_t { neg, sqrt, rsqrt, abs, exp, log };
 enum class BinaryOp : std::uint8_t { add, sub, mul, div, pow, max, min, lt, le, gt, ge, eq, ne };
@@ -84,4 +82,4 @@ COCONET_HD T dropout(T x, float p, std::uint64_t seed, std::uint64_t index) {
   return dropout_uniform(seed, index) < p ? T(0) : x / T(1.0f - p);
 }
 
-}  // namespace coconet::kernels
+}  // namespace coconet::model

@@ -1,0 +1,62 @@
+// The model's element-wise operators and their math (model/ops.h), the one
+// definition the interpreter and every backend evaluate: each operator on
+// known values, in f32 and f64 alike, and the dropout mask's properties.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "model/ops.h"
+
+namespace coconet::model {
+namespace {
+
+TEST(Ops, EachBinaryOperatorOnThreeAndTwo) {
+  const std::vector<std::pair<BinaryOp, double>> expected{
+      {BinaryOp::add, 5}, {BinaryOp::sub, 1}, {BinaryOp::mul, 6}, {BinaryOp::div, 1.5},
+      {BinaryOp::pow, 9}, {BinaryOp::max, 3}, {BinaryOp::min, 2}, {BinaryOp::lt, 0},
+      {BinaryOp::le, 0},  {BinaryOp::gt, 1},  {BinaryOp::ge, 1},  {BinaryOp::eq, 0},
+      {BinaryOp::ne, 1}};
+  for (const auto& [op, want] : expected) {
+    EXPECT_DOUBLE_EQ(apply_binary(op, 3.0, 2.0), want) << static_cast<int>(op);
+    EXPECT_FLOAT_EQ(apply_binary(op, 3.0f, 2.0f), static_cast<float>(want)) << static_cast<int>(op);
+  }
+}
+
+TEST(Ops, EachUnaryOperator) {
+  EXPECT_DOUBLE_EQ(apply_unary(UnaryOp::neg, 4.0), -4.0);
+  EXPECT_DOUBLE_EQ(apply_unary(UnaryOp::sqrt, 4.0), 2.0);
+  EXPECT_DOUBLE_EQ(apply_unary(UnaryOp::rsqrt, 4.0), 0.5);
+  EXPECT_DOUBLE_EQ(apply_unary(UnaryOp::abs, -4.0), 4.0);
+  EXPECT_DOUBLE_EQ(apply_unary(UnaryOp::exp, 0.0), 1.0);
+  EXPECT_DOUBLE_EQ(apply_unary(UnaryOp::log, 1.0), 0.0);
+  EXPECT_FLOAT_EQ(apply_unary(UnaryOp::rsqrt, 16.0f), 0.25f);
+}
+
+TEST(Ops, DropoutMaskDependsOnSeedAndIndexOnly) {
+  constexpr float kP = 0.25f;
+  constexpr std::uint64_t kSeed = 7;
+  constexpr int kElements = 100000;
+  int dropped = 0;
+  for (int i = 0; i < kElements; ++i) {
+    const auto index = static_cast<std::uint64_t>(i);
+    const double d = dropout(2.0, kP, kSeed, index);
+    const float f = dropout(2.0f, kP, kSeed, index);
+    EXPECT_EQ(d == 0.0, f == 0.0f) << i;  // the same mask in f32 and f64
+    if (d == 0.0)
+      ++dropped;
+    else
+      EXPECT_DOUBLE_EQ(d, 2.0 / (1.0 - kP));
+    EXPECT_EQ(dropout(2.0, kP, kSeed, index), d);  // deterministic
+  }
+  EXPECT_NEAR(static_cast<double>(dropped) / kElements, kP, 0.01);
+  EXPECT_EQ(dropout(2.0, 0.0f, kSeed, 3), 2.0);  // p = 0 keeps everything
+  int differ = 0;
+  for (std::uint64_t i = 0; i < 1000; ++i)
+    differ += (dropout(1.0, 0.5f, 1, i) == 0.0) != (dropout(1.0, 0.5f, 2, i) == 0.0);
+  EXPECT_GT(differ, 300);  // another seed, another mask
+}
+
+}  // namespace
+}  // namespace coconet::model
