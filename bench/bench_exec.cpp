@@ -53,22 +53,32 @@ const model::Schedule* overlapped_matmul(const std::vector<model::Schedule>& all
   return any;
 }
 
-// Median unit times of `steps` steps, slowest rank's, by unit name.
-std::map<std::string, double> unit_times(exec::Executor& ex, exec::Backend& b, int steps) {
-  const auto names = ex.unit_names();
-  std::vector<std::vector<double>> t(names.size());
+// Median time of each unit of the executor's plan over `steps` steps, slowest rank's.
+std::vector<double> unit_times(exec::Executor& ex, exec::Backend& b, int steps) {
+  const std::size_t units = ex.plan().units.size();
+  std::vector<std::vector<double>> t(units);
   for (int i = 0; i < steps; ++i) {
     b.barrier();
     auto times = ex.run_step();
     b.host_allreduce(times, model::ReduceOp::max);
-    for (std::size_t u = 0; u < names.size(); ++u) t[u].push_back(times[u]);
+    for (std::size_t u = 0; u < units; ++u) t[u].push_back(times[u]);
   }
-  std::map<std::string, double> out;
-  for (std::size_t u = 0; u < names.size(); ++u) {
-    std::sort(t[u].begin(), t[u].end());
-    out[names[u]] = t[u][t[u].size() / 2];
+  std::vector<double> out;
+  for (auto& v : t) {
+    std::sort(v.begin(), v.end());
+    out.push_back(v[v.size() / 2]);
   }
   return out;
+}
+
+// The summed median time of the units of `ex` that `pick` selects.
+template <typename Pick>
+double time_of(exec::Executor& ex, exec::Backend& b, Pick pick) {
+  const auto t = unit_times(ex, b, 3);
+  double sum = 0;
+  for (std::size_t u = 0; u < t.size(); ++u)
+    if (pick(ex.plan(), ex.plan().units[u])) sum += t[u];
+  return sum;
 }
 
 void BM_OverlapVsParts(benchmark::State& state) {
@@ -86,15 +96,15 @@ void BM_OverlapVsParts(benchmark::State& state) {
   double parts = 0, ol = 0;
   for (auto _ : state) {
     {
+      // The baseline's matmul and collective units, one after the other.
       exec::Executor base(b, exec::lower_for(b, all.front(), sizes));
-      const auto t = unit_times(base, b, 3);
-      parts = t.at("MM") + t.at("AR");
+      parts = time_of(base, b, [](const plan::StepPlan& p, const plan::Unit& u) {
+        const plan::OpClass c = p.op(u.ops.front()).cls;
+        return c == plan::OpClass::matmul || c == plan::OpClass::collective;
+      });
     }
     exec::Executor ex(b, exec::lower_for(b, chunked, sizes));
-    const auto t = unit_times(ex, b, 3);
-    ol = 0;
-    for (const auto& [name, us] : t)
-      if (name.rfind("ol(", 0) == 0) ol = us;
+    ol = time_of(ex, b, [](const plan::StepPlan&, const plan::Unit& u) { return u.overlapped; });
     state.SetIterationTime(ol * 1e-6);
   }
   state.counters["parts_us"] = parts;
