@@ -30,6 +30,11 @@ struct Capabilities {
   bool resident_overlap = false;
   // Whether an overlap group is cut into Knobs::chunks row chunks at all.
   bool chunked_overlap = true;
+  // Whether a fused stage it does not run as one fused op is pipelined: cut
+  // into Knobs::chunks row chunks whose collectives and computation overlap
+  // (chunk k computes while chunk k+1's reduce-scatter and chunk k-1's
+  // all-gather run on the comm stream), each element read and written once.
+  bool pipelined_fusions = true;
 
   friend bool operator==(const Capabilities&, const Capabilities&) = default;
 };

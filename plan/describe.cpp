@@ -66,7 +66,7 @@ std::string describe(const StepPlan& p) {
                      p.knobs.channels);
   for (std::size_t i = 0; i < p.units.size(); ++i) {
     const Unit& u = p.units[i];
-    out += fmt::format("  unit {}: {}{}\n", i, u.name,
+    out += fmt::format("  unit {}: {}{}{}\n", i, u.name, u.pipelined ? ", pipelined" : "",
                        u.chunks > 1 ? fmt::format(", {} chunks over {} rows{}", u.chunks, u.rows,
                                                   u.slice_mode ? " of each slice" : "")
                                     : "");

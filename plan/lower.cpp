@@ -8,6 +8,9 @@
 // - A fuse(...) stage becomes one fused op only where the backend's
 //   capabilities say it runs it whole (outside overlap groups); otherwise it
 //   is lowered to its parts, exactly as the backend will run it.
+// - A fused stage the backend does not run whole is pipelined where the
+//   backend can (Capabilities::pipelined_fusions): its parts, cut into chunks
+//   like an overlap group, so its collectives overlap its computation.
 // - A unit is cut into chunks only when every statement in it (on every
 //   group, so every rank cuts alike) has the same number of rows.
 #include "plan/step_plan.h"
@@ -85,6 +88,7 @@ class Lowering {
           continue;
         }
       }
+      u.pipelined = !overlapped && stage.kind == model::StageKind::fused && out_.caps.pipelined_fusions;
       for (const auto& n : stage.stmts) add_stmt(stmt(n), k, unit, u, open_run);
     }
     u.name = overlapped ? "ol(" + join(codes) + ")" : codes.front();
@@ -192,7 +196,7 @@ class Lowering {
     for (const auto* s : all)
       u.slice_mode = u.slice_mode || s->op == OpKind::reducescatter || s->op == OpKind::allgather ||
                      view(s->name).type.layout == model::Layout::sliced(0);
-    if (!u.overlapped || !out_.caps.chunked_overlap) return;
+    if (!(u.overlapped && out_.caps.chunked_overlap) && !u.pipelined) return;
     std::int64_t rows = -1;
     for (const auto* s : all) {
       const auto& v = view(s->name);

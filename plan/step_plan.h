@@ -83,6 +83,7 @@ struct Unit {
   int first_stage = 0;
   int last_stage = 0;
   bool overlapped = false;
+  bool pipelined = false;  // a fused stage run as its parts, chunk by chunk (Capabilities::pipelined_fusions)
   int chunks = 1;
   // Chunk k is the k-th piece of every rank's slice (a group with a
   // reducescatter, allgather or sliced value), not the k-th piece of rows.

@@ -188,8 +188,9 @@ TEST_F(Cli, PredictJson) {
 }
 
 // Predictions describe what the chosen backend runs: the cpu backend has no
-// fused kernels, so Adam's fused stage costs its parts there; cuda runs it as
-// one op, and runs no fused op for LAMB.
+// fused kernels, so Adam's fused stage is its parts pipelined in chunks there
+// (never slower than the parts one after another); cuda runs it as one op,
+// and runs no fused op for LAMB.
 TEST_F(Cli, PredictionsFollowTheBackend) {
   const auto time_of = [&](const char* backend, const std::string& schedule) {
     const json j = parsed(run({"predict", "adam", "--set", "N=1M", "--backend", backend, "--format", "json"}));
@@ -200,7 +201,7 @@ TEST_F(Cli, PredictionsFollowTheBackend) {
     return 0.0;
   };
   const double cpu_parts = time_of("cpu", "RS-C-AG+asSlice(m,v)");
-  EXPECT_NEAR(time_of("cpu", "fuse(RS-C-AG)+asSlice(m,v)"), cpu_parts, 0.01 * cpu_parts);
+  EXPECT_LE(time_of("cpu", "fuse(RS-C-AG)+asSlice(m,v)"), cpu_parts * (1 + 1e-9));
   EXPECT_LT(time_of("cuda", "fuse(RS-C-AG)+asSlice(m,v)"), 0.99 * time_of("cuda", "RS-C-AG+asSlice(m,v)"));
   EXPECT_EQ(parsed(run({"predict", "adam", "--topology", "cpu-local", "--format", "json"}))["points"][0]["backend"],
             "cpu");

@@ -63,12 +63,16 @@ TEST_P(EveryScheduleTest, VerifiesAgainstProgramAndInterpreter) {
   ASSERT_FALSE(schedules.empty());
   const auto refs = compute_references(backend, p, sizes, quick());
   ASSERT_TRUE(refs.interpreter.has_value()) << "small sizes must be checked by the interpreter too";
-  for (const auto& s : schedules) {
-    const auto row = run_schedule(backend, s, sizes, refs, quick());
-    EXPECT_TRUE(row.verified) << GetParam() << " " << row.schedule << ": " << row.mismatch;
-    EXPECT_EQ(row.checked_against, "program+interpreter");
-    EXPECT_GT(row.median_us, 0.0);
-  }
+  // Each schedule whole and cut into 3 chunks (ragged against every size):
+  // overlap groups and pipelined fused stages run chunk by chunk.
+  for (auto s : schedules)
+    for (int chunks : {1, 3}) {
+      s.knobs.chunks = chunks;
+      const auto row = run_schedule(backend, s, sizes, refs, quick());
+      EXPECT_TRUE(row.verified) << GetParam() << " " << row.schedule << " chunks=" << chunks << ": " << row.mismatch;
+      EXPECT_EQ(row.checked_against, "program+interpreter");
+      EXPECT_GT(row.median_us, 0.0);
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Workloads, EveryScheduleTest,

@@ -173,6 +173,34 @@ TEST(Chunks, AnOverlapGroupIsCutAndComputeLagsItsCommunication) {
   EXPECT_DOUBLE_EQ(shares, 1.0);
 }
 
+TEST(Chunks, AFusedStageRunAsItsPartsIsPipelined) {
+  const model::Program p = workload("adam");
+  auto fused = named(p, "fuse(RS-C-AG)+asSlice(m,v)");
+  fused.knobs.chunks = 4;
+  const StepPlan cpu = lower(fused, {{"N", 37}}, 2, cpu_capabilities());
+  ASSERT_EQ(cpu.units.size(), 1u);
+  EXPECT_TRUE(cpu.units[0].pipelined);
+  EXPECT_TRUE(cpu.units[0].slice_mode);
+  EXPECT_EQ(cpu.units[0].chunks, 4);
+  // RS, then the update a chunk behind, then its all-gather: chunk k computes while k+1 reduces.
+  const auto order = issue_order(cpu, cpu.units[0]);
+  EXPECT_EQ(cpu.op(order[0].op).code, "RS");
+  EXPECT_EQ(cpu.op(order[1].op).code, "RS");
+  EXPECT_EQ(order[1].chunk, 1);
+  EXPECT_EQ(cpu.op(order[2].op).code, "C");
+  EXPECT_EQ(order[2].chunk, 0);
+  // The same stage unfused is three whole units.
+  auto parts = named(p, "RS-C-AG+asSlice(m,v)");
+  parts.knobs.chunks = 4;
+  const StepPlan split = lower(parts, {{"N", 37}}, 2, cpu_capabilities());
+  EXPECT_EQ(split.units.size(), 3u);
+  for (const Unit& u : split.units) EXPECT_EQ(u.chunks, 1) << u.name;
+  // Without the capability the fused stage runs whole, as its parts in turn.
+  Capabilities none = cpu_capabilities();
+  none.pipelined_fusions = false;
+  EXPECT_EQ(lower(fused, {{"N", 37}}, 2, none).units[0].chunks, 1);
+}
+
 TEST(Chunks, NothingOutsideAnOverlapGroupIsCut) {
   const model::Program p = workload("adam");
   auto s = named(p, "AR-C");

@@ -38,11 +38,19 @@ model::Schedule best_on_dgx2(const std::string& name, const model::Bindings& siz
   return schedules.at(static_cast<std::size_t>(r.ranked.front().schedule));
 }
 
-TEST(TunerPaperFindings, FusedAllreduceWinsForLargeOptimizers) {
+// The paper's finding for large optimizers on 256 V100s: a fused stage wins.
+// On the cuda backend that is Adam's fused allreduce kernel or a fused stage
+// pipelined in chunks (fuse(AR-C): the update of chunk k under the allreduce
+// of chunk k+1), whichever the model finds faster; LAMB's norms keep its
+// fused stages unchunked, so its fused allreduce (sliced moments) wins.
+TEST(TunerPaperFindings, AFusedStageWinsForLargeOptimizers) {
   for (const char* name : {"adam", "lamb"})
     for (std::int64_t n : {std::int64_t(335708160), std::int64_t(1200000000)}) {
       const model::Schedule best = best_on_dgx2(name, {{"N", n}}, 256);
-      EXPECT_TRUE(is_fused_allreduce(best)) << name << " N=" << n << ": " << best.name();
+      EXPECT_EQ(best.stages.front().kind, model::StageKind::fused) << name << " N=" << n << ": " << best.name();
+      if (std::string(name) == "lamb") {
+        EXPECT_TRUE(is_fused_allreduce(best)) << "N=" << n << ": " << best.name();
+      }
     }
 }
 
