@@ -11,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "model/assign.h"
 #include "model/error.h"
 
 #ifdef COCONET_VALIDATION_HAVE_SIM
@@ -37,6 +38,7 @@ struct ValidateArgs {
   bool reference = false;
   int iters = 0;
   int warmup = -1;
+  std::vector<std::string> sets;
   Format format = Format::table;
 };
 
@@ -78,6 +80,7 @@ std::string command_line(const ValidateArgs& a) {
   if (!a.topology.empty()) s += " --topology " + a.topology;
   if (a.iters > 0) s += fmt::format(" --iters {}", a.iters);
   if (a.warmup >= 0) s += fmt::format(" --warmup {}", a.warmup);
+  for (const auto& set : a.sets) s += " --set " + set;
   return s + " --out " + a.out;
 }
 
@@ -87,6 +90,12 @@ validation::ValidateOptions options_of(const ValidateArgs& a) {
   if (!a.topology.empty()) o.topology = a.topology;
   if (a.iters > 0) o.iters = a.iters;
   if (a.warmup >= 0) o.warmup = a.warmup;
+  const model::SetArgs sets = model::split_sets(a.sets);
+  if (!sets.topology.empty())
+    throw UserError(fmt::format("--set {}={}: validate measures this machine; put topology values in the file "
+                                "--topology names",
+                                sets.topology.front().first, sets.topology.front().second));
+  o.sets = sets.workload;
   o.command = command_line(a);
   return o;
 }
@@ -156,6 +165,9 @@ void register_validate(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--warmup", args->warmup, "Untimed steps first (default: the experiment's)")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--set", args->sets,
+                  "Override a size or scalar of every workload that has it, NAME=VALUE (repeatable; the rules "
+                  "of predict and run)");
   add_format_option(cmd, args->format);
   cmd->callback([args] { dispatch(*args); });
 }

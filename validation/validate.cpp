@@ -47,7 +47,7 @@ Loaded load_jobs(const ValidateOptions& o, int world_size) {
   const std::string path = model::resolve_experiment(o.experiment);
   l.experiment_text = model::read_file(path);
   l.experiment = model::parse_experiment(l.experiment_text, path);
-  for (auto& pt : model::expand(l.experiment, model::PointOptions{{}, world_size, std::nullopt, ""})) {
+  for (auto& pt : model::expand(l.experiment, model::PointOptions{o.sets, world_size, std::nullopt, ""})) {
     Job j{std::move(pt), 1, {}};
     for (const auto& [k, v] : j.point.sizes) j.scale *= static_cast<double>(v);
     j.schedules = model::enumerate_schedules(j.point.program);

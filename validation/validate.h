@@ -10,6 +10,7 @@
 #include <string>
 
 #include "exec/backend.h"
+#include "model/assign.h"
 #include "validation/metrics.h"
 #include "validation/microbench.h"
 #include "validation/progress.h"
@@ -26,6 +27,7 @@ struct ValidateOptions {
   std::string command;                          // the command line, shown in the report
   std::optional<int> iters;                     // instead of the experiment's
   std::optional<int> warmup;
+  model::Assignments sets;                      // --set sizes and scalars (model/assign.h rules)
   MicroOptions calibration{5, 1, true};         // when calibrating on the spot: the quick sweep
 };
 

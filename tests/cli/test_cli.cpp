@@ -419,6 +419,18 @@ TEST_F(Cli, SimulateUsesTheKnobsPredictChooses) {
 
 // predict, simulate, run --topology and validate give one predicted time for
 // one (workload, sizes, ranks, topology, schedule, knobs).
+TEST_F(Cli, ValidateSetRulesAreTheOthers) {
+  const Result bad = run({"validate", "cpu-local", "--backend", "cpu", "--set", "N=1.5", "--out", "r"});
+  EXPECT_EQ(bad.code, 2) << bad.all();
+  EXPECT_TRUE(contains(bad.err, "--set N=1.5")) << bad.all();
+  const Result topo = run({"validate", "cpu-local", "--backend", "cpu", "--set", "gpu.sms=1", "--out", "r"});
+  EXPECT_EQ(topo.code, 2) << topo.all();
+  EXPECT_TRUE(contains(topo.err, "--set gpu.sms=1")) << topo.all();
+  const Result unknown = run({"validate", "cpu-local", "--backend", "cpu", "--set", "Q=4", "--out", "r"});
+  EXPECT_EQ(unknown.code, 2) << unknown.all();
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "r"));
+}
+
 TEST_F(Cli, OnePredictedTimeAcrossCommands) {
   if (!kHaveMpi) GTEST_SKIP() << "no MPI in this build";
   const Args point{"--set", "N=4096", "--ranks", "2", "--topology", "cpu-local"};
@@ -444,10 +456,11 @@ TEST_F(Cli, OnePredictedTimeAcrossCommands) {
     EXPECT_NEAR(row["predicted_us"].get<double>(), predicted.at(row["schedule"]), 1e-6)
         << row.dump();
 
+  // validate takes --set by the same rules: the experiment's adam at N=4096.
   std::ofstream(dir_ / "adam.yaml") << "name: one-point\ntopology: cpu-local\nworkloads:\n"
-                                       "  - workload: adam\n    sizes: {N: 4096}\n";
+                                       "  - workload: adam\n";
   const Result v =
-      run({"validate", (dir_ / "adam.yaml").string(), "--backend", "cpu", "--ranks", "2",
+      run({"validate", (dir_ / "adam.yaml").string(), "--backend", "cpu", "--ranks", "2", "--set", "N=4K",
            "--topology", "cpu-local", "--iters", "1", "--warmup", "0", "--out", "report"});
   ASSERT_EQ(v.code, 0) << v.all();
   const json results = json::parse(read_text(dir_ / "report" / "results.json"));
