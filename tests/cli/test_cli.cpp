@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -384,6 +385,80 @@ TEST_F(Cli, BackendIsStoredAndPrinted) {
       << bad.all();
 }
 
+// ---- what tune chose, run and simulated ------------------------------------------
+
+// tune writes one document per point with the point as data; run without --set
+// takes the file's sizes, runs its schedule with its knobs and prints tune's
+// prediction beside the measurement.
+TEST_F(Cli, RunTheScheduleTuneWrote) {
+  if (!kHaveMpi) GTEST_SKIP() << "no MPI in this build";
+  const Result tuned = run({"tune", "adam", "--set", "N=4096", "--ranks", "2", "--topology", "cpu-local",
+                            "--format", "json", "--out", "best.yaml"});
+  ASSERT_EQ(tuned.code, 0) << tuned.all();
+  const json best = parsed(tuned)["points"][0]["rows"][0];
+  const std::string text = read_text(dir_ / "best.yaml");
+  EXPECT_TRUE(contains(text, "point: {workload: adam, sizes: {N: 4096}, ranks: 2")) << text;
+
+  const Result r = run({"run", "adam", "--schedule", "best.yaml", "--backend", "cpu", "--ranks", "2", "--iters",
+                        "1", "--warmup", "0", "--format", "json"});
+  ASSERT_EQ(r.code, 0) << r.all();
+  const json j = parsed(r);
+  ASSERT_EQ(j["rows"].size(), 1u);
+  const json& row = j["rows"][0];
+  EXPECT_EQ(row["schedule"], best["schedule"]);
+  EXPECT_EQ(row["sizes"]["N"], 4096);
+  const std::string knobs = best["knobs"];  // "chunks=C algo/proto channels=N"
+  EXPECT_EQ("chunks=" + std::to_string(row["knobs"]["chunks"].get<int>()), knobs.substr(0, knobs.find(' ')))
+      << row.dump();
+  EXPECT_NEAR(row["predicted_us"].get<double>(), best["time_us"].get<double>(), 1e-3);
+  EXPECT_TRUE(row["verified"].get<bool>());
+
+  const Result table = run({"run", "adam", "--schedule", "best.yaml", "--ranks", "2", "--iters", "1", "--warmup",
+                            "0", "--chunks", "2"});
+  ASSERT_EQ(table.code, 0) << table.all();
+  EXPECT_TRUE(contains(table.out, "chunks=2")) << table.all();
+  EXPECT_TRUE(contains(table.out, "do not apply on cpu")) << table.all();
+}
+
+// A tune of a workload at its default point names 32 ranks; run on 2 says which
+// points the file has and the flags that select them.
+TEST_F(Cli, RunOfAnotherPointListsTheFilesPoints) {
+  ASSERT_EQ(run({"tune", "adam", "--out", "best.yaml"}).code, 0);
+  const Result r = run({"run", "adam", "--schedule", "best.yaml", "--backend", "cpu", "--ranks", "2"},
+                       {"PATH=/nonexistent", "COCONET_MPIRUN="});
+  EXPECT_EQ(r.code, 2) << r.all();
+  EXPECT_TRUE(contains(r.err, "no schedule for adam N=335708160 on 2 ranks")) << r.all();
+  EXPECT_TRUE(contains(r.err, "--set N=335708160 --ranks 32")) << r.all();
+  EXPECT_FALSE(contains(r.err, "MPI")) << r.all();
+}
+
+TEST_F(Cli, MultiPointTuneFile) {
+  std::ofstream(dir_ / "two.yaml") << "name: two\ntopology: dgx-h100\nranks: 8\nworkloads:\n"
+                                      "  - workload: adam\n    sizes: {N: [4096, 1048576]}\n"
+                                      "  - workload: sgd\n    sizes: {N: 4096}\n";
+  ASSERT_EQ(run({"tune", "two.yaml", "--out", "best.yaml", "--format", "json"}).code, 0);
+  const std::string docs = read_text(dir_ / "best.yaml");
+  EXPECT_TRUE(contains(docs, "point: {workload: sgd, sizes: {N: 4096}, ranks: 8")) << docs;
+  const json tuned = parsed(run({"tune", "two.yaml", "--format", "json"}));
+  ASSERT_EQ(tuned["points"].size(), 3u);
+  for (const auto& p : tuned["points"]) {
+    const std::string workload = p["workload"];
+    const std::string size = p["sizes"].get<std::string>().substr(2);
+    const json s = parsed(run({"simulate", workload, "--set", "N=" + size, "--ranks", "8", "--schedule",
+                               "best.yaml", "--format", "json"}));
+    ASSERT_EQ(s["points"].size(), 1u) << workload << " " << size;
+    EXPECT_EQ(s["points"][0]["schedule"], p["best"]) << workload << " " << size;
+    EXPECT_NEAR(s["points"][0]["time_us"].get<double>(), p["rows"][0]["time_us"].get<double>(), 1e-6);
+  }
+  const Result other = run({"simulate", "adam", "--set", "N=8192", "--ranks", "8", "--schedule", "best.yaml"});
+  EXPECT_EQ(other.code, 2) << other.all();
+  EXPECT_TRUE(contains(other.err, "adam N=1048576 on 8 ranks")) << other.all();
+  EXPECT_TRUE(contains(other.err, "sgd N=4096 on 8 ranks")) << other.all();
+  const Result lamb = run({"simulate", "lamb", "--schedule", "best.yaml"});
+  EXPECT_EQ(lamb.code, 2) << lamb.all();
+  EXPECT_TRUE(contains(lamb.err, "no schedule for workload 'lamb'")) << lamb.all();
+}
+
 // ---- the same defaults everywhere ----------------------------------------------
 
 TEST_F(Cli, NamedWorkloadHasTheDefaultExperimentsRanksAndItsOwnSizes) {
@@ -489,6 +564,10 @@ const std::map<std::string, Args>& readme_examples() {
       {"coconet run adam --ranks 2 --set N=64K --set lr=0.01 --schedule best --topology cpu-local",
        {"run", "adam", "--ranks", "2", "--set", "N=64K", "--set", "lr=0.01", "--schedule", "best",
         "--topology", "cpu-local", "--iters", "1"}},
+      {"coconet tune adam --set N=64K --ranks 2 --topology cpu-local --out best.yaml",
+       {"tune", "adam", "--set", "N=64K", "--ranks", "2", "--topology", "cpu-local", "--out", "best.yaml"}},
+      {"coconet run adam --schedule best.yaml --backend cpu --ranks 2",
+       {"run", "adam", "--schedule", "best.yaml", "--backend", "cpu", "--ranks", "2", "--iters", "1"}},
   };
   return examples;
 }
@@ -522,7 +601,10 @@ TEST_F(Cli, EveryReadmeExampleIsHere) {
 }
 
 TEST_F(Cli, EveryReadmeExampleExitsZero) {
-  for (const auto& [command, args] : readme_examples()) {
+  std::vector<std::pair<std::string, Args>> ordered;  // tune first: a run example reads the file it writes
+  for (const auto& [command, args] : readme_examples())
+    ordered.insert(args[0] == "tune" ? ordered.begin() : ordered.end(), {command, args});
+  for (const auto& [command, args] : ordered) {
     const bool mpi = args[0] == "run" || args[0] == "calibrate" || args[0] == "validate";
     if (mpi && !kHaveMpi) continue;
     const Result r = run(args);
