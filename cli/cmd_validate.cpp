@@ -95,6 +95,7 @@ void validate_command(const ValidateArgs& a) {
   const auto o = options_of(a);
   if (!exec::launched_by_mpirun()) {
     validation::check_validate_inputs(o, std::max(a.ranks, 1));  // reported once, before any rank starts
+    validation::check_report_folder(a.out);
     if (a.ranks > 1) validation::run_under_mpirun(a.ranks);
   }
   auto backend = exec::make_backend(a.backend);

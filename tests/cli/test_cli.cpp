@@ -369,6 +369,28 @@ TEST_F(Cli, RunChecksItsArgumentsBeforeStartingRanks) {
   EXPECT_TRUE(contains(pipeline.err, "multiple of 2")) << pipeline.all();
 }
 
+// Errors that can be known before ranks start are reported before they start:
+// with no mpirun to be found, a relaunch would fail naming it.
+TEST_F(Cli, EveryArgumentErrorComesBeforeMpirun) {
+  const Args no_mpirun{"PATH=/nonexistent", "COCONET_MPIRUN="};
+  const auto rejected = [&](const Args& args, const std::string& part) {
+    const Result r = run(args, no_mpirun);
+    EXPECT_EQ(r.code, 2) << r.all();
+    EXPECT_TRUE(contains(r.err, part)) << "expected '" << part << "' in\n" << r.all();
+    EXPECT_FALSE(contains(r.err, "mpirun")) << r.all();
+    EXPECT_FALSE(contains(r.err, "MPI_ABORT")) << r.all();
+  };
+  rejected({"run", "adam", "--ranks", "2", "--schedule", "best"}, "--schedule best");
+  rejected({"run", "adam", "--ranks", "2", "--schedule", "NOPE"}, "no schedule named 'NOPE'");
+  rejected({"run", "adam", "--ranks", "2", "--schedule", "missing.yaml"}, "missing.yaml");
+  rejected({"run", "adam", "--ranks", "2", "--chunks", "0"}, "--chunks 0");
+  rejected({"run", "adam", "--ranks", "2", "--algo", "bogus"}, "--algo bogus");
+  fs::create_directories(dir_ / "notes");
+  std::ofstream(dir_ / "notes" / "todo.txt") << "mine\n";
+  rejected({"validate", "--ranks", "2", "--topology", "cpu-local", "--out", "notes"}, "is not a coconet report");
+  rejected({"calibrate", "--ranks", "2", "--out", "no/such/folder/t.yaml"}, "--out no/such/folder/t.yaml");
+}
+
 TEST_F(Cli, BackendIsStoredAndPrinted) {
   const json j =
       parsed(run({"predict", "adam", "--set", "N=4096", "--backend", "cuda", "--format", "json"}));
