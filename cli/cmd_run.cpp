@@ -27,6 +27,7 @@
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "cli/messages.h"
 #include "cli/knob_args.h"
 #include "exec/backend.h"
 #include "exec/launch.h"
@@ -480,10 +481,12 @@ void register_run(CLI::App& app) {
   auto args = std::make_shared<RunArgs>();
   auto* cmd = app.add_subcommand("run", "Run schedules for real on a backend, timed and verified");
   cmd->add_option("target", args->target, "Workload (name or YAML path) or experiment")->required();
-  cmd->add_option("--backend", args->backend, "Backend: cpu (MPI) or cuda")->capture_default_str();
+  cmd->add_option("--backend", args->backend, "Backend: cpu (MPI) or cuda")->capture_default_str()
+      ->check(one_of({"cpu", "cuda"}))
+      ->type_name("cpu|cuda");
   cmd->add_option("--ranks", args->ranks,
                   "Ranks to start with mpirun (outside mpirun); default: the ranks mpirun gave, or 1")
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(1));
   cmd->add_option("--schedule", args->schedule,
                   "Schedule name, all, best (the one the cost model predicts fastest on --topology), or a schedule "
                   "YAML file (e.g. what `coconet tune --out` wrote: its document for the point, with its knobs)")
@@ -496,11 +499,11 @@ void register_run(CLI::App& app) {
                   "value of the --topology (dotted, e.g. gpu.hbm_GBps=4000); repeatable");
   add_knob_flags(cmd, args->knobs);
   cmd->add_option("--iters", args->iters, "Timed steps (default: the experiment's, else 10)")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--warmup", args->warmup, "Untimed steps first (default 2)")->check(CLI::NonNegativeNumber);
+      ->check(at_least(1));
+  cmd->add_option("--warmup", args->warmup, "Untimed steps first (default 2)")->check(at_least(0));
   cmd->add_option("--timeout", args->timeout_s, "Seconds without progress before the job is aborted")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(1));
   add_format_option(cmd, args->format);
   cmd->callback([args] { run_command(*args); });
 }

@@ -7,6 +7,7 @@
 #include <fmt/core.h>
 
 #include "cli/commands.h"
+#include "cli/messages.h"
 #include "model/error.h"
 
 int main(int argc, char** argv) {
@@ -22,6 +23,7 @@ int main(int argc, char** argv) {
   coconet::cli::register_run(app);
   coconet::cli::register_validate(app);
   coconet::cli::register_calibrate(app);
+  coconet::cli::configure_messages(app, argc, argv);  // our wording for parse errors; --version
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

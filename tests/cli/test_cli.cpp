@@ -165,6 +165,44 @@ TEST_F(Cli, ExitCodes) {
   expect_rejected({"collective", "-b", "1.5"}, "-b 1.5: ");
 }
 
+// ---- messages of our own ---------------------------------------------------------
+
+TEST_F(Cli, VersionNamesTheBuild) {
+  const Result r = run({"--version"});
+  EXPECT_EQ(r.code, 0) << r.all();
+  for (const char* part : {"coconet ", "commit ", "build type ", "CUDA ", "NCCL ", "MPI "})
+    EXPECT_TRUE(contains(r.out, part)) << part << "\n" << r.all();
+}
+
+TEST_F(Cli, ParseErrorsNameTheFlagAndWhatItTakes) {
+  const auto said = [&](const Args& args, const std::vector<std::string>& parts) {
+    const Result r = run(args);
+    EXPECT_EQ(r.code, 2) << r.all();
+    for (const auto& p : parts) EXPECT_TRUE(contains(r.err, p)) << "expected '" << p << "' in\n" << r.all();
+    for (const char* raw : {"not in range", "At Most", "A subcommand is required", "Could not convert",
+                            "Run with --help", "not an allowed value"})
+      EXPECT_FALSE(contains(r.err, raw)) << raw << "\n" << r.all();
+  };
+  said({"predcit", "adam"}, {"unknown command 'predcit'", "did you mean 'predict'"});
+  said({}, {"name a command", "predict"});
+  said({"run", "adam", "--ranks", "0"}, {"--ranks", "at least 1"});
+  said({"predict", "--ranks", "abc"}, {"--ranks", "'abc'"});
+  said({"predict", "--nodes", "0"}, {"--nodes", "at least 1"});
+  said({"predict", "--format", "bogus"}, {"--format", "table, json or csv"});
+  said({"predict", "--topology", "dgx-h100", "--topology", "dgx-h200"}, {"--topology takes one value"});
+  said({"predict", "--no-such-flag"}, {"--no-such-flag", "coconet predict --help"});
+  said({"run", "adam", "--backend", "gpu"}, {"--backend", "cpu or cuda"});
+  said({"validate"}, {"--out is required"});
+  for (const char* cmd : {"list", "show", "collective", "predict", "tune", "simulate", "run", "validate", "calibrate"}) {
+    const Result help = run({cmd, "--help"});
+    EXPECT_EQ(help.code, 0) << cmd;
+    EXPECT_FALSE(contains(help.out, "ENUM") || contains(help.out, "->") || contains(help.out, "in [")) << help.out;
+    if (std::string(cmd) != "list") {
+      EXPECT_TRUE(contains(help.out, "table|json|csv")) << cmd << "\n" << help.out;
+    }
+  }
+}
+
 // ---- every json output parses -------------------------------------------------
 
 TEST_F(Cli, ShowJson) {
