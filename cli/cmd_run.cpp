@@ -12,6 +12,7 @@
 // aborts a job that stops making progress.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -71,7 +72,26 @@ struct Job {
   std::map<std::string, double> predicted_us;  // by schedule name, with --topology or a tune file
   std::string predicted_on;                     // the topology of those predictions
   std::optional<model::SchedulePoint> tuned;    // where the tune file's schedule was chosen
+  std::vector<std::string> notes;               // what the predictions do not match in this run
 };
+
+// What a prediction on `t` does not share with a run on `backend` at
+// `world_size` ranks: another kind of processor, or another rank count than a
+// calibrated topology was fitted at.
+std::vector<std::string> prediction_notes(const sim::Topology& t, const std::string& backend, int world_size) {
+  std::vector<std::string> notes;
+  const bool cpu_topology = t.device == sim::Device::cpu;
+  if (cpu_topology != (backend == "cpu"))
+    notes.push_back(fmt::format("{} describes {}, but this run measures the {} backend: its prediction is for that "
+                                "machine, not this one (`coconet calibrate --backend {}` writes a topology of this "
+                                "one)",
+                                t.name, cpu_topology ? "CPU cores" : "GPUs", backend, backend));
+  else if (cpu_topology && t.total_gpus() != world_size)
+    notes.push_back(fmt::format("{} was calibrated on {} ranks ({} node(s) x {}); this run has {}: the prediction "
+                                "extrapolates the fit",
+                                t.name, t.total_gpus(), t.nodes, t.node.gpus, world_size));
+  return notes;
+}
 
 // ---- preparing the jobs ----------------------------------------------------
 
@@ -101,6 +121,10 @@ void select_schedules(Job& j, const RunArgs& a, const std::optional<sim::Topolog
     if (j.tuned && j.tuned->predicted_us && !a.knobs.any()) {
       j.predicted_us[schedules.front().name()] = *j.tuned->predicted_us;
       j.predicted_on = j.tuned->topology;
+      if (j.tuned->backend != a.backend)
+        j.notes.push_back(fmt::format("{} was tuned for the {} backend on {}; this run measures the {} backend: "
+                                      "its prediction is for that machine, not this one",
+                                      a.schedule, j.tuned->backend, j.tuned->topology, a.backend));
     }
     j.schedules = std::move(schedules);
     return;
@@ -119,6 +143,7 @@ void select_schedules(Job& j, const RunArgs& a, const std::optional<sim::Topolog
     }
   }
   j.predicted_on = topology->name;
+  j.notes = prediction_notes(*topology, a.backend, j.point.world_size());
   if (a.schedule == "best") schedules = {schedules[best]};
   j.schedules = std::move(schedules);
 }
@@ -173,7 +198,7 @@ std::vector<Job> prepare_jobs(const RunArgs& a, exec::RunOptions& options, int w
   options.warmup = a.warmup >= 0 ? a.warmup : e.warmup;
   std::vector<Job> jobs;
   for (auto& pt : model::expand(e, point_options(sets.workload, topology, world_size))) {
-    jobs.push_back(Job{std::move(pt), {}, {}, {}, std::nullopt});
+    jobs.push_back(Job{std::move(pt), {}, {}, {}, std::nullopt, {}});
     select_schedules(jobs.back(), a, topology);
   }
   return jobs;
@@ -251,7 +276,13 @@ void print_json(const std::vector<Printed>& rows, const RunArgs& a, int ranks) {
   if (!a.topology.empty()) out["topology"] = a.topology;
   if (a.schedule == "best") out["chosen_by"] = "prediction";
   if (model::is_schedule_file(a.schedule)) out["chosen_by"] = "tune file " + a.schedule;
-  for (const auto& p : rows) out["rows"].push_back(row_json(p, a.backend));
+  std::vector<std::string> notes;
+  for (const auto& p : rows) {
+    out["rows"].push_back(row_json(p, a.backend));
+    for (const auto& n : p.job->notes)
+      if (std::find(notes.begin(), notes.end(), n) == notes.end()) notes.push_back(n);
+  }
+  out["notes"] = notes;
   fmt::print("{}\n", out.dump(2));
 }
 
@@ -263,6 +294,11 @@ void print_header(const std::vector<Printed>& rows, const RunArgs& a, int ranks)
     fmt::print("knobs: chunks applied; algo, proto and channels are NCCL's and do not apply on {} (MPI chooses its "
                "own algorithms)\n",
                a.backend);
+  std::vector<std::string> notes;
+  for (const auto& p : rows)
+    for (const auto& n : p.job->notes)
+      if (std::find(notes.begin(), notes.end(), n) == notes.end()) notes.push_back(n);
+  for (const auto& n : notes) fmt::print("note: {}\n", n);
   for (const auto& p : rows) {
     const std::string predicted =
         p.predicted_us ? fmt::format("predicted {:.1f} us on {}", *p.predicted_us, p.predicted_on) : "not predicted";

@@ -519,6 +519,31 @@ TEST_F(Cli, MultiPointTuneFile) {
   EXPECT_TRUE(contains(lamb.err, "no schedule for workload 'lamb'")) << lamb.all();
 }
 
+// ---- labels that fit the topology ---------------------------------------------------
+
+TEST_F(Cli, BottlenecksUseTheTopologysWords) {
+  const json cpu = parsed(run({"simulate", "adam", "--schedule", "RS-C-AG", "--set", "N=4096", "--ranks", "2",
+                               "--topology", "cpu-local", "--format", "json"}));
+  for (const auto& row : cpu["points"][0]["rows"]) {
+    const std::string bound = row["bound"];
+    EXPECT_FALSE(contains(bound, "NVLink") || contains(bound, "HBM") || contains(bound, "SMs")) << bound;
+  }
+  const std::string gpu = run({"simulate", "adam", "--schedule", "RS-C-AG", "--set", "N=4096", "--ranks", "8"}).out;
+  EXPECT_TRUE(contains(gpu, "NVLink-bound")) << gpu;
+}
+
+TEST_F(Cli, RunMarksPredictionsFromAnotherMachine) {
+  if (!kHaveMpi) GTEST_SKIP() << "no MPI in this build";
+  const auto notes_of = [&](const char* topology) {
+    const Result r = run({"run", "sgd", "--ranks", "2", "--set", "N=1024", "--schedule", "best", "--topology",
+                          topology, "--iters", "1", "--warmup", "0", "--format", "json"});
+    EXPECT_EQ(r.code, 0) << r.all();
+    return parsed(r)["notes"].dump();
+  };
+  EXPECT_TRUE(contains(notes_of("dgx-h100"), "describes GPUs, but this run measures the cpu backend"));
+  EXPECT_TRUE(contains(notes_of("cpu-local"), "was calibrated on 4 ranks"));
+}
+
 // ---- the same defaults everywhere ----------------------------------------------
 
 TEST_F(Cli, NamedWorkloadHasTheDefaultExperimentsRanksAndItsOwnSizes) {
