@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "cli/messages.h"
 #include "model/error.h"
 
 #ifdef COCONET_VALIDATION_HAVE_RUN
@@ -59,7 +60,13 @@ Table constants_table(const validation::Calibration& c) {
 }
 
 void calibrate_command(const CalibrateArgs& a) {
-  if (!exec::launched_by_mpirun() && a.ranks > 1) validation::run_under_mpirun(a.ranks);
+  if (!exec::launched_by_mpirun()) {  // what can be checked is checked before any rank starts
+    const auto folder = std::filesystem::absolute(a.out).parent_path();
+    if (!std::filesystem::is_directory(folder))
+      throw UserError(fmt::format("--out {}: the folder '{}' does not exist; create it or choose another path",
+                                  a.out, folder.string()));
+    if (a.ranks > 1) validation::run_under_mpirun(a.ranks);
+  }
   auto backend = exec::make_backend(a.backend);
   validation::run_guarded(*backend, [&] {
     if (a.ranks > 0 && a.ranks != backend->world_size())
@@ -91,13 +98,15 @@ void register_calibrate(CLI::App& app) {
   auto args = std::make_shared<CalibrateArgs>();
   auto* cmd = app.add_subcommand(
       "calibrate", "Fit the cost model's constants to microbenchmarks on this machine; write a topology YAML");
-  cmd->add_option("--backend", args->backend, "Backend to measure: cpu (MPI) or cuda")->capture_default_str();
+  cmd->add_option("--backend", args->backend, "Backend to measure: cpu (MPI) or cuda")->capture_default_str()
+      ->check(one_of({"cpu", "cuda"}))
+      ->type_name("cpu|cuda");
   cmd->add_option("--ranks", args->ranks, "Ranks to start with mpirun (outside mpirun); default: mpirun's, or 1")
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(1));
   cmd->add_option("--out", args->out, "Topology YAML to write, e.g. configs/topologies/cpu-local.yaml")->required();
   cmd->add_option("--name", args->name, "The topology's name (default: the file's stem)");
   cmd->add_flag("--quick", args->quick, "Fewer sizes per microbenchmark (what validate uses on the spot)");
-  cmd->add_option("--iters", args->iters, "Timed steps per microbenchmark")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--iters", args->iters, "Timed steps per microbenchmark")->capture_default_str()->check(at_least(1));
   add_format_option(cmd, args->format);
 #ifdef COCONET_VALIDATION_HAVE_RUN
   cmd->callback([args] { calibrate_command(*args); });

@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/predict_report.h"
 #include "cli/format.h"
+#include "cli/messages.h"
 #include "model/assign.h"
 #include "model/points.h"
 #include "sim/predict.h"
@@ -83,18 +84,18 @@ void add_predict_flags(CLI::App* cmd, PredictArgs& a, bool target_required) {
                                  "embedded default");
   if (target_required) target->required();
   cmd->add_option("--topology,-t", a.topology, "Topology name or YAML file (default: the experiment's)");
-  const auto at_least_one = CLI::Range(1, std::numeric_limits<int>::max());
   cmd->add_option("--nodes,-N", a.nodes, "Nodes (default: the experiment's, else the topology's)")
-      ->check(at_least_one);
+      ->check(at_least(1));
   cmd->add_option("--ranks,-r", a.ranks,
                   "Ranks in all, the world size: process groups x ranks per group (default: the experiment's "
                   "ranks per group, else all GPUs)")
-      ->check(at_least_one);
+      ->check(at_least(1));
   cmd->add_option("--set", a.sets,
                   "KEY=VALUE: a topology value (dotted, e.g. gpu.hbm_GBps=4000, or nodes), a workload size "
                   "(e.g. N=1048576, N=4K, N=1e6) or scalar (e.g. lr=0.1); repeatable");
   cmd->add_option("--backend", a.backend, "The backend the prediction is for: cuda or cpu")
-      ->check(CLI::IsMember({"cuda", "cpu"}));
+      ->check(one_of({"cuda", "cpu"}))
+      ->type_name("cuda|cpu");
 }
 
 void print_point_reports(const std::vector<sim::PointReport>& reports, Format f, bool all_knobs) {

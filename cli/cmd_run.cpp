@@ -12,6 +12,7 @@
 // aborts a job that stops making progress.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -27,6 +28,8 @@
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "cli/messages.h"
+#include "cli/knob_args.h"
 #include "exec/backend.h"
 #include "exec/launch.h"
 #include "exec/mpi_session.h"
@@ -34,8 +37,11 @@
 #include "exec/watchdog.h"
 #include "model/assign.h"
 #include "model/enumerate.h"
+#include "model/catalog.h"
 #include "model/error.h"
+#include "model/parse.h"
 #include "model/points.h"
+#include "model/schedule_file.h"
 #include "plan/capabilities.h"
 #include "sim/topology.h"
 #include "sim/tuner.h"
@@ -53,6 +59,7 @@ struct RunArgs {
   std::string schedule = "all";
   std::string topology;  // predict the schedules on it; needed by --schedule best
   std::vector<std::string> sets;
+  KnobArgs knobs;
   int iters = -1;
   int warmup = -1;
   double timeout_s = kDefaultTimeoutS;
@@ -62,35 +69,83 @@ struct RunArgs {
 struct Job {
   model::Point point;
   std::vector<model::Schedule> schedules;
-  std::map<std::string, double> predicted_us;  // by schedule name, with --topology
+  std::map<std::string, double> predicted_us;  // by schedule name, with --topology or a tune file
+  std::string predicted_on;                     // the topology of those predictions
+  std::optional<model::SchedulePoint> tuned;    // where the tune file's schedule was chosen
+  std::vector<std::string> notes;               // what the predictions do not match in this run
 };
+
+// What a prediction on `t` does not share with a run on `backend` at
+// `world_size` ranks: another kind of processor, or another rank count than a
+// calibrated topology was fitted at.
+std::vector<std::string> prediction_notes(const sim::Topology& t, const std::string& backend, int world_size) {
+  std::vector<std::string> notes;
+  const bool cpu_topology = t.device == sim::Device::cpu;
+  if (cpu_topology != (backend == "cpu"))
+    notes.push_back(fmt::format("{} describes {}, but this run measures the {} backend: its prediction is for that "
+                                "machine, not this one (`coconet calibrate --backend {}` writes a topology of this "
+                                "one)",
+                                t.name, cpu_topology ? "CPU cores" : "GPUs", backend, backend));
+  else if (cpu_topology && t.total_gpus() != world_size)
+    notes.push_back(fmt::format("{} was calibrated on {} ranks ({} node(s) x {}); this run has {}: the prediction "
+                                "extrapolates the fit",
+                                t.name, t.total_gpus(), t.nodes, t.node.gpus, world_size));
+  return notes;
+}
 
 // ---- preparing the jobs ----------------------------------------------------
 
-// The cost model's ranking of every schedule of a job on `topology`, as `backend` would run it.
-sim::TuneResult predict_job(const Job& j, const std::vector<model::Schedule>& all, const sim::Topology& topology,
-                            const std::string& backend) {
-  const sim::Context ctx{topology, j.point.ranks_per_group, j.point.sizes, plan::parse_backend(backend, "--backend")};
-  return sim::tune(all, ctx, sim::predict_space());
+// The schedules `--schedule` names at a job's point: all, one by name, every
+// one for `best` (narrowed once predicted), or the tune file's document for the
+// point (with its knobs).
+std::vector<model::Schedule> named_schedules(Job& j, const RunArgs& a) {
+  if (model::is_schedule_file(a.schedule)) {
+    const model::PointQuery q{j.point.sizes, j.point.ranks_per_group, j.point.groups, "", a.backend};
+    auto chosen = model::schedule_for_point(j.point.program, a.schedule, q);
+    j.tuned = chosen.point;
+    return {std::move(chosen.schedule)};
+  }
+  if (a.schedule == "all" || a.schedule == "best") return model::enumerate_schedules(j.point.program);
+  return {model::find_schedule(j.point.program, a.schedule)};
 }
 
-// Fills a job's schedules: all, the predicted best (knobs included), or one by
-// name; with a topology, the prediction of each.
+// Fills a job's schedules and their knobs. With a topology, each schedule's
+// knobs are the ones predict chooses (a tune file's and the knob flags pinned)
+// and its prediction is kept; `best` keeps the fastest. Without one, the
+// file's knobs or the flags' apply, and a tune file's own prediction is shown.
 void select_schedules(Job& j, const RunArgs& a, const std::optional<sim::Topology>& topology) {
-  auto all = model::enumerate_schedules(j.point.program);
-  if (topology) {
-    const auto ranked = predict_job(j, all, *topology, a.backend);
-    for (const auto& c : ranked.ranked) j.predicted_us[c.name] = c.time_us;
-    if (a.schedule == "best") {
-      const auto& best = ranked.ranked.front();
-      model::Schedule s = all.at(static_cast<std::size_t>(best.schedule));
-      s.knobs = best.knobs;
-      j.schedules = {std::move(s)};
-      return;
+  const bool file = model::is_schedule_file(a.schedule);
+  auto schedules = named_schedules(j, a);
+  if (!topology) {
+    for (auto& s : schedules) s.knobs = a.knobs.applied(s.knobs);
+    if (j.tuned && j.tuned->predicted_us && !a.knobs.any()) {
+      j.predicted_us[schedules.front().name()] = *j.tuned->predicted_us;
+      j.predicted_on = j.tuned->topology;
+      if (j.tuned->backend != a.backend)
+        j.notes.push_back(fmt::format("{} was tuned for the {} backend on {}; this run measures the {} backend: "
+                                      "its prediction is for that machine, not this one",
+                                      a.schedule, j.tuned->backend, j.tuned->topology, a.backend));
+    }
+    j.schedules = std::move(schedules);
+    return;
+  }
+  const sim::Context ctx{*topology, j.point.ranks_per_group, j.point.sizes, plan::parse_backend(a.backend, "--backend")};
+  double best_us = 0;
+  std::size_t best = 0;
+  for (std::size_t i = 0; i < schedules.size(); ++i) {
+    auto& s = schedules[i];
+    const auto c = sim::tune({s}, ctx, a.knobs.space(s, file)).ranked.front();
+    s.knobs = c.knobs;
+    j.predicted_us[s.name()] = c.time_us;
+    if (i == 0 || c.time_us < best_us) {
+      best_us = c.time_us;
+      best = i;
     }
   }
-  j.schedules = a.schedule == "all" ? std::move(all)
-                                    : std::vector<model::Schedule>{model::find_schedule(j.point.program, a.schedule)};
+  j.predicted_on = topology->name;
+  j.notes = prediction_notes(*topology, a.backend, j.point.world_size());
+  if (a.schedule == "best") schedules = {schedules[best]};
+  j.schedules = std::move(schedules);
 }
 
 // The topology the schedules are predicted on (--topology, with the --set
@@ -108,6 +163,18 @@ std::optional<sim::Topology> run_topology(const RunArgs& a, const model::Assignm
   return std::nullopt;
 }
 
+// A tune file's sizes for a workload target given no sizes: `run W --schedule
+// FILE` runs the point tune chose. Appended to the --set values.
+void sizes_from_file(const RunArgs& a, const model::Experiment& e, model::Assignments& values) {
+  if (!model::is_schedule_file(a.schedule) || e.workloads.size() != 1) return;
+  const std::string name = model::load_program(model::resolve_workload(e.workloads.front().workload)).name;
+  const auto sizes = model::common_sizes(model::read_schedule_documents(a.schedule), name);
+  if (!sizes) return;
+  for (const auto& [k, v] : values)
+    if (sizes->contains(k)) return;
+  for (const auto& [k, v] : *sizes) values.emplace_back(k, std::to_string(v));
+}
+
 model::PointOptions point_options(const model::Assignments& values, const std::optional<sim::Topology>& topology,
                                   int world_size) {
   model::PointOptions o{values, world_size, std::nullopt, ""};
@@ -122,14 +189,16 @@ model::PointOptions point_options(const model::Assignments& values, const std::o
 // Every job of the target on `world_size` ranks, checked: the same on every
 // rank, and what `run` checks before it starts any.
 std::vector<Job> prepare_jobs(const RunArgs& a, exec::RunOptions& options, int world_size) {
-  const model::SetArgs sets = model::split_sets(a.sets);
+  a.knobs.check();
+  model::SetArgs sets = model::split_sets(a.sets);
   const auto topology = run_topology(a, sets.topology);
   const model::Experiment e = model::experiment_from_argument(a.target);
+  sizes_from_file(a, e, sets.workload);
   options.iters = a.iters > 0 ? a.iters : e.iters;
   options.warmup = a.warmup >= 0 ? a.warmup : e.warmup;
   std::vector<Job> jobs;
   for (auto& pt : model::expand(e, point_options(sets.workload, topology, world_size))) {
-    jobs.push_back(Job{std::move(pt), {}, {}});
+    jobs.push_back(Job{std::move(pt), {}, {}, {}, std::nullopt, {}});
     select_schedules(jobs.back(), a, topology);
   }
   return jobs;
@@ -143,10 +212,14 @@ std::string stages_text(const exec::RunRow& r) {
   return s;
 }
 
-// A row with the cost model's prediction of its schedule, when there is one.
+// A row with the knobs it ran with and the cost model's prediction of its
+// schedule, when there is one.
 struct Printed {
   exec::RunRow row;
+  model::Knobs knobs;
   std::optional<double> predicted_us;
+  std::string predicted_on;
+  const Job* job = nullptr;
 };
 
 std::vector<Printed> with_predictions(const std::vector<exec::RunRow>& rows, const std::vector<Job>& jobs) {
@@ -155,23 +228,46 @@ std::vector<Printed> with_predictions(const std::vector<exec::RunRow>& rows, con
   for (const auto& j : jobs)
     for (const auto& s : j.schedules) {
       if (i >= rows.size()) return out;
-      Printed p{rows[i++], std::nullopt};
+      Printed p{rows[i++], s.knobs, std::nullopt, j.predicted_on, &j};
       if (const auto it = j.predicted_us.find(s.name()); it != j.predicted_us.end()) p.predicted_us = it->second;
       out.push_back(std::move(p));
     }
   return out;
 }
 
-nlohmann::json row_json(const exec::RunRow& r) {
+// The knobs as the backend applies them: chunks everywhere; NCCL's algorithm,
+// protocol and channels on cuda only (the cpu backend's MPI chooses its own).
+std::string knobs_text(const model::Knobs& k, const std::string& backend) {
+  if (backend != "cuda") return fmt::format("chunks={}", k.chunks);
+  return fmt::format("chunks={} {}/{} channels={}", k.chunks, model::to_string(k.algo), model::to_string(k.proto),
+                     k.channels == 0 ? std::string("default") : std::to_string(k.channels));
+}
+
+nlohmann::json knobs_json(const model::Knobs& k, const std::string& backend) {
+  nlohmann::json j{{"chunks", k.chunks},
+                   {"algo", model::to_string(k.algo)},
+                   {"proto", model::to_string(k.proto)},
+                   {"channels", k.channels}};
+  if (backend != "cuda") j["not_applied"] = nlohmann::json::array({"algo", "proto", "channels"});
+  return j;
+}
+
+nlohmann::json row_json(const Printed& p, const std::string& backend) {
+  const exec::RunRow& r = p.row;
   nlohmann::json sizes = nlohmann::json::object();
   for (const auto& [k, v] : r.sizes) sizes[k] = v;
   nlohmann::json stages = nlohmann::json::array();
   for (const auto& st : r.stages) stages.push_back({{"name", st.name}, {"median_us", st.median_us}});
   nlohmann::json j{{"workload", r.workload}, {"sizes", sizes},          {"schedule", r.schedule},
+                   {"knobs", knobs_json(p.knobs, backend)},
                    {"median_us", r.median_us}, {"min_us", r.min_us},    {"max_us", r.max_us},
                    {"stages", stages},         {"verified", r.verified}, {"max_abs_error", r.max_abs_error},
                    {"checked_against", r.checked_against}};
   if (!r.verified) j["first_mismatch"] = r.mismatch;
+  if (p.predicted_us) {
+    j["predicted_us"] = *p.predicted_us;
+    j["predicted_on"] = p.predicted_on;
+  }
   return j;
 }
 
@@ -179,38 +275,104 @@ void print_json(const std::vector<Printed>& rows, const RunArgs& a, int ranks) {
   nlohmann::json out{{"backend", a.backend}, {"ranks", ranks}, {"rows", nlohmann::json::array()}};
   if (!a.topology.empty()) out["topology"] = a.topology;
   if (a.schedule == "best") out["chosen_by"] = "prediction";
+  if (model::is_schedule_file(a.schedule)) out["chosen_by"] = "tune file " + a.schedule;
+  std::vector<std::string> notes;
   for (const auto& p : rows) {
-    auto j = row_json(p.row);
-    if (p.predicted_us) j["predicted_us"] = *p.predicted_us;
-    out["rows"].push_back(std::move(j));
+    out["rows"].push_back(row_json(p, a.backend));
+    for (const auto& n : p.job->notes)
+      if (std::find(notes.begin(), notes.end(), n) == notes.end()) notes.push_back(n);
   }
+  out["notes"] = notes;
   fmt::print("{}\n", out.dump(2));
+}
+
+// The lines above the table that say what was chosen and how it was predicted.
+void print_header(const std::vector<Printed>& rows, const RunArgs& a, int ranks) {
+  fmt::print("backend {}, {} ranks\n", a.backend, ranks);
+  const bool file = model::is_schedule_file(a.schedule);
+  if (a.backend != "cuda" && (file || a.knobs.algo || a.knobs.proto || a.knobs.channels))
+    fmt::print("knobs: chunks applied; algo, proto and channels are NCCL's and do not apply on {} (MPI chooses its "
+               "own algorithms)\n",
+               a.backend);
+  std::vector<std::string> notes;
+  for (const auto& p : rows)
+    for (const auto& n : p.job->notes)
+      if (std::find(notes.begin(), notes.end(), n) == notes.end()) notes.push_back(n);
+  for (const auto& n : notes) fmt::print("note: {}\n", n);
+  for (const auto& p : rows) {
+    const std::string predicted =
+        p.predicted_us ? fmt::format("predicted {:.1f} us on {}", *p.predicted_us, p.predicted_on) : "not predicted";
+    if (file && p.job->tuned)
+      fmt::print("{}: {} {} {} ({}), tuned for {}: {}, measured {:.1f} us\n", a.schedule, p.row.workload,
+                 model::sizes_label(p.row.sizes), p.row.schedule, knobs_text(p.knobs, a.backend),
+                 p.job->tuned->text(), predicted, p.row.median_us);
+    else if (file)
+      fmt::print("{}: {} {} {} ({}): {}, measured {:.1f} us\n", a.schedule, p.row.workload,
+                 model::sizes_label(p.row.sizes), p.row.schedule, knobs_text(p.knobs, a.backend), predicted,
+                 p.row.median_us);
+    else if (a.schedule == "best")
+      fmt::print("best on {} by the cost model: {} {} ({}; {}, measured {:.1f} us)\n", a.topology, p.row.workload,
+                 p.row.schedule, knobs_text(p.knobs, a.backend), predicted, p.row.median_us);
+  }
 }
 
 void print_rows(const std::vector<Printed>& rows, const RunArgs& a, int ranks) {
   if (a.format == Format::json) return print_json(rows, a, ranks);
-  const bool predicted = !a.topology.empty();
+  bool predicted = false;
+  for (const auto& p : rows) predicted = predicted || p.predicted_us.has_value();
   Table t;
-  t.columns = {"workload", "sizes", "schedule", "median_us"};
+  t.columns = {"workload", "sizes", "schedule", "knobs", "median_us"};
   if (predicted) t.columns.emplace_back("predicted_us");
   for (const char* c : {"min_us", "max_us", "stages_us", "verified", "max_abs_error"}) t.columns.emplace_back(c);
   for (const auto& p : rows) {
     const auto& r = p.row;
-    std::vector<Cell> row{r.workload, model::sizes_label(r.sizes), r.schedule, r.median_us};
+    std::vector<Cell> row{r.workload, model::sizes_label(r.sizes), r.schedule, knobs_text(p.knobs, a.backend),
+                          r.median_us};
     if (predicted) row.emplace_back(p.predicted_us ? Cell(*p.predicted_us) : Cell(std::string("-")));
     for (Cell c : std::vector<Cell>{r.min_us, r.max_us, stages_text(r), r.verified,
                                     fmt::format("{:.3g}", r.max_abs_error)})
       row.push_back(std::move(c));
     t.add(std::move(row));
   }
-  if (a.format == Format::table) {
-    fmt::print("backend {}, {} ranks\n", a.backend, ranks);
-    if (a.schedule == "best")
-      for (const auto& p : rows)
-        fmt::print("best on {} by the cost model: {} {} (predicted {:.1f} us, measured {:.1f} us)\n", a.topology,
-                   p.row.workload, p.row.schedule, p.predicted_us.value_or(0.0), p.row.median_us);
-  }
+  if (a.format == Format::table) print_header(rows, a, ranks);
   print(t, a.format);
+}
+
+// The environment that makes NCCL use the knobs of every schedule of the jobs
+// (its documented NCCL_ALGO, NCCL_PROTO, NCCL_MIN/MAX_NCHANNELS), read when
+// the communicators are created: one setting per job, so the schedules must agree.
+void set_nccl_knobs(const std::vector<Job>& jobs) {
+  std::optional<model::Knobs> first;
+  for (const auto& j : jobs)
+    for (const auto& s : j.schedules) {
+      model::Knobs k = s.knobs;
+      k.chunks = 1;
+      if (first && !(*first == k))
+        throw UserError("--backend cuda: these schedules ask NCCL for different algorithms, protocols or channels, "
+                        "which one job cannot give; run them one at a time (--schedule NAME) or pin --algo, "
+                        "--proto and --channels");
+      first = k;
+    }
+  if (!first) return;
+  static const std::map<model::Algo, const char*> algos = {
+      {model::Algo::ring, "Ring"}, {model::Algo::tree, "Tree"}, {model::Algo::nvls, "NVLS"}};
+  static const std::map<model::Proto, const char*> protos = {
+      {model::Proto::ll, "LL"}, {model::Proto::ll128, "LL128"}, {model::Proto::simple, "Simple"}};
+  if (const auto it = algos.find(first->algo); it != algos.end()) setenv("NCCL_ALGO", it->second, 1);
+  if (first->algo == model::Algo::hierarchical)
+    fmt::print(stderr, "coconet: algo hierarchical has no NCCL_ALGO value; NCCL chooses its own\n");
+  if (const auto it = protos.find(first->proto); it != protos.end()) setenv("NCCL_PROTO", it->second, 1);
+  if (first->channels > 0) {
+    const std::string n = std::to_string(first->channels);
+    setenv("NCCL_MIN_NCHANNELS", n.c_str(), 1);
+    setenv("NCCL_MAX_NCHANNELS", n.c_str(), 1);
+  }
+}
+
+// The world size of this job before any backend starts: mpirun's, else --ranks, else 1.
+int expected_world_size(const RunArgs& a) {
+  if (const char* n = std::getenv("OMPI_COMM_WORLD_SIZE"); n != nullptr && *n != '\0') return std::atoi(n);
+  return a.ranks > 0 ? a.ranks : 1;
 }
 
 // ---- running -----------------------------------------------------------------
@@ -302,6 +464,10 @@ void run_command(const RunArgs& a) {
     (void)prepare_jobs(a, checked, a.ranks);  // bad input is reported once, before any rank starts
     exec::relaunch_under_mpirun(a.ranks);
   }
+  if (a.backend == "cuda") {
+    exec::RunOptions checked;
+    set_nccl_knobs(prepare_jobs(a, checked, expected_world_size(a)));
+  }
   auto backend = exec::make_backend(a.backend);
   exec::RunOptions options;
   std::vector<Job> jobs;
@@ -339,12 +505,15 @@ void register_run(CLI::App& app) {
   auto args = std::make_shared<RunArgs>();
   auto* cmd = app.add_subcommand("run", "Run schedules for real on a backend, timed and verified");
   cmd->add_option("target", args->target, "Workload (name or YAML path) or experiment")->required();
-  cmd->add_option("--backend", args->backend, "Backend: cpu (MPI) or cuda")->capture_default_str();
+  cmd->add_option("--backend", args->backend, "Backend: cpu (MPI) or cuda")->capture_default_str()
+      ->check(one_of({"cpu", "cuda"}))
+      ->type_name("cpu|cuda");
   cmd->add_option("--ranks", args->ranks,
                   "Ranks to start with mpirun (outside mpirun); default: the ranks mpirun gave, or 1")
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(1));
   cmd->add_option("--schedule", args->schedule,
-                  "Schedule name, all, or best (the one the cost model predicts fastest on --topology)")
+                  "Schedule name, all, best (the one the cost model predicts fastest on --topology), or a schedule "
+                  "YAML file (e.g. what `coconet tune --out` wrote: its document for the point, with its knobs)")
       ->capture_default_str();
   cmd->add_option("--topology", args->topology,
                   "Topology (name or YAML, e.g. cpu-local from `coconet calibrate`): predict each schedule on it "
@@ -352,12 +521,13 @@ void register_run(CLI::App& app) {
   cmd->add_option("--set", args->sets,
                   "NAME=VALUE: a workload size (e.g. N=1048576, N=4K, N=1e6) or scalar (e.g. lr=0.1), or a "
                   "value of the --topology (dotted, e.g. gpu.hbm_GBps=4000); repeatable");
+  add_knob_flags(cmd, args->knobs);
   cmd->add_option("--iters", args->iters, "Timed steps (default: the experiment's, else 10)")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--warmup", args->warmup, "Untimed steps first (default 2)")->check(CLI::NonNegativeNumber);
+      ->check(at_least(1));
+  cmd->add_option("--warmup", args->warmup, "Untimed steps first (default 2)")->check(at_least(0));
   cmd->add_option("--timeout", args->timeout_s, "Seconds without progress before the job is aborted")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(1));
   add_format_option(cmd, args->format);
   cmd->callback([args] { run_command(*args); });
 }

@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "cli/messages.h"
 #include "cli/workload_args.h"
 #include "model/catalog.h"
 #include "model/enumerate.h"
@@ -114,12 +115,12 @@ void register_show(CLI::App& app) {
                   "streams, chunks, work");
   cmd->add_option("--ranks", plan->ranks, "With --plan: ranks per process group")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(1));
   cmd->add_option("--backend", plan->backend, "With --plan: the backend whose capabilities lower it (cuda or cpu)")
       ->capture_default_str();
   cmd->add_option("--chunks", plan->chunks, "With --plan: chunks of each overlap group")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(1));
   add_format_option(cmd, args->format);
   cmd->callback([args, plan] {
     if (!plan->schedule.empty()) {

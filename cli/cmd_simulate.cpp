@@ -5,7 +5,8 @@
 // The knobs are the ones `predict` would choose for that schedule (the tuner
 // over sim::predict_space() on this one schedule), so both print the same time
 // for the same point; --chunks, --algo, --proto and --channels pin theirs (a
-// schedule YAML file pins all of its own), and the tuner chooses the rest.
+// schedule YAML file pins all of its own), and the tuner chooses the rest. A
+// file `tune` wrote holds one schedule per point: each point takes its own.
 #include <memory>
 #include <optional>
 
@@ -15,10 +16,12 @@
 #include "cli/commands.h"
 #include "cli/predict_report.h"
 #include "cli/format.h"
+#include "cli/knob_args.h"
 #include "model/catalog.h"
 #include "model/enumerate.h"
 #include "model/error.h"
 #include "model/points.h"
+#include "model/schedule_file.h"
 #include "sim/predict.h"
 #include "sim/simulator.h"
 #include "sim/trace.h"
@@ -30,52 +33,19 @@ namespace {
 struct Args {
   PredictArgs predict;
   std::string schedule;
-  std::optional<int> chunks;
-  std::optional<std::string> algo;
-  std::optional<std::string> proto;
-  std::optional<int> channels;
+  KnobArgs knobs;
   std::string trace;
   Format format = Format::table;
 };
 
-bool from_file(const std::string& schedule) {
-  return schedule.ends_with(".yaml") || schedule.ends_with(".yml");
-}
-
-// The knob settings the tuner may choose from for schedule `s`.
-sim::KnobSpace knob_space(const Args& a, const model::Schedule& s) {
-  const model::Knobs& k = s.knobs;
-  sim::KnobSpace space =
-      from_file(a.schedule) ? sim::KnobSpace{{k.chunks}, {k.algo}, {k.proto}, {k.channels}} : sim::predict_space();
-  if (a.chunks) space.chunks = {*a.chunks};
-  if (a.algo) space.algos = {model::parse_algo(*a.algo)};
-  if (a.proto) space.protos = {model::parse_proto(*a.proto)};
-  if (a.channels) space.channels = {*a.channels};
-  return space;
-}
-
-void check_knob_flags(const Args& a) {
-  if (a.chunks && *a.chunks < 1) throw UserError(fmt::format("--chunks {}: needs at least 1", *a.chunks));
-  if (a.channels && *a.channels < 0)
-    throw UserError(fmt::format("--channels {}: needs 0 (the topology's default) or more", *a.channels));
-  try {
-    if (a.algo) (void)model::parse_algo(*a.algo);
-  } catch (const UserError& e) {
-    throw UserError(fmt::format("--algo {}: {}", *a.algo, e.what()));
-  }
-  try {
-    if (a.proto) (void)model::parse_proto(*a.proto);
-  } catch (const UserError& e) {
-    throw UserError(fmt::format("--proto {}: {}", *a.proto, e.what()));
-  }
-}
-
 // The schedule named by --schedule for each entry of the experiment (none for
-// an entry that lacks it, when the experiment has several).
+// an entry that lacks it, when the experiment has several). A schedule file
+// is read per point instead (schedule_at).
 std::vector<std::optional<model::Schedule>> schedules_by_entry(const model::Experiment& e,
                                                                const std::vector<model::Point>& points,
                                                                const std::string& name) {
   std::vector<std::optional<model::Schedule>> out(e.workloads.size());
+  if (model::is_schedule_file(name)) return out;
   std::vector<bool> looked(e.workloads.size(), false);
   for (const auto& pt : points) {
     if (looked[pt.entry]) continue;
@@ -87,6 +57,20 @@ std::vector<std::optional<model::Schedule>> schedules_by_entry(const model::Expe
     }
   }
   return out;
+}
+
+// The schedule of point `pt`: from the entry's, or the document of a schedule
+// file that matches the point (none when the file has nothing for its workload).
+std::optional<model::Schedule> schedule_at(const Args& a, const std::vector<std::optional<model::Schedule>>& by_entry,
+                                           const model::Point& pt, const sim::Topology& t,
+                                           const std::vector<model::ScheduleDocument>& docs, bool single_workload) {
+  if (!model::is_schedule_file(a.schedule)) return by_entry[pt.entry];
+  bool has_workload = false;
+  for (const auto& d : docs) has_workload = has_workload || d.workload == pt.program.name;
+  if (!has_workload && !single_workload) return std::nullopt;
+  const model::PointQuery q{pt.sizes, pt.ranks_per_group, pt.groups, t.name, a.predict.backend.value_or("")};
+  if (!has_workload && docs.size() == 1) return model::find_schedule(pt.program, a.schedule);  // its own message
+  return model::schedule_for_point(pt.program, a.schedule, q).schedule;
 }
 
 Table stage_table(const sim::SimResult& r) {
@@ -138,19 +122,22 @@ std::string title_of(const Simulated& s) {
 }
 
 void run(const Args& a) {
-  check_knob_flags(a);
+  a.knobs.check();
   const model::Experiment e = model::experiment_from_argument(a.predict.target);
   const sim::PredictOptions o = a.predict.options();
   const sim::Topology t = sim::experiment_topology(e, o);
   const std::vector<model::Point> points = model::expand(e, sim::point_options(o, t));
   const auto schedules = schedules_by_entry(e, points, a.schedule);
+  const bool file = model::is_schedule_file(a.schedule);
+  const auto docs = file ? model::read_schedule_documents(a.schedule) : std::vector<model::ScheduleDocument>{};
   nlohmann::json out = nlohmann::json::array();
   int simulated = 0;
   for (const auto& pt : points) {
-    if (!schedules[pt.entry]) continue;
-    model::Schedule s = *schedules[pt.entry];
+    const auto chosen = schedule_at(a, schedules, pt, t, docs, e.workloads.size() == 1);
+    if (!chosen) continue;
+    model::Schedule s = *chosen;
     const sim::Context ctx{t, pt.ranks_per_group, pt.sizes, sim::backend_option(o)};
-    s.knobs = sim::tune({s}, ctx, knob_space(a, s)).ranked.front().knobs;
+    s.knobs = sim::tune({s}, ctx, a.knobs.space(s, file)).ranked.front().knobs;
     const Simulated done{pt, s, t, sim::simulate(s, ctx), sim::predict_analytic(s, ctx).time_us};
     if (!a.trace.empty()) {
       const std::string path = simulated == 0 ? a.trace : fmt::format("{}.{}", a.trace, simulated);
@@ -180,10 +167,7 @@ void register_simulate(CLI::App& app) {
   add_predict_flags(cmd, a->predict, /*target_required=*/true);
   cmd->add_option("--schedule,-s", a->schedule, "Schedule name, e.g. 'fuse(RS-C-AG)', or a schedule YAML file")
       ->required();
-  cmd->add_option("--chunks", a->chunks, "Chunks of each overlapped stage (default: as predict chooses)");
-  cmd->add_option("--algo", a->algo, "ring, tree, nvls, hierarchical or auto (default: as predict chooses)");
-  cmd->add_option("--proto", a->proto, "ll, ll128, simple or auto (default: as predict chooses)");
-  cmd->add_option("--channels", a->channels, "NCCL channels, 0: the topology's default (default: as predict chooses)");
+  add_knob_flags(cmd, a->knobs);
   cmd->add_option("--trace", a->trace, "Write a Chrome trace (Perfetto) JSON here");
   add_format_option(cmd, a->format);
   cmd->callback([a] { run(*a); });

@@ -11,21 +11,24 @@
 #include "cli/format.h"
 #include "model/error.h"
 #include "model/points.h"
+#include "model/schedule_file.h"
 #include "sim/predict.h"
 #include "sim/trace.h"
 
 namespace coconet::cli {
 
-
 namespace {
 
-// One YAML document per point; several are separated by `---`.
+// One YAML document per point, separated by `---`, each naming its point as
+// data (model/schedule_file.h) so that run and simulate can pick theirs.
 std::string best_yaml(const std::vector<sim::PointReport>& reports) {
   std::string out;
   for (const auto& r : reports) {
     if (!out.empty()) out += "---\n";
     out += fmt::format("# best for {} {} on {} ({} node(s), {} ranks per group): {:.1f} us predicted, {:.2f}x over {}\n",
                        r.workload, r.sizes, r.topology, r.nodes, r.ranks, r.best().time_us, r.speedup, r.baseline);
+    out += model::point_yaml(model::SchedulePoint{r.workload, r.bindings, r.ranks, r.groups, r.topology, r.nodes,
+                                                  r.backend, r.best().time_us});
     out += model::to_yaml(r.best_schedule());
     if (!out.ends_with('\n')) out += '\n';
   }

@@ -11,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "cli/messages.h"
 #include "model/assign.h"
 #include "model/error.h"
 
@@ -104,6 +105,7 @@ void validate_command(const ValidateArgs& a) {
   const auto o = options_of(a);
   if (!exec::launched_by_mpirun()) {
     validation::check_validate_inputs(o, std::max(a.ranks, 1));  // reported once, before any rank starts
+    validation::check_report_folder(a.out);
     if (a.ranks > 1) validation::run_under_mpirun(a.ranks);
   }
   auto backend = exec::make_backend(a.backend);
@@ -153,18 +155,20 @@ void register_validate(CLI::App& app) {
       "validate", "Predict every schedule, run it, and report predictions next to measurements");
   cmd->add_option("experiment", args->experiment,
                   "Experiment name (configs/experiments/) or YAML path (default: cpu-local)");
-  cmd->add_option("--backend", args->backend, "Backend to measure on: cpu (MPI) or cuda")->capture_default_str();
+  cmd->add_option("--backend", args->backend, "Backend to measure on: cpu (MPI) or cuda")->capture_default_str()
+      ->check(one_of({"cpu", "cuda"}))
+      ->type_name("cpu|cuda");
   cmd->add_option("--ranks", args->ranks, "Ranks to start with mpirun (outside mpirun); default: mpirun's, or 1")
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(1));
   cmd->add_option("--topology", args->topology,
                   "Topology to predict with (name or YAML path); default: calibrate this machine first");
   cmd->add_option("--out", args->out, "Folder for the report (replaced atomically)")->required();
   cmd->add_flag("--reference", args->reference,
                 "Compare the model with the published figures in validation/reference/ instead of running");
   cmd->add_option("--iters", args->iters, "Timed steps per schedule (default: the experiment's)")
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(1));
   cmd->add_option("--warmup", args->warmup, "Untimed steps first (default: the experiment's)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(at_least(0));
   cmd->add_option("--set", args->sets,
                   "Override a size or scalar of every workload that has it, NAME=VALUE (repeatable; the rules "
                   "of predict and run)");

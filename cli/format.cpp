@@ -2,6 +2,7 @@
 #include "cli/format.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 
 #include <fmt/core.h>
@@ -10,11 +11,20 @@
 namespace coconet::cli {
 
 void add_format_option(CLI::App* cmd, Format& out) {
-  static const std::map<std::string, Format> names = {
-      {"table", Format::table}, {"text", Format::table}, {"json", Format::json}, {"csv", Format::csv}};
-  cmd->add_option("--format", out, "Output format: table, json or csv")
-      ->transform(CLI::CheckedTransformer(names, CLI::ignore_case))
-      ->default_str("table");
+  // CLI11 reads an enum as its number: the transform turns a name into it, and
+  // words any other value our way ("--format: expected table, json or csv").
+  const CLI::Validator names(
+      [](std::string& s) -> std::string {
+        std::string v = s;
+        std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return std::tolower(c); });
+        if (v == "table" || v == "text") s = std::to_string(int(Format::table));
+        else if (v == "json") s = std::to_string(int(Format::json));
+        else if (v == "csv") s = std::to_string(int(Format::csv));
+        else return "expected table, json or csv, got '" + s + "'";
+        return "";
+      },
+      "", "format");
+  cmd->add_option("--format", out, "Output format (default table)")->transform(names)->type_name("table|json|csv");
 }
 
 namespace {

@@ -21,6 +21,7 @@
 #include <fmt/core.h>
 
 #include "cli/commands.h"
+#include "cli/messages.h"
 #include "model/error.h"
 
 namespace {
@@ -74,6 +75,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Print help for every subcommand");
   register_commands(app);
+  coconet::cli::configure_messages(app, argc, argv);  // our wording for parse errors; --version
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

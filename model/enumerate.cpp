@@ -16,6 +16,7 @@
 
 #include "model/catalog.h"
 #include "model/error.h"
+#include "model/schedule_file.h"
 #include "model/transforms.h"
 
 namespace coconet::model {
@@ -145,8 +146,22 @@ std::vector<Schedule> enumerate_schedules(const Program& p) {
 Schedule baseline(const Program& p) { return initial_schedule(p); }
 
 Schedule find_schedule(const Program& p, const std::string& name_or_yaml) {
-  if (name_or_yaml.ends_with(".yaml") || name_or_yaml.ends_with(".yml"))
-    return schedule_from_yaml(p, read_file(name_or_yaml), name_or_yaml);
+  if (is_schedule_file(name_or_yaml)) {
+    const auto docs = read_schedule_documents(name_or_yaml);
+    std::vector<const ScheduleDocument*> mine;
+    std::string listed;
+    for (const auto& d : docs) {
+      if (d.workload == p.name) mine.push_back(&d);
+      listed += "\n  " + (d.point ? d.point->text() : d.workload);
+    }
+    if (mine.size() == 1) return schedule_from_yaml(p, mine.front()->text, name_or_yaml);
+    if (mine.empty() && docs.size() == 1) return schedule_from_yaml(p, docs.front().text, name_or_yaml);
+    if (mine.empty())
+      throw UserError(fmt::format("{} has no schedule for workload '{}'; it has:{}", name_or_yaml, p.name, listed));
+    throw UserError(fmt::format("{} has {} schedules for '{}', one per point; `run` and `simulate` pick the one "
+                                "of their point; it has:{}",
+                                name_or_yaml, mine.size(), p.name, listed));
+  }
   std::string names;
   for (auto& s : enumerate_schedules(p)) {
     if (s.name() == name_or_yaml) return std::move(s);

@@ -111,7 +111,7 @@ Schedule replay(const Program& program, const std::string& origin, const YAML::N
 }
 
 Schedule read_schedule(const Program& program, const std::string& origin, const YAML::Node& root) {
-  reject_unknown_keys(origin, root, {"workload", "name", "history", "knobs", "stages", "overlaps"},
+  reject_unknown_keys(origin, root, {"workload", "name", "history", "knobs", "stages", "overlaps", "point"},
                       "a schedule");
   if (!root["workload"]) fail(origin, root, "a schedule needs `workload: NAME`");
   const std::string workload = scalar(origin, root["workload"], "workload");

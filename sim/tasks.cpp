@@ -41,6 +41,15 @@ double scalar_allreduce_us(const Context& ctx) {
   return predict_collective(ctx.topology, r).time_us();
 }
 
+// The words for a topology's resources: a GPU's HBM, SMs and NVLink, or on a
+// CPU topology its memory, cores and the MPI transport between local ranks.
+std::string memory_word(const Topology& t) { return t.device == Device::cpu ? "memory" : "HBM"; }
+std::string units_word(const Topology& t) { return t.device == Device::cpu ? "cores" : "SMs"; }
+std::string link_bound(const Topology& t, Link link) {
+  if (link == Link::network) return "network-bound";
+  return t.device == Device::cpu ? "MPI-transport-bound" : "NVLink-bound";
+}
+
 std::string bytes_text(double b) {
   constexpr double kK = 1e3, kM = 1e6, kG = 1e9;
   if (b >= kG) return fmt::format("{:.2f} GB", b / kG);
@@ -62,7 +71,8 @@ Task elementwise_task(const plan::Work& w, const Context& ctx, double share, int
   k.work_us = elementwise_body_us(t, bytes, w.flops * share);
   k.demand_GBps[int(Resource::hbm)] = demand(bytes, k.work_us, capacity_GBps(ctx, Resource::hbm));
   const bool math_bound = k.work_us > transfer_us(bytes, t.gpu.hbm_effective_GBps()) * (1 + 1e-9);
-  k.detail = fmt::format("{} over HBM, {}", bytes_text(bytes), math_bound ? "FLOP-bound" : "HBM-bound");
+  k.detail = fmt::format("{} over {}, {}", bytes_text(bytes), memory_word(t),
+                         math_bound ? "FLOP-bound" : memory_word(t) + "-bound");
   return k;
 }
 
@@ -77,8 +87,8 @@ Task gemm_task(const plan::Gemm& g, const Context& ctx, double share, int calls)
   k.latency_us = calls * t.gpu.launch_us;
   k.work_us = calls * gemm_body_us(t, k.gemm, t.gpu.sms);
   k.demand_GBps[int(Resource::hbm)] = demand(k.gemm.bytes(), k.work_us, capacity_GBps(ctx, Resource::hbm));
-  k.detail = fmt::format("[{}x{}]x[{}x{}] {}, {} tiles on {} SMs", k.gemm.m, k.gemm.k, k.gemm.k, k.gemm.n,
-                         model::to_string(k.gemm.dtype), gemm_tiles(t, k.gemm), t.gpu.sms);
+  k.detail = fmt::format("[{}x{}]x[{}x{}] {}, {} tiles on {} {}", k.gemm.m, k.gemm.k, k.gemm.k, k.gemm.n,
+                         model::to_string(k.gemm.dtype), gemm_tiles(t, k.gemm), t.gpu.sms, units_word(t));
   return k;
 }
 
@@ -132,7 +142,7 @@ Task comm_task(const plan::Work& w, const Context& ctx, const model::Knobs& knob
   k.demand_GBps[int(r)] = demand(traffic, k.work_us, capacity_GBps(ctx, r));
   k.demand_GBps[int(Resource::hbm)] =
       demand(hbm + w.hbm_bytes * share, k.work_us, capacity_GBps(ctx, Resource::hbm));
-  k.detail = detail + (link == Link::network ? ", network-bound" : ", NVLink-bound");
+  k.detail = detail + ", " + link_bound(t, link);
   return k;
 }
 

@@ -26,6 +26,10 @@ namespace coconet::validation {
 // existing DIR is replaced only when it is one, or empty).
 inline constexpr const char* kReportMarker = ".coconet-report";
 
+// Throws UserError (naming --out) when `dir` exists and is neither empty nor
+// a coconet report: what validate checks before any rank starts.
+void check_report_folder(const std::string& dir);
+
 // Writes every file of the report into `dir`, atomically as a whole. Throws
 // UserError when `dir` exists and is neither empty nor a coconet report, or
 // when it cannot be written. `after_file` (tests) is called after each file

@@ -73,14 +73,25 @@ void move_into_place(const fs::path& stage, const fs::path& dir, const fs::path&
 
 }  // namespace
 
+namespace {
+fs::path report_target(const std::string& dir_text) {
+  const fs::path dir = fs::absolute(fs::path(dir_text)).lexically_normal();
+  return dir.has_filename() ? dir : dir.parent_path();
+}
+}  // namespace
+
+void check_report_folder(const std::string& dir_text) {
+  const fs::path target = report_target(dir_text);
+  if (!replaceable(target))
+    throw UserError(fmt::format("--out {}: '{}' exists and is not a coconet report (no {} in it): give --out a new "
+                                "or empty folder, or remove it first",
+                                dir_text, target.string(), kReportMarker));
+}
+
 void write_report(const ReportData& data, const Metrics& m, const std::string& dir_text,
                   const std::function<void(const std::string&)>& after_file) {
-  const fs::path dir = fs::absolute(fs::path(dir_text)).lexically_normal();
-  const fs::path target = dir.has_filename() ? dir : dir.parent_path();
-  if (!replaceable(target))
-    throw UserError(fmt::format("'{}' exists and is not a coconet report (no {} in it): give --out a new or "
-                                "empty folder, or remove it first",
-                                target.string(), kReportMarker));
+  const fs::path target = report_target(dir_text);
+  check_report_folder(dir_text);
   std::error_code ec;
   fs::create_directories(target.parent_path(), ec);
   const std::string tag = fmt::format("{}.{}", target.filename().string(), ::getpid());

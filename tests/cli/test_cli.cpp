@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -162,6 +163,44 @@ TEST_F(Cli, ExitCodes) {
   expect_rejected({"simulate", "adam", "--schedule", "AR-C", "--algo", "bogus"}, "--algo bogus: ");
   expect_rejected({"simulate", "adam", "--schedule", "AR-C", "--chunks", "0"}, "--chunks 0: ");
   expect_rejected({"collective", "-b", "1.5"}, "-b 1.5: ");
+}
+
+// ---- messages of our own ---------------------------------------------------------
+
+TEST_F(Cli, VersionNamesTheBuild) {
+  const Result r = run({"--version"});
+  EXPECT_EQ(r.code, 0) << r.all();
+  for (const char* part : {"coconet ", "commit ", "build type ", "CUDA ", "NCCL ", "MPI "})
+    EXPECT_TRUE(contains(r.out, part)) << part << "\n" << r.all();
+}
+
+TEST_F(Cli, ParseErrorsNameTheFlagAndWhatItTakes) {
+  const auto said = [&](const Args& args, const std::vector<std::string>& parts) {
+    const Result r = run(args);
+    EXPECT_EQ(r.code, 2) << r.all();
+    for (const auto& p : parts) EXPECT_TRUE(contains(r.err, p)) << "expected '" << p << "' in\n" << r.all();
+    for (const char* raw : {"not in range", "At Most", "A subcommand is required", "Could not convert",
+                            "Run with --help", "not an allowed value"})
+      EXPECT_FALSE(contains(r.err, raw)) << raw << "\n" << r.all();
+  };
+  said({"predcit", "adam"}, {"unknown command 'predcit'", "did you mean 'predict'"});
+  said({}, {"name a command", "predict"});
+  said({"run", "adam", "--ranks", "0"}, {"--ranks", "at least 1"});
+  said({"predict", "--ranks", "abc"}, {"--ranks", "'abc'"});
+  said({"predict", "--nodes", "0"}, {"--nodes", "at least 1"});
+  said({"predict", "--format", "bogus"}, {"--format", "table, json or csv"});
+  said({"predict", "--topology", "dgx-h100", "--topology", "dgx-h200"}, {"--topology takes one value"});
+  said({"predict", "--no-such-flag"}, {"--no-such-flag", "coconet predict --help"});
+  said({"run", "adam", "--backend", "gpu"}, {"--backend", "cpu or cuda"});
+  said({"validate"}, {"--out is required"});
+  for (const char* cmd : {"list", "show", "collective", "predict", "tune", "simulate", "run", "validate", "calibrate"}) {
+    const Result help = run({cmd, "--help"});
+    EXPECT_EQ(help.code, 0) << cmd;
+    EXPECT_FALSE(contains(help.out, "ENUM") || contains(help.out, "->") || contains(help.out, "in [")) << help.out;
+    if (std::string(cmd) != "list") {
+      EXPECT_TRUE(contains(help.out, "table|json|csv")) << cmd << "\n" << help.out;
+    }
+  }
 }
 
 // ---- every json output parses -------------------------------------------------
@@ -369,6 +408,28 @@ TEST_F(Cli, RunChecksItsArgumentsBeforeStartingRanks) {
   EXPECT_TRUE(contains(pipeline.err, "multiple of 2")) << pipeline.all();
 }
 
+// Errors that can be known before ranks start are reported before they start:
+// with no mpirun to be found, a relaunch would fail naming it.
+TEST_F(Cli, EveryArgumentErrorComesBeforeMpirun) {
+  const Args no_mpirun{"PATH=/nonexistent", "COCONET_MPIRUN="};
+  const auto rejected = [&](const Args& args, const std::string& part) {
+    const Result r = run(args, no_mpirun);
+    EXPECT_EQ(r.code, 2) << r.all();
+    EXPECT_TRUE(contains(r.err, part)) << "expected '" << part << "' in\n" << r.all();
+    EXPECT_FALSE(contains(r.err, "mpirun")) << r.all();
+    EXPECT_FALSE(contains(r.err, "MPI_ABORT")) << r.all();
+  };
+  rejected({"run", "adam", "--ranks", "2", "--schedule", "best"}, "--schedule best");
+  rejected({"run", "adam", "--ranks", "2", "--schedule", "NOPE"}, "no schedule named 'NOPE'");
+  rejected({"run", "adam", "--ranks", "2", "--schedule", "missing.yaml"}, "missing.yaml");
+  rejected({"run", "adam", "--ranks", "2", "--chunks", "0"}, "--chunks 0");
+  rejected({"run", "adam", "--ranks", "2", "--algo", "bogus"}, "--algo bogus");
+  fs::create_directories(dir_ / "notes");
+  std::ofstream(dir_ / "notes" / "todo.txt") << "mine\n";
+  rejected({"validate", "--ranks", "2", "--topology", "cpu-local", "--out", "notes"}, "is not a coconet report");
+  rejected({"calibrate", "--ranks", "2", "--out", "no/such/folder/t.yaml"}, "--out no/such/folder/t.yaml");
+}
+
 TEST_F(Cli, BackendIsStoredAndPrinted) {
   const json j =
       parsed(run({"predict", "adam", "--set", "N=4096", "--backend", "cuda", "--format", "json"}));
@@ -383,6 +444,105 @@ TEST_F(Cli, BackendIsStoredAndPrinted) {
   EXPECT_TRUE(contains(bad.err, "--backend") && contains(bad.err, "cuda") &&
               contains(bad.err, "cpu"))
       << bad.all();
+}
+
+// ---- what tune chose, run and simulated ------------------------------------------
+
+// tune writes one document per point with the point as data; run without --set
+// takes the file's sizes, runs its schedule with its knobs and prints tune's
+// prediction beside the measurement.
+TEST_F(Cli, RunTheScheduleTuneWrote) {
+  if (!kHaveMpi) GTEST_SKIP() << "no MPI in this build";
+  const Result tuned = run({"tune", "adam", "--set", "N=4096", "--ranks", "2", "--topology", "cpu-local",
+                            "--format", "json", "--out", "best.yaml"});
+  ASSERT_EQ(tuned.code, 0) << tuned.all();
+  const json best = parsed(tuned)["points"][0]["rows"][0];
+  const std::string text = read_text(dir_ / "best.yaml");
+  EXPECT_TRUE(contains(text, "point: {workload: adam, sizes: {N: 4096}, ranks: 2")) << text;
+
+  const Result r = run({"run", "adam", "--schedule", "best.yaml", "--backend", "cpu", "--ranks", "2", "--iters",
+                        "1", "--warmup", "0", "--format", "json"});
+  ASSERT_EQ(r.code, 0) << r.all();
+  const json j = parsed(r);
+  ASSERT_EQ(j["rows"].size(), 1u);
+  const json& row = j["rows"][0];
+  EXPECT_EQ(row["schedule"], best["schedule"]);
+  EXPECT_EQ(row["sizes"]["N"], 4096);
+  const std::string knobs = best["knobs"];  // "chunks=C algo/proto channels=N"
+  EXPECT_EQ("chunks=" + std::to_string(row["knobs"]["chunks"].get<int>()), knobs.substr(0, knobs.find(' ')))
+      << row.dump();
+  EXPECT_NEAR(row["predicted_us"].get<double>(), best["time_us"].get<double>(), 1e-3);
+  EXPECT_TRUE(row["verified"].get<bool>());
+
+  const Result table = run({"run", "adam", "--schedule", "best.yaml", "--ranks", "2", "--iters", "1", "--warmup",
+                            "0", "--chunks", "2"});
+  ASSERT_EQ(table.code, 0) << table.all();
+  EXPECT_TRUE(contains(table.out, "chunks=2")) << table.all();
+  EXPECT_TRUE(contains(table.out, "do not apply on cpu")) << table.all();
+}
+
+// A tune of a workload at its default point names 32 ranks; run on 2 says which
+// points the file has and the flags that select them.
+TEST_F(Cli, RunOfAnotherPointListsTheFilesPoints) {
+  ASSERT_EQ(run({"tune", "adam", "--out", "best.yaml"}).code, 0);
+  const Result r = run({"run", "adam", "--schedule", "best.yaml", "--backend", "cpu", "--ranks", "2"},
+                       {"PATH=/nonexistent", "COCONET_MPIRUN="});
+  EXPECT_EQ(r.code, 2) << r.all();
+  EXPECT_TRUE(contains(r.err, "no schedule for adam N=335708160 on 2 ranks")) << r.all();
+  EXPECT_TRUE(contains(r.err, "--set N=335708160 --ranks 32")) << r.all();
+  EXPECT_FALSE(contains(r.err, "MPI")) << r.all();
+}
+
+TEST_F(Cli, MultiPointTuneFile) {
+  std::ofstream(dir_ / "two.yaml") << "name: two\ntopology: dgx-h100\nranks: 8\nworkloads:\n"
+                                      "  - workload: adam\n    sizes: {N: [4096, 1048576]}\n"
+                                      "  - workload: sgd\n    sizes: {N: 4096}\n";
+  ASSERT_EQ(run({"tune", "two.yaml", "--out", "best.yaml", "--format", "json"}).code, 0);
+  const std::string docs = read_text(dir_ / "best.yaml");
+  EXPECT_TRUE(contains(docs, "point: {workload: sgd, sizes: {N: 4096}, ranks: 8")) << docs;
+  const json tuned = parsed(run({"tune", "two.yaml", "--format", "json"}));
+  ASSERT_EQ(tuned["points"].size(), 3u);
+  for (const auto& p : tuned["points"]) {
+    const std::string workload = p["workload"];
+    const std::string size = p["sizes"].get<std::string>().substr(2);
+    const json s = parsed(run({"simulate", workload, "--set", "N=" + size, "--ranks", "8", "--schedule",
+                               "best.yaml", "--format", "json"}));
+    ASSERT_EQ(s["points"].size(), 1u) << workload << " " << size;
+    EXPECT_EQ(s["points"][0]["schedule"], p["best"]) << workload << " " << size;
+    EXPECT_NEAR(s["points"][0]["time_us"].get<double>(), p["rows"][0]["time_us"].get<double>(), 1e-6);
+  }
+  const Result other = run({"simulate", "adam", "--set", "N=8192", "--ranks", "8", "--schedule", "best.yaml"});
+  EXPECT_EQ(other.code, 2) << other.all();
+  EXPECT_TRUE(contains(other.err, "adam N=1048576 on 8 ranks")) << other.all();
+  EXPECT_TRUE(contains(other.err, "sgd N=4096 on 8 ranks")) << other.all();
+  const Result lamb = run({"simulate", "lamb", "--schedule", "best.yaml"});
+  EXPECT_EQ(lamb.code, 2) << lamb.all();
+  EXPECT_TRUE(contains(lamb.err, "no schedule for workload 'lamb'")) << lamb.all();
+}
+
+// ---- labels that fit the topology ---------------------------------------------------
+
+TEST_F(Cli, BottlenecksUseTheTopologysWords) {
+  const json cpu = parsed(run({"simulate", "adam", "--schedule", "RS-C-AG", "--set", "N=4096", "--ranks", "2",
+                               "--topology", "cpu-local", "--format", "json"}));
+  for (const auto& row : cpu["points"][0]["rows"]) {
+    const std::string bound = row["bound"];
+    EXPECT_FALSE(contains(bound, "NVLink") || contains(bound, "HBM") || contains(bound, "SMs")) << bound;
+  }
+  const std::string gpu = run({"simulate", "adam", "--schedule", "RS-C-AG", "--set", "N=4096", "--ranks", "8"}).out;
+  EXPECT_TRUE(contains(gpu, "NVLink-bound")) << gpu;
+}
+
+TEST_F(Cli, RunMarksPredictionsFromAnotherMachine) {
+  if (!kHaveMpi) GTEST_SKIP() << "no MPI in this build";
+  const auto notes_of = [&](const char* topology) {
+    const Result r = run({"run", "sgd", "--ranks", "2", "--set", "N=1024", "--schedule", "best", "--topology",
+                          topology, "--iters", "1", "--warmup", "0", "--format", "json"});
+    EXPECT_EQ(r.code, 0) << r.all();
+    return parsed(r)["notes"].dump();
+  };
+  EXPECT_TRUE(contains(notes_of("dgx-h100"), "describes GPUs, but this run measures the cpu backend"));
+  EXPECT_TRUE(contains(notes_of("cpu-local"), "was calibrated on 4 ranks"));
 }
 
 // ---- the same defaults everywhere ----------------------------------------------
@@ -503,6 +663,10 @@ const std::map<std::string, Args>& readme_examples() {
       {"coconet run adam --ranks 2 --set N=64K --set lr=0.01 --schedule best --topology cpu-local",
        {"run", "adam", "--ranks", "2", "--set", "N=64K", "--set", "lr=0.01", "--schedule", "best",
         "--topology", "cpu-local", "--iters", "1"}},
+      {"coconet tune adam --set N=64K --ranks 2 --topology cpu-local --out best.yaml",
+       {"tune", "adam", "--set", "N=64K", "--ranks", "2", "--topology", "cpu-local", "--out", "best.yaml"}},
+      {"coconet run adam --schedule best.yaml --backend cpu --ranks 2",
+       {"run", "adam", "--schedule", "best.yaml", "--backend", "cpu", "--ranks", "2", "--iters", "1"}},
   };
   return examples;
 }
@@ -536,7 +700,10 @@ TEST_F(Cli, EveryReadmeExampleIsHere) {
 }
 
 TEST_F(Cli, EveryReadmeExampleExitsZero) {
-  for (const auto& [command, args] : readme_examples()) {
+  std::vector<std::pair<std::string, Args>> ordered;  // tune first: a run example reads the file it writes
+  for (const auto& [command, args] : readme_examples())
+    ordered.insert(args[0] == "tune" ? ordered.begin() : ordered.end(), {command, args});
+  for (const auto& [command, args] : ordered) {
     const bool mpi = args[0] == "run" || args[0] == "calibrate" || args[0] == "validate";
     if (mpi && !kHaveMpi) continue;
     const Result r = run(args);
