@@ -25,12 +25,12 @@
 #include "model/schedule.h"
 #include "sim/simulator.h"
 #include "sim/context.h"
+#include "sim/units.h"
 
 namespace coconet::validation {
 
 namespace {
 
-constexpr double kGFLOPsPerTFLOPs = 1e3;
 constexpr double kBitsPerByte = 8.0;
 // Not fitted: a ring step reads the local and the received chunk and writes the
 // result, 3 memory accesses per byte sent (as the GPU topologies); it only
@@ -157,8 +157,8 @@ std::string topology_yaml(const Fitted& f, const CalibrateOptions& o, const std:
   y += fmt::format("  hbm_GBps: {:.4g}                # fit: element-wise kernels, bytes over time, all ranks running\n", e.GBps);
   y += "  hbm_efficiency: 1.0           # the fitted bandwidth is already the achieved one\n";
   y += fmt::format("  tflops: {{f16: {:.4g}, bf16: {:.4g}, f32: {:.4g}}}  # fit: GEMM f16, GEMM bf16; f32 = element-wise arithmetic rate\n",
-                   f.gemm_f16_GFLOPs / kGFLOPsPerTFLOPs, f.gemm_bf16_GFLOPs / kGFLOPsPerTFLOPs,
-                   e.GFLOPs / kGFLOPsPerTFLOPs);
+                   f.gemm_f16_GFLOPs / sim::kGflopsPerTflops, f.gemm_bf16_GFLOPs / sim::kGflopsPerTflops,
+                   e.GFLOPs / sim::kGflopsPerTflops);
   y += "  gemm_efficiency: 1.0          # the fitted GEMM rates are achieved ones (f32 GEMMs: not calibrated)\n";
   y += "  gemm_tile: {m: 1, n: 1}       # no tile quantisation on a CPU GEMM\n";
   y += fmt::format("  launch_us: {:.4g}               # fit: intercept of the element-wise kernels (runtime call overhead)\n",

@@ -18,7 +18,6 @@ namespace coconet::validation {
 
 namespace {
 using sim::kBytesPerGBpsUs;
-constexpr double kFlopsPerGFLOPsUs = 1e3; // 1 GFLOP/s does 1e3 FLOPs per microsecond
 constexpr int kMaxRegimeIterations = 32;
 
 std::vector<double> solve_free(const std::vector<std::vector<double>>& a, const std::vector<double>& y,
@@ -63,7 +62,7 @@ std::vector<double> fit_relative_nonnegative(const std::vector<std::vector<doubl
 
 double elementwise_model_us(const ElementwiseFit& f, double bytes, double flops) {
   const double mem = f.GBps > 0 ? bytes / (f.GBps * kBytesPerGBpsUs) : 0.0;
-  const double math = f.GFLOPs > 0 ? flops / (f.GFLOPs * kFlopsPerGFLOPsUs) : 0.0;
+  const double math = f.GFLOPs > 0 ? flops / (f.GFLOPs * sim::kFlopsPerGflopsUs) : 0.0;
   return f.launch_us + std::max(mem, math);
 }
 
@@ -94,7 +93,7 @@ ElementwiseFit fit_elementwise(const std::vector<ElementwiseSample>& s) {
   }
   f.launch_us = x[0];
   f.GBps = x[1] > 0 ? 1.0 / (x[1] * kBytesPerGBpsUs) : std::numeric_limits<double>::infinity();
-  f.GFLOPs = x[2] > 0 ? 1.0 / (x[2] * kFlopsPerGFLOPsUs) : std::numeric_limits<double>::infinity();
+  f.GFLOPs = x[2] > 0 ? 1.0 / (x[2] * sim::kFlopsPerGflopsUs) : std::numeric_limits<double>::infinity();
   return f;
 }
 
@@ -108,7 +107,7 @@ double fit_gemm_GFLOPs(const std::vector<GemmSample>& s, double launch_us) {
   }
   if (den <= 0 || num <= 0) throw UserError("the GEMM microbenchmarks give no positive rate to fit");
   const double us_per_flop = num / den;
-  return 1.0 / (us_per_flop * kFlopsPerGFLOPsUs);
+  return 1.0 / (us_per_flop * sim::kFlopsPerGflopsUs);
 }
 
 int ring_steps(const std::string& op, int ranks) {
