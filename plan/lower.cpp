@@ -84,7 +84,7 @@ class Lowering {
       if (!overlapped && stage.kind == model::StageKind::fused && !out_.caps.fused_updates.empty()) {
         auto m = match_fused_update(p_, stage);
         if (m && out_.caps.fused_updates.contains(m->update)) {
-          u.ops.push_back(add_fused(stage, k, unit, std::move(*m)));
+          add_fused(stage, k, unit, u, std::move(*m));
           continue;
         }
       }
@@ -138,22 +138,18 @@ class Lowering {
     op.stmts = {s.name};
     op.group = group;
     op.dest_group = s.op == OpKind::send ? s.type.group : -1;
-    op.code = op.cls == OpClass::elementwise ? "C"
-              : op.cls == OpClass::norm      ? "norm"
-                                             : model::Stage{model::StageKind::collective, {s.name}}.code(p_);
-    if (op.cls == OpClass::matmul) op.code = "MM";
+    // The paper's codes (C, MM, AR, RS, AG, BC, RD, P2P); a norm is "norm".
+    op.code = op.cls == OpClass::norm ? "norm" : model::Stage{model::StageKind::collective, {s.name}}.code(p_);
     open_run[op.group] = op.id;
     if (op.dest_group >= 0) open_run[op.dest_group] = -1;
   }
 
-  int add_fused(const model::Stage& stage, int k, int unit, FusedUpdateMatch m) {
-    Unit scratch;
-    Op& op = new_op(OpClass::fused, k, unit, scratch);
+  void add_fused(const model::Stage& stage, int k, int unit, Unit& u, FusedUpdateMatch m) {
+    Op& op = new_op(OpClass::fused, k, unit, u);
     op.stmts = stage.stmts;
     op.group = group_of(p_, stmt(stage.stmts.front()));
     op.code = out_.stage_codes[static_cast<std::size_t>(k)];
     op.fused = std::move(m);
-    return op.id;
   }
 
   // Producers, streams and lags (a computation waits a whole chunk for the
