@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "cli/json_out.h"
 #include "cli/messages.h"
 #include "model/error.h"
 
@@ -86,7 +87,7 @@ void calibrate_command(const CalibrateArgs& a) {
     if (a.format == Format::table)
       fmt::print("calibrated {} on {} ranks ({} microbenchmarks); wrote {}\n", a.backend, backend->world_size(),
                  c.samples.size(), a.out);
-    print(constants_table(c), a.format, {{"topology", a.out}});
+    print(constants_table(c), a.format, tagged("calibrate", {{"topology", a.out}}));
   });
   backend.reset();
 }

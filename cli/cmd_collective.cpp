@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "cli/json_out.h"
 #include "model/error.h"
 #include "model/assign.h"
 #include "sim/collective.h"
@@ -68,7 +69,7 @@ void run(const Args& a) {
   if (a.format == Format::table)
     fmt::print("# {} on {}: {} ranks ({} node(s) x {} GPUs), predicted\n", a.op, t.name, where.ranks, where.nodes,
                where.per_node);
-  print(table, a.format, {{"op", a.op}, {"topology", t.name}, {"ranks", where.ranks}});
+  print(table, a.format, tagged("collective", {{"op", a.op}, {"topology", t.name}, {"ranks", where.ranks}}));
 }
 
 }  // namespace

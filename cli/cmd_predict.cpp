@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/predict_report.h"
 #include "cli/format.h"
+#include "cli/json_out.h"
 #include "cli/messages.h"
 #include "model/assign.h"
 #include "model/points.h"
@@ -39,29 +40,48 @@ std::string short_dominant(const sim::Candidate& c) {
   return top && total > 0 ? fmt::format("{} {:.0f}%", top->code, 100 * top->alone_us / total) : "-";
 }
 
-Table point_table(const sim::PointReport& r, bool all_knobs, bool with_point_columns) {
+// The ranked schedules of a point. `csv`: one row per schedule of every point
+// (the point's columns first, each knob in its own column); else the table
+// printed under the point's title, knobs as one column.
+Table point_table(const sim::PointReport& r, bool all_knobs, bool csv) {
   Table t;
-  if (with_point_columns) t.columns = {"workload", "sizes", "ranks"};
-  for (const char* c : {"rank", "schedule", "time_us", "speedup", "analytic_us", "knobs", "dominant"}) t.columns.push_back(c);
+  if (csv) t.columns = {"workload", "sizes", "ranks"};
+  for (const char* c : {"rank", "schedule", "time_us", "speedup", "analytic_us"}) t.columns.push_back(c);
+  if (csv) t.columns.insert(t.columns.end(), {"chunks", "algo", "proto", "channels"});
+  else t.columns.push_back("knobs");
+  t.columns.push_back("dominant");
   std::int64_t rank = 1;
   for (const auto& c : r.result.ranked) {
     std::vector<Cell> row;
-    if (with_point_columns) row = {r.workload, r.sizes, std::int64_t(r.ranks)};
-    for (Cell cell : std::vector<Cell>{rank++, c.name, c.time_us, r.baseline_us / c.time_us, c.analytic_us,
-                                       knobs_text(c.knobs, all_knobs), short_dominant(c)})
+    if (csv) row = {r.workload, r.sizes, std::int64_t(r.ranks)};
+    for (Cell cell : std::vector<Cell>{rank++, c.name, c.time_us, r.baseline_us / c.time_us, c.analytic_us})
       row.push_back(std::move(cell));
+    if (csv)
+      row.insert(row.end(), {std::int64_t(c.knobs.chunks), model::to_string(c.knobs.algo),
+                             model::to_string(c.knobs.proto), std::int64_t(c.knobs.channels)});
+    else row.emplace_back(knobs_text(c.knobs, all_knobs));
+    row.emplace_back(short_dominant(c));
     t.add(std::move(row));
   }
   return t;
 }
 
-nlohmann::json point_json(const sim::PointReport& r, bool all_knobs) {
-  return {{"workload", r.workload}, {"sizes", r.sizes},         {"topology", r.topology},
-          {"nodes", r.nodes},       {"ranks", r.ranks},         {"groups", r.groups},
-          {"backend", r.backend},
-          {"best", r.best().name},  {"baseline", r.baseline},   {"baseline_us", r.baseline_us},
-          {"speedup", r.speedup},   {"reason", r.reason},       {"evaluated", r.result.evaluated},
-          {"rows", rows_json(point_table(r, all_knobs, false))}};
+nlohmann::json rows_json(const sim::PointReport& r) {
+  nlohmann::json rows = nlohmann::json::array();
+  std::int64_t rank = 1;
+  for (const auto& c : r.result.ranked)
+    rows.push_back({{"rank", rank++}, {"schedule", c.name}, {"time_us", c.time_us},
+                    {"speedup", r.baseline_us / c.time_us}, {"analytic_us", c.analytic_us},
+                    {"knobs", knobs_json(c.knobs)}, {"dominant", short_dominant(c)}});
+  return rows;
+}
+
+nlohmann::json point_json(const sim::PointReport& r) {
+  return {{"workload", r.workload}, {"sizes", sizes_json(r.bindings)}, {"label", r.sizes},
+          {"topology", r.topology}, {"nodes", r.nodes},                {"ranks", r.ranks},
+          {"groups", r.groups},     {"backend", r.backend},            {"best", r.best().name},
+          {"baseline", r.baseline}, {"baseline_us", r.baseline_us},    {"speedup", r.speedup},
+          {"reason", r.reason},     {"evaluated", r.result.evaluated}, {"rows", rows_json(r)}};
 }
 
 }  // namespace
@@ -98,11 +118,16 @@ void add_predict_flags(CLI::App* cmd, PredictArgs& a, bool target_required) {
       ->type_name("cuda|cpu");
 }
 
-void print_point_reports(const std::vector<sim::PointReport>& reports, Format f, bool all_knobs) {
+nlohmann::json point_reports_json(const std::vector<sim::PointReport>& reports, const std::string& kind) {
+  nlohmann::json points = nlohmann::json::array();
+  for (const auto& r : reports) points.push_back(point_json(r));
+  return tagged(kind, {{"points", points}});
+}
+
+void print_point_reports(const std::vector<sim::PointReport>& reports, Format f, const std::string& kind) {
+  const bool all_knobs = kind != "predict";
   if (f == Format::json) {
-    nlohmann::json points = nlohmann::json::array();
-    for (const auto& r : reports) points.push_back(point_json(r, all_knobs));
-    fmt::print("{}\n", nlohmann::json{{"points", points}}.dump(2));
+    print_json(point_reports_json(reports, kind));
     return;
   }
   if (f == Format::csv) {
@@ -137,7 +162,7 @@ void register_predict(CLI::App& app) {
   cmd->callback([a] {
     const model::Experiment e = model::experiment_from_argument(a->predict.target);
     const auto reports = sim::predict_experiment(e, a->predict.options());
-    print_point_reports(reports, a->format, false);
+    print_point_reports(reports, a->format, "predict");
   });
 }
 

@@ -28,6 +28,7 @@
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "cli/json_out.h"
 #include "cli/messages.h"
 #include "cli/knob_args.h"
 #include "exec/backend.h"
@@ -243,23 +244,18 @@ std::string knobs_text(const model::Knobs& k, const std::string& backend) {
                      k.channels == 0 ? std::string("default") : std::to_string(k.channels));
 }
 
-nlohmann::json knobs_json(const model::Knobs& k, const std::string& backend) {
-  nlohmann::json j{{"chunks", k.chunks},
-                   {"algo", model::to_string(k.algo)},
-                   {"proto", model::to_string(k.proto)},
-                   {"channels", k.channels}};
+nlohmann::json applied_knobs_json(const model::Knobs& k, const std::string& backend) {
+  nlohmann::json j = knobs_json(k);
   if (backend != "cuda") j["not_applied"] = nlohmann::json::array({"algo", "proto", "channels"});
   return j;
 }
 
 nlohmann::json row_json(const Printed& p, const std::string& backend) {
   const exec::RunRow& r = p.row;
-  nlohmann::json sizes = nlohmann::json::object();
-  for (const auto& [k, v] : r.sizes) sizes[k] = v;
   nlohmann::json stages = nlohmann::json::array();
   for (const auto& st : r.stages) stages.push_back({{"name", st.name}, {"median_us", st.median_us}});
-  nlohmann::json j{{"workload", r.workload}, {"sizes", sizes},          {"schedule", r.schedule},
-                   {"knobs", knobs_json(p.knobs, backend)},
+  nlohmann::json j{{"workload", r.workload}, {"sizes", sizes_json(r.sizes)}, {"label", model::sizes_label(r.sizes)},
+                   {"schedule", r.schedule},   {"knobs", applied_knobs_json(p.knobs, backend)},
                    {"median_us", r.median_us}, {"min_us", r.min_us},    {"max_us", r.max_us},
                    {"stages", stages},         {"verified", r.verified}, {"max_abs_error", r.max_abs_error},
                    {"checked_against", r.checked_against}};
@@ -271,8 +267,9 @@ nlohmann::json row_json(const Printed& p, const std::string& backend) {
   return j;
 }
 
-void print_json(const std::vector<Printed>& rows, const RunArgs& a, int ranks) {
-  nlohmann::json out{{"backend", a.backend}, {"ranks", ranks}, {"rows", nlohmann::json::array()}};
+void print_run_json(const std::vector<Printed>& rows, const RunArgs& a, int ranks) {
+  nlohmann::json out{{"schema", schema_of("run")}, {"backend", a.backend}, {"ranks", ranks},
+                     {"rows", nlohmann::json::array()}};
   if (!a.topology.empty()) out["topology"] = a.topology;
   if (a.schedule == "best") out["chosen_by"] = "prediction";
   if (model::is_schedule_file(a.schedule)) out["chosen_by"] = "tune file " + a.schedule;
@@ -283,7 +280,7 @@ void print_json(const std::vector<Printed>& rows, const RunArgs& a, int ranks) {
       if (std::find(notes.begin(), notes.end(), n) == notes.end()) notes.push_back(n);
   }
   out["notes"] = notes;
-  fmt::print("{}\n", out.dump(2));
+  print_json(out);
 }
 
 // The lines above the table that say what was chosen and how it was predicted.
@@ -317,7 +314,7 @@ void print_header(const std::vector<Printed>& rows, const RunArgs& a, int ranks)
 }
 
 void print_rows(const std::vector<Printed>& rows, const RunArgs& a, int ranks) {
-  if (a.format == Format::json) return print_json(rows, a, ranks);
+  if (a.format == Format::json) return print_run_json(rows, a, ranks);
   bool predicted = false;
   for (const auto& p : rows) predicted = predicted || p.predicted_us.has_value();
   Table t;

@@ -1,6 +1,8 @@
 // coconet show: a workload's program and every enumerated schedule with its
 // stages; with --plan NAME, the StepPlan that schedule lowers to on a backend
-// (what the simulator prices and the executor runs).
+// (what the simulator prices and the executor runs). JSON: coconet.show/1
+// (every workload named) and coconet.plan/1; CSV: one row per schedule, or per
+// op of a plan.
 #include <cstdio>
 
 #include <fmt/core.h>
@@ -8,11 +10,13 @@
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "cli/json_out.h"
 #include "cli/messages.h"
 #include "cli/workload_args.h"
 #include "model/catalog.h"
 #include "model/enumerate.h"
 #include "model/error.h"
+#include "model/points.h"
 #include "plan/step_plan.h"
 
 namespace coconet::cli {
@@ -33,27 +37,43 @@ nlohmann::json schedule_json(const model::Schedule& s) {
   return {{"name", s.name()},
           {"stages", stages},
           {"history", history},
-          {"knobs",
-           {{"chunks", s.knobs.chunks},
-            {"algo", model::to_string(s.knobs.algo)},
-            {"proto", model::to_string(s.knobs.proto)},
-            {"channels", s.knobs.channels}}}};
+          {"knobs", knobs_json(s.knobs)}};
 }
 
-void show_one(const std::string& workload, const std::vector<std::string>& sets, Format f) {
-  const model::Program p = load_workload(workload, sets);
-  const auto schedules = model::enumerate_schedules(p);
-  if (f == Format::json) {
-    nlohmann::json j = {{"workload", p.name}, {"program", model::to_string(p)}};
-    j["schedules"] = nlohmann::json::array();
-    for (const auto& s : schedules) j["schedules"].push_back(schedule_json(s));
-    std::fputs((j.dump(2) + "\n").c_str(), stdout);
-    return;
-  }
+nlohmann::json workload_json(const model::Program& p, const std::vector<model::Schedule>& schedules) {
+  nlohmann::json j = {{"workload", p.name}, {"program", model::to_string(p)}};
+  j["schedules"] = nlohmann::json::array();
+  for (const auto& s : schedules) j["schedules"].push_back(schedule_json(s));
+  return j;
+}
+
+void add_schedule_rows(Table& t, const model::Program& p, const std::vector<model::Schedule>& schedules) {
+  for (const auto& s : schedules)
+    t.add({p.name, s.name(), std::int64_t(s.stages.size()), std::int64_t(s.knobs.chunks),
+           model::to_string(s.knobs.algo), model::to_string(s.knobs.proto), std::int64_t(s.knobs.channels)});
+}
+
+void print_text(const model::Program& p, const std::vector<model::Schedule>& schedules) {
   fmt::print("{}", model::to_string(p));
   fmt::print("  {} schedules:\n", schedules.size());
   for (const auto& s : schedules) fmt::print("{}", model::describe(s));
   fmt::print("\n");
+}
+
+// Every named workload in the chosen format: text blocks, one CSV, or one
+// coconet.show/1 object whose "workloads" lists them.
+void show_all(const std::vector<std::string>& names, const std::vector<std::string>& sets, Format f) {
+  Table csv{{"workload", "schedule", "stages", "chunks", "algo", "proto", "channels"}};
+  nlohmann::json workloads = nlohmann::json::array();
+  for (const auto& name : names) {
+    const model::Program p = load_workload(name, sets);
+    const auto schedules = model::enumerate_schedules(p);
+    if (f == Format::table) print_text(p, schedules);
+    else if (f == Format::csv) add_schedule_rows(csv, p, schedules);
+    else workloads.push_back(workload_json(p, schedules));
+  }
+  if (f == Format::csv) print(csv, f);
+  if (f == Format::json) print_json(tagged("show", {{"workloads", workloads}}));
 }
 
 nlohmann::json plan_json(const plan::StepPlan& p) {
@@ -72,8 +92,20 @@ nlohmann::json plan_json(const plan::StepPlan& p) {
     }
     units.push_back({{"name", u.name}, {"chunks", u.chunks}, {"slice_mode", u.slice_mode}, {"ops", ops}});
   }
-  return {{"schedule", p.schedule}, {"backend", plan::to_string(p.caps.backend)},
-          {"ranks_per_group", p.ranks_per_group}, {"groups", p.groups}, {"sizes", p.sizes}, {"units", units}};
+  return tagged("plan", {{"schedule", p.schedule}, {"backend", plan::to_string(p.caps.backend)},
+                         {"ranks_per_group", p.ranks_per_group}, {"groups", p.groups},
+                         {"sizes", sizes_json(p.sizes)}, {"label", model::sizes_label(p.sizes)}, {"units", units}});
+}
+
+Table plan_table(const plan::StepPlan& p) {
+  Table t{{"unit", "op", "code", "class", "stream", "group", "hbm_bytes", "flops"}};
+  for (const auto& u : p.units)
+    for (int id : u.ops) {
+      const plan::Op& op = p.op(id);
+      t.add({u.name, std::int64_t(op.id), op.code, plan::to_string(op.cls), plan::to_string(op.stream),
+             std::int64_t(op.group), double(op.work.hbm_bytes), double(op.work.flops)});
+    }
+  return t;
 }
 
 struct PlanArgs {
@@ -88,11 +120,9 @@ void show_plan(const std::string& workload, const std::vector<std::string>& sets
   model::Schedule s = model::find_schedule(p, a.schedule);
   s.knobs.chunks = a.chunks;
   const plan::StepPlan plan = plan::lower(s, p.bind(), a.ranks, plan::capabilities_of(plan::parse_backend(a.backend)));
-  if (f == Format::json) {
-    std::fputs((plan_json(plan).dump(2) + "\n").c_str(), stdout);
-    return;
-  }
-  fmt::print("{}", plan::describe(plan));
+  if (f == Format::json) print_json(plan_json(plan));
+  else if (f == Format::csv) print(plan_table(plan), f);
+  else fmt::print("{}", plan::describe(plan));
 }
 
 }  // namespace
@@ -129,15 +159,7 @@ void register_show(CLI::App& app) {
       show_plan(args->workloads.front(), args->sets, *plan, args->format);
       return;
     }
-    auto names = args->workloads.empty() ? model::list_names("workloads") : args->workloads;
-    if (args->format == Format::json && names.size() > 1) {
-      std::fputs("[\n", stdout);
-    }
-    for (std::size_t i = 0; i < names.size(); ++i) {
-      if (args->format == Format::json && i) std::fputs(",\n", stdout);
-      show_one(names[i], args->sets, args->format);
-    }
-    if (args->format == Format::json && names.size() > 1) std::fputs("]\n", stdout);
+    show_all(args->workloads.empty() ? model::list_names("workloads") : args->workloads, args->sets, args->format);
   });
 }
 

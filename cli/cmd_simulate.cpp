@@ -16,6 +16,7 @@
 #include "cli/commands.h"
 #include "cli/predict_report.h"
 #include "cli/format.h"
+#include "cli/json_out.h"
 #include "cli/knob_args.h"
 #include "model/catalog.h"
 #include "model/enumerate.h"
@@ -84,13 +85,6 @@ std::string knobs_text(const model::Knobs& k) {
                      k.channels == 0 ? std::string("default") : std::to_string(k.channels));
 }
 
-nlohmann::json knobs_json(const model::Knobs& k) {
-  return {{"chunks", k.chunks},
-          {"algo", model::to_string(k.algo)},
-          {"proto", model::to_string(k.proto)},
-          {"channels", k.channels}};
-}
-
 // One simulated point, as it is printed.
 struct Simulated {
   const model::Point& point;
@@ -102,7 +96,8 @@ struct Simulated {
 
 nlohmann::json point_json(const Simulated& s, const std::optional<std::string>& backend) {
   return {{"workload", s.point.program.name},
-          {"sizes", s.point.label},
+          {"sizes", sizes_json(s.point.sizes)},
+          {"label", s.point.label},
           {"schedule", s.schedule.name()},
           {"topology", s.topology.name},
           {"nodes", s.topology.nodes},
@@ -156,7 +151,7 @@ void run(const Args& a) {
     print(stage_table(done.result), a.format);
   }
   if (simulated == 0) throw UserError(fmt::format("no workload of the experiment has a schedule '{}'", a.schedule));
-  if (a.format == Format::json) fmt::print("{}\n", nlohmann::json{{"points", out}}.dump(2));
+  if (a.format == Format::json) print_json(tagged("simulate", {{"points", out}}));
 }
 
 }  // namespace

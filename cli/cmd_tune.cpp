@@ -53,7 +53,7 @@ void register_tune(CLI::App& app) {
     sim::PredictOptions o = a->predict.options();
     o.tune_space = true;
     const auto reports = sim::predict_experiment(e, o);
-    print_point_reports(reports, a->format, true);
+    print_point_reports(reports, a->format, "tune");
     if (!a->out.empty()) {
       model::write_file_atomic(a->out, best_yaml(reports));
       fmt::print(stderr, "wrote {} ({} schedule(s))\n", a->out, reports.size());

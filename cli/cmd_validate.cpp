@@ -11,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "cli/json_out.h"
 #include "cli/messages.h"
 #include "model/assign.h"
 #include "model/error.h"
@@ -62,7 +63,8 @@ Table metrics_table(const validation::Metrics& m) {
 void finish(const validation::ReportData& d, const validation::Metrics& m, const ValidateArgs& a) {
   validation::write_report(d, m, a.out);
   if (a.format == Format::table) fmt::print("{}\nwrote {}/report.html (and report.md, results.csv, results.json)\n", d.title, a.out);
-  print(metrics_table(m), a.format, {{"report", a.out}});
+  if (a.format == Format::json) print_json(tagged("validate", {{"report", a.out}, {"metrics", validation::metrics_json(m)}}));
+  else print(metrics_table(m), a.format);
 }
 
 void reference_command(const ValidateArgs& a) {

@@ -18,5 +18,6 @@ void register_simulate(CLI::App& app);
 void register_run(CLI::App& app);
 void register_validate(CLI::App& app);
 void register_calibrate(CLI::App& app);
+void register_compare(CLI::App& app);
 
 }  // namespace coconet::cli

@@ -65,6 +65,7 @@ void register_commands(CLI::App& app) {
   coconet::cli::register_run(app);
   coconet::cli::register_validate(app);
   coconet::cli::register_calibrate(app);
+  coconet::cli::register_compare(app);
 }
 
 }  // namespace

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/format.h"
 #include "sim/predict.h"
 
@@ -29,6 +31,10 @@ struct PredictArgs {
 // Registers the flags above on `cmd`; `target_required` for simulate.
 void add_predict_flags(CLI::App* cmd, PredictArgs& a, bool target_required = false);
 
-void print_point_reports(const std::vector<sim::PointReport>& reports, Format f, bool show_all_knobs);
+// The reports as one coconet.<kind>/1 object ("predict" or "tune").
+[[nodiscard]] nlohmann::json point_reports_json(const std::vector<sim::PointReport>& reports, const std::string& kind);
+
+// Prints the reports in `f`; tune's ("tune") show every knob in the table.
+void print_point_reports(const std::vector<sim::PointReport>& reports, Format f, const std::string& kind);
 
 }  // namespace coconet::cli

@@ -12,6 +12,8 @@
 #include <functional>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "validation/metrics.h"
 #include "validation/results.h"
 
@@ -20,7 +22,10 @@ namespace coconet::validation {
 [[nodiscard]] std::string render_html(const ReportData& data, const Metrics& m);
 [[nodiscard]] std::string render_markdown(const ReportData& data, const Metrics& m);
 [[nodiscard]] std::string render_results_csv(const ReportData& data);
+// results.json: a coconet.results/1 object whose "metrics" is metrics_json(m).
 [[nodiscard]] std::string render_results_json(const ReportData& data, const Metrics& m);
+// The one metrics object of results.json and `validate --format json`.
+[[nodiscard]] nlohmann::json metrics_json(const Metrics& m);
 
 // The name of the marker file that says a folder is a coconet report (so an
 // existing DIR is replaced only when it is one, or empty).

@@ -67,19 +67,26 @@ std::string render_results_csv(const ReportData& data) {
   return out;
 }
 
+nlohmann::json metrics_json(const Metrics& m) {
+  return {{"rows", m.rows},
+          {"points", m.points},
+          {"mape_pct", m.mape_pct},
+          {"max_error_pct", m.max_error_pct},
+          {"spearman", optional_number(m.spearman)},
+          {"top1_agreement", m.top1_agreement},
+          {"regret_pct", m.regret_pct},
+          {"mean_regret_pct", m.mean_regret_pct}};
+}
+
 std::string render_results_json(const ReportData& data, const Metrics& m) {
   nlohmann::json j;
+  j["schema"] = "coconet.results/1";
   j["title"] = data.title;
   j["backend"] = data.backend;
   j["topology"] = data.topology;
   j["ranks"] = data.ranks;
   j["command"] = data.command;
-  j["metrics"] = {{"mape_pct", m.mape_pct},
-                  {"max_error_pct", m.max_error_pct},
-                  {"spearman", optional_number(m.spearman)},
-                  {"top1_agreement", m.top1_agreement},
-                  {"regret_pct", m.regret_pct}};
-  j["summary"] = {{"rows", m.rows}, {"points", m.points}, {"mean_regret_pct", m.mean_regret_pct}};
+  j["metrics"] = metrics_json(m);
   j["points"] = nlohmann::json::array();
   for (const auto& p : m.per_point) j["points"].push_back(point_json(p));
   j["rows"] = nlohmann::json::array();

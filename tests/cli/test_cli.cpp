@@ -22,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include "json_schema.h"
+
 extern char** environ;
 
 namespace {
@@ -124,6 +126,18 @@ std::map<std::string, double> times_by_schedule(const json& point, const char* k
   return out;
 }
 
+// `j` names `kind` in "schema" and conforms to docs/schema/<kind>.schema.json.
+::testing::AssertionResult conforms(const json& j, const std::string& kind) {
+  const fs::path file = fs::path(COCONET_SOURCE_ROOT) / "docs" / "schema" / (kind + ".schema.json");
+  const json schema = json::parse(read_text(file), nullptr, false);
+  if (schema.is_discarded()) return ::testing::AssertionFailure() << file << " is not JSON";
+  const auto errors = coconet::test::schema_errors(schema, j);
+  if (errors.empty()) return ::testing::AssertionSuccess();
+  auto failure = ::testing::AssertionFailure() << kind << ": " << errors.size() << " violation(s)";
+  for (std::size_t i = 0; i < errors.size() && i < 10; ++i) failure << "\n  " << errors[i];
+  return failure;
+}
+
 class Cli : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -193,13 +207,12 @@ TEST_F(Cli, ParseErrorsNameTheFlagAndWhatItTakes) {
   said({"predict", "--no-such-flag"}, {"--no-such-flag", "coconet predict --help"});
   said({"run", "adam", "--backend", "gpu"}, {"--backend", "cpu or cuda"});
   said({"validate"}, {"--out is required"});
-  for (const char* cmd : {"list", "show", "collective", "predict", "tune", "simulate", "run", "validate", "calibrate"}) {
+  for (const char* cmd : {"list", "show", "collective", "predict", "tune", "simulate", "run", "validate", "calibrate",
+                          "compare"}) {
     const Result help = run({cmd, "--help"});
     EXPECT_EQ(help.code, 0) << cmd;
     EXPECT_FALSE(contains(help.out, "ENUM") || contains(help.out, "->") || contains(help.out, "in [")) << help.out;
-    if (std::string(cmd) != "list") {
-      EXPECT_TRUE(contains(help.out, "table|json|csv")) << cmd << "\n" << help.out;
-    }
+    EXPECT_TRUE(contains(help.out, "table|json|csv")) << cmd << "\n" << help.out;
   }
 }
 
@@ -207,18 +220,20 @@ TEST_F(Cli, ParseErrorsNameTheFlagAndWhatItTakes) {
 
 TEST_F(Cli, ShowJson) {
   const json one = parsed(run({"show", "adam", "--set", "N=4096", "--format", "json"}));
-  EXPECT_EQ(one.value("workload", ""), "adam");
-  EXPECT_GE(one["schedules"].size(), 7u);
+  ASSERT_EQ(one["workloads"].size(), 1u);
+  EXPECT_EQ(one["workloads"][0].value("workload", ""), "adam");
+  EXPECT_GE(one["workloads"][0]["schedules"].size(), 7u);
   const json two = parsed(run({"show", "adam", "sgd", "--format", "json"}));
-  ASSERT_TRUE(two.is_array());
-  EXPECT_EQ(two.size(), 2u);
+  EXPECT_EQ(two["workloads"].size(), 2u);
 }
 
 TEST_F(Cli, PredictJson) {
   const json j = parsed(run({"predict", "adam", "--set", "N=4096", "--format", "json"}));
   ASSERT_EQ(j["points"].size(), 1u);
   const json& p = j["points"][0];
-  EXPECT_EQ(p["sizes"], "N=4096");
+  EXPECT_EQ(p["sizes"], json({{"N", 4096}}));
+  EXPECT_EQ(p["label"], "N=4096");
+  EXPECT_TRUE(p["rows"][0]["knobs"]["chunks"].is_number_integer()) << p["rows"][0].dump();
   EXPECT_EQ(p["workload"], "adam");
   EXPECT_GE(p["rows"].size(), 7u);
   EXPECT_EQ(p["backend"], "cuda");  // the default on a GPU topology
@@ -262,7 +277,8 @@ TEST_F(Cli, TuneJsonAndItsBestSchedule) {
   EXPECT_EQ(r.code, 0) << r.all();
   const json j = parsed(r);
   ASSERT_EQ(j["points"].size(), 1u);
-  EXPECT_EQ(j["points"][0]["sizes"], "B=1 H=128 S=64");
+  EXPECT_EQ(j["points"][0]["label"], "B=1 H=128 S=64");
+  EXPECT_EQ(j["points"][0]["sizes"]["H"], 128);
   EXPECT_TRUE(contains(read_text(dir_ / "best.yaml"), "knobs")) << read_text(dir_ / "best.yaml");
 }
 
@@ -272,9 +288,118 @@ TEST_F(Cli, SimulateJson) {
   EXPECT_EQ(r.code, 0) << r.all();
   const json j = parsed(r);
   ASSERT_EQ(j["points"].size(), 1u);
-  EXPECT_EQ(j["points"][0]["sizes"], "N=4096");
+  EXPECT_EQ(j["points"][0]["label"], "N=4096");
+  EXPECT_EQ(j["points"][0]["sizes"]["N"], 4096);
   EXPECT_GT(j["points"][0]["time_us"].get<double>(), 0);
   EXPECT_TRUE(json::accept(read_text(dir_ / "trace.json")));
+}
+
+// ---- one output contract: every JSON output follows its schema ------------------
+
+TEST_F(Cli, SchemasUseOnlyTheCheckedSubset) {
+  for (const auto& entry : fs::directory_iterator(fs::path(COCONET_SOURCE_ROOT) / "docs" / "schema")) {
+    const json schema = json::parse(read_text(entry.path()));
+    const std::string kind = entry.path().filename().string().substr(0, entry.path().filename().string().find('.'));
+    EXPECT_EQ(schema["properties"]["schema"]["const"], "coconet." + kind + "/1") << entry.path();
+    const auto unknown = coconet::test::unknown_keywords(schema);
+    EXPECT_TRUE(unknown.empty()) << entry.path() << ": " << (unknown.empty() ? "" : unknown.front());
+  }
+}
+
+TEST_F(Cli, SchemaCheckerRejectsTheOldForms) {
+  json j = parsed(run({"predict", "adam", "--set", "N=4096", "--format", "json"}));
+  ASSERT_TRUE(conforms(j, "predict"));
+  json old_sizes = j;
+  old_sizes["points"][0]["sizes"] = "N=4096";
+  EXPECT_FALSE(conforms(old_sizes, "predict"));
+  json old_knobs = j;
+  old_knobs["points"][0]["rows"][0]["knobs"] = "chunks=1 auto/auto channels=32";
+  EXPECT_FALSE(conforms(old_knobs, "predict"));
+  json untagged = j;
+  untagged.erase("schema");
+  EXPECT_FALSE(conforms(untagged, "predict"));
+  EXPECT_FALSE(conforms(j, "tune"));  // the wrong kind
+}
+
+TEST_F(Cli, EveryJsonOutputFollowsItsSchema) {
+  const std::vector<std::pair<Args, std::string>> outputs = {
+      {{"list"}, "list"},
+      {{"show", "adam", "sgd"}, "show"},
+      {{"show", "lamb", "--plan", "fuse(RS-C-AG)+asSlice(m,v)"}, "plan"},
+      {{"predict", "adam", "--set", "N=4096"}, "predict"},
+      {{"predict"}, "predict"},
+      {{"tune", "adam", "--set", "N=4096"}, "tune"},
+      {{"simulate", "adam", "--schedule", "fuse(RS-C-AG)", "--set", "N=4096"}, "simulate"},
+      {{"simulate", "adam", "--schedule", "AR-C", "--set", "N=4096", "--backend", "cpu"}, "simulate"},
+      {{"collective", "-b", "1K", "-e", "1M", "-f", "32"}, "collective"},
+      {{"validate", "--reference", "--out", "reference"}, "validate"},
+      {{"compare", "adam", "--set", "N=4096", "-t", "dgx-h100", "-t", "dgx-a100"}, "compare"},
+  };
+  for (const auto& [args, kind] : outputs) {
+    Args with = args;
+    with.insert(with.end(), {"--format", "json"});
+    const Result r = run(with);
+    ASSERT_EQ(r.code, 0) << r.all();
+    EXPECT_TRUE(conforms(parsed(r), kind)) << with.front() << " " << (with.size() > 1 ? with[1] : "");
+  }
+}
+
+// ---- compare: the same experiment on several clusters ------------------------------
+
+TEST_F(Cli, CompareClustersOnTheDefaultExperiment) {
+  const Result r = run({"compare", "--topology", "dgx-h100", "--topology", "dgx-h200", "--topology", "dgx-a100",
+                        "--format", "json"});
+  ASSERT_EQ(r.code, 0) << r.all();
+  const json j = parsed(r);
+  EXPECT_TRUE(conforms(j, "compare"));
+  EXPECT_EQ(j["sides"], json({"dgx-h100", "dgx-h200", "dgx-a100"}));
+  EXPECT_EQ(j["points"].size(), parsed(run({"predict", "--format", "json"}))["points"].size());
+  for (const auto& p : j["points"]) {
+    ASSERT_EQ(p["results"].size(), 3u) << p.dump();
+    const double reference_us = p["results"][0]["time_us"];
+    EXPECT_DOUBLE_EQ(p["results"][0]["ratio"].get<double>(), 1.0);
+    for (const auto& res : p["results"])
+      EXPECT_NEAR(res["ratio"].get<double>(), res["time_us"].get<double>() / reference_us, 1e-9) << res.dump();
+    EXPECT_GT(p["results"][2]["ratio"].get<double>(), 1.0) << "an A100 is slower than an H100: " << p.dump();
+  }
+  // Each side's best is what predict finds on that topology alone.
+  const json a100 = parsed(run({"predict", "--topology", "dgx-a100", "--format", "json"}));
+  EXPECT_EQ(j["points"][0]["results"][2]["best"], a100["points"][0]["best"]);
+  EXPECT_DOUBLE_EQ(j["points"][0]["results"][2]["time_us"].get<double>(),
+                   a100["points"][0]["rows"][0]["time_us"].get<double>());
+
+  const Result table = run({"compare", "adam", "--set", "N=4096", "-t", "dgx-h100", "-t", "dgx-h200"});
+  ASSERT_EQ(table.code, 0) << table.all();
+  EXPECT_TRUE(contains(table.out, "ratio") && contains(table.out, "dgx-h200")) << table.all();
+  const Result nodes = run({"compare", "adam", "--set", "N=4096", "-t", "dgx-h100", "--nodes", "1", "--nodes", "2",
+                            "--format", "csv"});
+  ASSERT_EQ(nodes.code, 0) << nodes.all();
+  EXPECT_TRUE(contains(nodes.out, "workload,sizes,side,best,time_us,ratio")) << nodes.all();
+  EXPECT_TRUE(contains(nodes.out, "dgx-h100 x2")) << nodes.all();
+  const Result one = run({"compare", "-t", "dgx-h100"});
+  EXPECT_EQ(one.code, 2) << one.all();
+  EXPECT_TRUE(contains(one.err, "two or more sides")) << one.all();
+}
+
+// CSV is a header and rows for every command, list and show included (no text table).
+TEST_F(Cli, EveryCommandPrintsCsv) {
+  const std::vector<std::pair<Args, std::string>> outputs = {
+      {{"list"}, "kind,name"},
+      {{"show", "adam"}, "workload,schedule,stages,chunks,algo,proto,channels"},
+      {{"show", "adam", "--plan", "AR-C"}, "unit,op,code,class,stream,group,hbm_bytes,flops"},
+      {{"predict", "adam", "--set", "N=4096"}, "workload,sizes,ranks,rank,schedule,time_us,speedup,analytic_us,"
+                                               "chunks,algo,proto,channels,dominant"},
+      {{"simulate", "adam", "--schedule", "AR-C", "--set", "N=4096"}, "stage,start_us,end_us,alone_us,bound"},
+      {{"collective", "-b", "1K", "-e", "1K"}, "bytes,time_us,algbw_GBps,busbw_GBps,algo,proto"},
+  };
+  for (const auto& [args, header] : outputs) {
+    Args with = args;
+    with.insert(with.end(), {"--format", "csv"});
+    const Result r = run(with);
+    ASSERT_EQ(r.code, 0) << r.all();
+    EXPECT_EQ(r.out.substr(0, r.out.find('\n')), header) << r.all();
+    EXPECT_FALSE(contains(r.out, "schedules:") || contains(r.out, "==")) << r.all();
+  }
 }
 
 TEST_F(Cli, CollectiveJson) {
@@ -293,6 +418,7 @@ TEST_F(Cli, RunJson) {
   EXPECT_EQ(j["ranks"], 2);
   ASSERT_FALSE(j["rows"].empty());
   for (const auto& row : j["rows"]) EXPECT_TRUE(row["verified"].get<bool>()) << row.dump();
+  EXPECT_TRUE(conforms(j, "run"));
 }
 
 TEST_F(Cli, CalibrateJson) {
@@ -303,6 +429,7 @@ TEST_F(Cli, CalibrateJson) {
                         "--out", "cal.yaml", "--format", "json"});
   EXPECT_EQ(r.code, 0) << r.all();
   EXPECT_FALSE(parsed(r)["rows"].empty());
+  EXPECT_TRUE(conforms(parsed(r), "calibrate"));
 }
 
 TEST_F(Cli, ValidateJson) {
@@ -311,19 +438,24 @@ TEST_F(Cli, ValidateJson) {
                         "--backend", "cpu", "--ranks", "2", "--topology", "cpu-local", "--iters",
                         "1", "--warmup", "0", "--out", "report", "--format", "json"});
   EXPECT_EQ(r.code, 0) << r.all();
-  EXPECT_FALSE(parsed(r)["rows"].empty());
+  const json printed = parsed(r);
+  EXPECT_TRUE(conforms(printed, "validate"));
+  EXPECT_GT(printed["metrics"]["rows"].get<int>(), 0);
   const json results = json::parse(read_text(dir_ / "report" / "results.json"));
+  EXPECT_TRUE(conforms(results, "results"));
   EXPECT_EQ(results["rows"][0]["size"], "N=4096");
+  EXPECT_EQ(results["metrics"], printed["metrics"]);  // one metrics object
   const json reference =
       parsed(run({"validate", "--reference", "--out", "reference", "--format", "json"}));
-  EXPECT_FALSE(reference["rows"].empty());
+  EXPECT_TRUE(conforms(reference, "validate"));
+  EXPECT_GT(reference["metrics"]["rows"].get<int>(), 0);
 }
 
 // ---- --set ----------------------------------------------------------------------
 
 std::string predicted_sizes(const Result& r) {
   const json j = parsed(r);
-  return j.is_null() ? "" : j["points"][0]["sizes"].get<std::string>();
+  return j.is_null() ? "" : j["points"][0]["label"].get<std::string>();
 }
 
 TEST_F(Cli, SetSizeInDecimalNotationIsExact) {
@@ -470,9 +602,7 @@ TEST_F(Cli, RunTheScheduleTuneWrote) {
   const json& row = j["rows"][0];
   EXPECT_EQ(row["schedule"], best["schedule"]);
   EXPECT_EQ(row["sizes"]["N"], 4096);
-  const std::string knobs = best["knobs"];  // "chunks=C algo/proto channels=N"
-  EXPECT_EQ("chunks=" + std::to_string(row["knobs"]["chunks"].get<int>()), knobs.substr(0, knobs.find(' ')))
-      << row.dump();
+  EXPECT_EQ(row["knobs"]["chunks"], best["knobs"]["chunks"]) << row.dump();
   EXPECT_NEAR(row["predicted_us"].get<double>(), best["time_us"].get<double>(), 1e-3);
   EXPECT_TRUE(row["verified"].get<bool>());
 
@@ -506,7 +636,7 @@ TEST_F(Cli, MultiPointTuneFile) {
   ASSERT_EQ(tuned["points"].size(), 3u);
   for (const auto& p : tuned["points"]) {
     const std::string workload = p["workload"];
-    const std::string size = p["sizes"].get<std::string>().substr(2);
+    const std::string size = std::to_string(p["sizes"]["N"].get<std::int64_t>());
     const json s = parsed(run({"simulate", workload, "--set", "N=" + size, "--ranks", "8", "--schedule",
                                "best.yaml", "--format", "json"}));
     ASSERT_EQ(s["points"].size(), 1u) << workload << " " << size;
@@ -557,7 +687,7 @@ TEST_F(Cli, NamedWorkloadHasTheDefaultExperimentsRanksAndItsOwnSizes) {
   for (const char* w : {"adam", "megatron_mlp", "gpt3_pipeline"}) {
     const json one = parsed(run({"predict", w, "--format", "json"}));
     EXPECT_EQ(one["points"][0]["ranks"].get<int>(), ranks.at(w)) << w;
-    EXPECT_NE(one["points"][0]["sizes"], "defaults") << w;
+    EXPECT_NE(one["points"][0]["label"], "defaults") << w;
     const json sim =
         parsed(run({"simulate", w, "--schedule", one["points"][0]["best"], "--format", "json"}));
     EXPECT_EQ(sim["points"][0]["ranks"], one["points"][0]["ranks"]) << w;
@@ -572,8 +702,7 @@ TEST_F(Cli, SimulateUsesTheKnobsPredictChooses) {
   const json simulated =
       parsed(run({"simulate", "megatron_mlp", "--schedule", best["schedule"], "--format", "json"}));
   EXPECT_NEAR(simulated["points"][0]["time_us"].get<double>(), best["time_us"].get<double>(), 1e-6);
-  EXPECT_EQ("chunks=" + std::to_string(simulated["points"][0]["knobs"]["chunks"].get<int>()),
-            best["knobs"]);
+  EXPECT_EQ(simulated["points"][0]["knobs"], best["knobs"]);
   const json pinned = parsed(run({"simulate", "megatron_mlp", "--schedule", best["schedule"],
                                   "--chunks", "1", "--format", "json"}));
   EXPECT_EQ(pinned["points"][0]["knobs"]["chunks"], 1);
@@ -654,6 +783,11 @@ const std::map<std::string, Args>& readme_examples() {
        {"validate", "cpu-local", "--backend", "cpu", "--ranks", "2", "--topology", "cpu-local",
         "--iters", "1", "--warmup", "0", "--out", "report"}},
       {"coconet predict", {"predict"}},
+      {"coconet compare --topology dgx-h100 --topology dgx-h200 --topology dgx-a100",
+       {"compare", "--topology", "dgx-h100", "--topology", "dgx-h200", "--topology", "dgx-a100"}},
+      {"coconet compare adam --set N=1M --topology dgx-h100 --nodes 1 --nodes 4 --format csv",
+       {"compare", "adam", "--set", "N=1M", "--topology", "dgx-h100", "--nodes", "1", "--nodes", "4", "--format",
+        "csv"}},
       {"coconet predict adam --set N=1e6", {"predict", "adam", "--set", "N=1e6"}},
       {"coconet predict megatron_mlp --set B=4 --set S=2K --topology dgx-a100 --nodes 2",
        {"predict", "megatron_mlp", "--set", "B=4", "--set", "S=2K", "--topology", "dgx-a100",
