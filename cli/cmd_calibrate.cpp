@@ -14,6 +14,7 @@
 #include "exec/backend.h"
 #include "exec/mpi_session.h"
 #include "model/catalog.h"
+#include "model/safe_write.h"
 #include "validation/calibrate.h"
 #include "validation/launch.h"
 #endif
@@ -59,6 +60,7 @@ Table constants_table(const validation::Calibration& c) {
 }
 
 void calibrate_command(const CalibrateArgs& a) {
+  model::check_output_file(a.out, "--out");  // before any rank starts
   if (!exec::launched_by_mpirun() && a.ranks > 1) validation::run_under_mpirun(a.ranks);
   auto backend = exec::make_backend(a.backend);
   validation::run_guarded(*backend, [&] {

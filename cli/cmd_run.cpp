@@ -35,6 +35,7 @@
 #include "model/assign.h"
 #include "model/enumerate.h"
 #include "model/error.h"
+#include "model/limits.h"
 #include "model/points.h"
 #include "plan/capabilities.h"
 #include "sim/topology.h"
@@ -122,6 +123,7 @@ model::PointOptions point_options(const model::Assignments& values, const std::o
 // Every job of the target on `world_size` ranks, checked: the same on every
 // rank, and what `run` checks before it starts any.
 std::vector<Job> prepare_jobs(const RunArgs& a, exec::RunOptions& options, int world_size) {
+  model::check_timeout(a.timeout_s, "--timeout");
   const model::SetArgs sets = model::split_sets(a.sets);
   const auto topology = run_topology(a, sets.topology);
   const model::Experiment e = model::experiment_from_argument(a.target);
