@@ -34,7 +34,8 @@ void apply_values(WorkloadRun& run, Program& p, const Assignments& sets) {
 }
 
 void check_names(const std::vector<Program>& programs, const Assignments& sets) {
-  for (const auto& [k, v] : sets) {
+  for (const auto& [name, v] : sets) {
+    const std::string& k = name;  // (clang 14 cannot capture a structured binding)
     const bool known = std::any_of(programs.begin(), programs.end(), [&k](const Program& p) {
       return p.params.contains(k) || p.scalars.contains(k);
     });
