@@ -8,8 +8,10 @@
 
 #include "cli/commands.h"
 #include "model/error.h"
+#include "model/safe_write.h"
 
 int main(int argc, char** argv) {
+  coconet::model::remove_temporaries_on_interrupt(130);  // SIGINT/SIGTERM: temporaries removed, exit 130
   CLI::App app{"coconet: write a distributed step once, generate its schedules, predict, run, check"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Print help for every subcommand");

@@ -365,7 +365,8 @@ TensorDecl parse_tensor(const YamlContext& y, const std::string& name, const YAM
     const YAML::Node shape = n["shape"];
     if (!shape || !shape.IsSequence())
       y.fail(n, fmt::format("tensor '{}' needs a shape, a list such as [N] or [B*S, H]", name));
-    for (const auto& d : shape) y.wrap(d, [&] { t.type.shape.push_back(parse_dim(d.as<std::string>())); });
+    for (const auto& d : shape)
+      y.wrap(d, [&] { t.type.shape.push_back(parse_dim(y.scalar<std::string>(d, "a dimension"))); });
     t.type.layout = parse_layout(y.required<std::string>(n, "layout", "tensor " + name));
     t.type.group = y.optional<int>(n, "group", 0);
     t.shardable = y.optional<bool>(n, "shardable", false);

@@ -4,6 +4,7 @@
 #include <dirent.h>  // struct dirent64: the layout getdents64 fills
 #include <fcntl.h>
 #include <fmt/core.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <array>
 #include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <random>
@@ -184,6 +186,27 @@ void unregister_temporary(int slot) {
   if (slot < 0 || slot >= kSlots) return;
   g_slots[static_cast<std::size_t>(slot)].live.store(false);
   g_slots[static_cast<std::size_t>(slot)].claimed.store(false);
+}
+
+namespace {
+volatile std::sig_atomic_t g_interrupt_exit = 130;
+
+extern "C" void on_interrupt(int) {
+  remove_registered_temporaries();
+  static const char kMessage[] = "coconet: interrupted\n";
+  const ssize_t ignored = ::write(2, kMessage, sizeof kMessage - 1);
+  (void)ignored;
+  ::_exit(g_interrupt_exit);
+}
+}  // namespace
+
+void remove_temporaries_on_interrupt(int exit_code) {
+  g_interrupt_exit = exit_code;
+  struct sigaction sa {};
+  sa.sa_handler = on_interrupt;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
 }
 
 void remove_registered_temporaries() noexcept {

@@ -31,4 +31,8 @@ void unregister_temporary(int slot);
 // (flat or two-level) folders. For a SIGINT/SIGTERM handler.
 void remove_registered_temporaries() noexcept;
 
+// Installs a SIGINT/SIGTERM handler that removes the registered temporaries,
+// prints "coconet: interrupted" and ends the process with `exit_code` (130).
+void remove_temporaries_on_interrupt(int exit_code);
+
 }  // namespace coconet::model

@@ -71,9 +71,8 @@ struct YamlContext {
       if (n.IsMap()) {
         std::set<std::string> keys;
         for (const auto& kv : n) {
-          if (kv.first.IsMap() || kv.first.IsSequence())
-            fail(kv.first, "a key must be a plain value, not a list or map");
-          if (kv.first.IsScalar() && !keys.insert(kv.first.Scalar()).second)
+          if (!kv.first.IsScalar()) fail(kv.first, "a key must be a plain value, not empty, a list or a map");
+          if (!keys.insert(kv.first.Scalar()).second)
             fail(kv.first, fmt::format("the key '{}' is given twice in the same map; give each key once",
                                        kv.first.Scalar()));
           todo.emplace_back(kv.second, depth + 1);

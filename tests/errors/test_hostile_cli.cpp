@@ -49,7 +49,8 @@ class HostileCli : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
 
   // Runs coconet in dir_ with a time limit; a run past it is killed (and fails the test).
-  Result run(const std::vector<std::string>& args, double limit_s = 60) {
+  Result run(const std::vector<std::string>& args, double limit_s = 60,
+             double interrupt_after_s = -1) {
     const fs::path out = dir_ / ".stdout", err = dir_ / ".stderr";
     const auto start = std::chrono::steady_clock::now();
     const pid_t pid = ::fork();
@@ -70,8 +71,15 @@ class HostileCli : public ::testing::Test {
     }
     Result r;
     int status = 0;
+    bool interrupted = false;
     for (;;) {
       if (::waitpid(pid, &status, WNOHANG) == pid) break;
+      const double now =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (interrupt_after_s >= 0 && !interrupted && now > interrupt_after_s) {
+        ::kill(pid, SIGINT);
+        interrupted = true;
+      }
       if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >
           limit_s) {
         ::kill(pid, SIGKILL);
@@ -262,6 +270,26 @@ TEST_F(HostileCli, FifoAndDevicesAreRefused) {
            20);
   rejected({"tune", "sgd", "--out", "/dev/full"}, "is a device, not a regular file");
   EXPECT_TRUE(fs::is_fifo(dir_ / "fifo"));
+}
+
+// SIGINT at several moments of validate --reference: each run ends within 5 s
+// of the signal with exit 130 and "interrupted" (or had finished: 0), and no
+// temporary report folder is left next to --out.
+TEST_F(HostileCli, InterruptedValidateLeavesNoTemporary) {
+  // validate --reference takes about 0.2 s: the moments cover its start, its work and its writes.
+  for (double at : {0.02, 0.06, 0.1, 0.14, 0.18, 0.22}) {
+    const Result r = run({"validate", "--reference", "--out", "rep"}, 60, at);
+    EXPECT_LT(r.seconds, at + 5.0) << r.all();
+    if (r.code == 130) {
+      EXPECT_NE(r.err.find("interrupted"), std::string::npos) << r.all();
+    } else if (r.code == -1) {
+      EXPECT_EQ(r.signal, SIGINT) << r.all();  // before main installed the handler
+    } else {
+      EXPECT_EQ(r.code, 0) << r.all();  // finished before the signal
+    }
+    for (const auto& e : fs::directory_iterator(dir_))
+      EXPECT_FALSE(e.path().filename().string().starts_with(".rep")) << "leftover " << e.path();
+  }
 }
 
 }  // namespace

@@ -145,6 +145,21 @@ TEST(HostileYaml, DuplicateSizeKeysAreRejected) {
   EXPECT_NE(e.find("the key 'N' is given twice"), std::string::npos) << e;
 }
 
+// Found by fuzz_workload: a dimension that is not a single value escaped as a yaml-cpp exception.
+TEST(HostileYaml, DimensionThatIsNotAValueIsAUserError) {
+  std::string yaml = workload("y = g1 * 2");
+  yaml.replace(yaml.find("shape: [N]"), 10, "shape: [N, [M], {a: b}, ~]");
+  const std::string e = parse_error(yaml);
+  EXPECT_NE(e.find("a dimension must be a single value"), std::string::npos) << e;
+}
+
+TEST(HostileYaml, KeysMustBePlainValues) {
+  const std::string e = parse_error("~: 1\n" + workload("y = g1 * 2"));
+  EXPECT_NE(e.find("a key must be a plain value"), std::string::npos) << e;
+  const std::string f = parse_error("[a]: 1\n" + workload("y = g1 * 2"));
+  EXPECT_NE(f.find("a key must be a plain value"), std::string::npos) << f;
+}
+
 TEST(HostileYaml, DeepNestingIsRejected) {
   const std::string e = parse_error("name: " + repeat("[", 1000) + repeat("]", 1000) + "\n");
   EXPECT_NE(e.find("t.yaml"), std::string::npos) << e;
