@@ -34,6 +34,7 @@ inline constexpr std::int64_t kMaxPoints =
     10000;  // points (size combinations) per experiment entry
 inline constexpr std::int64_t kMaxRanks = std::int64_t{1}
                                           << 20;  // ranks per group / world size, simulated
+inline constexpr int kMaxLocalRanks = 256;  // ranks `--ranks N` starts with mpirun on this machine
 inline constexpr std::int64_t kMaxNodes = std::int64_t{1} << 16;  // nodes of a topology
 inline constexpr std::int64_t kMaxGpusPerNode = 1024;             // GPUs (or cores) of one node
 inline constexpr std::int64_t kMaxGpus = kMaxRanks;               // nodes x GPUs per node

@@ -186,6 +186,10 @@ TEST_F(HostileCli, NodesPastTheLimitAreAUserError) {
   rejected({"collective", "--nodes", "1000000000"}, "more than the limit of 65536");
 }
 
+TEST_F(HostileCli, LocalRanksPastTheLimitAreAUserError) {
+  rejected({"run", "sgd", "--ranks", "1000"}, "--ranks 1000 is more than the limit of 256 ranks", 30);
+}
+
 TEST_F(HostileCli, PointsPastTheLimitAreAUserError) {
   std::string sweep;
   for (int i = 1; i <= 200; ++i) sweep += (i > 1 ? ", " : "") + std::to_string(i * 8);
