@@ -48,6 +48,37 @@ void check_finite(double v, const std::string& what, bool positive) {
   if (positive && !(v > 0)) throw UserError(fmt::format("{} = {} must be positive", what, v));
 }
 
+std::int64_t first_invalid_utf8(const std::string& text) {
+  const auto* b = reinterpret_cast<const unsigned char*>(text.data());
+  const std::size_t n = text.size();
+  for (std::size_t i = 0; i < n;) {
+    const unsigned char c = b[i];
+    std::size_t len = 0;
+    std::uint32_t cp = 0;
+    if (c < 0x80)
+      len = 1, cp = c;
+    else if ((c & 0xE0) == 0xC0)
+      len = 2, cp = c & 0x1F;
+    else if ((c & 0xF0) == 0xE0)
+      len = 3, cp = c & 0x0F;
+    else if ((c & 0xF8) == 0xF0)
+      len = 4, cp = c & 0x07;
+    else
+      return static_cast<std::int64_t>(i);
+    if (i + len > n) return static_cast<std::int64_t>(i);
+    for (std::size_t k = 1; k < len; ++k) {
+      if ((b[i + k] & 0xC0) != 0x80) return static_cast<std::int64_t>(i);
+      cp = (cp << 6) | (b[i + k] & 0x3F);
+    }
+    const bool overlong =
+        (len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000);
+    if (overlong || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+      return static_cast<std::int64_t>(i);
+    i += len;
+  }
+  return -1;
+}
+
 void check_timeout(double seconds, const std::string& what) {
   check_finite(seconds, what, true);
   if (seconds > kMaxTimeoutS)

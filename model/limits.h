@@ -58,6 +58,9 @@ void check_range(std::int64_t v, std::int64_t lo, std::int64_t hi, const std::st
 // Throws UserError unless v is finite (and > 0 when `positive`).
 void check_finite(double v, const std::string& what, bool positive = false);
 
+// The offset of the first byte of `text` that is not valid UTF-8, or -1.
+[[nodiscard]] std::int64_t first_invalid_utf8(const std::string& text);
+
 // A timeout in seconds: finite, positive, at most kMaxTimeoutS.
 void check_timeout(double seconds, const std::string& what);
 

@@ -43,6 +43,9 @@ struct YamlContext {
     if (text.size() > kMaxInputBytes)
       throw LocatedError(fmt::format("{}: the file has {} bytes, more than the limit of {} bytes", origin,
                                      text.size(), kMaxInputBytes));
+    if (const std::int64_t bad = first_invalid_utf8(text); bad >= 0)
+      throw LocatedError(fmt::format("{}: the file is not valid UTF-8 (byte {} is 0x{:02x}); YAML files are UTF-8 text",
+                                     origin, bad, static_cast<unsigned char>(text[static_cast<std::size_t>(bad)])));
     YAML::Node root;
     try {
       root = YAML::Load(text);

@@ -187,7 +187,8 @@ TEST_F(HostileCli, NodesPastTheLimitAreAUserError) {
 }
 
 TEST_F(HostileCli, LocalRanksPastTheLimitAreAUserError) {
-  rejected({"run", "sgd", "--ranks", "1000"}, "--ranks 1000 is more than the limit of 256 ranks", 30);
+  rejected({"run", "sgd", "--ranks", "1000"}, "--ranks 1000 is more than the limit of 256 ranks",
+           30);
 }
 
 TEST_F(HostileCli, PointsPastTheLimitAreAUserError) {
@@ -225,6 +226,14 @@ TEST_F(HostileCli, DuplicateKeysAndOutputsAreAUserError) {
   rejected({"predict", "dup.yaml"}, "the key 'name' is given twice");
   write("outs.yaml", workload("y = g1 * 2", "[y, y]"));
   rejected({"predict", "outs.yaml"}, "output 'y' is listed twice");
+}
+
+TEST_F(HostileCli, NonUtf8InputIsAUserErrorEvenWithJsonOutput) {
+  std::string yaml = workload("y = g1 * 2");
+  yaml.replace(yaml.find("name: h"), 7, "name: h\xff\xfe");
+  write("bytes.yaml", yaml);
+  rejected({"predict", "bytes.yaml", "--format", "json"}, "is not valid UTF-8 (byte 7 is 0xff)");
+  rejected({"show", "bytes.yaml", "--format", "json"}, "is not valid UTF-8");
 }
 
 TEST_F(HostileCli, NanScalarIsAUserError) {
@@ -274,6 +283,27 @@ TEST_F(HostileCli, FifoAndDevicesAreRefused) {
            20);
   rejected({"tune", "sgd", "--out", "/dev/full"}, "is a device, not a regular file");
   EXPECT_TRUE(fs::is_fifo(dir_ / "fifo"));
+}
+
+// Every seed of the fuzz corpus (shipped YAML, hostile inputs, past findings)
+// through the command that reads it: exit 0 or 2, never 3, a signal or a hang.
+TEST_F(HostileCli, NoCorpusInputGivesAnInternalError) {
+  const fs::path corpus = fs::path(COCONET_SOURCE_ROOT) / "tests/fuzz/corpus";
+  const std::vector<std::pair<std::string, std::vector<std::string>>> readers = {
+      {"workload", {"show"}},
+      {"workload", {"predict"}},
+      {"experiment", {"predict"}},
+      {"topology", {"collective", "-e", "1M", "-t"}},
+      {"schedule", {"simulate", "adam", "-s"}},
+  };
+  for (const auto& [folder, command] : readers)
+    for (const auto& e : fs::directory_iterator(corpus / folder)) {
+      std::vector<std::string> args = command;
+      args.push_back(e.path().string());
+      const Result r = run(args, 30);
+      EXPECT_TRUE(r.code == 0 || r.code == 2) << e.path() << "\n" << r.all();
+      EXPECT_EQ(r.signal, 0) << e.path();
+    }
 }
 
 // SIGINT at several moments of validate --reference: each run ends within 5 s

@@ -160,6 +160,16 @@ TEST(HostileYaml, KeysMustBePlainValues) {
   EXPECT_NE(f.find("a key must be a plain value"), std::string::npos) << f;
 }
 
+TEST(HostileYaml, Utf8IsValidated) {
+  EXPECT_EQ(first_invalid_utf8("h\xc3\xa9llo \xe2\x82\xac \xf0\x9f\x98\x80"), -1);
+  EXPECT_EQ(first_invalid_utf8("\xc0\x80"), 0);      // overlong
+  EXPECT_EQ(first_invalid_utf8("\xed\xa0\x80"), 0);  // a surrogate
+  EXPECT_EQ(first_invalid_utf8("a\xe2\x82"), 1);     // cut short
+  EXPECT_EQ(first_invalid_utf8("ab\xff"), 2);
+  const std::string e = parse_error("name: \xff\n");
+  EXPECT_NE(e.find("t.yaml: the file is not valid UTF-8 (byte 6 is 0xff)"), std::string::npos) << e;
+}
+
 TEST(HostileYaml, DeepNestingIsRejected) {
   const std::string e = parse_error("name: " + repeat("[", 1000) + repeat("]", 1000) + "\n");
   EXPECT_NE(e.find("t.yaml"), std::string::npos) << e;
