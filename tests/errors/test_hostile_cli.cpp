@@ -236,6 +236,17 @@ TEST_F(HostileCli, NonUtf8InputIsAUserErrorEvenWithJsonOutput) {
   rejected({"show", "bytes.yaml", "--format", "json"}, "is not valid UTF-8");
 }
 
+TEST_F(HostileCli, EditedScheduleYamlIsAUserError) {
+  write("s.yaml",
+        "workload: adam\nhistory: []\nstages: [garbage, {code: AR}]\noverlaps: [[0, 99]]\n");
+  rejected({"simulate", "adam", "-s", "s.yaml"},
+           "the file's stages are [garbage, {code: AR}] but its history gives");
+  write("o.yaml", "workload: adam\nhistory: []\noverlaps: [[0, 99]]\n");
+  rejected({"simulate", "adam", "-s", "o.yaml"}, "the file's overlaps are [[0, 99]]");
+  write("k.yaml", "workload: adam\nknobs: {chunks: 1, channels: 2147483647}\n");
+  rejected({"simulate", "adam", "-s", "k.yaml"}, "channels = 2147483647 is out of range");
+}
+
 TEST_F(HostileCli, NanScalarIsAUserError) {
   std::string yaml = workload("y = g1 * lr");
   yaml.replace(yaml.find("lr: 0.5"), 7, "lr: .nan");
