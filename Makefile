@@ -1,11 +1,22 @@
 # The two commands of the README's quick start, and their helpers.
 #   make run   installs what is missing, builds (Release), runs the main job on the embedded default
 #   make test  installs what is missing, builds, runs every test through ctest
+#   make sanitize  an ASan + UBSan build (clang 14, libFuzzer instrumented) of
+#                  the model, plan and sim libraries: their unit, error and
+#                  equivalence tests, then each fuzz target for FUZZ_SECONDS
+#   make fuzz      the same build, each fuzz target for FUZZ_SECONDS (default 600)
 BUILD ?= build
 JOBS ?= 2
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build run test bench clean
+SAN_BUILD ?= build-san
+FUZZ_TARGETS := workload expression topology experiment schedule
+SAN_TESTS := test_model_frontend test_model_errors test_hostile_model test_sched_unit test_sched_equivalence \
+             test_sched_errors test_plan test_sim test_topology_errors
+export ASAN_OPTIONS ?= detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1
+
+.PHONY: all deps build run test bench clean sanitize sanitize-build sanitize-test fuzz fuzz-run
 
 all: build
 
@@ -26,5 +37,35 @@ bench: build
 	./$(BUILD)/bench/coconet_bench_sim
 	cmake --build $(BUILD) --target bench_exec
 
+sanitize-build: deps
+	@CC=clang-14 CXX=clang++-14 cmake -S . -B $(SAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" \
+	  -DCOCONET_FUZZ=ON -DCOCONET_WITH_MPI=OFF -DCOCONET_WITH_CUDA=OFF >/dev/null
+	@cmake --build $(SAN_BUILD) -j$(JOBS) --target $(SAN_TESTS) $(addprefix fuzz_,$(FUZZ_TARGETS))
+
+sanitize-test: sanitize-build
+	cd $(SAN_BUILD) && ctest --output-on-failure -j$(JOBS) -R '^(model|errors|schedule|equivalence|plan|sim)\.'
+
+# Each target runs FUZZ_SECONDS on a working corpus in the build folder, seeded
+# from tests/fuzz/corpus/<target>; a finding is written to $(SAN_BUILD)/fuzz-findings/.
+fuzz-run:
+	@mkdir -p $(SAN_BUILD)/fuzz-findings
+	@for t in $(FUZZ_TARGETS); do \
+	  mkdir -p $(SAN_BUILD)/fuzz-corpus/$$t; \
+	  echo "fuzz_$$t: $(FUZZ_SECONDS) s"; \
+	  $(SAN_BUILD)/tests/fuzz_$$t $(SAN_BUILD)/fuzz-corpus/$$t tests/fuzz/corpus/$$t -max_total_time=$(FUZZ_SECONDS) \
+	    -timeout=10 -rss_limit_mb=2048 -max_len=131072 -print_final_stats=1 \
+	    -artifact_prefix=$(SAN_BUILD)/fuzz-findings/$$t- 2>$(SAN_BUILD)/fuzz-$$t.log \
+	    || { tail -40 $(SAN_BUILD)/fuzz-$$t.log; exit 1; }; \
+	  grep -E "stat::number_of_executed_units|stat::peak_rss_mb" $(SAN_BUILD)/fuzz-$$t.log | tr '\n' ' '; echo; \
+	done
+
+sanitize: FUZZ_SECONDS ?= 30
+sanitize: sanitize-test
+	@$(MAKE) --no-print-directory fuzz-run FUZZ_SECONDS=$(FUZZ_SECONDS)
+
+fuzz: FUZZ_SECONDS ?= 600
+fuzz: sanitize-build
+	@$(MAKE) --no-print-directory fuzz-run FUZZ_SECONDS=$(FUZZ_SECONDS)
+
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(SAN_BUILD)

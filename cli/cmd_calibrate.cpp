@@ -16,6 +16,7 @@
 #include "exec/backend.h"
 #include "exec/mpi_session.h"
 #include "model/catalog.h"
+#include "model/safe_write.h"
 #include "validation/calibrate.h"
 #include "validation/launch.h"
 #endif
@@ -61,13 +62,8 @@ Table constants_table(const validation::Calibration& c) {
 }
 
 void calibrate_command(const CalibrateArgs& a) {
-  if (!exec::launched_by_mpirun()) {  // what can be checked is checked before any rank starts
-    const auto folder = std::filesystem::absolute(a.out).parent_path();
-    if (!std::filesystem::is_directory(folder))
-      throw UserError(fmt::format("--out {}: the folder '{}' does not exist; create it or choose another path",
-                                  a.out, folder.string()));
-    if (a.ranks > 1) validation::run_under_mpirun(a.ranks);
-  }
+  model::check_output_file(a.out, "--out");  // before any rank starts
+  if (!exec::launched_by_mpirun() && a.ranks > 1) validation::run_under_mpirun(a.ranks);
   auto backend = exec::make_backend(a.backend);
   validation::run_guarded(*backend, [&] {
     if (a.ranks > 0 && a.ranks != backend->world_size())

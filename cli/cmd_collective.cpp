@@ -12,6 +12,8 @@
 #include "cli/json_out.h"
 #include "model/error.h"
 #include "model/assign.h"
+#include "model/error.h"
+#include "model/limits.h"
 #include "sim/collective.h"
 #include "sim/topology.h"
 
@@ -56,15 +58,17 @@ void run(const Args& a) {
   const std::int64_t e = model::parse_count(a.end, "-e " + a.end);
   if (b < 1 || e < b) throw UserError(fmt::format("-b {} -e {}: need 1 <= begin <= end", a.begin, a.end));
   if (a.factor < 2) throw UserError(fmt::format("-f {}: the size factor must be at least 2", a.factor));
+  model::check_range(a.channels, 0, model::kMaxChannels, "--channels");
   sim::CollectiveRequest r{sim::parse_coll_op(a.op), 0, where, model::parse_algo(a.algo),
                            model::parse_proto(a.proto), a.channels};
   Table table{{"bytes", "time_us", "algbw_GBps", "busbw_GBps", "algo", "proto"}};
-  for (std::int64_t bytes = b; bytes <= e; bytes *= a.factor) {
+  for (std::int64_t bytes = b;; bytes *= a.factor) {  // b <= e; stops before bytes x factor passes e (or 64 bits)
     r.bytes = double(bytes);
     const sim::CollectiveCost c = sim::predict_collective(t, r);
     const double alg = sim::algbw_GBps(r.bytes, c.time_us());
     table.add({bytes, c.time_us(), alg, alg * sim::bus_factor(r.op, where.ranks), model::to_string(c.algo),
                model::to_string(c.proto)});
+    if (bytes > e / a.factor) break;
   }
   if (a.format == Format::table)
     fmt::print("# {} on {}: {} ranks ({} node(s) x {} GPUs), predicted\n", a.op, t.name, where.ranks, where.nodes,

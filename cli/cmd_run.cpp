@@ -41,6 +41,7 @@
 #include "model/catalog.h"
 #include "model/error.h"
 #include "model/parse.h"
+#include "model/limits.h"
 #include "model/points.h"
 #include "model/schedule_file.h"
 #include "plan/capabilities.h"
@@ -191,6 +192,7 @@ model::PointOptions point_options(const model::Assignments& values, const std::o
 // rank, and what `run` checks before it starts any.
 std::vector<Job> prepare_jobs(const RunArgs& a, exec::RunOptions& options, int world_size) {
   a.knobs.check();
+  model::check_timeout(a.timeout_s, "--timeout");
   model::SetArgs sets = model::split_sets(a.sets);
   const auto topology = run_topology(a, sets.topology);
   const model::Experiment e = model::experiment_from_argument(a.target);

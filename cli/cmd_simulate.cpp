@@ -23,6 +23,7 @@
 #include "model/error.h"
 #include "model/points.h"
 #include "model/schedule_file.h"
+#include "model/safe_write.h"
 #include "sim/predict.h"
 #include "sim/simulator.h"
 #include "sim/trace.h"
@@ -118,6 +119,7 @@ std::string title_of(const Simulated& s) {
 
 void run(const Args& a) {
   a.knobs.check();
+  if (!a.trace.empty()) model::check_output_file(a.trace, "--trace");  // before any work
   const model::Experiment e = model::experiment_from_argument(a.predict.target);
   const sim::PredictOptions o = a.predict.options();
   const sim::Topology t = sim::experiment_topology(e, o);
@@ -136,7 +138,7 @@ void run(const Args& a) {
     const Simulated done{pt, s, t, sim::simulate(s, ctx), sim::predict_analytic(s, ctx).time_us};
     if (!a.trace.empty()) {
       const std::string path = simulated == 0 ? a.trace : fmt::format("{}.{}", a.trace, simulated);
-      model::write_file_atomic(path, sim::chrome_trace_json(done.result, title_of(done)));
+      model::write_file_safely(path, sim::chrome_trace_json(done.result, title_of(done)), "--trace");
       fmt::print(stderr, "wrote trace {}\n", path);
     }
     ++simulated;

@@ -12,6 +12,7 @@
 #include "model/error.h"
 #include "model/points.h"
 #include "model/schedule_file.h"
+#include "model/safe_write.h"
 #include "sim/predict.h"
 #include "sim/trace.h"
 
@@ -49,13 +50,14 @@ void register_tune(CLI::App& app) {
   cmd->add_option("--out,-o", a->out, "Write the best schedule (with its knobs) to this YAML file");
   add_format_option(cmd, a->format);
   cmd->callback([a] {
+    if (!a->out.empty()) model::check_output_file(a->out, "--out");  // before any work
     const model::Experiment e = model::experiment_from_argument(a->predict.target);
     sim::PredictOptions o = a->predict.options();
     o.tune_space = true;
     const auto reports = sim::predict_experiment(e, o);
     print_point_reports(reports, a->format, "tune");
     if (!a->out.empty()) {
-      model::write_file_atomic(a->out, best_yaml(reports));
+      model::write_file_safely(a->out, best_yaml(reports), "--out");
       fmt::print(stderr, "wrote {} ({} schedule(s))\n", a->out, reports.size());
     }
   });

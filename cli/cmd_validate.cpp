@@ -68,6 +68,7 @@ void finish(const validation::ReportData& d, const validation::Metrics& m, const
 }
 
 void reference_command(const ValidateArgs& a) {
+  validation::check_report_target(a.out);  // before any work
   const std::string cmd = fmt::format("coconet validate --reference --out {}", a.out);
   const auto v = validation::validate_reference(validation::reference_dir(), cmd);
   finish(v.report, v.metrics, a);
@@ -105,9 +106,9 @@ validation::ValidateOptions options_of(const ValidateArgs& a) {
 
 void validate_command(const ValidateArgs& a) {
   const auto o = options_of(a);
+  validation::check_report_target(a.out);  // before any rank starts
   if (!exec::launched_by_mpirun()) {
     validation::check_validate_inputs(o, std::max(a.ranks, 1));  // reported once, before any rank starts
-    validation::check_report_folder(a.out);
     if (a.ranks > 1) validation::run_under_mpirun(a.ranks);
   }
   auto backend = exec::make_backend(a.backend);

@@ -4,13 +4,16 @@
 #include <fmt/core.h>
 
 #include "model/error.h"
+#include "model/limits.h"
 
 namespace coconet::cli {
 
 void KnobArgs::check() const {
-  if (chunks && *chunks < 1) throw UserError(fmt::format("--chunks {}: needs at least 1", *chunks));
-  if (channels && *channels < 0)
-    throw UserError(fmt::format("--channels {}: needs 0 (the topology's default) or more", *channels));
+  if (chunks && (*chunks < 1 || *chunks > model::kMaxChunks))
+    throw UserError(fmt::format("--chunks {}: needs 1 to {} (model/limits.h)", *chunks, model::kMaxChunks));
+  if (channels && (*channels < 0 || *channels > model::kMaxChannels))
+    throw UserError(fmt::format("--channels {}: needs 0 (the topology's default) to {} (NCCL's most)", *channels,
+                                model::kMaxChannels));
   try {
     if (algo) (void)model::parse_algo(*algo);
   } catch (const UserError& e) {

@@ -3,16 +3,15 @@
 // input or usage, 3 internal error, 130 interrupted).
 //
 // Design notes
-// - SIGINT ends the process with exit code 130 from the handler itself: it
-//   writes one line with write(2) and calls _exit(2), both async-signal-safe.
+// - SIGINT and SIGTERM end the process with exit code 130 from the handler
+//   itself (model/safe_write.h): it removes the temporaries a write left,
+//   writes one line with write(2) and calls _exit(2), all async-signal-safe.
 //   Destructors and MPI_Finalize are skipped on purpose: a rank interrupted
 //   inside a collective would wait forever in them. Exiting (rather than
 //   re-raising SIGINT) makes 130 the exit status every caller sees (a shell,
 //   a Python subprocess, mpirun's report), as the exit-code table says.
 // - A `--ranks N` relaunch execs mpirun, which resets the handler: mpirun
 //   handles SIGINT for the job and reports its own status.
-#include <signal.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <exception>
@@ -23,23 +22,9 @@
 #include "cli/commands.h"
 #include "cli/messages.h"
 #include "model/error.h"
+#include "model/safe_write.h"
 
 namespace {
-
-void on_interrupt(int /*signal*/) {
-  constexpr char kMessage[] = "\ncoconet: interrupted\n";
-  if (::write(STDERR_FILENO, kMessage, sizeof kMessage - 1) < 0) {
-    // Nothing left to report to; exit all the same.
-  }
-  ::_exit(coconet::kExitInterrupted);
-}
-
-void install_interrupt_handler() {
-  struct sigaction action = {};
-  action.sa_handler = on_interrupt;
-  sigemptyset(&action.sa_mask);
-  ::sigaction(SIGINT, &action, nullptr);
-}
 
 // "error", "run failed" or "internal error": what an exit code says happened.
 const char* meaning_of(int code) {
@@ -71,7 +56,7 @@ void register_commands(CLI::App& app) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  install_interrupt_handler();
+  coconet::model::remove_temporaries_on_interrupt(coconet::kExitInterrupted);
   CLI::App app{"coconet: write a distributed step once, generate its schedules, predict, run, check"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Print help for every subcommand");

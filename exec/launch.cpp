@@ -13,7 +13,10 @@
 #include <iterator>
 #include <sstream>
 
+#include <fmt/core.h>
+
 #include "model/error.h"
+#include "model/limits.h"
 
 namespace coconet::exec {
 namespace {
@@ -60,6 +63,9 @@ std::vector<std::string> mpirun_arguments(const std::string& mpirun, int ranks, 
 }
 
 void relaunch_under_mpirun(int ranks) {
+  if (ranks > model::kMaxLocalRanks)
+    throw UserError(fmt::format("--ranks {} is more than the limit of {} ranks that mpirun starts on one machine",
+                                ranks, model::kMaxLocalRanks));
   const auto mpirun = find_mpirun();
   if (!mpirun)
     throw UserError("--ranks " + std::to_string(ranks) +

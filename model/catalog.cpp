@@ -10,6 +10,8 @@
 #include <fmt/core.h>
 
 #include "model/error.h"
+#include "model/limits.h"
+#include "model/safe_write.h"
 
 #ifndef COCONET_SOURCE_ROOT
 #define COCONET_SOURCE_ROOT "."
@@ -63,6 +65,16 @@ std::string resolve_experiment(const std::string& n) {
 }
 
 std::string read_file(const std::string& path) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (!ec && std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
+    throw UserError(fmt::format("cannot read '{}': it is not a regular file", path));
+  if (!ec && std::filesystem::is_regular_file(status)) {
+    const auto size = std::filesystem::file_size(path, ec);
+    if (!ec && size > kMaxInputBytes)
+      throw UserError(fmt::format("cannot read '{}': it has {} bytes, more than the limit of {} bytes", path, size,
+                                  kMaxInputBytes));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UserError(fmt::format("cannot read '{}': check that the file exists", path));
   std::ostringstream ss;
@@ -70,25 +82,6 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
-void write_file_atomic(const std::string& path, const std::string& text) {
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  const fs::path tmp = target.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out)
-      throw UserError(fmt::format("cannot write '{}': check that its folder exists and is writable",
-                                  path));
-    out << text;
-    out.flush();
-    if (!out) throw UserError(fmt::format("writing '{}' failed (disk full?)", path));
-  }
-  std::error_code ec;
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    throw UserError(fmt::format("cannot move the finished file into place at '{}'", path));
-  }
-}
+void write_file_atomic(const std::string& path, const std::string& text) { write_file_safely(path, text); }
 
 }  // namespace coconet::model

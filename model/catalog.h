@@ -15,8 +15,9 @@ namespace coconet::model {
 [[nodiscard]] std::string resolve_experiment(const std::string& name_or_path);   // throws UserError
 [[nodiscard]] std::vector<std::string> list_names(const std::string& folder);    // e.g. "workloads"
 [[nodiscard]] std::string read_file(const std::string& path);                    // throws UserError
-// Writes `text` to `path` atomically (a temporary name in the same folder, then
-// rename), so a failed run never leaves a half-written file. Throws UserError.
+// Writes `text` to `path` atomically (model/safe_write.h: a random O_EXCL
+// temporary in the same folder, then rename; a target that is not a regular
+// file is refused), so a failed run never leaves a half-written file. Throws UserError.
 void write_file_atomic(const std::string& path, const std::string& text);
 
 }  // namespace coconet::model

@@ -89,6 +89,16 @@ std::vector<Bindings> size_points(const WorkloadRun& run, const Program& p) {
     if (!p.params.count(k))
       throw UserError(fmt::format("experiment sets size '{}' but workload '{}' has no such size",
                                   k, p.name));
+  std::int64_t count = 1;
+  std::string product;
+  for (const auto& [k, values] : run.sizes) {
+    count = values.empty() ? count : checked_mul(count, std::int64_t(values.size()), "points of " + p.name);
+    product += fmt::format("{}{} ({} values)", product.empty() ? "" : " x ", k, values.size());
+    if (count > kMaxPoints)
+      throw UserError(fmt::format("the sweeps of workload '{}' give {} points, more than the limit of {} points "
+                                  "per experiment entry: {}; sweep fewer sizes",
+                                  p.name, count, kMaxPoints, product));
+  }
   std::vector<Bindings> points{p.params};
   for (const auto& [k, values] : run.sizes) {
     std::vector<Bindings> next;

@@ -1,6 +1,8 @@
 // Element-wise expression nodes: construction, printing, traversal, evaluation.
 #include "model/expr.h"
 
+#include <algorithm>
+
 #include <fmt/core.h>
 
 #include "model/error.h"
@@ -142,6 +144,19 @@ Expr rename_tensors(const Expr& e, const std::function<std::string(const std::st
     a = std::move(r);
   }
   return changed ? make(std::move(copy)) : e;
+}
+
+int expr_depth(const Expr& e) {
+  int deepest = 0;
+  std::vector<std::pair<const ExprNode*, int>> todo;
+  if (e) todo.emplace_back(e.get(), 1);
+  while (!todo.empty()) {
+    const auto [n, d] = todo.back();
+    todo.pop_back();
+    deepest = std::max(deepest, d);
+    for (const auto& a : n->args) todo.emplace_back(a.get(), d + 1);
+  }
+  return deepest;
 }
 
 int flops_per_element(const Expr& e) {

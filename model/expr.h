@@ -51,6 +51,8 @@ struct ExprNode {
 // The same expression with tensor references renamed through `rename`.
 [[nodiscard]] Expr rename_tensors(const Expr& e,
                                   const std::function<std::string(const std::string&)>& rename);
+// Levels of the tree (a leaf is 1), computed without recursion so that any tree can be measured.
+[[nodiscard]] int expr_depth(const Expr& e);
 // Floating-point operations per element (for the cost model).
 [[nodiscard]] int flops_per_element(const Expr& e);
 

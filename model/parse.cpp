@@ -1,7 +1,12 @@
-// The YAML front end and the statement/expression parser (recursive descent).
+// The YAML front end and the statement/expression parser (recursive descent,
+// depth-limited: a nesting deeper than kMaxExprDepth, a statement longer than
+// kMaxExprLength or a program of more than kMaxStatements statements is a
+// UserError, so no input can overflow the stack of the parser or of the
+// recursive expression walks after it).
 #include "model/parse.h"
 
 #include <cctype>
+#include <cmath>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -11,6 +16,7 @@
 
 #include "model/catalog.h"
 #include "model/error.h"
+#include "model/limits.h"
 #include "model/yaml_util.h"
 
 namespace coconet::model {
@@ -25,7 +31,12 @@ constexpr std::uint64_t kDropoutSeedBase = 0x5eed0000ULL;
 
 class Parser {
  public:
-  Parser(const std::string& text, std::uint64_t* seeds) : text_(text), seeds_(seeds) {}
+  Parser(const std::string& text, std::uint64_t* seeds) : text_(text), seeds_(seeds) {
+    if (text_.size() > kMaxExprLength)
+      throw UserError(fmt::format("a statement of {} characters is longer than the limit of {} characters "
+                                  "(it begins '{}...'); split it into several statements",
+                                  text_.size(), kMaxExprLength, text_.substr(0, 40)));
+  }
 
   void statement(Stmt& s) {
     skip();
@@ -40,6 +51,7 @@ class Parser {
     }
     skip();
     if (pos_ != text_.size()) fail("unexpected text after the end of the expression");
+    if (s.expr) check_depth(s.expr);
     s.source = text_;
   }
 
@@ -47,6 +59,7 @@ class Parser {
     Expr e = expr();
     skip();
     if (pos_ != text_.size()) fail("unexpected text after the end of the expression");
+    check_depth(e);
     return e;
   }
 
@@ -54,6 +67,35 @@ class Parser {
   const std::string& text_;
   std::uint64_t* seeds_;
   std::size_t pos_ = 0;
+  int depth_ = 0;  // nesting of expr() and unary() calls now active
+
+  // Counts one level of nesting while alive; past kMaxExprDepth the parse fails.
+  class Nest {
+   public:
+    explicit Nest(Parser& p) : p_(p) {
+      if (++p_.depth_ > kMaxExprDepth)
+        p_.fail(fmt::format("the expression nests deeper than the limit of {} levels (parentheses, "
+                            "calls, unary signs); split it into several statements",
+                            kMaxExprDepth));
+    }
+    ~Nest() { --p_.depth_; }
+    Nest(const Nest&) = delete;
+    Nest& operator=(const Nest&) = delete;
+
+   private:
+    Parser& p_;
+  };
+
+  // A long chain of operators (a+a+...+a) builds a tree as deep as it is long:
+  // the same limit applies to the finished tree.
+  void check_depth(const Expr& e) const {
+    const int d = expr_depth(e);
+    if (d > kMaxExprDepth)
+      throw UserError(fmt::format("in statement '{}...': the expression tree is {} levels deep, more than the "
+                                  "limit of {} (a chain of that many operators); split it into several "
+                                  "statements",
+                                  text_.substr(0, 40), d, kMaxExprDepth));
+  }
 
   [[noreturn]] void fail(const std::string& what) const {
     throw UserError(fmt::format("in statement '{}', column {}: {}", text_, pos_ + 1, what));
@@ -103,6 +145,7 @@ class Parser {
     char* end = nullptr;
     const double v = std::strtod(begin, &end);
     if (end == begin) fail("expected a number");
+    if (!std::isfinite(v)) fail(fmt::format("the number '{}' is not finite", std::string(begin, static_cast<std::size_t>(end - begin))));
     pos_ += static_cast<std::size_t>(end - begin);
     return v;
   }
@@ -121,7 +164,8 @@ class Parser {
 
   int root() {
     const double v = number();
-    if (v < 0 || v != static_cast<int>(v)) fail("the root must be a rank number (0, 1, ...)");
+    if (!(v >= 0 && v <= double(kMaxRanks)) || v != std::floor(v))
+      fail(fmt::format("the root must be a rank number (0, 1, ..., at most {})", kMaxRanks - 1));
     return static_cast<int>(v);
   }
 
@@ -184,6 +228,7 @@ class Parser {
   // --- element-wise expressions -------------------------------------------
 
   Expr expr() {
+    const Nest nest(*this);
     Expr a = additive();
     static const std::pair<const char*, BinaryOp> cmps[] = {
         {"<=", BinaryOp::le}, {">=", BinaryOp::ge}, {"==", BinaryOp::eq},
@@ -212,6 +257,7 @@ class Parser {
   }
 
   Expr unary() {
+    const Nest nest(*this);
     if (eat('-')) return make_unary(UnaryOp::neg, unary());
     if (eat('+')) return unary();
     return primary();
@@ -319,7 +365,8 @@ TensorDecl parse_tensor(const YamlContext& y, const std::string& name, const YAM
     const YAML::Node shape = n["shape"];
     if (!shape || !shape.IsSequence())
       y.fail(n, fmt::format("tensor '{}' needs a shape, a list such as [N] or [B*S, H]", name));
-    for (const auto& d : shape) y.wrap(d, [&] { t.type.shape.push_back(parse_dim(d.as<std::string>())); });
+    for (const auto& d : shape)
+      y.wrap(d, [&] { t.type.shape.push_back(parse_dim(y.scalar<std::string>(d, "a dimension"))); });
     t.type.layout = parse_layout(y.required<std::string>(n, "layout", "tensor " + name));
     t.type.group = y.optional<int>(n, "group", 0);
     t.shardable = y.optional<bool>(n, "shardable", false);
@@ -350,7 +397,12 @@ Program parse_program(const std::string& yaml_text, const std::string& origin) {
   if (const auto scalars = root["scalars"]) {
     y.require_map(scalars, "scalars");
     for (const auto& kv : scalars)
-      p.scalars[kv.first.as<std::string>()] = y.scalar<double>(kv.second, "scalar");
+    {
+      const auto key = kv.first.as<std::string>();
+      const double v = y.scalar<double>(kv.second, "scalar " + key);
+      if (!std::isfinite(v)) y.fail(kv.second, fmt::format("scalar {} = {} must be a finite number", key, v));
+      p.scalars[key] = v;
+    }
   }
   const YAML::Node tensors = root["tensors"];
   if (!tensors || !tensors.IsMap())
@@ -359,6 +411,9 @@ Program parse_program(const std::string& yaml_text, const std::string& origin) {
   const YAML::Node prog = root["program"];
   if (!prog || !prog.IsSequence() || prog.size() == 0)
     y.fail(root, "a workload needs 'program', a list of statements such as '- y = allreduce(sum, x)'");
+  if (prog.size() > kMaxStatements)
+    y.fail(prog, fmt::format("the program has {} statements, more than the limit of {}", prog.size(),
+                             kMaxStatements));
   std::uint64_t seeds = 0;
   for (const auto& line : prog) {
     Stmt s;

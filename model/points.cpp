@@ -9,6 +9,7 @@
 
 #include "model/catalog.h"
 #include "model/error.h"
+#include "model/limits.h"
 #include "model/parse.h"
 
 namespace coconet::model {
@@ -33,7 +34,8 @@ void apply_values(WorkloadRun& run, Program& p, const Assignments& sets) {
 }
 
 void check_names(const std::vector<Program>& programs, const Assignments& sets) {
-  for (const auto& [k, v] : sets) {
+  for (const auto& [name, v] : sets) {
+    const std::string& k = name;  // (clang 14 cannot capture a structured binding)
     const bool known = std::any_of(programs.begin(), programs.end(), [&k](const Program& p) {
       return p.params.contains(k) || p.scalars.contains(k);
     });
@@ -54,6 +56,7 @@ int ranks_per_group(const Experiment& e, const WorkloadRun& run, const Program& 
   }
   if (run.ranks) return *run.ranks;
   if (e.ranks) return *e.ranks;
+  // (an experiment's ranks are checked against kMaxRanks when it is parsed)
   return o.total_gpus ? std::max(1, *o.total_gpus / groups) : 1;
 }
 
@@ -92,8 +95,11 @@ std::vector<Point> expand(const Experiment& e, const PointOptions& o) {
     Program p = programs[i];
     apply_values(run, p, o.sets);
     const int ranks = ranks_per_group(e, run, p, o);
+    check_range(std::int64_t(ranks) * p.groups(), 1, kMaxRanks,
+                fmt::format("the world size (ranks per group x {} process groups) of {}", p.groups(), p.name));
     check_fits(p, ranks, o);
     for (auto& sizes : size_points(run, p)) {
+      check_tensor_sizes(p, sizes_label(sizes), sizes);
       Point pt{i, p, sizes, sizes_label(sizes), ranks, p.groups()};
       pt.program.params = std::move(sizes);
       out.push_back(std::move(pt));

@@ -2,12 +2,14 @@
 #include "model/program.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include <fmt/core.h>
 
 #include "model/assign.h"
 #include "model/error.h"
+#include "model/limits.h"
 #include "model/yaml_util.h"
 
 namespace coconet::model {
@@ -145,6 +147,10 @@ class Checker {
   Program& p_;
   std::set<std::string> defined_;
   std::set<std::string> updated_;
+  // Types of the inputs and of the statements checked so far, by name: each
+  // lookup is a tree search, so checking is O(n log n) in the program's size.
+  std::map<std::string, const TensorType*> types_;
+  std::map<std::string, const TensorDecl*> inputs_;
 
   [[noreturn]] void fail(const Stmt& s, const std::string& what) const {
     const std::string text = s.source.empty() ? s.name : s.source;
@@ -161,12 +167,18 @@ class Checker {
       if (!defined_.insert(t.name).second)
         throw UserError(fmt::format("in program '{}': tensor '{}' is declared twice", p_.name,
                                     t.name));
+      types_.emplace(t.name, &t.type);
+      inputs_.emplace(t.name, &t);
       if (t.type.layout.is_sliced() &&
           t.type.layout.dim >= static_cast<int>(t.type.shape.size()))
         throw UserError(fmt::format("in program '{}': tensor '{}' is sliced({}) but has only {} "
                                     "dimension(s); slice a dimension in 0..{}",
                                     p_.name, t.name, t.type.layout.dim, t.type.shape.size(),
                                     static_cast<int>(t.type.shape.size()) - 1));
+      if (t.type.group >= kMaxGroups)
+        throw UserError(fmt::format("in program '{}': tensor '{}' has group {}, more than the limit of {} "
+                                    "process groups (0..{})",
+                                    p_.name, t.name, t.type.group, kMaxGroups, kMaxGroups - 1));
       if (t.type.group < 0)
         throw UserError(fmt::format("in program '{}': tensor '{}' has group {}; groups are 0, 1, ...",
                                     p_.name, t.name, t.type.group));
@@ -191,7 +203,7 @@ class Checker {
                           "or compute it in an earlier statement",
                           n));
     }
-    return p_.type_of(n);
+    return *types_.at(n);
   }
 
   // Identifiers that name scalar parameters become scalar nodes.
@@ -269,7 +281,8 @@ class Checker {
   }
 
   TensorType infer_update(const Stmt& s) const {
-    const auto* decl = p_.find_input(s.target);
+    const auto it = inputs_.find(s.target);
+    const TensorDecl* decl = it == inputs_.end() ? nullptr : it->second;
     if (!decl)
       fail(s, fmt::format("update target '{}' is not a declared tensor: update(t, value) gives "
                           "the new value of a state tensor declared under tensors",
@@ -349,7 +362,11 @@ class Checker {
         if (s.op == OpKind::reduce) need(t.layout.is_local(), "a local (per-rank partial)");
         t.layout = Layout::replicated();
         break;
-      case OpKind::send: t.group += 1; break;
+      case OpKind::send:
+        if (t.group + 1 >= kMaxGroups)
+          fail(s, fmt::format("send past the last process group: a program has at most {} groups", kMaxGroups));
+        t.group += 1;
+        break;
       default: COCONET_ASSERT(false, "not a communication op");
     }
     return t;
@@ -381,6 +398,7 @@ class Checker {
     s.type = infer(s);
     if (s.op == OpKind::update) updated_.insert(s.target);
     defined_.insert(s.name);
+    types_.emplace(s.name, &s.type);
   }
 
   void check_outputs() {
@@ -388,10 +406,16 @@ class Checker {
       throw UserError(fmt::format("program '{}' has no outputs: list the values the step "
                                   "produces under outputs",
                                   p_.name));
-    for (const auto& o : p_.outputs)
-      if (!p_.find_stmt(o))
+    std::set<std::string> seen;
+    for (const auto& o : p_.outputs) {
+      if (!defined_.count(o) || inputs_.count(o))
         throw UserError(fmt::format("program '{}': output '{}' is not computed by any statement",
                                     p_.name, o));
+      if (!seen.insert(o).second)
+        throw UserError(fmt::format("program '{}': output '{}' is listed twice in outputs; list each "
+                                    "value once",
+                                    p_.name, o));
+    }
   }
 };
 

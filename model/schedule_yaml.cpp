@@ -1,9 +1,10 @@
 // The YAML form of a schedule. Written: the workload's name, the schedule's
 // canonical name, its history and knobs, and (for readers) its stages and
 // overlap groups. Read: each history entry becomes its typed directive
-// (make_directive) and is replayed on the workload's program, so a schedule
-// file is checked exactly like a schedule built in code; the stages and
-// overlap groups written for readers are not trusted on input.
+// (make_directive) and is replayed on the workload's program, so
+// a schedule file is checked exactly like a schedule built in code; the
+// stages and overlap groups written for readers are not trusted on input:
+// when present they must be what the history gives (else the file was edited).
 //
 //   workload: adam
 //   name: fuse(RS-C-AG)+asSlice(m,v)
@@ -20,6 +21,7 @@
 
 #include "model/error.h"
 #include "model/transforms.h"
+#include "model/yaml_util.h"
 
 namespace coconet::model {
 
@@ -110,6 +112,40 @@ Schedule replay(const Program& program, const std::string& origin, const YAML::N
   return s;
 }
 
+void write_stages(YAML::Emitter& out, const Schedule& s);
+
+// A node as one line whatever its style (flow or block); depth is bounded by
+// the loader's kMaxYamlDepth.
+std::string canonical(const YAML::Node& n) {
+  if (n.IsScalar()) return n.Scalar();
+  std::string out = n.IsMap() ? "{" : "[";
+  for (const auto& it : n) {
+    if (out.size() > 1) out += ", ";
+    out += n.IsMap() ? canonical(it.first) + ": " + canonical(it.second) : canonical(it);
+  }
+  return out + (n.IsMap() ? "}" : "]");
+}
+
+// The stages and overlaps a file lists, if it lists them, against the replayed schedule's.
+void check_derived(const std::string& origin, const YAML::Node& root, const Schedule& s) {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  write_stages(out, s);
+  out << YAML::EndMap;
+  const YAML::Node expected = YAML::Load(out.c_str());
+  for (const char* key : {"stages", "overlaps"}) {
+    const YAML::Node given = root[key];
+    if (!given) continue;
+    const std::string a = canonical(given);
+    const std::string b = canonical(expected[key]);
+    if (a != b)
+      fail(origin, given,
+           fmt::format("the file's {} are {} but its history gives {}; {} are written for readers and "
+                       "must not be edited (delete them, or write the schedule again)",
+                       key, a.size() > 200 ? a.substr(0, 200) + "..." : a, b, key));
+  }
+}
+
 Schedule read_schedule(const Program& program, const std::string& origin, const YAML::Node& root) {
   reject_unknown_keys(origin, root, {"workload", "name", "history", "knobs", "stages", "overlaps", "point"},
                       "a schedule");
@@ -120,6 +156,7 @@ Schedule read_schedule(const Program& program, const std::string& origin, const 
          fmt::format("this schedule is for workload '{}', not '{}'", workload, program.name));
   Schedule s = replay(program, origin, root["history"]);
   if (root["knobs"]) s.knobs = read_knobs(origin, root["knobs"], s.knobs);
+  check_derived(origin, root, s);
   if (root["name"]) {
     const std::string written = scalar(origin, root["name"], "name");
     if (written != s.name())
@@ -168,12 +205,7 @@ std::string to_yaml(const Schedule& s) {
 
 Schedule schedule_from_yaml(const Program& program, const std::string& text,
                             const std::string& origin) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::ParserException& e) {
-    throw UserError(fmt::format("{}: malformed YAML: {}", where(origin, e.mark), e.msg));
-  }
+  const YAML::Node root = YamlContext{origin}.load(text);  // malformed, duplicate keys, too deep
   if (!root.IsMap())
     throw UserError(
         fmt::format("{}: a schedule is a mapping with keys workload, history, knobs", origin));

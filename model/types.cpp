@@ -7,6 +7,7 @@
 #include <fmt/core.h>
 
 #include "model/error.h"
+#include "model/limits.h"
 
 namespace coconet::model {
 
@@ -40,7 +41,7 @@ std::int64_t Dim::eval(const Bindings& b) const {
     if (it == b.end())
       throw UserError(fmt::format("size '{}' has no value: give it in params or with --set {}=VALUE",
                                   s, s));
-    v *= it->second;
+    v = checked_mul(v, it->second, fmt::format("dimension {}", str()));
   }
   return v;
 }
@@ -87,7 +88,7 @@ Dim parse_dim(const std::string& text) {
       const auto [p, ec] = std::from_chars(factor.data(), factor.data() + factor.size(), v);
       if (ec != std::errc() || p != factor.data() + factor.size() || v <= 0)
         throw UserError(fmt::format("dimension '{}': '{}' is not a positive integer", text, factor));
-      d.constant *= v;
+      d.constant = checked_mul(d.constant, v, fmt::format("dimension '{}'", text));
     } else if (is_identifier(factor)) {
       d.symbols.push_back(factor);
     } else {
@@ -116,7 +117,7 @@ std::vector<std::int64_t> eval_shape(const Shape& s, const Bindings& b) {
 
 std::int64_t numel(const std::vector<std::int64_t>& dims) {
   std::int64_t n = 1;
-  for (auto d : dims) n *= d;
+  for (auto d : dims) n = checked_mul(n, d, "tensor elements");
   return n;
 }
 

@@ -19,7 +19,10 @@
 #include <map>
 #include <set>
 
+#include <fmt/core.h>
+
 #include "model/error.h"
+#include "model/limits.h"
 #include "plan/rows.h"
 #include "plan/views.h"
 
@@ -200,8 +203,10 @@ class Lowering {
       rows = v.rows;
     }
     if (rows <= 0) return;
-    u.chunks = std::max(1, out_.knobs.chunks);
     u.rows = u.slice_mode ? model::slice_extent(rows, out_.ranks_per_group, 0).size : rows;
+    // A chunk holds at least one row: more chunks than rows are cut as many as the rows
+    // (the knob itself is bounded by kMaxChunks when lowering starts).
+    u.chunks = static_cast<int>(std::clamp<std::int64_t>(out_.knobs.chunks, 1, std::max<std::int64_t>(1, u.rows)));
   }
 
   // Calls per chunk of an op on position 0, as the executor cuts them (plan/rows.h).
@@ -289,9 +294,18 @@ class Lowering {
 
 }  // namespace
 
+namespace {
+std::string sizes_text(const model::Bindings& sizes) {
+  std::string out;
+  for (const auto& [k, v] : sizes) out += fmt::format("{}{}={}", out.empty() ? "" : " ", k, v);
+  return out.empty() ? "its sizes" : out;
+}
+}  // namespace
+
 StepPlan lower(const model::Schedule& s, const model::Bindings& sizes, int ranks_per_group,
                const Capabilities& caps) {
-  COCONET_ASSERT(ranks_per_group >= 1, "lower: ranks per group must be at least 1");
+  model::check_schedule_bounds(s, ranks_per_group);
+  model::check_tensor_sizes(s.program, sizes_text(sizes), sizes);
   return Lowering(s, sizes, ranks_per_group, caps).run();
 }
 

@@ -8,6 +8,7 @@ packages=(
   libyaml-cpp-dev libcli11-dev libeigen3-dev libfmt-dev nlohmann-json3-dev
   libopenmpi-dev openmpi-bin
   libgtest-dev libgmock-dev libbenchmark-dev
+  clang-14 libclang-rt-14-dev libfuzzer-14-dev   # make sanitize / make fuzz (ASan, UBSan, libFuzzer)
 )
 
 missing=()

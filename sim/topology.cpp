@@ -5,6 +5,8 @@
 // and their errors name the override.
 #include "sim/topology.h"
 
+#include <limits>
+
 #include <cmath>
 #include <set>
 
@@ -83,10 +85,13 @@ class Reader {
     }
   }
 
-  int positive_int(const YAML::Node& parent, const std::string& path, const char* key) const {
-    const int v = value<int>(parent, path, key);
+  // Read as 64 bits, then held to [1, max] (model/limits.h states the maxima).
+  int positive_int(const YAML::Node& parent, const std::string& path, const char* key,
+                   std::int64_t max = std::numeric_limits<int>::max()) const {
+    const std::int64_t v = value<std::int64_t>(parent, path, key);
     if (v < 1) fail(parent[key], join(path, key), fmt::format("must be at least 1, got {}", v));
-    return v;
+    if (v > max) fail(parent[key], join(path, key), fmt::format("{} is more than the limit of {}", v, max));
+    return static_cast<int>(v);
   }
 
   double positive(const YAML::Node& parent, const std::string& path, const char* key) const {
@@ -154,7 +159,7 @@ NodeSpec read_node(const Reader& r, const YAML::Node& root) {
                                  {"gpus", "nvlink_links", "nvlink_link_GBps", "nccl_link_GBps", "nvls",
                                   "nvls_efficiency", "hop_latency_us"});
   NodeSpec s;
-  s.gpus = r.positive_int(n, "node", "gpus");
+  s.gpus = r.positive_int(n, "node", "gpus", model::kMaxGpusPerNode);
   s.nvlink_links = r.positive_int(n, "node", "nvlink_links");
   s.nvlink_link_GBps = r.positive(n, "node", "nvlink_link_GBps");
   s.nccl_link_GBps = r.positive(n, "node", "nccl_link_GBps");
@@ -185,7 +190,7 @@ NcclSpec read_nccl(const Reader& r, const YAML::Node& root) {
                                   "ll128_efficiency", "tree_efficiency", "base_latency_us",
                                   "hbm_bytes_per_link_byte", "reduce_GBps", "sms_per_channel"});
   NcclSpec s;
-  s.channels = r.positive_int(n, "nccl", "channels");
+  s.channels = r.positive_int(n, "nccl", "channels", model::kMaxChannels);
   s.channel_GBps = r.positive(n, "nccl", "channel_GBps");
   const YAML::Node ll = r.section(n, "nccl", "ll_max_GBps", {"one_node", "multi_node"});
   s.ll_max_one_node_GBps = r.positive(ll, "nccl.ll_max_GBps", "one_node");
@@ -263,9 +268,12 @@ Topology parse_topology(const std::string& yaml_text, const std::string& origin,
   t.name = r.value<std::string>(root, "", "name");
   t.description = r.value<std::string>(root, "", "description");
   t.device = read_device(ctx, root);
-  t.nodes = r.positive_int(root, "", "nodes");
+  t.nodes = r.positive_int(root, "", "nodes", model::kMaxNodes);
   t.gpu = read_gpu(r, root);
   t.node = read_node(r, root);
+  if (std::int64_t(t.nodes) * t.node.gpus > model::kMaxGpus)
+    ctx.fail(root["nodes"], fmt::format("nodes: {} nodes x {} GPUs = {} GPUs, more than the limit of {}", t.nodes,
+                                        t.node.gpus, std::int64_t(t.nodes) * t.node.gpus, model::kMaxGpus));
   t.network = read_network(r, root);
   t.nccl = read_nccl(r, root);
   return t;

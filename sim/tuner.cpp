@@ -60,11 +60,20 @@ Candidate best_setting(const model::Schedule& s, int index, const Context& ctx, 
                        int& evaluated) {
   model::Schedule one = s;
   one.knobs.chunks = 1;
-  const bool chunks_matter = chunked(lower_for(one, ctx));
+  const plan::StepPlan unchunked = lower_for(one, ctx);
+  const bool chunks_matter = chunked(unchunked);
   const std::vector<int> single = {1};
   const std::vector<int>& chunk_choices = chunks_matter ? space.chunks : single;
+  // A chunk holds at least one row: choices past the fewest rows of a chunked
+  // unit are skipped, unless none is left (then lowering says why the choice fails).
+  std::int64_t max_chunks = std::numeric_limits<std::int64_t>::max();
+  for (const auto& u : unchunked.units)
+    if (u.rows > 0) max_chunks = std::min(max_chunks, u.rows);
+  std::vector<int> fitting;
+  for (int c : chunk_choices)
+    if (c <= 1 || c <= max_chunks) fitting.push_back(c);
   Candidate best{index, s.name(), s.knobs, std::numeric_limits<double>::infinity()};
-  for (int chunks : chunk_choices) {
+  for (int chunks : fitting.empty() ? chunk_choices : fitting) {
     one.knobs.chunks = chunks;
     plan::StepPlan p = lower_for(one, ctx);
     const std::set<model::OpKind> ops = ops_of(p);

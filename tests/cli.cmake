@@ -23,3 +23,13 @@ if(TARGET coconet)
   gtest_discover_tests(test_cli_exit_codes TEST_PREFIX "cli." PROPERTIES TIMEOUT 60
                        ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT}")
 endif()
+
+# Hostile input through the command (issue 14): exit 2 with the limit named, safe writes.
+if(TARGET coconet)
+  add_executable(test_hostile_cli ${CMAKE_CURRENT_SOURCE_DIR}/errors/test_hostile_cli.cpp)
+  target_link_libraries(test_hostile_cli PRIVATE GTest::gtest_main coconet_warnings)
+  target_compile_definitions(test_hostile_cli PRIVATE COCONET_BINARY="$<TARGET_FILE:coconet>"
+                             COCONET_SOURCE_ROOT="${COCONET_SOURCE_ROOT}")
+  add_dependencies(test_hostile_cli coconet)
+  gtest_discover_tests(test_hostile_cli TEST_PREFIX "errors.hostile.cli." PROPERTIES TIMEOUT 300)
+endif()

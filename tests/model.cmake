@@ -21,3 +21,9 @@ gtest_discover_tests(test_model_errors TEST_PREFIX "errors.")
 
 add_test(NAME model.depends_on_nothing_else
          COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/model_depends_on_nothing.sh ${PROJECT_SOURCE_DIR})
+
+# Hostile input (issue 14): every bound of model/limits.h, at the library boundary.
+add_executable(test_hostile_model ${CMAKE_CURRENT_SOURCE_DIR}/errors/test_hostile_model.cpp)
+target_link_libraries(test_hostile_model PRIVATE coconet_model coconet_plan coconet_sim GTest::gtest_main coconet_warnings)
+target_compile_definitions(test_hostile_model PRIVATE COCONET_SOURCE_ROOT="${COCONET_SOURCE_ROOT}")
+gtest_discover_tests(test_hostile_model TEST_PREFIX "errors.hostile." PROPERTIES TIMEOUT 120)

@@ -74,3 +74,8 @@ if(TARGET coconet AND COCONET_HAVE_MPI AND COCONET_MPIEXEC)
     COMMAND coconet validate --reference --out ${_val_dir}/reference)
   set_tests_properties(validation.e2e.reference PROPERTIES ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT}")
 endif()
+
+# Hostile paths and interruptions around what coconet writes (issue 14).
+add_executable(test_hostile_writes ${CMAKE_CURRENT_SOURCE_DIR}/errors/test_hostile_writes.cpp)
+target_link_libraries(test_hostile_writes PRIVATE coconet_validation yaml-cpp GTest::gtest_main coconet_warnings)
+gtest_discover_tests(test_hostile_writes TEST_PREFIX "errors.hostile.writes.")

@@ -19,6 +19,7 @@
 #include <fstream>
 
 #include <fmt/core.h>
+#include <yaml-cpp/yaml.h>
 #include <unistd.h>
 
 #include "model/error.h"
@@ -137,6 +138,21 @@ Fitted fit_samples(const std::vector<MicroSample>& samples) {
   return f;
 }
 
+// A value as one YAML scalar, quoted and escaped by the YAML emitter, so that
+// no text (a --name with a quote or a newline) can add keys to the file.
+std::string yaml_scalar(const std::string& value) {
+  YAML::Emitter out;
+  out << YAML::DoubleQuoted << value;
+  return out.c_str();
+}
+
+// Text for a comment: control characters (a newline would end the comment) become spaces.
+std::string comment_text(std::string text) {
+  for (char& c : text)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+  return text;
+}
+
 std::string topology_yaml(const Fitted& f, const CalibrateOptions& o, const std::string& backend, int ranks) {
   ElementwiseFit e = f.elementwise;
   e.GBps = bounded(e.GBps);
@@ -148,11 +164,11 @@ std::string topology_yaml(const Fitted& f, const CalibrateOptions& o, const std:
       "# Every constant below is fitted (least squares on relative error) to microbenchmarks run\n"
       "# through coconet's own runtime with {3} ranks, or says why it is fixed. A CPU has no GPU:\n"
       "# keys take the values that turn the GPU formulas into the CPU ones (see docs/validation.md).\n",
-      o.name, o.command.empty() ? "coconet calibrate" : o.command, today(), ranks);
-  y += fmt::format("name: {}\ndescription: \"{}\"\ndevice: cpu                     # ranks are CPU processes: predictions default to the cpu backend\nnodes: 1                        # one machine\n", o.name,
-                   machine_model(backend, ranks));
+      comment_text(o.name), comment_text(o.command.empty() ? "coconet calibrate" : o.command), today(), ranks);
+  y += fmt::format("name: {}\ndescription: {}\ndevice: cpu                     # ranks are CPU processes: predictions default to the cpu backend\nnodes: 1                        # one machine\n",
+                   yaml_scalar(o.name), yaml_scalar(machine_model(backend, ranks)));
   y += "gpu:\n";
-  y += fmt::format("  model: \"{} backend rank\"\n", backend);
+  y += fmt::format("  model: {}\n", yaml_scalar(backend + " backend rank"));
   y += "  sms: 1                        # one thread computes per rank: no wave quantisation\n";
   y += fmt::format("  hbm_GBps: {:.4g}                # fit: element-wise kernels, bytes over time, all ranks running\n", e.GBps);
   y += "  hbm_efficiency: 1.0           # the fitted bandwidth is already the achieved one\n";

@@ -31,9 +31,10 @@ namespace coconet::validation {
 // existing DIR is replaced only when it is one, or empty).
 inline constexpr const char* kReportMarker = ".coconet-report";
 
-// Throws UserError (naming --out) when `dir` exists and is neither empty nor
-// a coconet report: what validate checks before any rank starts.
-void check_report_folder(const std::string& dir);
+// Throws UserError unless `dir` can take a report: non-empty text naming a new
+// folder, an empty folder or a coconet report (not a symlink, file, FIFO, ...).
+// Commands call it before any work; write_report calls it again.
+void check_report_target(const std::string& dir);
 
 // Writes every file of the report into `dir`, atomically as a whole. Throws
 // UserError when `dir` exists and is neither empty nor a coconet report, or

@@ -1,13 +1,24 @@
 // Writing a report folder atomically: every file goes into a hidden sibling
-// folder first; only when all are written is the old report (if any) moved
-// aside, the new folder renamed into place, and the old one removed.
+// folder with a random name first (registered, so an interrupt removes it);
+// only when all are written is it exchanged with the old report in one
+// rename (RENAME_EXCHANGE), and the old one, now under the hidden name,
+// removed. Leftovers of an interrupted earlier run are removed first.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>  // renameat2
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
 #include <fmt/core.h>
-#include <unistd.h>
 
 #include "model/error.h"
+#include "model/safe_write.h"
 #include "validation/report.h"
 
 namespace coconet::validation {
@@ -22,13 +33,6 @@ void write_text(const fs::path& path, const std::string& text) {
   out << text;
   out.flush();
   if (!out) throw UserError(fmt::format("writing '{}' failed (disk full?)", path.string()));
-}
-
-bool replaceable(const fs::path& dir) {
-  std::error_code ec;
-  if (!fs::exists(dir, ec)) return true;
-  if (!fs::is_directory(dir, ec)) return false;
-  return fs::is_empty(dir, ec) || fs::exists(dir / kReportMarker, ec);
 }
 
 void check_input_name(const std::string& name) {
@@ -55,59 +59,84 @@ void write_all(const ReportData& data, const Metrics& m, const fs::path& stage,
   put(kReportMarker, "coconet validation report\n");
 }
 
-void move_into_place(const fs::path& stage, const fs::path& dir, const fs::path& old) {
+// Removes what an earlier, interrupted run left next to `target`: hidden
+// siblings ".<name>.<pid>.<hex>.partial" whose process is gone.
+void clean_leftovers(const fs::path& target) {
   std::error_code ec;
-  const bool had_old = fs::exists(dir, ec);
-  if (had_old) {
-    fs::rename(dir, old, ec);
-    if (ec) throw UserError(fmt::format("cannot move the previous report '{}' aside: {}", dir.string(), ec.message()));
-  }
-  fs::rename(stage, dir, ec);
-  if (ec) {
+  std::string prefix = ".";
+  prefix += target.filename().string();
+  prefix += '.';
+  for (const auto& e : fs::directory_iterator(target.parent_path(), ec)) {
+    const std::string n = e.path().filename().string();
+    if (n.size() <= prefix.size() || n.rfind(prefix, 0) != 0 || !n.ends_with(".partial")) continue;
+    const long pid = std::strtol(n.c_str() + prefix.size(), nullptr, 10);
+    if (pid > 0 && pid != ::getpid() && ::kill(static_cast<pid_t>(pid), 0) == 0) continue;  // still running
     std::error_code ignore;
-    if (had_old) fs::rename(old, dir, ignore);
-    throw UserError(fmt::format("cannot move the finished report into place at '{}': {}", dir.string(), ec.message()));
+    fs::remove_all(e.path(), ignore);
   }
-  if (had_old) fs::remove_all(old, ec);
+}
+
+// Puts `stage` at `dir` in one step: a new name is renamed; an existing report
+// is exchanged with the stage (renameat2 RENAME_EXCHANGE), so `dir` holds the
+// old report or the new one at every moment; the old one, now at `stage`, is removed.
+void move_into_place(const fs::path& stage, const fs::path& dir) {
+  std::error_code ec;
+  const bool had_old = fs::exists(fs::symlink_status(dir, ec));
+  const int rc = had_old ? ::renameat2(AT_FDCWD, stage.c_str(), AT_FDCWD, dir.c_str(), RENAME_EXCHANGE)
+                         : ::renameat2(AT_FDCWD, stage.c_str(), AT_FDCWD, dir.c_str(), RENAME_NOREPLACE);
+  if (rc != 0)
+    throw UserError(fmt::format("cannot move the finished report into place at '{}': {}", dir.string(),
+                                std::strerror(errno)));
+  if (had_old) fs::remove_all(stage, ec);
 }
 
 }  // namespace
 
-namespace {
-fs::path report_target(const std::string& dir_text) {
+void check_report_target(const std::string& dir_text) {
+  if (dir_text.empty()) throw UserError("--out is empty: name a folder for the report");
   const fs::path dir = fs::absolute(fs::path(dir_text)).lexically_normal();
-  return dir.has_filename() ? dir : dir.parent_path();
-}
-}  // namespace
-
-void check_report_folder(const std::string& dir_text) {
-  const fs::path target = report_target(dir_text);
-  if (!replaceable(target))
-    throw UserError(fmt::format("--out {}: '{}' exists and is not a coconet report (no {} in it): give --out a new "
-                                "or empty folder, or remove it first",
-                                dir_text, target.string(), kReportMarker));
+  const fs::path target = dir.has_filename() ? dir : dir.parent_path();
+  struct stat st {};
+  if (::lstat(target.c_str(), &st) != 0) return;  // a new folder
+  if (S_ISLNK(st.st_mode))
+    throw UserError(fmt::format("--out '{}' is a symbolic link: give --out a new folder or a coconet report folder",
+                                dir_text));
+  if (!S_ISDIR(st.st_mode))
+    throw UserError(fmt::format("--out '{}' exists and is not a folder: give --out a new or empty folder", dir_text));
+  std::error_code ec;
+  if (!fs::is_empty(target, ec) && !fs::exists(fs::symlink_status(target / kReportMarker, ec)))
+    throw UserError(fmt::format("'{}' exists and is not a coconet report (no {} in it): give --out a new or "
+                                "empty folder, or remove it first",
+                                target.string(), kReportMarker));
 }
 
 void write_report(const ReportData& data, const Metrics& m, const std::string& dir_text,
                   const std::function<void(const std::string&)>& after_file) {
-  const fs::path target = report_target(dir_text);
-  check_report_folder(dir_text);
+  check_report_target(dir_text);
+  const fs::path dir = fs::absolute(fs::path(dir_text)).lexically_normal();
+  const fs::path target = dir.has_filename() ? dir : dir.parent_path();
   std::error_code ec;
   fs::create_directories(target.parent_path(), ec);
-  const std::string tag = fmt::format("{}.{}", target.filename().string(), ::getpid());
-  const fs::path stage = target.parent_path() / ("." + tag + ".partial");
-  const fs::path old = target.parent_path() / ("." + tag + ".old");
-  fs::remove_all(stage, ec);
-  if (!fs::create_directories(stage, ec) || ec)
-    throw UserError(fmt::format("cannot create '{}': check that '{}' is writable", stage.string(),
-                                target.parent_path().string()));
+  clean_leftovers(target);
+  fs::path stage;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    stage = target.parent_path() /
+            model::random_sibling_name(fmt::format("{}.{}", target.filename().string(), ::getpid()), "partial");
+    if (::mkdir(stage.c_str(), 0777) == 0) break;
+    if (errno != EEXIST)
+      throw UserError(fmt::format("cannot create '{}': check that '{}' is writable", stage.string(),
+                                  target.parent_path().string()));
+  }
+  const int slot = model::register_temporary(stage.string());
   try {
     write_all(data, m, stage, after_file);
-    move_into_place(stage, target, old);
+    move_into_place(stage, target);
   } catch (...) {
     fs::remove_all(stage, ec);
+    model::unregister_temporary(slot);
     throw;
   }
+  model::unregister_temporary(slot);
 }
 
 }  // namespace coconet::validation

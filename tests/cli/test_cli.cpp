@@ -561,7 +561,7 @@ TEST_F(Cli, EveryArgumentErrorComesBeforeMpirun) {
   fs::create_directories(dir_ / "notes");
   std::ofstream(dir_ / "notes" / "todo.txt") << "mine\n";
   rejected({"validate", "--ranks", "2", "--topology", "cpu-local", "--out", "notes"}, "is not a coconet report");
-  rejected({"calibrate", "--ranks", "2", "--out", "no/such/folder/t.yaml"}, "--out no/such/folder/t.yaml");
+  rejected({"calibrate", "--ranks", "2", "--out", "no/such/folder/t.yaml"}, "--out 'no/such/folder/t.yaml'");
 }
 
 TEST_F(Cli, BackendIsStoredAndPrinted) {

@@ -1,0 +1,21 @@
+// Fuzzes the experiment parser and the size sweeps' expansion (the point limit).
+#include "model/experiment.h"
+#include "model/parse.h"
+#include "tests/fuzz/fuzz_common.h"
+
+namespace {
+const coconet::model::Program& sgd() {
+  static const coconet::model::Program p =
+      coconet::model::load_program(std::string(COCONET_SOURCE_ROOT) + "/workloads/sgd.yaml");
+  return p;
+}
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  using namespace coconet;
+  return fuzz::accept_user_errors([&] {
+    const model::Experiment e = model::parse_experiment(fuzz::text_of(data, size), "fuzz.yaml");
+    for (const auto& run : e.workloads)
+      if (run.workload == "sgd") (void)model::size_points(run, sgd());
+  });
+}
