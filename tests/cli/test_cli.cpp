@@ -423,6 +423,14 @@ TEST_F(Cli, RunJson) {
   ASSERT_FALSE(j["rows"].empty());
   for (const auto& row : j["rows"]) EXPECT_TRUE(row["verified"].get<bool>()) << row.dump();
   EXPECT_TRUE(conforms(j, "run"));
+  const Result csv = run({"run", "sgd", "--ranks", "2", "--set", "N=1024", "--iters", "1", "--warmup", "0",
+                          "--schedule", "AR-C", "--format", "csv"});
+  ASSERT_EQ(csv.code, 0) << csv.all();
+  EXPECT_EQ(csv.out.substr(0, csv.out.find('\n')),
+            "workload,sizes,schedule,chunks,algo,proto,channels,median_us,min_us,max_us,stages_us,verified,"
+            "max_abs_error")
+      << csv.all();
+  EXPECT_TRUE(contains(csv.out, "sgd,N=1024,AR-C,1,-,-,-,")) << csv.all();  // NCCL's knobs do not apply on cpu
 }
 
 TEST_F(Cli, CalibrateJson) {
