@@ -3,11 +3,11 @@
 // best schedule of each point on each side, its time, and its ratio to the
 // first side (the reference; ratio = time / reference time, so above 1 is
 // slower). Every side shares the experiment, --ranks, --set and --backend.
-#include <memory>
-#include <optional>
-
 #include <fmt/core.h>
+
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "cli/commands.h"
 #include "cli/format.h"
@@ -49,8 +49,9 @@ std::vector<Side> sides_of(const CompareArgs& a) {
       out.push_back({name, t, n, {}});
     }
   if (out.size() < 2)
-    throw UserError("compare needs two or more sides: repeat --topology (e.g. --topology dgx-h100 --topology "
-                    "dgx-h200) or --nodes (e.g. --nodes 1 --nodes 2)");
+    throw UserError(
+        "compare needs two or more sides: repeat --topology (e.g. --topology dgx-h100 --topology "
+        "dgx-h200) or --nodes (e.g. --nodes 1 --nodes 2)");
   return out;
 }
 
@@ -61,16 +62,22 @@ void predict_sides(const model::Experiment& e, const CompareArgs& a, std::vector
     p.nodes = s.nodes;
     s.reports = sim::predict_experiment(e, p.options());
     if (s.reports.size() != sides.front().reports.size())
-      throw UserError(fmt::format("{} has {} points but {} has {}: compare needs the same points on every side",
-                                  s.name, s.reports.size(), sides.front().name, sides.front().reports.size()));
+      throw UserError(
+          fmt::format("{} has {} points but {} has {}: compare needs the same points on every side",
+                      s.name, s.reports.size(), sides.front().name, sides.front().reports.size()));
   }
 }
 
 // The result of point `i` on one side, relative to the reference side.
 nlohmann::json result_json(const Side& s, const sim::PointReport& r, double reference_us) {
-  return {{"side", s.name},         {"topology", r.topology},        {"nodes", r.nodes},
-          {"backend", r.backend},   {"best", r.best().name},         {"knobs", knobs_json(r.best().knobs)},
-          {"time_us", r.best().time_us}, {"ratio", r.best().time_us / reference_us}};
+  return {{"side", s.name},
+          {"topology", r.topology},
+          {"nodes", r.nodes},
+          {"backend", r.backend},
+          {"best", r.best().name},
+          {"knobs", knobs_json(r.best().knobs)},
+          {"time_us", r.best().time_us},
+          {"ratio", r.best().time_us / reference_us}};
 }
 
 nlohmann::json compare_json(const std::vector<Side>& sides) {
@@ -81,10 +88,14 @@ nlohmann::json compare_json(const std::vector<Side>& sides) {
     const sim::PointReport& ref = sides.front().reports[i];
     nlohmann::json results = nlohmann::json::array();
     for (const auto& s : sides) results.push_back(result_json(s, s.reports[i], ref.best().time_us));
-    points.push_back({{"workload", ref.workload}, {"sizes", sizes_json(ref.bindings)}, {"label", ref.sizes},
-                      {"ranks", ref.ranks}, {"results", results}});
+    points.push_back({{"workload", ref.workload},
+                      {"sizes", sizes_json(ref.bindings)},
+                      {"label", ref.sizes},
+                      {"ranks", ref.ranks},
+                      {"results", results}});
   }
-  return tagged("compare", {{"sides", names}, {"reference", sides.front().name}, {"points", points}});
+  return tagged("compare",
+                {{"sides", names}, {"reference", sides.front().name}, {"points", points}});
 }
 
 Table compare_table(const std::vector<Side>& sides) {
@@ -93,7 +104,8 @@ Table compare_table(const std::vector<Side>& sides) {
     const double reference_us = sides.front().reports[i].best().time_us;
     for (const auto& s : sides) {
       const sim::PointReport& r = s.reports[i];
-      t.add({r.workload, r.sizes, s.name, r.best().name, r.best().time_us, r.best().time_us / reference_us});
+      t.add({r.workload, r.sizes, s.name, r.best().name, r.best().time_us,
+             r.best().time_us / reference_us});
     }
   }
   return t;
@@ -105,7 +117,8 @@ void run(const CompareArgs& a) {
   predict_sides(e, a, sides);
   if (a.format == Format::json) return print_json(compare_json(sides));
   if (a.format == Format::table)
-    fmt::print("# best schedule per point on each side; ratio = time / time on {}\n", sides.front().name);
+    fmt::print("# best schedule per point on each side; ratio = time / time on {}\n",
+               sides.front().name);
   print(compare_table(sides), a.format);
 }
 
@@ -113,17 +126,24 @@ void run(const CompareArgs& a) {
 
 void register_compare(CLI::App& app) {
   auto* cmd = app.add_subcommand(
-      "compare", "Predict one experiment on several topologies or node counts, side by side, with ratios");
+      "compare",
+      "Predict one experiment on several topologies or node counts, side by side, with ratios");
   auto a = std::make_shared<CompareArgs>();
   cmd->add_option("target", a->shared.target,
-                  "Experiment (configs/experiments/ or a YAML file) or a workload; default: the embedded default");
-  cmd->add_option("--topology,-t", a->topologies, "A side: topology name or YAML file (repeatable)");
-  cmd->add_option("--nodes,-N", a->nodes, "Node counts to compare (repeatable; each topology at each)")
+                  "Experiment (configs/experiments/ or a YAML file) or a workload; default: the "
+                  "embedded default");
+  cmd->add_option("--topology,-t", a->topologies,
+                  "A side: topology name or YAML file (repeatable)");
+  cmd->add_option("--nodes,-N", a->nodes,
+                  "Node counts to compare (repeatable; each topology at each)")
       ->check(at_least(1));
-  cmd->add_option("--ranks,-r", a->shared.ranks, "Ranks in all, on every side (default: as predict)")
+  cmd->add_option("--ranks,-r", a->shared.ranks,
+                  "Ranks in all, on every side (default: as predict)")
       ->check(at_least(1));
-  cmd->add_option("--set", a->shared.sets, "KEY=VALUE on every side, as predict takes it (repeatable)");
-  cmd->add_option("--backend", a->shared.backend, "The backend the predictions are for: cuda or cpu")
+  cmd->add_option("--set", a->shared.sets,
+                  "KEY=VALUE on every side, as predict takes it (repeatable)");
+  cmd->add_option("--backend", a->shared.backend,
+                  "The backend the predictions are for: cuda or cpu")
       ->check(one_of({"cuda", "cpu"}))
       ->type_name("cuda|cpu");
   add_format_option(cmd, a->format);

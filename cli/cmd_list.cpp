@@ -1,8 +1,8 @@
 // coconet list: the workloads, experiments and topologies found in the data root,
 // as text, a CSV of (kind, name) or a coconet.list/1 JSON object.
-#include <memory>
-
 #include <fmt/core.h>
+
+#include <memory>
 
 #include "cli/commands.h"
 #include "cli/format.h"
@@ -49,9 +49,12 @@ void register_list(CLI::App& app) {
   auto format = std::make_shared<Format>(Format::table);
   add_format_option(cmd, *format);
   cmd->callback([format] {
-    if (*format == Format::table) print_text();
-    else if (*format == Format::csv) print(names_table(), Format::csv);
-    else print_json(names_json());
+    if (*format == Format::table)
+      print_text();
+    else if (*format == Format::csv)
+      print(names_table(), Format::csv);
+    else
+      print_json(names_json());
   });
 }
 

@@ -315,18 +315,34 @@ void print_header(const std::vector<Printed>& rows, const RunArgs& a, int ranks)
   }
 }
 
+// The knob columns: one text column in the table, one column per knob in CSV
+// ("-" for those the backend does not apply).
+std::vector<std::string> knob_columns(Format f) {
+  if (f == Format::csv) return {"chunks", "algo", "proto", "channels"};
+  return {"knobs"};
+}
+
+std::vector<Cell> knob_cells(const model::Knobs& k, const std::string& backend, Format f) {
+  if (f != Format::csv) return {knobs_text(k, backend)};
+  if (backend != "cuda") return {std::int64_t(k.chunks), std::string("-"), std::string("-"), std::string("-")};
+  return {std::int64_t(k.chunks), model::to_string(k.algo), model::to_string(k.proto), std::int64_t(k.channels)};
+}
+
 void print_rows(const std::vector<Printed>& rows, const RunArgs& a, int ranks) {
   if (a.format == Format::json) return print_run_json(rows, a, ranks);
   bool predicted = false;
   for (const auto& p : rows) predicted = predicted || p.predicted_us.has_value();
   Table t;
-  t.columns = {"workload", "sizes", "schedule", "knobs", "median_us"};
+  t.columns = {"workload", "sizes", "schedule"};
+  for (auto& c : knob_columns(a.format)) t.columns.push_back(std::move(c));
+  t.columns.emplace_back("median_us");
   if (predicted) t.columns.emplace_back("predicted_us");
   for (const char* c : {"min_us", "max_us", "stages_us", "verified", "max_abs_error"}) t.columns.emplace_back(c);
   for (const auto& p : rows) {
     const auto& r = p.row;
-    std::vector<Cell> row{r.workload, model::sizes_label(r.sizes), r.schedule, knobs_text(p.knobs, a.backend),
-                          r.median_us};
+    std::vector<Cell> row{r.workload, model::sizes_label(r.sizes), r.schedule};
+    for (auto& c : knob_cells(p.knobs, a.backend, a.format)) row.push_back(std::move(c));
+    row.emplace_back(r.median_us);
     if (predicted) row.emplace_back(p.predicted_us ? Cell(*p.predicted_us) : Cell(std::string("-")));
     for (Cell c : std::vector<Cell>{r.min_us, r.max_us, stages_text(r), r.verified,
                                     fmt::format("{:.3g}", r.max_abs_error)})

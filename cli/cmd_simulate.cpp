@@ -111,6 +111,14 @@ nlohmann::json point_json(const Simulated& s, const std::optional<std::string>& 
           {"rows", rows_json(stage_table(s.result))}};
 }
 
+// The stages of `s` as CSV rows that name their point, so that the points of
+// an experiment share one header.
+void add_csv_rows(Table& csv, const Simulated& s) {
+  for (const auto& st : s.result.stages)
+    csv.add({s.point.program.name, s.point.label, s.schedule.name(), st.code, st.start_us, st.end_us, st.alone_us,
+             st.detail});
+}
+
 std::string title_of(const Simulated& s) {
   return fmt::format("{} {} {} on {} ({} node(s)), {} ranks per group{}", s.point.program.name, s.point.label,
                      s.schedule.name(), s.topology.name, s.topology.nodes, s.point.ranks_per_group,
@@ -128,6 +136,7 @@ void run(const Args& a) {
   const bool file = model::is_schedule_file(a.schedule);
   const auto docs = file ? model::read_schedule_documents(a.schedule) : std::vector<model::ScheduleDocument>{};
   nlohmann::json out = nlohmann::json::array();
+  Table csv{{"workload", "sizes", "schedule", "stage", "start_us", "end_us", "alone_us", "bound"}};
   int simulated = 0;
   for (const auto& pt : points) {
     const auto chosen = schedule_at(a, schedules, pt, t, docs, e.workloads.size() == 1);
@@ -150,9 +159,11 @@ void run(const Args& a) {
       fmt::print("== {}{}: simulated {:.1f} us, analytic {:.1f} us ({})\n", title_of(done),
                  o.backend ? ", backend " + *o.backend : "", done.result.time_us, done.analytic_us,
                  knobs_text(s.knobs));
-    print(stage_table(done.result), a.format);
+    if (a.format == Format::csv) add_csv_rows(csv, done);
+    else print(stage_table(done.result), a.format);
   }
   if (simulated == 0) throw UserError(fmt::format("no workload of the experiment has a schedule '{}'", a.schedule));
+  if (a.format == Format::csv) print(csv, a.format);
   if (a.format == Format::json) print_json(tagged("simulate", {{"points", out}}));
 }
 

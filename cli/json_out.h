@@ -5,9 +5,8 @@
 // objects of chunks, algo, proto and channels.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "model/schedule.h"
 #include "model/types.h"

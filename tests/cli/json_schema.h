@@ -5,17 +5,17 @@
 // know: the schemas stay within the subset, and this file's test says so.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace coconet::test {
 
 using nlohmann::json;
 
 // Each violation of `schema` by `value`, as "PATH: what"; empty when it conforms.
-inline std::vector<std::string> schema_errors(const json& schema, const json& value, const std::string& path = "$");
+inline std::vector<std::string> schema_errors(const json& schema, const json& value,
+                                              const std::string& path = "$");
 
 namespace detail {
 
@@ -30,7 +30,8 @@ inline bool has_type(const json& v, const std::string& type) {
   return false;
 }
 
-inline void check_type(const json& schema, const json& v, const std::string& path, std::vector<std::string>& out) {
+inline void check_type(const json& schema, const json& v, const std::string& path,
+                       std::vector<std::string>& out) {
   if (!schema.contains("type")) return;
   const json& t = schema["type"];
   bool ok = false;
@@ -39,7 +40,8 @@ inline void check_type(const json& schema, const json& v, const std::string& pat
   if (!ok) out.push_back(path + ": expected type " + t.dump() + ", got " + v.dump());
 }
 
-inline void check_values(const json& schema, const json& v, const std::string& path, std::vector<std::string>& out) {
+inline void check_values(const json& schema, const json& v, const std::string& path,
+                         std::vector<std::string>& out) {
   if (schema.contains("const") && schema["const"] != v)
     out.push_back(path + ": expected " + schema["const"].dump() + ", got " + v.dump());
   if (!schema.contains("enum")) return;
@@ -48,11 +50,13 @@ inline void check_values(const json& schema, const json& v, const std::string& p
   out.push_back(path + ": " + v.dump() + " is not one of " + schema["enum"].dump());
 }
 
-inline void check_object(const json& schema, const json& v, const std::string& path, std::vector<std::string>& out) {
+inline void check_object(const json& schema, const json& v, const std::string& path,
+                         std::vector<std::string>& out) {
   if (!v.is_object()) return;
   const json required = schema.value("required", json::array());
   for (const auto& name : required)
-    if (!v.contains(name.get<std::string>())) out.push_back(path + ": missing \"" + name.get<std::string>() + "\"");
+    if (!v.contains(name.get<std::string>()))
+      out.push_back(path + ": missing \"" + name.get<std::string>() + "\"");
   const json properties = schema.value("properties", json::object());
   for (const auto& [name, sub] : properties.items())
     if (v.contains(name)) {
@@ -61,7 +65,8 @@ inline void check_object(const json& schema, const json& v, const std::string& p
     }
 }
 
-inline void check_items(const json& schema, const json& v, const std::string& path, std::vector<std::string>& out) {
+inline void check_items(const json& schema, const json& v, const std::string& path,
+                        std::vector<std::string>& out) {
   if (!v.is_array() || !schema.contains("items")) return;
   for (std::size_t i = 0; i < v.size(); ++i) {
     auto more = schema_errors(schema["items"], v[i], path + "[" + std::to_string(i) + "]");
@@ -71,7 +76,8 @@ inline void check_items(const json& schema, const json& v, const std::string& pa
 
 }  // namespace detail
 
-inline std::vector<std::string> schema_errors(const json& schema, const json& value, const std::string& path) {
+inline std::vector<std::string> schema_errors(const json& schema, const json& value,
+                                              const std::string& path) {
   std::vector<std::string> out;
   detail::check_type(schema, value, path, out);
   detail::check_values(schema, value, path, out);
@@ -82,14 +88,15 @@ inline std::vector<std::string> schema_errors(const json& schema, const json& va
 
 // The keywords the checker above understands, and annotations it may skip.
 inline bool known_keyword(const std::string& k) {
-  for (const char* known : {"type", "required", "properties", "items", "enum", "const", "$schema", "$id", "title",
-                            "description"})
+  for (const char* known : {"type", "required", "properties", "items", "enum", "const", "$schema",
+                            "$id", "title", "description"})
     if (k == known) return true;
   return false;
 }
 
 // Keywords of `schema` (at any depth) outside the subset, as "PATH: keyword".
-inline std::vector<std::string> unknown_keywords(const json& schema, const std::string& path = "$") {
+inline std::vector<std::string> unknown_keywords(const json& schema,
+                                                 const std::string& path = "$") {
   std::vector<std::string> out;
   if (!schema.is_object()) return out;
   for (const auto& [k, sub] : schema.items()) {

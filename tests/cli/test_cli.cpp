@@ -389,7 +389,10 @@ TEST_F(Cli, EveryCommandPrintsCsv) {
       {{"show", "adam", "--plan", "AR-C"}, "unit,op,code,class,stream,group,hbm_bytes,flops"},
       {{"predict", "adam", "--set", "N=4096"}, "workload,sizes,ranks,rank,schedule,time_us,speedup,analytic_us,"
                                                "chunks,algo,proto,channels,dominant"},
-      {{"simulate", "adam", "--schedule", "AR-C", "--set", "N=4096"}, "stage,start_us,end_us,alone_us,bound"},
+      {{"simulate", "adam", "--schedule", "AR-C", "--set", "N=4096"},
+       "workload,sizes,schedule,stage,start_us,end_us,alone_us,bound"},
+      {{"compare", "adam", "-t", "dgx-h100", "-t", "dgx-a100"}, "workload,sizes,side,best,time_us,ratio"},
+      {{"simulate", "default", "--schedule", "AR-C"}, "workload,sizes,schedule,stage,start_us,end_us,alone_us,bound"},
       {{"collective", "-b", "1K", "-e", "1K"}, "bytes,time_us,algbw_GBps,busbw_GBps,algo,proto"},
   };
   for (const auto& [args, header] : outputs) {
@@ -398,6 +401,7 @@ TEST_F(Cli, EveryCommandPrintsCsv) {
     const Result r = run(with);
     ASSERT_EQ(r.code, 0) << r.all();
     EXPECT_EQ(r.out.substr(0, r.out.find('\n')), header) << r.all();
+    EXPECT_EQ(r.out.find(header, 1), std::string::npos) << "one header: " << r.all();
     EXPECT_FALSE(contains(r.out, "schedules:") || contains(r.out, "==")) << r.all();
   }
 }
@@ -419,6 +423,14 @@ TEST_F(Cli, RunJson) {
   ASSERT_FALSE(j["rows"].empty());
   for (const auto& row : j["rows"]) EXPECT_TRUE(row["verified"].get<bool>()) << row.dump();
   EXPECT_TRUE(conforms(j, "run"));
+  const Result csv = run({"run", "sgd", "--ranks", "2", "--set", "N=1024", "--iters", "1", "--warmup", "0",
+                          "--schedule", "AR-C", "--format", "csv"});
+  ASSERT_EQ(csv.code, 0) << csv.all();
+  EXPECT_EQ(csv.out.substr(0, csv.out.find('\n')),
+            "workload,sizes,schedule,chunks,algo,proto,channels,median_us,min_us,max_us,stages_us,verified,"
+            "max_abs_error")
+      << csv.all();
+  EXPECT_TRUE(contains(csv.out, "sgd,N=1024,AR-C,1,-,-,-,")) << csv.all();  // NCCL's knobs do not apply on cpu
 }
 
 TEST_F(Cli, CalibrateJson) {
