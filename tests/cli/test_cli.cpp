@@ -854,7 +854,10 @@ TEST_F(Cli, EveryReadmeExampleExitsZero) {
   for (const auto& [command, args] : ordered) {
     const bool mpi = args[0] == "run" || args[0] == "calibrate" || args[0] == "validate";
     if (mpi && !kHaveMpi) continue;
-    const Result r = run(args);
+    Result r = run(args);
+    // A quick calibration on a loaded machine can rightly refuse its fit (the
+    // collectives' noise hides their cost per byte, exit 2): measure once more.
+    if (args[0] == "calibrate" && r.code == 2 && contains(r.err, "no cost per byte")) r = run(args);
     EXPECT_EQ(r.code, 0) << command << "\n" << r.all();
   }
 }
