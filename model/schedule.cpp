@@ -149,6 +149,9 @@ template <typename... Fs>
 struct Overloaded : Fs... {
   using Fs::operator()...;
 };
+// Spelled out for compilers without C++20's deduction for aggregates (clang 14).
+template <typename... Fs>
+Overloaded(Fs...) -> Overloaded<Fs...>;
 
 }  // namespace
 
