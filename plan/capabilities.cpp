@@ -22,7 +22,6 @@ Capabilities cuda_capabilities() {
   c.backend = BackendKind::cuda;
   c.fused_updates = {FusedUpdate::adam};  // exec/cuda/cuda_backend.cpp try_fused_allreduce
   c.resident_overlap = false;  // exec/executor.cpp issues one NCCL call per chunk
-  c.chunked_overlap = true;
   c.pipelined_fusions = true;  // NCCL on the comm stream, the program's kernel on the compute stream, per chunk
   return c;
 }
@@ -31,7 +30,6 @@ Capabilities cpu_capabilities() {
   Capabilities c;
   c.backend = BackendKind::cpu;
   c.resident_overlap = false;  // one MPI call per chunk
-  c.chunked_overlap = true;
   c.pipelined_fusions = true;  // MPI on the communication thread while the rank computes the previous chunk
   return c;
 }
@@ -44,9 +42,8 @@ std::string describe(const Capabilities& c) {
   std::string fused;
   for (FusedUpdate u : c.fused_updates) fused += (fused.empty() ? "fuse(RS-C-AG) of " : ", ") + to_string(u);
   if (fused.empty()) fused = "none, fused stages run as their parts";
-  return fmt::format("{} (fused ops: {}; overlapped collectives: {}{}{})", to_string(c.backend), fused,
+  return fmt::format("{} (fused ops: {}; overlapped collectives: {}{})", to_string(c.backend), fused,
                      c.resident_overlap ? "resident, latency once" : "one call per chunk",
-                     c.chunked_overlap ? "" : "; overlap groups run unchunked",
                      c.pipelined_fusions ? "; other fused stages pipelined in chunks" : "");
 }
 

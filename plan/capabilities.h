@@ -1,6 +1,7 @@
 // What a backend can run, as the lowering needs to know it: which fused
 // stages it runs as one op, whether a collective in an overlap group stays
-// resident across chunks, and whether it cuts an overlap group into chunks.
+// resident across chunks, and whether it pipelines in chunks the fused stages
+// it does not run whole.
 // A topology describes hardware only; these are properties of the software
 // that will run on it, an input to plan::lower alongside the schedule.
 #pragma once
@@ -28,8 +29,6 @@ struct Capabilities {
   // A collective of an overlap group takes chunk after chunk in one call and
   // pays its latency once; false: one call per chunk, each paying it.
   bool resident_overlap = false;
-  // Whether an overlap group is cut into Knobs::chunks row chunks at all.
-  bool chunked_overlap = true;
   // Whether a fused stage it does not run as one fused op is pipelined: cut
   // into Knobs::chunks row chunks whose collectives and computation overlap
   // (chunk k computes while chunk k+1's reduce-scatter and chunk k-1's

@@ -146,11 +146,7 @@ bool shapes_fit(const model::Program& p, const FusedUpdateMatch& m) {
       w.dtype != w_out.dtype)
     return false;
   if (m.update == FusedUpdate::sgd) return true;
-  for (const std::string* n : {&m.m, &m.v}) {
-    const auto& t = p.type_of(*n);
-    if (t.shape != g.shape || !t.layout.is_sliced() || t.dtype != w.dtype) return false;
-  }
-  for (const std::string* n : {&m.m_out, &m.v_out}) {
+  for (const std::string* n : {&m.m, &m.v, &m.m_out, &m.v_out}) {  // the moments stay sliced
     const auto& t = p.type_of(*n);
     if (t.shape != g.shape || !t.layout.is_sliced() || t.dtype != w.dtype) return false;
   }

@@ -195,7 +195,7 @@ class Lowering {
     for (const auto* s : all)
       u.slice_mode = u.slice_mode || s->op == OpKind::reducescatter || s->op == OpKind::allgather ||
                      view(s->name).type.layout == model::Layout::sliced(0);
-    if (!(u.overlapped && out_.caps.chunked_overlap) && !u.pipelined) return;
+    if (!u.overlapped && !u.pipelined) return;
     std::int64_t rows = -1;
     for (const auto* s : all) {
       const auto& v = view(s->name);

@@ -75,7 +75,7 @@ Candidate best_setting(const model::Schedule& s, int index, const Context& ctx, 
   Candidate best{index, s.name(), s.knobs, std::numeric_limits<double>::infinity()};
   for (int chunks : fitting.empty() ? chunk_choices : fitting) {
     one.knobs.chunks = chunks;
-    plan::StepPlan p = lower_for(one, ctx);
+    plan::StepPlan p = chunks == 1 ? unchunked : lower_for(one, ctx);  // lowered once per chunk count
     const std::set<model::OpKind> ops = ops_of(p);
     for (Algo a : space.algos)
       for (Proto pr : space.protos) {

@@ -171,6 +171,22 @@ TEST(Simulator, NoSpareUnitSerialisesGemmAndCollective) {
   }
 }
 
+TEST(Simulator, AResidentCollectivePaysItsLatencyOnce) {
+  // A backend whose overlapped collective stays resident (Capabilities::
+  // resident_overlap) pays the collective's latency on the first chunk only.
+  const model::Program p = workload("megatron_mlp");
+  const Context ctx{load_topology("dgx-h100"), 8, p.params};
+  for (auto s : model::enumerate_schedules(p)) {
+    if (s.overlaps.empty()) continue;
+    s.knobs.chunks = 8;
+    plan::Capabilities resident = plan::cuda_capabilities();
+    resident.resident_overlap = true;
+    const double per_call = simulate(plan::lower(s, p.params, 8, plan::cuda_capabilities()), ctx).time_us;
+    const double once = simulate(plan::lower(s, p.params, 8, resident), ctx).time_us;
+    EXPECT_LT(once, per_call) << s.name();
+  }
+}
+
 TEST(Simulator, AFusedStageThatABackendCannotFuseCostsItsParts) {
   // On the cpu backend (no fused kernels) fuse(RS-C-AG) runs as RS, C and AG;
   // on cuda, Adam's fuse(RS-C-AG) with sliced moments is one fused op, faster
