@@ -48,14 +48,15 @@
 //     brackets work with synchronize() + now_us().
 //
 // Compute
-//   elementwise(program, inputs, outputs, block): evaluates the compiled
+//   elementwise(program, inputs, outputs, block, stream): evaluates the compiled
 //     program (kernels/elementwise_program.h) at every element (i, j) of the
 //     rows x cols block: input k is read at buffer inputs[k].buffer, element
 //     inputs[k].access.at(i, j), output k written at outputs[k].access.at(i, j);
 //     the element's global index (for dropout) is block.global_index(i, j).
 //     Inputs are stored in their buffers' dtypes (must equal
 //     program.input_types), arithmetic is f32, outputs are rounded (RNE) to
-//     their buffers' dtypes. Outputs never alias inputs.
+//     their buffers' dtypes. Outputs never alias inputs. Queued on `stream`
+//     (the comm stream only for a fused op's program in an overlap group).
 //   matmul(args): out[m x n] = a[m x k] * b[k x n], row-major with leading
 //     dimensions lda/ldb/ldc (elements), accumulated in f32 at least, rounded
 //     to out's dtype. Integer-valued inputs whose sums stay below 2^24 give
@@ -90,17 +91,19 @@
 //   abort_job(code): ends every rank of the job with exit status `code` (MPI_Abort);
 //     used when one rank fails so the others cannot hang.
 //
-// Optional: fused collectives
+// Fused ops
+//   fused(call): one fused stage (plan/fused_form.h) on this rank: norms of
+//     values from before it, then each pass's pieces (a head collective into
+//     the piece's place, the pass's compiled program over the piece's rows,
+//     the allgathers of its results), then that pass's norms. The pieces of a
+//     pass alternate between two scratch places, so piece k+2's head may not
+//     start before piece k's program has read it. The default (run_fused,
+//     exec/fused_call.h) pipelines the pieces through the methods above:
+//     piece k's program on call.compute_stream while piece k+1's head and
+//     piece k-1's allgathers run on the comm stream. A backend may run a
+//     call its own way (one kernel) when the result is the same.
 //   capabilities(): what the backend runs (plan/capabilities.h), the input of
-//     plan::lower; a fused op appears in a plan only for the updates it lists.
-//   try_fused_allreduce(spec): runs a whole fuse(RS-C-AG) optimizer stage
-//     (plan/fused_match.h recognises it) as one fused collective and returns
-//     true; returning false (having done nothing) for an update its
-//     capabilities list is an internal error the executor reports. Collective
-//     over my group; the answer must be the same on every rank for the same
-//     spec (it may depend on the spec, the build and the communicator, never
-//     on this rank's data). Queued work may use either stream; the runtime
-//     synchronizes after the stage. The default declines.
+//     plan::lower.
 #pragma once
 
 #include <cstdint>
@@ -112,7 +115,6 @@
 #include "kernels/elementwise_program.h"
 #include "model/program.h"
 #include "plan/capabilities.h"
-#include "plan/fused_match.h"
 #include "model/types.h"
 
 namespace coconet::exec {
@@ -143,28 +145,58 @@ struct MatmulArgs {
 
 enum class StreamKind { compute, comm };
 
-using plan::FusedHyper;
-using plan::FusedUpdate;
-
-// One fuse(RS-C-AG) stage as data: reduce-scatter (sum) the gradient, update
-// this rank's shard, allgather the new weights. Views are this rank's:
-//   g      the whole local gradient (the reducescatter's input), `count` elements
-//   g_shard  the reducescatter's output: this rank's shard (model::slice_extent)
-//   w      the weights before the step, whole (replicated); read, never written
-//   w_out  the new weights, whole (the allgather's output)
-//   m, v   adam: the moments before the step, this rank's shard (as_slice)
-//   m_out, v_out  adam: the new moments, this rank's shard
-struct FusedStageSpec {
-  FusedUpdate update = FusedUpdate::sgd;
-  std::int64_t count = 0;
-  View g, g_shard, w, w_out;
-  View m, v, m_out, v_out;
-  FusedHyper hyper;
-};
-
 struct Event {
   StreamKind stream = StreamKind::compute;
   std::int64_t id = 0;
+};
+
+// ---- a fused op as calls (see "Fused ops" above) ----
+
+// One element-wise kernel: the program over a block, as elementwise() takes it.
+struct ElementwiseCall {
+  const kernels::ElementwiseProgram* program = nullptr;
+  std::vector<Operand> inputs;
+  std::vector<Operand> outputs;
+  kernels::Block block;
+};
+
+// A head collective of one piece, as the collective methods take it.
+struct HeadCall {
+  enum class Kind { allreduce, reduce_scatter, send, recv };
+  Kind kind = Kind::allreduce;
+  ReduceOp op = ReduceOp::sum;
+  std::vector<View> in;  // reduce_scatter: one part per position; allreduce, send: one view
+  View out;              // allreduce, reduce_scatter, recv
+  int peer = -1;         // send, recv: world rank
+};
+
+struct GatherCall {
+  View in;                 // may be parts[position()] itself (in place)
+  std::vector<View> parts;
+};
+
+struct NormCall {
+  View in, out;
+  bool across_group = false;
+};
+
+struct FusedPiece {
+  std::vector<HeadCall> heads;           // in order: one per range of rows this rank holds
+  std::vector<ElementwiseCall> computes;  // one per such range; none on a rank that only sends
+  std::vector<GatherCall> gathers;
+};
+
+struct FusedPassCall {
+  std::vector<FusedPiece> pieces;
+  std::vector<NormCall> norms_after;
+};
+
+struct FusedCall {
+  std::vector<NormCall> norms_before;
+  std::vector<FusedPassCall> passes;
+  // Where the programs run: the compute stream, or inside an overlap group
+  // the comm stream (the compute stream stays with the overlapped work).
+  StreamKind compute_stream = StreamKind::compute;
 };
 
 class Backend {
@@ -193,9 +225,9 @@ class Backend {
   virtual void synchronize() = 0;
   [[nodiscard]] virtual double now_us() const = 0;
 
-  virtual void elementwise(const kernels::ElementwiseProgram& program,
-                           std::span<const Operand> inputs, std::span<const Operand> outputs,
-                           const kernels::Block& block) = 0;
+  virtual void elementwise(const kernels::ElementwiseProgram& program, std::span<const Operand> inputs,
+                           std::span<const Operand> outputs, const kernels::Block& block,
+                           StreamKind stream = StreamKind::compute) = 0;
   virtual void matmul(const MatmulArgs& args) = 0;
   virtual void norm(View in, View out, bool across_group) = 0;
 
@@ -211,7 +243,7 @@ class Backend {
   virtual void host_allreduce(std::span<double> values, ReduceOp op) = 0;
   [[noreturn]] virtual void abort_job(int code) = 0;
 
-  virtual bool try_fused_allreduce(const FusedStageSpec& /*spec*/) { return false; }
+  virtual void fused(const FusedCall& call);
   // What this backend runs (fused ops, overlap), the input of plan::lower.
   [[nodiscard]] virtual plan::Capabilities capabilities() const = 0;
 };

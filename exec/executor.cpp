@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "exec/fused_builder.h"
+
 #include "model/error.h"
 #include "model/interpreter.h"
 #include "plan/rows.h"
@@ -17,48 +19,10 @@ constexpr std::int64_t kFillElements = 1 << 20;
 
 using plan::RowRange;
 
-View rows_view(const ValueInfo& v, std::int64_t begin, std::int64_t end) {
-  return View{v.buffer, (begin - v.row_begin) * v.local_cols, (end - begin) * v.local_cols};
-}
-
-// How element (i, j) of a block of `out` starting at global row `row0` reads operand `t`.
-kernels::Access access_for(const ValueInfo& t, const ValueInfo& out, std::int64_t row0) {
-  if (t.rank() == 0) return {0, 0, 0};
-  if (t.rank() == out.rank()) {
-    for (int d = 2; d < t.rank(); ++d)
-      if (t.global_dims[static_cast<std::size_t>(d)] != out.global_dims[static_cast<std::size_t>(d)])
-        throw UserError("operand '" + t.name + "' of '" + out.name +
-                        "' broadcasts along an inner dimension, which the executor does not support");
-    const bool row_bcast = t.rows == 1 && out.rows > 1;
-    const bool col_bcast = t.cols == 1 && out.cols > 1;
-    kernels::Access a;
-    a.row_stride = row_bcast ? 0 : t.local_cols;
-    a.col_stride = col_bcast ? 0 : 1;
-    a.base = (row_bcast ? 0 : (row0 - t.row_begin) * t.local_cols) + (col_bcast ? 0 : out.col_begin - t.col_begin);
-    return a;
-  }
-  if (t.rank() == 1 && out.rank() == 2) {  // a bias [H] on [B*S, H]: indexed by the column
-    const bool bcast = t.rows == 1 && out.cols > 1;
-    return {bcast ? 0 : out.col_begin - t.row_begin, 0, bcast ? 0 : 1};
-  }
-  throw UserError("operand '" + t.name + "' of '" + out.name + "' broadcasts from rank " +
-                  std::to_string(t.rank()) + " to rank " + std::to_string(out.rank()) +
-                  ", which the executor does not support");
-}
-
-View whole(const ValueInfo& v) { return View{v.buffer, 0, v.local_numel()}; }
-
-// The fused op's spec on this rank: views of the values in their roles.
-FusedStageSpec fused_spec(const plan::FusedUpdateMatch& m, const RankValues& values) {
-  const auto& g = values.at(m.g);
-  FusedStageSpec spec{m.update, g.local_numel(), whole(g), whole(values.at(m.g_shard)), whole(values.at(m.w)),
-                      whole(values.at(m.w_out)), {}, {}, {}, {}, m.hyper};
-  if (m.update == FusedUpdate::sgd) return spec;
-  spec.m = whole(values.at(m.m));
-  spec.v = whole(values.at(m.v));
-  spec.m_out = whole(values.at(m.m_out));
-  spec.v_out = whole(values.at(m.v_out));
-  return spec;
+std::int64_t head_elements(const HeadCall& h) {
+  std::int64_t n = 0;
+  for (const auto& v : h.in) n += v.count;
+  return n;
 }
 
 StreamKind stream_of(const plan::Op& op) {
@@ -67,8 +31,8 @@ StreamKind stream_of(const plan::Op& op) {
 
 class OpRunner {
  public:
-  OpRunner(Backend& b, const plan::StepPlan& plan, const RankValues& values, const plan::Unit& u)
-      : b_(b), plan_(plan), values_(values), unit_(u) {}
+  OpRunner(Backend& b, const plan::StepPlan& plan, const RankValues& values, const plan::Unit& u, Traffic& traffic)
+      : b_(b), plan_(plan), values_(values), unit_(u), traffic_(traffic) {}
 
   // Runs `op` on `chunk`, appending the elements of each backend call to `calls`.
   void run(const plan::Op& op, int chunk, std::vector<std::int64_t>& calls) {
@@ -80,8 +44,8 @@ class OpRunner {
       case plan::OpClass::norm: {
         const auto& x = values_.at(s.operands.front());
         call(x.local_numel());
-        return b_.norm(View{x.buffer, 0, x.local_numel()}, View{values_.at(s.name).buffer, 0, 1},
-                       x.type.layout.is_sliced());
+        traffic_.view(whole(x));
+        return b_.norm(whole(x), View{values_.at(s.name).buffer, 0, 1}, x.type.layout.is_sliced());
       }
       case plan::OpClass::collective: return communicate(s, chunk);
       case plan::OpClass::fused: break;
@@ -93,6 +57,12 @@ class OpRunner {
   const Stmt& stmt(const std::string& n) const { return *plan_.program.find_stmt(n); }
   // Records one backend call of `elements` (its input on this rank).
   void call(std::int64_t elements) { calls_->push_back(elements); }
+  // Records a collective call reading `in` and writing `out`.
+  void both(View in, View out) {
+    call(in.count);
+    traffic_.view(in);
+    traffic_.view(out);
+  }
 
   // Chunk `chunk` of a value with `rows` global rows (plan/rows.h).
   std::vector<RowRange> ranges(std::int64_t rows, int chunk, bool slice_mode) const {
@@ -119,7 +89,8 @@ class OpRunner {
         outs.push_back(Operand{v.buffer, {(r.begin - v.row_begin) * v.local_cols, v.local_cols, 1}});
       }
       call(block.rows * block.cols);
-      b_.elementwise(*op.program, ins, outs, block);
+      traffic_.elementwise(ins, outs, block);
+      b_.elementwise(*op.program, ins, outs, block, StreamKind::compute);
     }
   }
 
@@ -138,6 +109,7 @@ class OpRunner {
       args.b = View{w.buffer, 0, w.local_numel()};
       args.out = rows_view(out, r.begin, r.end);
       call(args.out.count);
+      for (const View& v : {args.a, args.b, args.out}) traffic_.view(v);
       args.m = r.end - r.begin;
       args.k = a.local_cols;
       args.n = out.local_cols;
@@ -154,20 +126,20 @@ class OpRunner {
     switch (s.op) {
       case OpKind::allreduce:
         for (const auto& r : local_ranges(y, chunk, unit_.slice_mode)) {
-          call((r.end - r.begin) * x.local_cols);
+          both(rows_view(x, r.begin, r.end), rows_view(y, r.begin, r.end));
           b_.allreduce(rows_view(x, r.begin, r.end), rows_view(y, r.begin, r.end), s.reduce);
         }
         return;
       case OpKind::broadcast:
         require_whole(x, s);
         for (const auto& r : local_ranges(y, chunk, unit_.slice_mode)) {
-          call((r.end - r.begin) * x.local_cols);
+          both(rows_view(x, r.begin, r.end), rows_view(y, r.begin, r.end));
           b_.broadcast(rows_view(x, r.begin, r.end), rows_view(y, r.begin, r.end), s.root);
         }
         return;
       case OpKind::reduce:
         for (const auto& r : local_ranges(y, chunk, unit_.slice_mode)) {
-          call((r.end - r.begin) * x.local_cols);
+          both(rows_view(x, r.begin, r.end), rows_view(y, r.begin, r.end));
           b_.reduce(rows_view(x, r.begin, r.end), rows_view(y, r.begin, r.end), s.reduce, s.root);
         }
         return;
@@ -181,6 +153,8 @@ class OpRunner {
         }
         const auto& mine = rs[static_cast<std::size_t>(values_.position())];
         call(in);
+        for (const auto& v : parts) traffic_.view(v);
+        traffic_.view(rows_view(y, mine.begin, mine.end));
         b_.reduce_scatter(parts, rows_view(y, mine.begin, mine.end), s.reduce);
         return;
       }
@@ -193,6 +167,7 @@ class OpRunner {
         const auto& mine = rs[static_cast<std::size_t>(values_.position())];
         const View in = rows_view(x, mine.begin, mine.end);
         call(in.count);
+        traffic_.allgather(in, parts);
         b_.allgather(in, parts);
         return;
       }
@@ -201,11 +176,13 @@ class OpRunner {
         if (x.here)
           for (const auto& r : local_ranges(x, chunk, unit_.slice_mode)) {
             call((r.end - r.begin) * x.local_cols);
+            traffic_.view(rows_view(x, r.begin, r.end));
             b_.send(rows_view(x, r.begin, r.end), b_.world_rank() + p);
           }
         if (y.here)
           for (const auto& r : local_ranges(y, chunk, unit_.slice_mode)) {
             call((r.end - r.begin) * y.local_cols);
+            traffic_.view(rows_view(y, r.begin, r.end));
             b_.recv(rows_view(y, r.begin, r.end), b_.world_rank() - p);
           }
         return;
@@ -223,6 +200,7 @@ class OpRunner {
   const plan::StepPlan& plan_;
   const RankValues& values_;
   const plan::Unit& unit_;
+  Traffic& traffic_;
   std::vector<std::int64_t>* calls_ = nullptr;
 };
 
@@ -231,11 +209,19 @@ class OpRunner {
 Executor::Executor(Backend& backend, plan::StepPlan plan, std::uint64_t seed)
     : backend_(backend),
       plan_(std::move(plan)),
-      values_(plan_.program, plan_.sizes, backend.ranks_per_group(), backend.group(), backend.position()) {
+      values_(plan_.program, plan_.sizes, backend.ranks_per_group(), backend.group(), backend.position(),
+              fused_scratch_values(plan_)),
+      traffic_(backend) {
   COCONET_ASSERT(backend.ranks_per_group() == plan_.ranks_per_group && plan_.groups == backend.world_size() /
                                                                                          backend.ranks_per_group(),
                  "the plan was lowered for other groups than the backend has (call set_groups first)");
   values_.allocate(backend_);
+  for (const auto& op : plan_.ops) {
+    if (!op.fused) continue;
+    auto calls = build_fused_calls(backend_, plan_, op, values_);
+    for (BufferId b : calls.scratch) traffic_.add_scratch(b);
+    fused_calls_.emplace(op.id, std::move(calls));
+  }
   fill_inputs(seed);
 }
 
@@ -283,15 +269,15 @@ void Executor::fill_inputs(std::uint64_t seed) {
 
 std::vector<double> Executor::read(const std::string& value) {
   const auto& v = values_.at(value);
-  if (!v.here) return {};
-  return backend_.read(View{v.buffer, 0, v.local_numel()});
+  if (!v.allocated) return {};
+  return backend_.read(whole(v));
 }
 
 void Executor::run_unit(const plan::Unit& u) {
   const int group = backend_.group();
   std::vector<std::vector<Event>> events(plan_.ops.size());
   for (int id : u.ops) events[static_cast<std::size_t>(id)].resize(static_cast<std::size_t>(u.chunks));
-  OpRunner runner(backend_, plan_, values_, u);
+  OpRunner runner(backend_, plan_, values_, u, traffic_);
   for (const plan::Launch& l : plan::issue_order(plan_, u)) {
     const plan::Op& op = plan_.op(l.op);
     if (!op.involves(group)) continue;
@@ -303,12 +289,11 @@ void Executor::run_unit(const plan::Unit& u) {
     }
     RanLaunch ran{l.op, l.chunk, {}};
     if (op.cls == plan::OpClass::fused) {
-      const FusedStageSpec spec = fused_spec(*op.fused, values_);
-      if (!backend_.try_fused_allreduce(spec))
-        throw InternalError("backend " + backend_.name() + " declined the fused op " + op.code +
-                            " that its capabilities say it runs");
-      ran_fused_ = true;
-      ran.elements.push_back(spec.count);
+      const FusedCall& call = fused_calls_.at(l.op).chunks.at(c);
+      for (const auto& piece : call.passes.front().pieces)
+        for (const auto& h : piece.heads) ran.elements.push_back(h.kind == HeadCall::Kind::recv ? h.out.count : head_elements(h));
+      traffic_.fused(call);
+      backend_.fused(call);
     } else {
       runner.run(op, l.chunk, ran.elements);
     }
@@ -319,6 +304,7 @@ void Executor::run_unit(const plan::Unit& u) {
 
 std::vector<double> Executor::run_step() {
   ran_.clear();
+  traffic_.reset();
   std::vector<double> times;
   for (const auto& u : plan_.units) {
     backend_.synchronize();

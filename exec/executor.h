@@ -10,8 +10,8 @@
 // streams and chunk k's collective runs while chunk k+1 computes. In slice
 // mode chunk k is the k-th piece of every rank's slice, so the layouts the
 // program states hold chunk by chunk. A fused op goes to the backend whole
-// (Backend::try_fused_allreduce); the plan has one only where the backend's
-// capabilities said it runs it, so a refusal is an internal error.
+// (Backend::fused) as the calls exec/fused_builder.h makes of it, built once
+// with the scratch it needs; the values it keeps in scratch get no buffer.
 //
 // The executor does not lower anything: what it runs is the plan it was
 // given, and it records what it issued (ran()) so that tests can hold the
@@ -19,11 +19,14 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "exec/backend.h"
+#include "exec/fused_builder.h"
 #include "exec/rank_values.h"
+#include "exec/traffic.h"
 #include "plan/step_plan.h"
 
 namespace coconet::exec {
@@ -53,8 +56,9 @@ class Executor {
   std::vector<double> run_step();
   [[nodiscard]] const plan::StepPlan& plan() const { return plan_; }
   [[nodiscard]] const RankValues& values() const { return values_; }
-  // Whether a step ran a fused op as the backend's own kernel.
-  [[nodiscard]] bool ran_fused_collective() const { return ran_fused_; }
+  // Bytes of the program's values the last step's backend calls read and
+  // wrote on this rank (exec/traffic.h).
+  [[nodiscard]] std::int64_t bytes_touched() const { return traffic_.bytes(); }
   // The launches of the last step, in the order this rank issued them.
   [[nodiscard]] const std::vector<RanLaunch>& ran() const { return ran_; }
   // This rank's part of a value (empty when it lives in another group).
@@ -71,7 +75,8 @@ class Executor {
   Backend& backend_;
   plan::StepPlan plan_;
   RankValues values_;
-  bool ran_fused_ = false;
+  Traffic traffic_;
+  std::map<int, FusedOpCalls> fused_calls_;  // by op id
   std::vector<RanLaunch> ran_;
 };
 

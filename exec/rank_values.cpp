@@ -5,11 +5,12 @@
 namespace coconet::exec {
 
 RankValues::RankValues(const model::Program& p, const model::Bindings& sizes, int ranks_per_group, int group,
-                       int position)
+                       int position, const std::set<std::string>& unallocated)
     : p_(ranks_per_group), position_(position) {
   for (auto& [name, view] : plan::rank_views(p, sizes, ranks_per_group, plan::RankId{group, position})) {
     ValueInfo v;
     static_cast<plan::ValueView&>(v) = std::move(view);
+    v.allocated = v.here && !unallocated.contains(name);
     values_.emplace(name, std::move(v));
   }
 }
@@ -23,13 +24,43 @@ const ValueInfo& RankValues::at(const std::string& name) const {
 std::int64_t RankValues::bytes() const {
   std::int64_t total = 0;
   for (const auto& [name, v] : values_)
-    if (v.here) total += v.local_bytes();
+    if (v.allocated) total += v.local_bytes();
   return total;
 }
 
 void RankValues::allocate(Backend& backend) {
   for (auto& [name, v] : values_)
-    if (v.here) v.buffer = backend.allocate(v.type.dtype, v.local_numel());
+    if (v.allocated) v.buffer = backend.allocate(v.type.dtype, v.local_numel());
+}
+
+View rows_view(const ValueInfo& v, std::int64_t begin, std::int64_t end) {
+  return View{v.buffer, (begin - v.row_begin) * v.local_cols, (end - begin) * v.local_cols};
+}
+
+View whole(const ValueInfo& v) { return View{v.buffer, 0, v.local_numel()}; }
+
+kernels::Access access_for(const ValueInfo& t, const ValueInfo& out, std::int64_t row0) {
+  if (t.rank() == 0) return {0, 0, 0};
+  if (t.rank() == out.rank()) {
+    for (int d = 2; d < t.rank(); ++d)
+      if (t.global_dims[static_cast<std::size_t>(d)] != out.global_dims[static_cast<std::size_t>(d)])
+        throw UserError("operand '" + t.name + "' of '" + out.name +
+                        "' broadcasts along an inner dimension, which the executor does not support");
+    const bool row_bcast = t.rows == 1 && out.rows > 1;
+    const bool col_bcast = t.cols == 1 && out.cols > 1;
+    kernels::Access a;
+    a.row_stride = row_bcast ? 0 : t.local_cols;
+    a.col_stride = col_bcast ? 0 : 1;
+    a.base = (row_bcast ? 0 : (row0 - t.row_begin) * t.local_cols) + (col_bcast ? 0 : out.col_begin - t.col_begin);
+    return a;
+  }
+  if (t.rank() == 1 && out.rank() == 2) {  // a bias [H] on [B*S, H]: indexed by the column
+    const bool bcast = t.rows == 1 && out.cols > 1;
+    return {bcast ? 0 : out.col_begin - t.row_begin, 0, bcast ? 0 : 1};
+  }
+  throw UserError("operand '" + t.name + "' of '" + out.name + "' broadcasts from rank " +
+                  std::to_string(t.rank()) + " to rank " + std::to_string(out.rank()) +
+                  ", which the executor does not support");
 }
 
 }  // namespace coconet::exec

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 
 #include "exec/backend.h"
@@ -15,13 +16,16 @@ namespace coconet::exec {
 
 struct ValueInfo : plan::ValueView {
   BufferId buffer = -1;
+  bool allocated = false;  // false: lives only in a fused op's scratch
 };
 
 class RankValues {
  public:
   // Every input and statement of `p` (which must be checked) as position
-  // `position` of group `group` sees it, P ranks per group.
-  RankValues(const model::Program& p, const model::Bindings& sizes, int ranks_per_group, int group, int position);
+  // `position` of group `group` sees it, P ranks per group. Values named in
+  // `unallocated` (a fused op's scratch, plan/fused_form.h) get no buffer.
+  RankValues(const model::Program& p, const model::Bindings& sizes, int ranks_per_group, int group, int position,
+             const std::set<std::string>& unallocated = {});
 
   [[nodiscard]] const ValueInfo& at(const std::string& name) const;
   [[nodiscard]] const std::map<std::string, ValueInfo>& values() const { return values_; }
@@ -37,5 +41,14 @@ class RankValues {
   int p_ = 1;
   int position_ = 0;
 };
+
+// Rows [begin, end) of `v` (global row numbers) as a view of its buffer.
+[[nodiscard]] View rows_view(const ValueInfo& v, std::int64_t begin, std::int64_t end);
+// All of this rank's part of `v`.
+[[nodiscard]] View whole(const ValueInfo& v);
+// How element (i, j) of a block of `out` starting at global row `row0` reads
+// operand `t` (broadcasts included); UserError for a broadcast the executor
+// cannot address.
+[[nodiscard]] kernels::Access access_for(const ValueInfo& t, const ValueInfo& out, std::int64_t row0);
 
 }  // namespace coconet::exec

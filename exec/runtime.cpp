@@ -102,8 +102,7 @@ RunRow run_schedule(Backend& backend, const model::Schedule& schedule, const mod
 
   const auto actual = read_outputs(ex);
   const auto& outputs = schedule.program.outputs;
-  const double tolerance =
-      std::max(schedule_tolerance(schedule.program), ex.ran_fused_collective() ? fused_kernel_tolerance() : 0.0);
+  const double tolerance = schedule_tolerance(schedule.program);
   const Verdict vs_program = verify(backend, outputs, actual, refs.program, tolerance, "unscheduled program");
   Verdict verdict = vs_program;
   row.checked_against = "program";

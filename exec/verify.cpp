@@ -11,8 +11,6 @@ namespace coconet::exec {
 namespace {
 
 constexpr double kNormReorderTolerance = 0x1p-20;
-// A fused kernel's own f32 operation order: a few ulps (see verify.h).
-constexpr double kFusedKernelTolerance = 0x1p-20;
 constexpr double kF32Tolerance = 0x1p-16;
 constexpr double kF16Tolerance = 0x1p-10;
 constexpr double kBf16Tolerance = 0x1p-7;
@@ -65,8 +63,6 @@ double schedule_tolerance(const model::Program& p) {
     if (s.op == model::OpKind::norm) return kNormReorderTolerance;
   return 0.0;
 }
-
-double fused_kernel_tolerance() { return kFusedKernelTolerance; }
 
 double interpreter_tolerance(model::DType t) {
   switch (t) {

@@ -11,10 +11,8 @@
 //    Except programs with a norm: the sum of squares of a sliced non-integer
 //    tensor is added in another order than the whole one's, which may move
 //    the f32 norm by an ulp: 2^-20 (a few f32 ulps after the update's scaling).
-//    And schedules whose fused allreduce the backend ran as its own kernel
-//    (Backend::try_fused_allreduce): that kernel's operation order (constant
-//    folding, on a GPU FMA contraction) is not the compiled program's, so an
-//    f32 update may differ by an ulp or two: 2^-20 too.
+//    A fused op runs the same compiled programs as the statements' own
+//    kernels (exec/fused_call.h), so it is held to the same.
 //  - backend vs reference interpreter (double precision, no rounding to
 //    storage types): f32 outputs 2^-16 (f32 arithmetic, ~ten roundings of
 //    2^-24 each, plus the update's cancellation w - lr*...), f16 outputs 2^-10
@@ -45,8 +43,6 @@ struct Verdict {
 };
 
 [[nodiscard]] double schedule_tolerance(const model::Program& p);
-// The tolerance of a schedule whose fused allreduce ran as a backend kernel.
-[[nodiscard]] double fused_kernel_tolerance();
 [[nodiscard]] double interpreter_tolerance(model::DType t);
 
 // Compares `actual` with `expected` over `outputs` (names in order) on every

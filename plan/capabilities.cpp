@@ -7,8 +7,6 @@
 
 namespace coconet::plan {
 
-std::string to_string(FusedUpdate u) { return u == FusedUpdate::sgd ? "sgd" : "adam"; }
-
 std::string to_string(BackendKind b) { return b == BackendKind::cuda ? "cuda" : "cpu"; }
 
 BackendKind parse_backend(const std::string& name, const std::string& flag) {
@@ -17,12 +15,24 @@ BackendKind parse_backend(const std::string& name, const std::string& flag) {
   throw UserError(fmt::format("{} {}: unknown backend; use cuda or cpu", flag, name));
 }
 
+namespace {
+constexpr double kMiB = 1024.0 * 1024.0;
+// cuda: each piece is one host call of each NCCL collective (a few us of
+// launch and synchronisation latency, docs/cost-model.md); 32 MiB moves in
+// about 100 us at an H100's NVLink ring bandwidth (370 GB/s busbw,
+// reference/published.yaml), so the latency stays a few percent of a piece.
+constexpr double kCudaFusedPieceBytes = 32 * kMiB;
+// cpu: a piece's received result is read back by the program from the cache
+// it was received into: 256 KiB fits a core's L2 (1-2 MiB on current x86
+// server cores) beside the lines of the program's other operands.
+constexpr double kCpuFusedPieceBytes = 256 * 1024.0;
+}  // namespace
+
 Capabilities cuda_capabilities() {
   Capabilities c;
   c.backend = BackendKind::cuda;
-  c.fused_updates = {FusedUpdate::adam};  // exec/cuda/cuda_backend.cpp try_fused_allreduce
   c.resident_overlap = false;  // exec/executor.cpp issues one NCCL call per chunk
-  c.pipelined_fusions = true;  // NCCL on the comm stream, the program's kernel on the compute stream, per chunk
+  c.fused_piece_bytes = kCudaFusedPieceBytes;
   return c;
 }
 
@@ -30,7 +40,7 @@ Capabilities cpu_capabilities() {
   Capabilities c;
   c.backend = BackendKind::cpu;
   c.resident_overlap = false;  // one MPI call per chunk
-  c.pipelined_fusions = true;  // MPI on the communication thread while the rank computes the previous chunk
+  c.fused_piece_bytes = kCpuFusedPieceBytes;
   return c;
 }
 
@@ -39,12 +49,10 @@ Capabilities capabilities_of(BackendKind b) {
 }
 
 std::string describe(const Capabilities& c) {
-  std::string fused;
-  for (FusedUpdate u : c.fused_updates) fused += (fused.empty() ? "fuse(RS-C-AG) of " : ", ") + to_string(u);
-  if (fused.empty()) fused = "none, fused stages run as their parts";
-  return fmt::format("{} (fused ops: {}; overlapped collectives: {}{})", to_string(c.backend), fused,
-                     c.resident_overlap ? "resident, latency once" : "one call per chunk",
-                     c.pipelined_fusions ? "; other fused stages pipelined in chunks" : "");
+  const std::string piece = c.fused_piece_bytes >= kMiB ? fmt::format("{:.0f} MiB", c.fused_piece_bytes / kMiB)
+                                                        : fmt::format("{:.0f} KiB", c.fused_piece_bytes / 1024);
+  return fmt::format("{} (fused ops pipelined in pieces of {}; overlapped collectives: {})", to_string(c.backend),
+                     piece, c.resident_overlap ? "resident, latency once" : "one call per chunk");
 }
 
 }  // namespace coconet::plan

@@ -1,12 +1,10 @@
-// What a backend can run, as the lowering needs to know it: which fused
-// stages it runs as one op, whether a collective in an overlap group stays
-// resident across chunks, and whether it pipelines in chunks the fused stages
-// it does not run whole.
+// What a backend can run, as the lowering needs to know it: how its fused
+// ops pipeline, and whether a collective in an overlap group stays resident
+// across chunks.
 // A topology describes hardware only; these are properties of the software
 // that will run on it, an input to plan::lower alongside the schedule.
 #pragma once
 
-#include <set>
 #include <string>
 
 namespace coconet::plan {
@@ -16,36 +14,27 @@ enum class BackendKind { cuda, cpu };
 // "cuda" or "cpu"; throws UserError naming `flag` and the choices otherwise.
 [[nodiscard]] BackendKind parse_backend(const std::string& name, const std::string& flag = "--backend");
 
-// The optimizer updates a fuse(RS-C-AG) stage can be recognised as
-// (plan/fused_match.h; the formulas of workloads/sgd.yaml and adam.yaml).
-enum class FusedUpdate { sgd, adam };
-[[nodiscard]] std::string to_string(FusedUpdate u);
-
 struct Capabilities {
   BackendKind backend = BackendKind::cuda;
-  // The recognised fuse(RS-C-AG) updates it runs as one fused op; any other
-  // fused stage runs as its parts, one after another.
-  std::set<FusedUpdate> fused_updates;
   // A collective of an overlap group takes chunk after chunk in one call and
   // pays its latency once; false: one call per chunk, each paying it.
   bool resident_overlap = false;
-  // Whether a fused stage it does not run as one fused op is pipelined: cut
-  // into Knobs::chunks row chunks whose collectives and computation overlap
-  // (chunk k computes while chunk k+1's reduce-scatter and chunk k-1's
-  // all-gather run on the comm stream), each element read and written once.
-  bool pipelined_fusions = true;
+  // Every fused stage runs as one fused op (plan/fused_form.h) that pipelines
+  // its rows in pieces of about this many bytes of the head collective's
+  // result on rank 0: piece k computes while piece k+1's head collective and
+  // piece k-1's allgathers run. Each piece is one call of each collective.
+  double fused_piece_bytes = 0;
 
   friend bool operator==(const Capabilities&, const Capabilities&) = default;
 };
 
-// The cuda backend (exec/cuda): NCCL called once per chunk; fuse(RS-C-AG) of
-// an Adam update with sliced moments through its fused-allreduce kernel.
+// The cuda backend (exec/cuda): NCCL called once per chunk and per piece of a fused op.
 [[nodiscard]] Capabilities cuda_capabilities();
-// The cpu backend (exec/cpu): MPI called once per chunk; no fused kernels.
+// The cpu backend (exec/cpu): MPI called once per chunk and per piece of a fused op.
 [[nodiscard]] Capabilities cpu_capabilities();
 [[nodiscard]] Capabilities capabilities_of(BackendKind b);
 
-// One line for reports, e.g. "cuda (fused ops: fuse(RS-C-AG) of adam; ...)".
+// One line for reports, e.g. "cuda (fused ops pipelined in pieces of 32 MiB; ...)".
 [[nodiscard]] std::string describe(const Capabilities& c);
 
 }  // namespace coconet::plan

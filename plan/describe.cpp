@@ -39,6 +39,29 @@ std::string work_text(const Work& w) {
   return join(parts, ", ");
 }
 
+std::string norms_text(const std::vector<FusedNorm>& norms) {
+  std::vector<std::string> parts;
+  for (const auto& n : norms) parts.push_back(n.stmt + (n.across_group ? " (across the group)" : ""));
+  return join(parts, ", ");
+}
+
+// A fused op's form: what runs in which pass, what stays in scratch.
+std::string fused_text(const FusedForm& f) {
+  std::string out;
+  if (!f.norms_before.empty()) out += "        first: norm " + norms_text(f.norms_before) + "\n";
+  out += fmt::format("        head {}, {} piece(s) per chunk\n", f.head, f.pieces);
+  for (std::size_t k = 0; k < f.passes.size(); ++k) {
+    const auto& pass = f.passes[k];
+    out += fmt::format("        pass {}: [{}] ({} instructions)", k, join(pass.stmts, ", "), pass.program.code.size());
+    if (!pass.norms_after.empty()) out += ", then norm " + norms_text(pass.norms_after);
+    out += "\n";
+  }
+  if (!f.gathers.empty()) out += "        gathers " + join(f.gathers, ", ") + "\n";
+  if (!f.scratch.empty())
+    out += "        in scratch: " + join(std::vector<std::string>(f.scratch.begin(), f.scratch.end()), ", ") + "\n";
+  return out;
+}
+
 std::string op_line(const Op& op) {
   std::string line = fmt::format("      op {} {} ({}) [{}] group {}", op.id, op.code, to_string(op.cls),
                                  join(op.stmts, ", "), op.group);
@@ -50,8 +73,9 @@ std::string op_line(const Op& op) {
     for (int p : op.producers) ids.push_back(std::to_string(p));
     line += ", after op " + join(ids, ",");
   }
-  if (op.fused) line += ", fused " + to_string(op.fused->update) + " update";
-  return line + "\n        rank 0: " + work_text(op.work) + "\n";
+  line += "\n        rank 0: " + work_text(op.work) + "\n";
+  if (op.fused) line += fused_text(*op.fused);
+  return line;
 }
 
 }  // namespace
@@ -66,7 +90,7 @@ std::string describe(const StepPlan& p) {
                      p.knobs.channels);
   for (std::size_t i = 0; i < p.units.size(); ++i) {
     const Unit& u = p.units[i];
-    out += fmt::format("  unit {}: {}{}{}\n", i, u.name, u.pipelined ? ", pipelined" : "",
+    out += fmt::format("  unit {}: {}{}{}\n", i, u.name, u.as_parts.empty() ? "" : " (as parts: " + u.as_parts + ")",
                        u.chunks > 1 ? fmt::format(", {} chunks over {} rows{}", u.chunks, u.rows,
                                                   u.slice_mode ? " of each slice" : "")
                                     : "");

@@ -5,17 +5,17 @@
 //   of one group with the same global shape and layout become one kernel; a
 //   statement of another group does not break a run, an op the group takes
 //   part in does.
-// - A fuse(...) stage becomes one fused op only where the backend's
-//   capabilities say it runs it whole (outside overlap groups); otherwise it
-//   is lowered to its parts, exactly as the backend will run it.
-// - A fused stage the backend does not run whole is pipelined where the
-//   backend can (Capabilities::pipelined_fusions): its parts, cut into chunks
-//   like an overlap group, so its collectives overlap its computation.
+// - A fuse(...) stage becomes one fused op (plan/fused_form.h), in an overlap
+//   group too (one fused op per chunk there). Outside overlap groups the op
+//   pipelines its rows in pieces of Capabilities::fused_piece_bytes; inside
+//   one, the group's chunks are its pieces. A fused stage of another shape
+//   than fused_form reads is lowered to its parts, and the unit says why.
 // - A unit is cut into chunks only when every statement in it (on every
 //   group, so every rank cuts alike) has the same number of rows.
 #include "plan/step_plan.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -84,19 +84,20 @@ class Lowering {
       const auto& stage = s_.stages[static_cast<std::size_t>(k)];
       codes.push_back(out_.stage_codes[static_cast<std::size_t>(k)]);
       for (const auto& n : stage.stmts) all.push_back(&stmt(n));
-      if (!overlapped && stage.kind == model::StageKind::fused && !out_.caps.fused_updates.empty()) {
-        auto m = match_fused_update(p_, stage);
-        if (m && out_.caps.fused_updates.contains(m->update)) {
-          add_fused(stage, k, unit, u, std::move(*m));
+      if (stage.kind == model::StageKind::fused) {
+        std::string why;
+        if (auto form = fused_form(p_, stage, views_, why)) {
+          add_fused(stage, k, unit, u, std::move(*form));
           continue;
         }
+        u.as_parts += (u.as_parts.empty() ? "" : "; ") + out_.stage_codes[static_cast<std::size_t>(k)] + ": " + why;
       }
-      u.pipelined = !overlapped && stage.kind == model::StageKind::fused && out_.caps.pipelined_fusions;
       for (const auto& n : stage.stmts) add_stmt(stmt(n), k, unit, u, open_run);
     }
     u.name = overlapped ? "ol(" + join(codes) + ")" : codes.front();
     link(u);
     cut_chunks(u, all);
+    for (int id : u.ops) cut_pieces(out_.ops[static_cast<std::size_t>(id)], u);
     for (int id : u.ops) {
       measure(out_.ops[static_cast<std::size_t>(id)]);
       count_calls(out_.ops[static_cast<std::size_t>(id)], u);
@@ -147,12 +148,25 @@ class Lowering {
     if (op.dest_group >= 0) open_run[op.dest_group] = -1;
   }
 
-  void add_fused(const model::Stage& stage, int k, int unit, Unit& u, FusedUpdateMatch m) {
+  void add_fused(const model::Stage& stage, int k, int unit, Unit& u, FusedForm form) {
     Op& op = new_op(OpClass::fused, k, unit, u);
+    const Stmt& head = stmt(form.head);
     op.stmts = stage.stmts;
-    op.group = group_of(p_, stmt(stage.stmts.front()));
+    op.group = group_of(p_, head);
+    op.dest_group = head.op == OpKind::send ? head.type.group : -1;
     op.code = out_.stage_codes[static_cast<std::size_t>(k)];
-    op.fused = std::move(m);
+    op.fused = std::move(form);
+  }
+
+  // Pieces of a fused op outside an overlap group: its head's result on rank
+  // 0 cut into pieces of about fused_piece_bytes, at most one per row.
+  void cut_pieces(Op& op, const Unit& u) const {
+    if (!op.fused || u.overlapped || out_.caps.fused_piece_bytes <= 0) return;
+    const auto& h = view(op.fused->head);
+    const std::int64_t rows = u.slice_mode ? model::slice_extent(h.rows, out_.ranks_per_group, 0).size : h.rows;
+    const double bytes = double(rows) * double(h.local_cols) * double(model::bytes_of(h.type.dtype));
+    const double pieces = std::ceil(bytes / out_.caps.fused_piece_bytes);
+    op.fused->pieces = static_cast<int>(std::clamp<double>(pieces, 1.0, double(std::max<std::int64_t>(1, rows))));
   }
 
   // Producers, streams and lags (a computation waits a whole chunk for the
@@ -176,7 +190,7 @@ class Lowering {
         }
       op.producers.assign(producers.begin(), producers.end());
       for (const auto& n : op.stmts) defined_by[n] = id;
-      if (op.cls == OpClass::elementwise || op.cls == OpClass::fused) op.program = compile(op);
+      if (op.cls == OpClass::elementwise) op.program = compile(op);
     }
   }
 
@@ -195,7 +209,7 @@ class Lowering {
     for (const auto* s : all)
       u.slice_mode = u.slice_mode || s->op == OpKind::reducescatter || s->op == OpKind::allgather ||
                      view(s->name).type.layout == model::Layout::sliced(0);
-    if (!u.overlapped && !u.pipelined) return;
+    if (!u.overlapped) return;
     std::int64_t rows = -1;
     for (const auto* s : all) {
       const auto& v = view(s->name);
@@ -214,7 +228,7 @@ class Lowering {
     const Stmt& s = stmt(op.stmts.front());
     const int p = out_.ranks_per_group;
     for (int c = 0; c < u.chunks; ++c) {
-      int calls = 1;
+      int calls = op.fused ? op.fused->pieces : 1;
       const bool by_rows = op.cls == OpClass::elementwise || op.cls == OpClass::matmul ||
                            (op.cls == OpClass::collective && s.op != OpKind::reducescatter &&
                             s.op != OpKind::allgather);
@@ -253,16 +267,41 @@ class Lowering {
     }
   }
 
+  // Whether an element-wise result of `op` is written to memory: a fused op
+  // writes what it does not keep in scratch, and a gathered result (into
+  // the gather's output); another op what is read after it.
+  bool written(const Op& op, const Stmt& s, const std::set<std::string>& inside) const {
+    if (!op.fused) return outlives(s, inside);
+    if (!op.fused->scratch.contains(s.name)) return true;
+    for (const auto& g : op.fused->gathers)
+      if (stmt(g).operands.front() == s.name) return true;
+    return false;
+  }
+
   void measure(Op& op) const {
     const std::set<std::string> inside(op.stmts.begin(), op.stmts.end());
+    // A fused op's pass of each element-wise statement (-1: a norm or collective).
+    std::map<std::string, int> pass_of;
+    if (op.fused)
+      for (std::size_t k = 0; k < op.fused->passes.size(); ++k)
+        for (const auto& n : op.fused->passes[k].stmts) pass_of[n] = static_cast<int>(k);
+    // Values read from memory: those from before the op and, in a fused op,
+    // its materialised results read by another pass or a norm.
     std::map<std::string, double> reads;
+    std::string reader;
     auto read = [&](const std::string& n, std::int64_t elems) {
-      if (inside.contains(n)) return;
+      if (inside.contains(n)) {
+        const auto at = pass_of.find(n);
+        if (!op.fused || op.fused->scratch.contains(n) || at == pass_of.end()) return;
+        const auto by = pass_of.find(reader);
+        if (by != pass_of.end() && by->second == at->second) return;  // a register of the same program
+      }
       const double b = double(std::min(elems, view(n).local_numel())) * elem_bytes(n);
       reads[n] = std::max(reads[n], b);
     };
     for (const auto& n : op.stmts) {
       const Stmt& s = stmt(n);
+      reader = n;
       if (model::is_communication(s.op)) {
         op.work.collectives.push_back(collective_of(s));
       } else if (s.op == OpKind::matmul) {
@@ -280,7 +319,7 @@ class Lowering {
         const std::int64_t n_elems = view(s.name).local_numel();
         op.work.flops += double(model::flops_per_element(s.expr)) * double(n_elems);
         for (const auto& r : model::Program::reads(s)) read(r, n_elems);
-        if (!s.type.shape.empty() && outlives(s, inside)) op.work.hbm_bytes += double(view(s.name).local_bytes());
+        if (!s.type.shape.empty() && written(op, s, inside)) op.work.hbm_bytes += double(view(s.name).local_bytes());
       }
     }
     for (const auto& [name, bytes] : reads) op.work.hbm_bytes += bytes;

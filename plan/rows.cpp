@@ -19,9 +19,19 @@ std::vector<RowRange> chunk_rows(std::int64_t rows, int ranks, int chunks, int c
   return out;
 }
 
-std::vector<RowRange> held_rows(const ValueView& v, int ranks, int chunks, int chunk, bool slice_mode) {
+std::vector<RowRange> piece_rows(std::int64_t rows, int ranks, int chunks, int chunk, int pieces, int piece,
+                                 bool slice_mode) {
+  auto out = chunk_rows(rows, ranks, chunks, chunk, slice_mode);
+  for (auto& r : out) {
+    const auto e = model::slice_extent(r.end - r.begin, pieces, piece);
+    r = {r.begin + e.begin, r.begin + e.begin + e.size};
+  }
+  return out;
+}
+
+std::vector<RowRange> held_of(const std::vector<RowRange>& ranges, const ValueView& v) {
   std::vector<RowRange> merged;
-  for (const auto& r : chunk_rows(v.rows, ranks, chunks, chunk, slice_mode)) {
+  for (const auto& r : ranges) {
     if (r.end <= r.begin) continue;
     if (!merged.empty() && merged.back().end == r.begin) merged.back().end = r.end;
     else merged.push_back(r);
@@ -32,6 +42,10 @@ std::vector<RowRange> held_rows(const ValueView& v, int ranks, int chunks, int c
     if (held.end > held.begin) out.push_back(held);
   }
   return out;
+}
+
+std::vector<RowRange> held_rows(const ValueView& v, int ranks, int chunks, int chunk, bool slice_mode) {
+  return held_of(chunk_rows(v.rows, ranks, chunks, chunk, slice_mode), v);
 }
 
 }  // namespace coconet::plan

@@ -23,6 +23,15 @@ struct RowRange {
 // range, or in slice mode the chunk-th piece of each of the `ranks` slices.
 [[nodiscard]] std::vector<RowRange> chunk_rows(std::int64_t rows, int ranks, int chunks, int chunk, bool slice_mode);
 
+// Piece `piece` of `pieces` of that chunk: each of its ranges cut alike
+// (model::slice_extent), so every rank cuts the same pieces.
+[[nodiscard]] std::vector<RowRange> piece_rows(std::int64_t rows, int ranks, int chunks, int chunk, int pieces,
+                                               int piece, bool slice_mode);
+
+// The part of `ranges` that value `v` holds on its rank, adjacent ranges
+// merged, empty ones dropped.
+[[nodiscard]] std::vector<RowRange> held_of(const std::vector<RowRange>& ranges, const ValueView& v);
+
 // The rows of that chunk that value `v` holds on its rank, adjacent ranges
 // merged, empty ones dropped.
 [[nodiscard]] std::vector<RowRange> held_rows(const ValueView& v, int ranks, int chunks, int chunk, bool slice_mode);

@@ -5,11 +5,11 @@
 // A plan is a list of units run one after another (a stage, or an overlap
 // group of stages), each a list of ops: a run of element-wise statements
 // compiled into one kernel, a matmul, a norm, a collective or send, or a
-// fused collective (its collectives and its compiled element-wise program in
-// one backend op). Each op has its process group, its stream (compute or
-// comm), its producers inside the unit and its lag (how many chunks behind
-// the unit's first op it is issued, so that chunk k's communication runs
-// while chunk k+1 computes). A unit runs `chunks` row chunks; issue_order()
+// fused collective (its head collective, compiled element-wise passes and
+// allgathers in one backend op, plan/fused_form.h). Each op has its process
+// group, its stream (compute or comm), its producers inside the unit and its
+// lag (how many chunks behind the unit's first op it is issued, so that chunk
+// k's communication runs while chunk k+1 computes). A unit runs `chunks` row chunks; issue_order()
 // is the order every rank issues (op, chunk) launches in. Per-rank views
 // (plan/views.h) place every value on a rank, ragged slices included; each
 // op's Work is what it moves and computes on rank 0, the largest slice.
@@ -23,7 +23,7 @@
 #include "kernels/elementwise_program.h"
 #include "model/schedule.h"
 #include "plan/capabilities.h"
-#include "plan/fused_match.h"
+#include "plan/fused_form.h"
 
 namespace coconet::plan {
 
@@ -67,11 +67,12 @@ struct Op {
   Stream stream = Stream::compute;
   int lag = 0;
   std::vector<int> producers;      // ops of the same unit it reads (ids)
-  std::optional<kernels::ElementwiseProgram> program;  // elementwise and fused ops
-  std::optional<FusedUpdateMatch> fused;               // fused ops: the update it computes
+  std::optional<kernels::ElementwiseProgram> program;  // elementwise ops
+  std::optional<FusedForm> fused;                      // fused ops: head, passes, gathers
   Work work;
   // Backend calls per chunk on position 0 of its group (a send: the
-  // sender's): a chunk's rows held as separate ranges are separate calls.
+  // sender's): a chunk's rows held as separate ranges are separate calls; a
+  // fused op makes one call of each collective per piece.
   std::vector<int> calls;
 
   // Whether a rank of `group` takes part.
@@ -83,7 +84,7 @@ struct Unit {
   int first_stage = 0;
   int last_stage = 0;
   bool overlapped = false;
-  bool pipelined = false;  // a fused stage run as its parts, chunk by chunk (Capabilities::pipelined_fusions)
+  std::string as_parts;  // a fused stage lowered to its parts: why it is not one fused op
   int chunks = 1;
   // Chunk k is the k-th piece of every rank's slice (a group with a
   // reducescatter, allgather or sliced value), not the k-th piece of rows.

@@ -103,8 +103,9 @@ double fused_compute_us(const Topology& t, const plan::Work& w, double share, in
 }
 
 // A collective, or a fused collective whose element-wise work runs on each
-// piece as it arrives: latency once per call, transfers back to back, the
-// element-wise part pipelined under them with the last piece exposed. A chunk
+// piece as it arrives: latency once per call (a fused op calls each of its
+// collectives once per piece), transfers back to back, the element-wise part
+// pipelined under them with the last piece exposed. A chunk
 // of an overlap group is a call of its own (paying the latency again) unless
 // the backend keeps its collectives resident across chunks.
 Task comm_task(const plan::Work& w, const Context& ctx, const model::Knobs& knobs, bool pays_latency,
@@ -135,7 +136,10 @@ Task comm_task(const plan::Work& w, const Context& ctx, const model::Knobs& knob
   const double compute = fused_compute_us(t, w, share, channels);
   // Everything the kernel moves through HBM (its own traffic and the element-wise work) bounds it too.
   transfer = std::max(transfer, transfer_us(hbm + w.hbm_bytes * share, t.gpu.hbm_effective_GBps()));
-  const double pipeline_depth = std::max(2, where.ranks);
+  // The element-wise part hides under the transfers but for one step of the
+  // pipeline: a ring step (1/ranks of the data), or one piece of a fused op
+  // that pipelines its rows in `calls` pieces (plan/fused_form.h).
+  const double pipeline_depth = std::max({2, where.ranks, calls});
   k.latency_us = pays_latency ? calls * base + hops : 0.0;
   k.work_us = std::max(transfer, compute) + std::min(transfer, compute) / pipeline_depth;
   const Resource r = link == Link::network ? Resource::network : Resource::nvlink;

@@ -185,7 +185,7 @@ class CpuBackend final : public Backend {
   }
 
   void elementwise(const kernels::ElementwiseProgram& program, std::span<const Operand> inputs,
-                   std::span<const Operand> outputs, const kernels::Block& block) override {
+                   std::span<const Operand> outputs, const kernels::Block& block, StreamKind stream) override {
     if (block.rows == 0 || block.cols == 0) return;
     std::vector<kernels::CpuOperand> ins;
     std::vector<kernels::CpuOperand> outs;
@@ -193,7 +193,11 @@ class CpuBackend final : public Backend {
     for (const auto& o : outputs) outs.push_back(cpu_operand(o, block));
     for (std::size_t k = 0; k < ins.size(); ++k)
       COCONET_ASSERT(ins[k].dtype == program.input_types[k], "elementwise: input dtype differs from program");
-    kernels::cpu_elementwise(program, ins, outs, block);
+    if (stream == StreamKind::compute) return kernels::cpu_elementwise(program, ins, outs, block);
+    // A fused op's program in an overlap group: after the collectives queued before it.
+    comm_->enqueue([&program, ins = std::move(ins), outs = std::move(outs), block] {
+      kernels::cpu_elementwise(program, ins, outs, block);
+    });
   }
 
   void matmul(const MatmulArgs& args) override {
@@ -262,8 +266,11 @@ class CpuBackend final : public Backend {
         counts.push_back(as_int(p.count, "an allgather count"));
         displs.push_back(as_int(p.offset, "an allgather displacement"));
       }
+      // In place when the input is this rank's own part (a fused op writes its results there).
+      const View& own = ps[static_cast<std::size_t>(position())];
+      const void* send = same(in, own) ? MPI_IN_PLACE : ptr(in);
       MPI_Request req = MPI_REQUEST_NULL;
-      COCONET_MPI_CHECK(MPI_Iallgatherv(ptr(in), as_int(in.count, "an allgather count"), ReduceOps::datatype(t),
+      COCONET_MPI_CHECK(MPI_Iallgatherv(send, as_int(in.count, "an allgather count"), ReduceOps::datatype(t),
                                         data(ps.front().buffer), counts.data(), displs.data(),
                                         ReduceOps::datatype(t), group_comm_, &req));
       wait_politely(req);

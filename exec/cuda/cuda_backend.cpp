@@ -35,7 +35,6 @@
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/collectives.h"
 #include "kernels/cuda/elementwise.h"
-#include "kernels/cuda/fused_allreduce.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/norm.h"
 #include "kernels/mpi_check.h"
@@ -219,11 +218,11 @@ class CudaBackend final : public Backend {
   // ---- compute
 
   void elementwise(const kernels::ElementwiseProgram& program, std::span<const Operand> inputs,
-                   std::span<const Operand> outputs, const kernels::Block& block) override {
+                   std::span<const Operand> outputs, const kernels::Block& block, StreamKind stream) override {
     std::vector<kc::ElementwiseOperand> ins, outs;
     for (const Operand& o : inputs) ins.push_back(operand(o));
     for (const Operand& o : outputs) outs.push_back(operand(o));
-    kc::elementwise(program, ins, outs, block, compute_);
+    kc::elementwise(program, ins, outs, block, stream == StreamKind::comm ? comm_ : compute_);
   }
 
   void matmul(const MatmulArgs& a) override {
@@ -290,28 +289,9 @@ class CudaBackend final : public Backend {
     COCONET_NCCL_CHECK(ncclRecv(address(out), count(out), type(out), peer, world_, comm_));
   }
 
-  // ---- fused collectives
-
-  // Adam's fuse(RS-C-AG) through kernels/cuda/fused_allreduce.h's host path:
-  // NCCL reduce-scatter, the one-pass Adam kernel on the shard, NCCL
-  // allgather, all on the comm stream after the compute stream's work. The
-  // kernel updates w, m, v in place, so the step's inputs are first copied
-  // to its outputs (w's shard, the moments). SGD declines (no fused kernel);
-  // so does the LSA path, not wired yet (docs/gpu.md).
-  bool try_fused_allreduce(const FusedStageSpec& s) override {
-    if (s.update != FusedUpdate::adam) return false;
-    const auto shard = model::slice_extent(s.count, ranks_per_group(), position());
-    comm_after(compute_);
-    copy_on(comm_, View{s.w_out.buffer, s.w_out.offset + shard.begin, shard.size},
-            View{s.w.buffer, s.w.offset + shard.begin, shard.size});
-    copy_on(comm_, s.m_out, s.m);
-    copy_on(comm_, s.v_out, s.v);
-    const auto h = kc::adam_hyper(s.hyper.lr, s.hyper.beta1, s.hyper.beta2, s.hyper.eps);
-    const kc::FusedAdamArgs a{device_view(s.g), device_view(s.w_out), device_view(s.m_out),
-                              device_view(s.v_out), h};
-    kc::fused_adam_host(group_, position(), ranks_per_group(), a, device_view(s.g_shard), comm_);
-    return true;
-  }
+  // ---- fused ops: Backend::fused's default (exec/fused_call.h) pipelines a
+  // fused op's pieces through the NCCL calls and the generic element-wise
+  // kernel above, host calls interleaved per piece on the two streams.
 
   // ---- host helpers
 
@@ -365,13 +345,6 @@ class CudaBackend final : public Backend {
   }
   [[nodiscard]] static std::size_t count(View v) { return static_cast<std::size_t>(v.count); }
   [[nodiscard]] ncclDataType_t type(View v) const { return kc::nccl_type(dtype_of(v.buffer)); }
-
-  void copy_on(cudaStream_t stream, View dst, View src) {
-    COCONET_ASSERT(dtype_of(dst.buffer) == dtype_of(src.buffer) && dst.count == src.count,
-                   "copy between views of different dtypes or sizes");
-    COCONET_CUDA_CHECK(cudaMemcpyAsync(address(dst), address(src), bytes_of(src),
-                                       cudaMemcpyDeviceToDevice, stream));
-  }
 
   [[nodiscard]] kc::DeviceView device_view(View v) const {
     return {address(v), v.count, dtype_of(v.buffer)};
