@@ -76,6 +76,23 @@ void show_all(const std::vector<std::string>& names, const std::vector<std::stri
   if (f == Format::json) print_json(tagged("show", {{"workloads", workloads}}));
 }
 
+nlohmann::json norms_json(const std::vector<plan::FusedNorm>& norms) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& n : norms) out.push_back({{"statement", n.stmt}, {"input", n.input}, {"across_group", n.across_group}});
+  return out;
+}
+
+nlohmann::json fused_json(const std::optional<plan::FusedForm>& f) {
+  if (!f) return nullptr;
+  nlohmann::json passes = nlohmann::json::array();
+  for (const auto& pass : f->passes)
+    passes.push_back({{"statements", pass.stmts},
+                      {"instructions", pass.program.code.size()},
+                      {"norms_after", norms_json(pass.norms_after)}});
+  return {{"head", f->head},          {"pieces", f->pieces},   {"norms_before", norms_json(f->norms_before)},
+          {"passes", passes},         {"gathers", f->gathers}, {"scratch", f->scratch}};
+}
+
 nlohmann::json plan_json(const plan::StepPlan& p) {
   nlohmann::json units = nlohmann::json::array();
   for (const auto& u : p.units) {
@@ -88,9 +105,11 @@ nlohmann::json plan_json(const plan::StepPlan& p) {
       ops.push_back({{"id", op.id}, {"code", op.code}, {"class", plan::to_string(op.cls)},
                      {"statements", op.stmts}, {"group", op.group}, {"dest_group", op.dest_group},
                      {"stream", plan::to_string(op.stream)}, {"lag", op.lag}, {"producers", op.producers},
-                     {"hbm_bytes", op.work.hbm_bytes}, {"flops", op.work.flops}, {"collectives", collectives}});
+                     {"hbm_bytes", op.work.hbm_bytes}, {"flops", op.work.flops}, {"collectives", collectives},
+                     {"fused", fused_json(op.fused)}});
     }
-    units.push_back({{"name", u.name}, {"chunks", u.chunks}, {"slice_mode", u.slice_mode}, {"ops", ops}});
+    units.push_back({{"name", u.name}, {"chunks", u.chunks}, {"slice_mode", u.slice_mode}, {"as_parts", u.as_parts},
+                     {"ops", ops}});
   }
   return tagged("plan", {{"schedule", p.schedule}, {"backend", plan::to_string(p.caps.backend)},
                          {"ranks_per_group", p.ranks_per_group}, {"groups", p.groups},

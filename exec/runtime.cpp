@@ -1,6 +1,7 @@
 #include "exec/runtime.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "exec/executor.h"
@@ -95,6 +96,9 @@ RunRow run_schedule(Backend& backend, const model::Schedule& schedule, const mod
     steps.push_back(times.back());
     for (std::size_t u = 0; u < names.size(); ++u) units[u].push_back(times[u]);
   }
+  std::array<double, 1> touched{double(ex.bytes_touched())};
+  backend.host_allreduce(touched, model::ReduceOp::max);
+  row.bytes_touched = static_cast<std::int64_t>(touched[0]);
   row.median_us = median(steps);
   row.min_us = steps.empty() ? 0.0 : *std::min_element(steps.begin(), steps.end());
   row.max_us = steps.empty() ? 0.0 : *std::max_element(steps.begin(), steps.end());

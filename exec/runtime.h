@@ -45,6 +45,9 @@ struct RunRow {
   double max_abs_error = 0.0;
   std::string mismatch;  // the first differing element when !verified
   std::string checked_against;  // "program", "program+interpreter"
+  // Bytes of the program's values one step's backend calls read and wrote,
+  // on the rank that touched the most (exec/traffic.h).
+  std::int64_t bytes_touched = 0;
 };
 
 // The expected outputs of a program at some sizes, this rank's parts.

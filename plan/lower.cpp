@@ -227,14 +227,30 @@ class Lowering {
   void count_calls(Op& op, const Unit& u) const {
     const Stmt& s = stmt(op.stmts.front());
     const int p = out_.ranks_per_group;
+    if (op.fused) return count_fused_calls(op, u);
     for (int c = 0; c < u.chunks; ++c) {
-      int calls = op.fused ? op.fused->pieces : 1;
+      int calls = 1;
       const bool by_rows = op.cls == OpClass::elementwise || op.cls == OpClass::matmul ||
                            (op.cls == OpClass::collective && s.op != OpKind::reducescatter &&
                             s.op != OpKind::allgather);
       if (by_rows) {
         const auto& v = view(s.op == OpKind::send ? s.operands.front() : s.name);
         calls = static_cast<int>(held_rows(v, p, u.chunks, c, u.slice_mode).size());
+      }
+      op.calls.push_back(calls);
+    }
+  }
+
+  // A fused op's head calls per chunk: one per piece and range of rows held
+  // (a reduce-scatter: one per piece).
+  void count_fused_calls(Op& op, const Unit& u) const {
+    const Stmt& h = stmt(op.fused->head);
+    const auto& v = view(h.op == OpKind::send ? h.operands.front() : h.name);
+    for (int c = 0; c < u.chunks; ++c) {
+      int calls = 0;
+      for (int j = 0; j < op.fused->pieces; ++j) {
+        const auto rs = piece_rows(v.rows, out_.ranks_per_group, u.chunks, c, op.fused->pieces, j, u.slice_mode);
+        calls += h.op == OpKind::reducescatter ? 1 : static_cast<int>(held_of(rs, v).size());
       }
       op.calls.push_back(calls);
     }

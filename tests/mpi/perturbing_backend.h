@@ -54,8 +54,8 @@ class PerturbingBackend : public Backend {
   }
 
   void elementwise(const kernels::ElementwiseProgram& p, std::span<const Operand> in, std::span<const Operand> out,
-                   const kernels::Block& block) override {
-    inner_->elementwise(p, in, out, block);
+                   const kernels::Block& block, StreamKind stream) override {
+    inner_->elementwise(p, in, out, block, stream);
     if (fault_ != Fault::perturb || world_rank() != rank_ || calls_++ != kernel_ || out.empty()) return;
     const View first{out[0].buffer, out[0].access.at(0, 0), 1};
     auto v = inner_->read(first);

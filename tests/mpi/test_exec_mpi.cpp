@@ -1,15 +1,17 @@
 // Every workload x every enumerated schedule, run for real by the cpu backend
 // under mpirun at small ragged sizes, verified exactly against the
 // unscheduled program and within the stated tolerances (exec/verify.h)
-// against the reference interpreter; a wrong kernel is caught; a fused
-// allreduce stage the backend declines runs as its parts, one it accepts
-// (computed from the spec alone) gives the same verified outputs; a failed
-// MPI call is reported with its rank, site and MPI's error string.
+// against the reference interpreter (a tests-only workload in no list
+// included); a wrong kernel is caught; every fused stage runs as one fused
+// op, touches fewer bytes than its parts, and a wrong generated program in it
+// is caught; a failed MPI call is reported with its rank, site and MPI's
+// error string.
 // Run with `mpirun -np K` for K = 1..4 (the pipeline workload needs an even
 // world, 2 groups; it is skipped for odd K and also run at 6 and 8 ranks).
 #include <mpi.h>
 
 #include <array>
+#include <tuple>
 #include <memory>
 #include <string>
 
@@ -21,7 +23,7 @@
 #include "model/error.h"
 #include "model/parse.h"
 #include "mpi_test_main.h"
-#include "fusing_backend.h"
+#include "fused_counting_backend.h"
 #include "perturbing_backend.h"
 
 namespace coconet::exec {
@@ -53,9 +55,15 @@ std::unique_ptr<Backend>& shared_backend() {
 
 class EveryScheduleTest : public ::testing::TestWithParam<std::string> {};
 
+// A workload name, or the tests-only workload under tests/workloads/.
+std::string workload_path(const std::string& name) {
+  if (name == "sgd_clip") return std::string(COCONET_SOURCE_ROOT) + "/tests/workloads/sgd_clip.yaml";
+  return model::resolve_workload(name);
+}
+
 TEST_P(EveryScheduleTest, VerifiesAgainstProgramAndInterpreter) {
   auto& backend = *shared_backend();
-  const auto p = model::load_program(model::resolve_workload(GetParam()));
+  const auto p = model::load_program(workload_path(GetParam()));
   if (backend.world_size() % p.groups() != 0) GTEST_SKIP() << "needs a multiple of " << p.groups() << " ranks";
   backend.set_groups(p.groups());
   const auto sizes = small_sizes(p);
@@ -64,7 +72,7 @@ TEST_P(EveryScheduleTest, VerifiesAgainstProgramAndInterpreter) {
   const auto refs = compute_references(backend, p, sizes, quick());
   ASSERT_TRUE(refs.interpreter.has_value()) << "small sizes must be checked by the interpreter too";
   // Each schedule whole and cut into 3 chunks (ragged against every size):
-  // overlap groups and pipelined fused stages run chunk by chunk.
+  // overlap groups run chunk by chunk (a fused op in one, per chunk).
   for (auto s : schedules)
     for (int chunks : {1, 3}) {
       s.knobs.chunks = chunks;
@@ -77,7 +85,7 @@ TEST_P(EveryScheduleTest, VerifiesAgainstProgramAndInterpreter) {
 
 INSTANTIATE_TEST_SUITE_P(Workloads, EveryScheduleTest,
                          ::testing::Values("sgd", "adam", "lamb", "megatron_mlp", "megatron_attention",
-                                           "gpt3_pipeline"),
+                                           "gpt3_pipeline", "sgd_clip"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 TEST(CpuBackend, AgreesWithInterpreterOnUnscheduledPrograms) {
@@ -107,49 +115,68 @@ TEST(CpuBackend, InjectedWrongKernelIsCaught) {
   EXPECT_NE(row.mismatch.find("expected"), std::string::npos);
 }
 
-// Runs `schedule` of `workload` on a FusingBackend; returns the row and the offers made.
-std::pair<RunRow, int> run_fusing(const std::string& workload, const std::string& schedule,
-                                  testing::FusingBackend::Mode mode, double lr_scale = 1.0) {
-  const auto p = model::load_program(model::resolve_workload(workload));
+// Runs `schedule` of `workload` on a FusedCountingBackend; returns the row and the fused calls made.
+std::pair<RunRow, int> run_counting(const std::string& workload, const std::string& schedule, bool wrong) {
+  const auto p = model::load_program(workload_path(workload));
   const auto sizes = small_sizes(p);
-  shared_backend()->set_groups(1);
+  shared_backend()->set_groups(p.groups());
   const auto refs = compute_references(*shared_backend(), p, sizes, quick());
-  testing::FusingBackend fusing(make_backend("cpu"), mode, lr_scale);
-  fusing.set_groups(1);
+  testing::FusedCountingBackend counting(make_backend("cpu"), wrong);
+  counting.set_groups(p.groups());
   for (const auto& s : model::enumerate_schedules(p))
     if (s.name() == schedule) {
-      auto row = run_schedule(fusing, s, sizes, refs, quick());
-      return {std::move(row), fusing.offers()};
+      auto row = run_schedule(counting, s, sizes, refs, quick());
+      return {std::move(row), counting.fused_calls()};
     }
   ADD_FAILURE() << workload << " has no schedule " << schedule;
   return {};
 }
 
-TEST(FusedHook, WithoutTheCapabilityTheStageRunsAsItsParts) {
-  const auto [row, offers] = run_fusing("adam", "fuse(RS-C-AG)+asSlice(m,v)", testing::FusingBackend::Mode::none);
-  EXPECT_TRUE(row.verified) << row.mismatch;
-  EXPECT_EQ(offers, 0);
+const std::vector<std::pair<std::string, std::string>>& fused_schedules() {
+  static const std::vector<std::pair<std::string, std::string>> all = {
+      {"sgd", "fuse(RS-C-AG)"},           {"adam", "fuse(RS-C-AG)+asSlice(m,v)"},
+      {"adam", "fuse(AR-C)"},             {"lamb", "fuse(RS-C-AG)+asSlice(m,v)"},
+      {"lamb", "fuse(AR-C)"},             {"megatron_mlp", "MM-fuse(RS-C-AG)"},
+      {"megatron_mlp", "ol(MM,fuse(AR-C))"}, {"sgd_clip", "fuse(RS-C-AG)"},
+      {"sgd_clip", "fuse(AR-C)"}};
+  return all;
 }
 
-TEST(FusedHook, AcceptedSpecGivesTheSameOutputs) {
-  for (const auto& [w, s] : {std::pair<std::string, std::string>{"adam", "fuse(RS-C-AG)+asSlice(m,v)"},
-                             {"sgd", "fuse(RS-C-AG)"}}) {
-    const auto [row, offers] = run_fusing(w, s, testing::FusingBackend::Mode::host);
+TEST(FusedOps, EveryFusedStageRunsAsOneFusedOp) {
+  for (const auto& [w, s] : fused_schedules()) {
+    const auto [row, calls] = run_counting(w, s, false);
     EXPECT_TRUE(row.verified) << w << " " << s << ": " << row.mismatch;
-    EXPECT_GT(offers, 0) << w << " " << s;
+    // One step, one fused stage: one call, or in an overlap group one per chunk.
+    if (s.starts_with("ol(")) EXPECT_GE(calls, 1) << w << " " << s;
+    else EXPECT_EQ(calls, 1) << w << " " << s;
   }
 }
 
-TEST(FusedHook, UnrecognisedStagesAreNotOffered) {
-  const auto [row, offers] = run_fusing("adam", "fuse(RS-C-AG)", testing::FusingBackend::Mode::host);
-  EXPECT_TRUE(row.verified) << row.mismatch;
-  EXPECT_EQ(offers, 0);
+TEST(FusedOps, AWrongGeneratedProgramIsCaught) {
+  for (const auto& [w, s] : fused_schedules()) {
+    const auto [row, calls] = run_counting(w, s, true);
+    EXPECT_GT(calls, 0) << w << " " << s;
+    EXPECT_FALSE(row.verified) << w << " " << s;
+  }
 }
 
-TEST(FusedHook, AWrongFusedUpdateIsCaught) {
-  const auto [row, offers] = run_fusing("sgd", "fuse(RS-C-AG)", testing::FusingBackend::Mode::host, 2.0);
-  EXPECT_GT(offers, 0);
-  EXPECT_FALSE(row.verified);
+// The fused op keeps the reduced gradient and the new weights' shard in
+// scratch and gathers in place: it touches fewer bytes of state than the
+// same stages run one after another.
+TEST(FusedOps, TouchFewerBytesThanTheirParts) {
+  const auto bytes = [](const std::string& w, const std::string& s) {
+    const auto [row, calls] = run_counting(w, s, false);
+    EXPECT_TRUE(row.verified) << row.mismatch;
+    return row.bytes_touched;
+  };
+  for (const auto& [w, fused, parts] :
+       {std::tuple<std::string, std::string, std::string>{"adam", "fuse(RS-C-AG)+asSlice(m,v)", "RS-C-AG+asSlice(m,v)"},
+        {"sgd_clip", "fuse(AR-C)", "AR-C"}}) {
+    const auto f = bytes(w, fused);
+    const auto p = bytes(w, parts);
+    EXPECT_GT(f, 0) << w;
+    EXPECT_LT(f, p) << w << ": " << fused << " touched " << f << " B, " << parts << " " << p << " B";
+  }
 }
 
 // The one MPI check of every backend: a failed call is a DeviceError (a

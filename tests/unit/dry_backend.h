@@ -1,5 +1,5 @@
 // A test-only backend that runs nothing: it hands out buffer ids, accepts
-// every call and remembers the fused specs it was offered. One instance
+// every call and remembers the fused calls it was given. One instance
 // stands for one world rank, so a test can drive the executor as every rank
 // of a job in one process and read back what each rank issued
 // (Executor::ran()), without MPI and in microseconds.
@@ -41,7 +41,7 @@ class DryBackend final : public Backend {
   double now_us() const override { return 0.0; }
 
   void elementwise(const kernels::ElementwiseProgram&, std::span<const Operand>, std::span<const Operand>,
-                   const kernels::Block&) override {}
+                   const kernels::Block&, StreamKind) override {}
   void matmul(const MatmulArgs&) override {}
   void norm(View, View, bool) override {}
   void allreduce(View, View, ReduceOp) override {}
@@ -55,12 +55,8 @@ class DryBackend final : public Backend {
   void host_allreduce(std::span<double>, ReduceOp) override {}
   [[noreturn]] void abort_job(int) override { std::abort(); }
 
-  bool try_fused_allreduce(const FusedStageSpec& s) override {
-    offered_.push_back(s);
-    return accept_fused_;
-  }
-  void set_accept_fused(bool accept) { accept_fused_ = accept; }
-  [[nodiscard]] const std::vector<FusedStageSpec>& offered() const { return offered_; }
+  void fused(const FusedCall& call) override { fused_.push_back(call); }
+  [[nodiscard]] const std::vector<FusedCall>& fused_calls() const { return fused_; }
 
  private:
   int rank_ = 0;
@@ -69,8 +65,7 @@ class DryBackend final : public Backend {
   plan::Capabilities caps_;
   std::vector<std::pair<DType, std::int64_t>> buffers_;
   std::int64_t events_ = 0;
-  bool accept_fused_ = true;
-  std::vector<FusedStageSpec> offered_;
+  std::vector<FusedCall> fused_;
 };
 
 }  // namespace coconet::exec::testing

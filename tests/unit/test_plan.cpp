@@ -1,14 +1,15 @@
-// Lowering: what each op of a StepPlan moves and computes on rank 0, which
-// fuse(RS-C-AG) stages each backend runs as one op (recognised by what they
-// compute), chunking of overlap groups, and the issue order with lags.
+// Lowering: what each op of a StepPlan moves and computes on rank 0, the
+// fused form of every fused stage (head, passes, gathers, scratch, pieces),
+// chunking of overlap groups, and the issue order with lags.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 #include <string>
 
 #include "model/enumerate.h"
 #include "model/parse.h"
-#include "plan/fused_match.h"
+#include "plan/fused_form.h"
 #include "plan/step_plan.h"
 #include "test_sched_util.h"
 
@@ -22,12 +23,6 @@ model::Schedule named(const model::Program& p, const std::string& name) {
     if (s.name() == name) return s;
   ADD_FAILURE() << p.name << " has no schedule " << name;
   return model::initial_schedule(p);
-}
-
-const model::Stage& fused_stage(const model::Schedule& s) {
-  for (const auto& st : s.stages)
-    if (st.kind == model::StageKind::fused) return st;
-  throw std::runtime_error("no fused stage in " + s.name());
 }
 
 int fused_ops(const StepPlan& p) {
@@ -63,25 +58,83 @@ TEST(Work, MegatronGemmShapeIsLocal) {
   EXPECT_EQ(plan.ops[0].work.gemm->n, 3072);
 }
 
-TEST(Capabilities, EachBackendFusesOnlyWhatItRuns) {
-  const model::Program adam = workload("adam");
-  const model::Program sgd = workload("sgd");
-  const auto adam_fused = named(adam, "fuse(RS-C-AG)+asSlice(m,v)");
-  const auto sgd_fused = named(sgd, "fuse(RS-C-AG)");
-  EXPECT_EQ(fused_ops(lower(adam_fused, {{"N", 37}}, 2, cuda_capabilities())), 1);
-  EXPECT_EQ(fused_ops(lower(adam_fused, {{"N", 37}}, 2, cpu_capabilities())), 0);
-  EXPECT_EQ(fused_ops(lower(sgd_fused, {{"N", 37}}, 2, cuda_capabilities())), 0);  // cuda declines SGD
-  Capabilities both = cpu_capabilities();
-  both.fused_updates = {FusedUpdate::sgd, FusedUpdate::adam};
-  EXPECT_EQ(fused_ops(lower(sgd_fused, {{"N", 37}}, 2, both)), 1);
+TEST(FusedForm, EveryFusedStageOfEveryWorkloadIsOneFusedOp) {
+  int fused_stages = 0;
+  for (const char* w : {"sgd", "adam", "lamb", "megatron_mlp", "megatron_attention", "gpt3_pipeline"}) {
+    const model::Program p = workload(w);
+    for (auto s : model::enumerate_schedules(p)) {
+      const int stages = int(std::count_if(s.stages.begin(), s.stages.end(),
+                                           [](const auto& st) { return st.kind == model::StageKind::fused; }));
+      fused_stages += stages;
+      s.knobs.chunks = 3;
+      for (const auto& caps : {cuda_capabilities(), cpu_capabilities()}) {
+        const StepPlan plan = lower(s, model::sched_test::small_sizes(p).front(), 2, caps);
+        EXPECT_EQ(fused_ops(plan), stages) << w << " " << s.name();
+        for (const Unit& u : plan.units) EXPECT_EQ(u.as_parts, "") << w << " " << s.name();
+      }
+    }
+  }
+  EXPECT_GE(fused_stages, 20);  // the count `coconet show` lists for these workloads
 }
 
-TEST(Capabilities, LambRunsAsItsPartsOnCuda) {
-  const model::Program p = workload("lamb");
-  for (const auto& s : model::enumerate_schedules(p)) {
-    const StepPlan plan = lower(s, model::sched_test::small_sizes(p).front(), 2, cuda_capabilities());
-    EXPECT_EQ(fused_ops(plan), 0) << s.name();
-  }
+TEST(FusedForm, AdamWithSlicedMomentsKeepsOnlyTheShardsInScratch) {
+  const auto s = named(workload("adam"), "fuse(RS-C-AG)+asSlice(m,v)");
+  const StepPlan plan = lower(s, {{"N", 37}}, 2, cpu_capabilities());
+  ASSERT_EQ(plan.ops.size(), 1u);
+  const FusedForm& f = *plan.ops[0].fused;
+  EXPECT_EQ(f.head, "g1.rs");
+  ASSERT_EQ(f.passes.size(), 1u);
+  EXPECT_EQ(f.passes[0].stmts, (std::vector<std::string>{"m1", "v1", "w1.s"}));
+  EXPECT_EQ(f.gathers, std::vector<std::string>{"w1"});
+  // The reduced gradient and the new weights' shard live per piece; the moments are outputs.
+  EXPECT_EQ(f.scratch, (std::set<std::string>{"g1.rs", "w1.s"}));
+  // The program is compiled from the statements: the gradient shard, w and the moments in, three results out.
+  EXPECT_EQ(f.passes[0].program.output_names, f.passes[0].stmts);
+  EXPECT_EQ(f.passes[0].program.input_names.size(), 4u);
+}
+
+TEST(FusedForm, LambsNormsSplitItIntoPasses) {
+  const auto s = named(workload("lamb"), "fuse(RS-C-AG)+asSlice(m,v)");
+  const StepPlan plan = lower(s, {{"N", 37}}, 2, cuda_capabilities());
+  const FusedForm& f = *plan.ops.at(0).fused;
+  ASSERT_EQ(f.norms_before.size(), 1u);  // ||w||: w is there before the stage
+  EXPECT_EQ(f.norms_before[0].stmt, "wn");
+  EXPECT_FALSE(f.norms_before[0].across_group);
+  ASSERT_EQ(f.passes.size(), 2u);
+  EXPECT_EQ(f.passes[0].stmts, (std::vector<std::string>{"m1", "v1", "u.s"}));
+  ASSERT_EQ(f.passes[0].norms_after.size(), 1u);  // ||u|| over the slices: partial sums allreduced
+  EXPECT_TRUE(f.passes[0].norms_after[0].across_group);
+  EXPECT_EQ(f.passes[1].stmts, std::vector<std::string>{"w1.s"});
+  EXPECT_FALSE(f.scratch.contains("u.s"));  // the second pass and the norm read it whole
+}
+
+TEST(FusedForm, PiecesFollowTheBackendsPieceBytes) {
+  const model::Program p = workload("adam");
+  const auto s = named(p, "fuse(RS-C-AG)+asSlice(m,v)");
+  const std::int64_t n = 16 * 1024 * 1024;  // 2 ranks: 8 Mi f16 gradient elements a slice, 16 MiB
+  EXPECT_EQ(lower(s, {{"N", n}}, 2, cpu_capabilities()).ops[0].fused->pieces, 64);  // 256 KiB pieces
+  EXPECT_EQ(lower(s, {{"N", n}}, 2, cuda_capabilities()).ops[0].fused->pieces, 1);  // 32 MiB pieces
+  const StepPlan cpu = lower(s, {{"N", n}}, 2, cpu_capabilities());
+  EXPECT_EQ(cpu.ops[0].calls, std::vector<int>{64});  // each piece calls each collective once
+  EXPECT_EQ(lower(s, {{"N", 3}}, 2, cpu_capabilities()).ops[0].fused->pieces, 1);  // never more than the rows
+  // In an overlap group the group's chunks are the pieces.
+  auto ol = named(workload("megatron_mlp"), "ol(MM,fuse(AR-C))");
+  ol.knobs.chunks = 4;
+  const StepPlan olp = lower(ol, workload("megatron_mlp").params, 2, cpu_capabilities());
+  ASSERT_EQ(olp.units.size(), 1u);
+  EXPECT_EQ(olp.units[0].chunks, 4);
+  EXPECT_EQ(olp.op(olp.units[0].ops.back()).fused->pieces, 1);
+}
+
+TEST(FusedForm, AStageOfAnotherShapeIsRefusedWithTheReason) {
+  const model::Program p = workload("megatron_mlp");
+  const auto views = rank_views(p, p.params, 2, RankId{0, 0});
+  std::string why;
+  const model::Stage starts_with_gemm{model::StageKind::fused, {p.stmts.front().name, p.stmts[1].name}};
+  EXPECT_FALSE(fused_form(p, starts_with_gemm, views, why).has_value());
+  EXPECT_NE(why.find("not a collective"), std::string::npos) << why;
+  const model::Stage compute_only{model::StageKind::compute, {p.stmts.back().name}};
+  EXPECT_FALSE(fused_form(p, compute_only, views, why).has_value());
 }
 
 TEST(Capabilities, ParseNamesTheFlag) {
@@ -92,63 +145,6 @@ TEST(Capabilities, ParseNamesTheFlag) {
   } catch (const UserError& e) {
     EXPECT_NE(std::string(e.what()).find("--backend tpu"), std::string::npos) << e.what();
   }
-}
-
-TEST(FusedMatch, AdamRolesAreTheRightValues) {
-  const auto s = named(workload("adam"), "fuse(RS-C-AG)+asSlice(m,v)");
-  const auto m = match_fused_update(s.program, fused_stage(s));
-  ASSERT_TRUE(m.has_value());
-  EXPECT_EQ(m->update, FusedUpdate::adam);
-  EXPECT_EQ(m->g, "g");
-  EXPECT_EQ(m->w, "w");
-  EXPECT_EQ(m->m, "m");
-  EXPECT_EQ(m->v, "v");
-  EXPECT_EQ(m->w_out, "w1");
-  EXPECT_EQ(m->m_out, "m1");
-  EXPECT_EQ(m->v_out, "v1");
-  EXPECT_DOUBLE_EQ(m->hyper.lr, s.program.scalars.at("lr"));
-  EXPECT_DOUBLE_EQ(m->hyper.eps, s.program.scalars.at("eps"));
-}
-
-TEST(FusedMatch, SgdIsRecognised) {
-  const auto s = named(workload("sgd"), "fuse(RS-C-AG)");
-  const auto m = match_fused_update(s.program, fused_stage(s));
-  ASSERT_TRUE(m.has_value());
-  EXPECT_EQ(m->update, FusedUpdate::sgd);
-}
-
-TEST(FusedMatch, AdamWithGatheredMomentsIsNotTheKernelsPattern) {
-  const auto s = named(workload("adam"), "fuse(RS-C-AG)");
-  EXPECT_FALSE(match_fused_update(s.program, fused_stage(s)).has_value());
-}
-
-TEST(FusedMatch, ADifferentFormulaIsRefused) {
-  // Adam with the bias of the first moment wrong: (1-beta2) instead of (1-beta1).
-  const auto p = model::parse_program(R"(
-name: adam_wrong
-params: {N: 1024}
-scalars: {lr: 1.0e-3, beta1: 0.9, beta2: 0.999, eps: 1.0e-8}
-tensors:
-  g: {dtype: f16, shape: [N], layout: local}
-  w: {dtype: f32, shape: [N], layout: replicated}
-  m: {dtype: f32, shape: [N], layout: replicated, shardable: true}
-  v: {dtype: f32, shape: [N], layout: replicated, shardable: true}
-program:
-  - g1 = allreduce(sum, g)
-  - m1 = update(m, beta1*m + (1-beta2)*g1)
-  - v1 = update(v, beta2*v + (1-beta2)*g1*g1)
-  - w1 = update(w, w - lr*m1/(sqrt(v1)+eps))
-outputs: [w1, m1, v1]
-)",
-                                      "adam_wrong");
-  const auto s = named(p, "fuse(RS-C-AG)+asSlice(m,v)");
-  EXPECT_FALSE(match_fused_update(s.program, fused_stage(s)).has_value());
-  EXPECT_EQ(fused_ops(lower(s, p.params, 2, cuda_capabilities())), 0);
-}
-
-TEST(FusedMatch, OtherStagesAreNotFusedAllreduces) {
-  const auto s = named(workload("adam"), "RS-C-AG+asSlice(m,v)");
-  for (const auto& st : s.stages) EXPECT_FALSE(match_fused_update(s.program, st).has_value());
 }
 
 TEST(Chunks, AnOverlapGroupIsCutAndComputeLagsItsCommunication) {
@@ -173,32 +169,21 @@ TEST(Chunks, AnOverlapGroupIsCutAndComputeLagsItsCommunication) {
   EXPECT_DOUBLE_EQ(shares, 1.0);
 }
 
-TEST(Chunks, AFusedStageRunAsItsPartsIsPipelined) {
+TEST(Chunks, AFusedStageIsOneLaunchThatPipelinesItself) {
   const model::Program p = workload("adam");
   auto fused = named(p, "fuse(RS-C-AG)+asSlice(m,v)");
-  fused.knobs.chunks = 4;
+  fused.knobs.chunks = 4;  // the chunks knob cuts overlap groups; a fused op cuts itself in pieces
   const StepPlan cpu = lower(fused, {{"N", 37}}, 2, cpu_capabilities());
   ASSERT_EQ(cpu.units.size(), 1u);
-  EXPECT_TRUE(cpu.units[0].pipelined);
   EXPECT_TRUE(cpu.units[0].slice_mode);
-  EXPECT_EQ(cpu.units[0].chunks, 4);
-  // RS, then the update a chunk behind, then its all-gather: chunk k computes while k+1 reduces.
-  const auto order = issue_order(cpu, cpu.units[0]);
-  EXPECT_EQ(cpu.op(order[0].op).code, "RS");
-  EXPECT_EQ(cpu.op(order[1].op).code, "RS");
-  EXPECT_EQ(order[1].chunk, 1);
-  EXPECT_EQ(cpu.op(order[2].op).code, "C");
-  EXPECT_EQ(order[2].chunk, 0);
+  EXPECT_EQ(cpu.units[0].chunks, 1);
+  EXPECT_EQ(issue_order(cpu, cpu.units[0]).size(), 1u);
   // The same stage unfused is three whole units.
   auto parts = named(p, "RS-C-AG+asSlice(m,v)");
   parts.knobs.chunks = 4;
   const StepPlan split = lower(parts, {{"N", 37}}, 2, cpu_capabilities());
   EXPECT_EQ(split.units.size(), 3u);
   for (const Unit& u : split.units) EXPECT_EQ(u.chunks, 1) << u.name;
-  // Without the capability the fused stage runs whole, as its parts in turn.
-  Capabilities none = cpu_capabilities();
-  none.pipelined_fusions = false;
-  EXPECT_EQ(lower(fused, {{"N", 37}}, 2, none).units[0].chunks, 1);
 }
 
 TEST(Chunks, NothingOutsideAnOverlapGroupIsCut) {
@@ -212,7 +197,9 @@ TEST(Describe, NamesEveryOpAndTheBackend) {
   const model::Program p = workload("adam");
   const std::string text = describe(lower(named(p, "fuse(RS-C-AG)+asSlice(m,v)"), {{"N", 37}}, 2,
                                           cuda_capabilities()));
-  EXPECT_NE(text.find("fused adam update"), std::string::npos) << text;
+  EXPECT_NE(text.find("head g1.rs"), std::string::npos) << text;
+  EXPECT_NE(text.find("pass 0: [m1, v1, w1.s]"), std::string::npos) << text;
+  EXPECT_NE(text.find("gathers w1"), std::string::npos) << text;
   EXPECT_NE(text.find("cuda"), std::string::npos) << text;
   EXPECT_NE(text.find("reducescatter"), std::string::npos) << text;
 }

@@ -63,12 +63,12 @@ LaunchList simulated(const plan::StepPlan& p, const sim::Context& ctx, int group
 // Elements of an op's calls on a rank, all chunks together: its part of the op's value.
 std::int64_t expected_elements(const plan::StepPlan& p, const plan::Op& op,
                                const std::map<std::string, plan::ValueView>& v) {
-  const model::Stmt& s = *p.program.find_stmt(op.stmts.front());
+  const model::Stmt& s = *p.program.find_stmt(op.fused ? op.fused->head : op.stmts.front());
   switch (op.cls) {
     case plan::OpClass::elementwise: return v.at(s.name).local_numel();
     case plan::OpClass::matmul: return v.at(s.name).local_numel();
     case plan::OpClass::norm: return v.at(s.operands.front()).local_numel();
-    case plan::OpClass::fused: return v.at(op.fused->g).local_numel();
+    case plan::OpClass::fused:  // its head collective's calls
     case plan::OpClass::collective: {
       const auto& x = v.at(s.operands.front());
       const auto& y = v.at(s.name);
@@ -92,7 +92,7 @@ std::string compare(const plan::StepPlan& p, const std::vector<RanLaunch>& ran, 
   for (const auto& r : ran) {
     for (auto e : r.elements) elements[r.op] += e;
     const plan::Op& op = p.op(r.op);
-    const bool counted = position == 0 && op.group == group && op.cls != plan::OpClass::fused;
+    const bool counted = position == 0 && op.group == group;
     if (counted && int(r.elements.size()) != op.calls.at(std::size_t(r.chunk)))
       diff += fmt::format("rank ({},0) op {} {} chunk {}: {} calls, the plan counts {}\n", group, r.op, op.code,
                           r.chunk, r.elements.size(), op.calls.at(std::size_t(r.chunk)));
@@ -188,18 +188,40 @@ TEST(PlanExecution, AChangedChunkCountIsCaught) {
   FAIL() << "megatron_mlp has no overlapped schedule";
 }
 
-// A backend that declines a fused op its capabilities list fails loudly.
-TEST(PlanExecution, ADeclinedFusedOpIsAnInternalError) {
+// A fused op reaches the backend whole: one call per chunk, its pieces and
+// passes as the plan cut them, the gradient shard and the new weights' shard
+// in scratch (no buffer of their own), the allgather in place.
+TEST(PlanExecution, AFusedOpGoesToTheBackendWhole) {
   const model::Program prog = workload("adam");
-  for (const auto& s : model::enumerate_schedules(prog)) {
+  for (auto s : model::enumerate_schedules(prog)) {
     if (s.name() != "fuse(RS-C-AG)+asSlice(m,v)") continue;
-    const plan::StepPlan p = plan::lower(s, prog.bind({{"N", 37}}), 2, plan::cuda_capabilities());
-    testing::DryBackend backend(0, 2, p.caps);
+    plan::Capabilities caps = plan::cpu_capabilities();
+    caps.fused_piece_bytes = 16;  // 37 f16 elements on 2 ranks: 19 on rank 0, in pieces of 8 elements
+    const plan::StepPlan p = plan::lower(s, prog.bind({{"N", 37}}), 2, caps);
+    ASSERT_EQ(p.ops.at(0).fused->pieces, 3);
+    testing::DryBackend backend(1, 2, p.caps);
     backend.set_groups(1);
-    backend.set_accept_fused(false);
     Executor ex(backend, p);
-    EXPECT_THROW((void)ex.run_step(), InternalError);
-    EXPECT_EQ(backend.offered().size(), 1u);
+    (void)ex.run_step();
+    ASSERT_EQ(backend.fused_calls().size(), 1u);
+    const FusedCall& call = backend.fused_calls().front();
+    ASSERT_EQ(call.passes.size(), 1u);
+    ASSERT_EQ(call.passes[0].pieces.size(), 3u);
+    std::int64_t shard = 0;
+    for (const auto& piece : call.passes[0].pieces) {
+      ASSERT_EQ(piece.heads.size(), 1u);
+      EXPECT_EQ(piece.heads[0].kind, HeadCall::Kind::reduce_scatter);
+      ASSERT_EQ(piece.computes.size(), 1u);
+      shard += piece.computes[0].block.rows;
+      ASSERT_EQ(piece.gathers.size(), 1u);
+      const auto& g = piece.gathers[0];
+      EXPECT_EQ(g.in.offset, g.parts[1].offset);  // rank 1 gathers in place
+      EXPECT_EQ(g.in.buffer, g.parts[1].buffer);
+    }
+    EXPECT_EQ(shard, 18);  // rank 1's slice of 37 rows
+    EXPECT_EQ(ex.values().at("g1.rs").buffer, -1);
+    EXPECT_EQ(ex.values().at("w1.s").buffer, -1);
+    EXPECT_GE(ex.values().at("m1").buffer, 0);
     return;
   }
   FAIL() << "adam has no fuse(RS-C-AG)+asSlice(m,v)";

@@ -187,22 +187,28 @@ TEST(Simulator, AResidentCollectivePaysItsLatencyOnce) {
   }
 }
 
-TEST(Simulator, AFusedStageThatABackendCannotFuseCostsItsParts) {
-  // On the cpu backend (no fused kernels) fuse(RS-C-AG) runs as RS, C and AG;
-  // on cuda, Adam's fuse(RS-C-AG) with sliced moments is one fused op, faster
-  // than its parts (so the check can tell the two apart).
+TEST(Simulator, AFusedStageIsOneFusedOpFasterThanItsPartsOnBothBackends) {
+  // Both backends run Adam's fuse(RS-C-AG) as one fused op that pipelines its
+  // pieces, which the model prices below the same stages one after another
+  // (cuda on a GPU cluster, cpu on the calibrated CPU topology). The cpu
+  // backend's 256 KiB pieces pay a GPU cluster's collective latency so often
+  // that there the fused op is the slower one: the model says so.
   const model::Program p = workload("adam");
-  const auto time_of = [&](const std::string& name, plan::BackendKind b) {
-    const Context ctx{load_topology("dgx2-v100"), 16, p.params, b};
+  const auto time_of = [&](const char* topology, int ranks, const std::string& name, plan::BackendKind b) {
+    const Context ctx{load_topology(topology), ranks, p.params, b};
     for (const auto& s : model::enumerate_schedules(p))
       if (s.name() == name) return simulate(s, ctx).time_us;
     ADD_FAILURE() << "no schedule " << name;
     return 0.0;
   };
-  const double split_cpu = time_of("RS-C-AG+asSlice(m,v)", plan::BackendKind::cpu);
-  EXPECT_NEAR(time_of("fuse(RS-C-AG)+asSlice(m,v)", plan::BackendKind::cpu), split_cpu, 0.01 * split_cpu);
-  EXPECT_LT(time_of("fuse(RS-C-AG)+asSlice(m,v)", plan::BackendKind::cuda),
-            0.99 * time_of("RS-C-AG+asSlice(m,v)", plan::BackendKind::cuda));
+  const auto cuda = plan::BackendKind::cuda;
+  const auto cpu = plan::BackendKind::cpu;
+  EXPECT_LT(time_of("dgx2-v100", 16, "fuse(RS-C-AG)+asSlice(m,v)", cuda),
+            0.99 * time_of("dgx2-v100", 16, "RS-C-AG+asSlice(m,v)", cuda));
+  EXPECT_LT(time_of("cpu-local", 2, "fuse(RS-C-AG)+asSlice(m,v)", cpu),
+            0.99 * time_of("cpu-local", 2, "RS-C-AG+asSlice(m,v)", cpu));
+  EXPECT_GT(time_of("dgx2-v100", 16, "fuse(RS-C-AG)+asSlice(m,v)", cpu),
+            time_of("dgx2-v100", 16, "fuse(RS-C-AG)+asSlice(m,v)", cuda));
 }
 
 TEST(Simulator, RepresentativeRanksAtScale) {
