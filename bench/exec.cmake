@@ -1,4 +1,4 @@
-# coconet_bench_exec: does overlap overlap (cpu backend, MPI). It must run
+# coconet_bench_exec: does overlap overlap, does fusing pay (cpu backend, MPI). It must run
 # under mpirun with 2 ranks; the bench_exec target does that.
 if(TARGET coconet_exec AND COCONET_HAVE_MPI AND COCONET_MPIEXEC)
   add_executable(coconet_bench_exec ${CMAKE_CURRENT_SOURCE_DIR}/bench_exec.cpp)
@@ -7,5 +7,5 @@ if(TARGET coconet_exec AND COCONET_HAVE_MPI AND COCONET_MPIEXEC)
     COMMAND ${CMAKE_COMMAND} -E env COCONET_ROOT=${COCONET_SOURCE_ROOT}
             ${COCONET_MPIEXEC} -np 2 ${COCONET_MPI_FLAGS} $<TARGET_FILE:coconet_bench_exec>
     DEPENDS coconet_bench_exec USES_TERMINAL
-    COMMENT "Overlap benchmark of the cpu backend under mpirun -np 2")
+    COMMENT "Overlap and fused-op benchmarks of the cpu backend under mpirun -np 2")
 endif()
