@@ -7,18 +7,27 @@
 // - eval_element is the very function the cpu backend's interpreter follows,
 //   so rounding and dropout agree bit for bit; loads widen natively (exact),
 //   stores narrow values already rounded by the program (exact).
-// - One element per thread, grid-stride over rows x cols. Operands may be
-//   strided or broadcast, so loads are scalar; the optimizer and epilogue
-//   kernels cover the bandwidth-critical stages with 16-byte vectors.
+// - Vector path: when every operand is contiguous over the block (element e
+//   at base + e) or one broadcast scalar, a thread takes kVecElems
+//   consecutive elements with 16-byte loads and stores (vec.cuh), after a
+//   scalar head of at most kVecElems - 1 elements that brings every
+//   operand's address to a 16-byte boundary (misaligned pieces: a fused op's
+//   piece starts anywhere), and before a scalar ragged tail. When no head
+//   aligns every operand (f16 and f32 operands misaligned differently), or
+//   an operand is strided or broadcast along one dimension, every element
+//   goes through the scalar path: one element per thread, grid-stride.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <cstdint>
 #include <string>
 
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/launch.h"
+#include "kernels/cuda/vec.cuh"
+#include "kernels/cuda/view.h"
 #include "model/error.h"
 
 namespace coconet::kernels::cuda {
@@ -30,8 +39,10 @@ struct LaunchProgram {
   ElementwiseOperand inputs[kMaxInputs];
   ElementwiseOperand outputs[kMaxOutputs];
   int length;
+  int n_inputs;
   int n_outputs;
   Block block;
+  int vec_head;  // scalar elements before the 16-byte aligned groups; -1: scalar path only
 };
 
 __device__ __forceinline__ float load_any(const ElementwiseOperand& o, std::int64_t k) {
@@ -54,18 +65,104 @@ __device__ __forceinline__ void store_any(const ElementwiseOperand& o, std::int6
   static_cast<float*>(o.data)[k] = x;
 }
 
+// Element e of the block (row-major), every operand through its access.
+__device__ __forceinline__ void one_element(const LaunchProgram& p, std::int64_t e) {
+  const std::int64_t i = e / p.block.cols;
+  const std::int64_t j = e % p.block.cols;
+  float out[kMaxOutputs];
+  auto load = [&](int slot) { return load_any(p.inputs[slot], p.inputs[slot].access.at(i, j)); };
+  eval_element(p.code, p.length, p.output_types, load, p.block.global_index(i, j), out);
+  for (int k = 0; k < p.n_outputs; ++k) store_any(p.outputs[k], p.outputs[k].access.at(i, j), out[k]);
+}
+
+__device__ __forceinline__ bool is_scalar(const ElementwiseOperand& o) {
+  return o.access.row_stride == 0 && o.access.col_stride == 0;
+}
+
+// kVecElems elements of a contiguous operand from element `e` on (16-byte aligned there).
+__device__ __forceinline__ void load_group(const ElementwiseOperand& o, std::int64_t e, float (&v)[kVecElems]) {
+  if (is_scalar(o)) {
+    const float x = load_any(o, o.access.base);
+#pragma unroll
+    for (int k = 0; k < kVecElems; ++k) v[k] = x;
+    return;
+  }
+  const std::int64_t k = o.access.base + e;
+  switch (o.dtype) {
+    case model::DType::f16: return load_vec(static_cast<const __half*>(o.data) + k, v);
+    case model::DType::bf16: return load_vec(static_cast<const __nv_bfloat16*>(o.data) + k, v);
+    case model::DType::f32: break;
+  }
+  load_vec(static_cast<const float*>(o.data) + k, v);
+}
+
+__device__ __forceinline__ void store_group(const ElementwiseOperand& o, std::int64_t e, const float (&v)[kVecElems]) {
+  const std::int64_t k = o.access.base + e;
+  switch (o.dtype) {
+    case model::DType::f16: return store_vec(static_cast<__half*>(o.data) + k, v);
+    case model::DType::bf16: return store_vec(static_cast<__nv_bfloat16*>(o.data) + k, v);
+    case model::DType::f32: break;
+  }
+  store_vec(static_cast<float*>(o.data) + k, v);
+}
+
+// Elements [e, e + kVecElems): 16-byte loads, the program per element, 16-byte stores.
+__device__ __forceinline__ void one_group(const LaunchProgram& p, std::int64_t e) {
+  float in[kMaxInputs][kVecElems];
+  float out[kMaxOutputs][kVecElems];
+  for (int s = 0; s < p.n_inputs; ++s) load_group(p.inputs[s], e, in[s]);
+#pragma unroll
+  for (int k = 0; k < kVecElems; ++k) {
+    const std::int64_t x = e + k;
+    float o[kMaxOutputs];
+    auto load = [&](int slot) { return in[slot][k]; };
+    eval_element(p.code, p.length, p.output_types, load, p.block.global_index(x / p.block.cols, x % p.block.cols),
+                 o);
+    for (int s = 0; s < p.n_outputs; ++s) out[s][k] = o[s];
+  }
+  for (int s = 0; s < p.n_outputs; ++s) store_group(p.outputs[s], e, out[s]);
+}
+
 __global__ void __launch_bounds__(kBlockThreads) elementwise_kernel(const __grid_constant__ LaunchProgram p) {
   const std::int64_t n = p.block.rows * p.block.cols;
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  for (std::int64_t e = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < n;
-       e += stride) {
-    const std::int64_t i = e / p.block.cols;
-    const std::int64_t j = e % p.block.cols;
-    float out[kMaxOutputs];
-    auto load = [&](int slot) { return load_any(p.inputs[slot], p.inputs[slot].access.at(i, j)); };
-    eval_element(p.code, p.length, p.output_types, load, p.block.global_index(i, j), out);
-    for (int k = 0; k < p.n_outputs; ++k) store_any(p.outputs[k], p.outputs[k].access.at(i, j), out[k]);
+  const std::int64_t tid = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (p.vec_head < 0) {
+    for (std::int64_t e = tid; e < n; e += stride) one_element(p, e);
+    return;
   }
+  const std::int64_t head = p.vec_head < n ? p.vec_head : n;
+  const std::int64_t groups = (n - head) / kVecElems;
+  const std::int64_t tail = head + groups * kVecElems;
+  if (tid < head) one_element(p, tid);
+  for (std::int64_t q = tid; q < groups; q += stride) one_group(p, head + q * kVecElems);
+  for (std::int64_t e = tail + tid; e < n; e += stride) one_element(p, e);
+}
+
+// Whether element e of the block is element base + e of the operand.
+bool contiguous(const ElementwiseOperand& o, const Block& b) {
+  return o.access.col_stride == 1 && (o.access.row_stride == b.cols || b.rows == 1);
+}
+
+// The scalar head that aligns every contiguous operand to 16 bytes, or -1
+// when an operand is strided or broadcast along a dimension, or no head of
+// fewer than kVecElems elements aligns them all.
+int vector_head(std::span<const ElementwiseOperand> inputs, std::span<const ElementwiseOperand> outputs,
+                const Block& b) {
+  const auto fits = [&](const ElementwiseOperand& o, int head) {
+    if (o.access.row_stride == 0 && o.access.col_stride == 0) return true;
+    if (!contiguous(o, b)) return false;
+    const auto at = reinterpret_cast<std::uintptr_t>(o.data) +
+                    static_cast<std::uintptr_t>(o.access.base + head) * storage_bytes(o.dtype);
+    return at % kVecBytes == 0;
+  };
+  for (int head = 0; head < kVecElems; ++head) {
+    bool all = true;
+    for (const auto& o : inputs) all = all && fits(o, head);
+    for (const auto& o : outputs) all = all && fits(o, head) && !(o.access.row_stride == 0 && o.access.col_stride == 0);
+    if (all) return head;
+  }
+  return -1;
 }
 
 }  // namespace
@@ -105,8 +202,10 @@ void elementwise(const ElementwiseProgram& program, std::span<const ElementwiseO
     p.output_types[k] = program.output_types[k];
   }
   p.length = static_cast<int>(program.code.size());
+  p.n_inputs = static_cast<int>(inputs.size());
   p.n_outputs = static_cast<int>(outputs.size());
   p.block = block;
+  p.vec_head = vector_head(inputs, outputs, block);
   elementwise_kernel<<<blocks_for(n, kBlockThreads), kBlockThreads, 0, stream>>>(p);
   COCONET_CUDA_CHECK_LAUNCH();
 }

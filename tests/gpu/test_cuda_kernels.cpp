@@ -192,6 +192,43 @@ TEST_F(CudaKernels, GenericElementwiseRunsThePostfixProgram) {
   }
 }
 
+// The vector path: one row of n contiguous elements, every operand at the
+// same element offset (a scalar head aligns them all to 16 bytes) or at
+// different ones (no head aligns f16 and f32 alike: the scalar path), ragged
+// tails included, against the program evaluated on the host.
+TEST_F(CudaKernels, GenericElementwiseVectorPathAtEveryAlignment) {
+  using kernels::ElementwiseStmt;
+  const std::vector<ElementwiseStmt> stmts{
+      {"y", model::parse_expr("select(x > 0, x * x, 0 - x) + b * 2"), DType::f32},
+      {"z", model::parse_expr("dropout(y, 0.25) - b"), DType::f16}};
+  const auto prog = kernels::compile_elementwise(stmts, {{"x", DType::f16}, {"b", DType::f32}}, {});
+  for (std::int64_t n : {std::int64_t{5}, std::int64_t{64}, std::int64_t{1003}})
+    for (int xo = 0; xo < 9; ++xo)
+      for (int bo : {xo, xo + 1}) {
+        const auto x = random_values(n, -4, 4, DType::f16, 11);
+        const auto b = random_values(n, -4, 4, DType::f32, 12);
+        DeviceArray dx(x, DType::f16, xo), db(b, DType::f32, bo);
+        DeviceArray y(std::vector<double>(n, 0.0), DType::f32, xo), z(std::vector<double>(n, 0.0), DType::f16, xo);
+        std::vector<kc::ElementwiseOperand> ins(prog.input_names.size());
+        for (std::size_t k = 0; k < ins.size(); ++k)
+          ins[k] = {prog.input_names[k] == "x" ? dx.data() : db.data(), prog.input_types[k], {0, n, 1}};
+        const std::vector<kc::ElementwiseOperand> outs{{y.data(), DType::f32, {0, n, 1}},
+                                                        {z.data(), DType::f16, {0, n, 1}}};
+        kc::elementwise(prog, ins, outs, kernels::Block{1, n, 0, 0, n}, nullptr);
+        std::vector<double> ey(n), ez(n);
+        for (std::int64_t i = 0; i < n; ++i) {
+          float out[kernels::kMaxOutputs];
+          auto load = [&](int slot) { return static_cast<float>(prog.input_names[slot] == "x" ? x[i] : b[i]); };
+          kernels::eval_element(prog.code.data(), static_cast<int>(prog.code.size()), prog.output_types.data(), load,
+                                static_cast<std::uint64_t>(i), out);
+          ey[i] = out[0];
+          ez[i] = out[1];
+        }
+        EXPECT_TRUE(close(y.read(), ey, 1e-6)) << "n=" << n << " offsets " << xo << "," << bo;
+        EXPECT_TRUE(close(z.read(), ez, 1e-3)) << "n=" << n << " offsets " << xo << "," << bo;
+      }
+}
+
 TEST_F(CudaKernels, GemmAndChunkedGemmAreExactOnIntegers) {
   const std::int64_t m = 300, n = 72, k = 40;
   std::vector<double> a(m * k), b(k * n), c(m * n, 0.0);
