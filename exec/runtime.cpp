@@ -96,6 +96,7 @@ RunRow run_schedule(Backend& backend, const model::Schedule& schedule, const mod
     for (std::size_t u = 0; u < names.size(); ++u) units[u].push_back(times[u]);
   }
   row.median_us = median(steps);
+  row.step_us = steps;
   row.min_us = steps.empty() ? 0.0 : *std::min_element(steps.begin(), steps.end());
   row.max_us = steps.empty() ? 0.0 : *std::max_element(steps.begin(), steps.end());
   for (std::size_t u = 0; u < names.size(); ++u) row.stages.push_back({names[u], median(units[u])});

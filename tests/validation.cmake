@@ -35,6 +35,7 @@ endif()
 
 add_executable(test_validation
   ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_validation_metrics.cpp
+  ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_validation_stats.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_validation_report.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_validation_fit.cpp
 )

@@ -21,6 +21,11 @@ namespace coconet::validation {
 // The experiment `validate` runs when none is named.
 inline constexpr const char* kDefaultExperiment = "cpu-local";
 
+// Seconds `validate` may spend, over the whole run, on extra rounds for points
+// whose intervals are too wide to decide (validation/stats.h): about a third
+// of what cpu-local's base rounds take on a 2-core machine.
+inline constexpr double kDefaultBudgetS = 60.0;
+
 struct ValidateOptions {
   std::string experiment = kDefaultExperiment;  // a name in configs/experiments/ or a path
   std::optional<std::string> topology;          // a name or path; none: calibrate now
@@ -29,6 +34,7 @@ struct ValidateOptions {
   std::optional<int> warmup;
   model::Assignments sets;                      // --set sizes and scalars (model/assign.h rules)
   MicroOptions calibration{5, 1, true};         // when calibrating on the spot: the quick sweep
+  double budget_s = kDefaultBudgetS;            // time for extra rounds on undecided points, whole run
 };
 
 struct Validation {
