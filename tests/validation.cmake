@@ -39,6 +39,9 @@ add_executable(test_validation
   ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_validation_report.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_validation_fit.cpp
 )
+if(TARGET coconet_exec)  # the calibrated range reads microbenchmark samples: built with the executor
+  target_sources(test_validation PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_validation_range.cpp)
+endif()
 target_link_libraries(test_validation PRIVATE coconet_validation nlohmann_json::nlohmann_json GTest::gtest_main
   coconet_warnings)
 target_compile_definitions(test_validation PRIVATE COCONET_SOURCE_ROOT="${COCONET_SOURCE_ROOT}")
@@ -71,6 +74,16 @@ if(TARGET coconet AND COCONET_HAVE_MPI AND COCONET_MPIEXEC)
   set_tests_properties(validation.e2e.unknown_experiment PROPERTIES
     PASS_REGULAR_EXPRESSION "unknown experiment 'no-such-experiment'"
     ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT}")
+  # More ranks than cores are refused unless asked for; a bad budget names its flag. Both exit 2.
+  add_test(NAME validation.e2e.oversubscription_refused
+    COMMAND coconet validate ${COCONET_SOURCE_ROOT}/validation/testdata/validate-tiny.yaml --backend cpu
+            --ranks 100000 --out ${_val_dir}/never)
+  set_tests_properties(validation.e2e.oversubscription_refused PROPERTIES
+    PASS_REGULAR_EXPRESSION "--ranks 100000: this machine has [0-9]+ cores.*--oversubscribe"
+    ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT}")
+  add_test(NAME validation.e2e.bad_budget
+    COMMAND coconet validate --budget-s -5 --out ${_val_dir}/never)
+  set_tests_properties(validation.e2e.bad_budget PROPERTIES PASS_REGULAR_EXPRESSION "--budget-s: needs a whole number")
   add_test(NAME validation.e2e.reference
     COMMAND coconet validate --reference --out ${_val_dir}/reference)
   set_tests_properties(validation.e2e.reference PROPERTIES ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT}")

@@ -28,6 +28,7 @@ th { background: #f6f6f6; } td.num { text-align: right; font-variant-numeric: ta
 .card { border: 1px solid #ddd; border-radius: 6px; padding: 8px 14px; min-width: 120px; }
 .card .v { font-size: 1.6em; font-weight: 600; } .card .k { color: #555; font-size: 0.85em; }
 .good { color: #0a7d32; } .bad { color: #b3261e; }
+.warning { border: 1px solid #b3261e; background: #fdecea; padding: 6px 10px; border-radius: 4px; }
 svg.chart { display: block; margin: 8px 0; font-size: 11px; }
 svg .title { font-size: 13px; font-weight: 600; } svg .tick { fill: #444; } svg .label { fill: #222; font-size: 12px; }
 svg .legend { fill: #222; } svg .frame { fill: none; stroke: #999; } svg .grid { stroke: #eee; }
@@ -184,6 +185,24 @@ std::string rows_table(const ReportData& d) {
   return s + "</table>\n";
 }
 
+// Each schedule's units, predicted next to measured: where the whole-step
+// error comes from. Every row, folded (details) so the page stays short.
+std::string stages_table(const ReportData& d) {
+  std::string s = "<details>\n<summary>every unit of every schedule (" + std::to_string(d.rows.size()) +
+                  " schedules)</summary>\n<table>\n<tr><th>workload</th><th>size</th><th>schedule</th><th>unit</th>"
+                  "<th>predicted (us)</th><th>measured (us)</th><th>error</th></tr>\n";
+  for (const auto& r : d.rows)
+    for (const auto& st : r.stages) {
+      s += "<tr>" + td(r.workload) + td(r.size) + td(r.schedule) + td(st.name);
+      s += td(fmt::format("{:.1f}", st.predicted_us), true) + td(fmt::format("{:.1f}", st.measured_us), true);
+      s += td(st.measured_us > 0 ? fmt::format("{:+.1f}%", (st.predicted_us - st.measured_us) / st.measured_us * 100)
+                                 : std::string("n/a"),
+              true) +
+           "</tr>\n";
+    }
+  return s + "</table>\n</details>\n";
+}
+
 std::string how_to_read() {
   return "<h2>How to read this page</h2>\n<ul>\n"
          "<li><b>error</b> of a point is (predicted - measured) / measured; <b>MAPE</b> is the mean of its absolute "
@@ -217,6 +236,7 @@ std::string render_html(const ReportData& d, const Metrics& m) {
   s += fmt::format("<p class=\"meta\">backend <b>{}</b>, topology <b>{}</b>, {} ranks; {} rows over {} points. "
                    "Regenerate with <code>{}</code>.</p>\n",
                    escape(d.backend), escape(d.topology), d.ranks, m.rows, m.points, escape(d.command));
+  for (const auto& w : d.warnings) s += fmt::format("<p class=\"warning\"><b>Warning:</b> {}</p>\n", escape(w));
   if (!d.notes.empty()) {
     s += "<ul>\n";
     for (const auto& n : d.notes) s += fmt::format("<li>{}</li>\n", escape(n));
@@ -233,6 +253,11 @@ std::string render_html(const ReportData& d, const Metrics& m) {
   if (!d.timeline.empty())
     s += "<h2>Simulated timeline of the best schedule</h2>\n" + svg::gantt_chart(d.timeline_title, d.timeline);
   s += "<h2>Every schedule</h2>\n" + rows_table(d);
+  if (std::any_of(d.rows.begin(), d.rows.end(), [](const ResultRow& r) { return !r.stages.empty(); }))
+    s += "<h2>Per unit: predicted and measured</h2>\n<p>Each unit of a schedule's plan (a stage, or an overlap "
+         "group): the simulator's time for it and the executor's wall time between synchronisations (median over "
+         "rounds, the slowest rank's).</p>\n" +
+         stages_table(d);
   s += how_to_read();
   return s + "</body>\n</html>\n";
 }

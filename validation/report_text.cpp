@@ -39,6 +39,13 @@ nlohmann::json row_json(const ResultRow& r) {
                       {"error_pct", r.error_pct()},
                       {"verified", r.verified}};
   if (!r.source.empty()) j["source"] = r.source;
+  if (r.rounds > 0) j["rounds"] = r.rounds;
+  if (!r.outside_calibration.empty()) j["outside_calibration"] = r.outside_calibration;
+  if (!r.stages.empty()) {
+    j["stages"] = nlohmann::json::array();
+    for (const auto& st : r.stages)
+      j["stages"].push_back({{"name", st.name}, {"predicted_us", st.predicted_us}, {"measured_us", st.measured_us}});
+  }
   return j;
 }
 
@@ -113,6 +120,7 @@ std::string render_results_json(const ReportData& data, const Metrics& m) {
   j["topology"] = data.topology;
   j["ranks"] = data.ranks;
   j["command"] = data.command;
+  j["warnings"] = data.warnings;
   j["metrics"] = metrics_json(m);
   j["points"] = nlohmann::json::array();
   for (const auto& p : m.per_point) j["points"].push_back(point_json(p));
@@ -125,6 +133,7 @@ std::string render_markdown(const ReportData& data, const Metrics& m) {
   std::string s = fmt::format("# {}\n\n", data.title);
   s += fmt::format("Backend `{}`, topology `{}`, {} ranks. Regenerate with:\n\n```sh\n{}\n```\n\n", data.backend,
                    data.topology, data.ranks, data.command);
+  for (const auto& w : data.warnings) s += fmt::format("> **Warning:** {}\n\n", w);
   for (const auto& n : data.notes) s += fmt::format("- {}\n", n);
   if (!data.notes.empty()) s += "\n";
   s += "## Summary\n\n| metric | value |\n|---|---|\n";

@@ -46,6 +46,7 @@ struct ResultRow {
   std::string source;      // where a published measurement comes from (reference rows only)
   std::vector<StageRow> stages;  // per unit of the plan (validate rows only)
   int rounds = 0;                // rounds over the point's schedules that measured it (validate rows only)
+  std::string outside_calibration;  // the ops past the calibrated range, "; "-separated (empty: inside, or unchecked)
 
   // Signed relative error of the prediction, in percent: (predicted - measured) / measured.
   [[nodiscard]] double error_pct() const;
@@ -74,6 +75,7 @@ struct ReportData {
   int ranks = 0;
   std::string command;                  // the command line that regenerates it
   std::vector<std::string> notes;       // free text shown under the summary (sources, caveats)
+  std::vector<std::string> warnings;    // what makes the numbers less trustworthy (oversubscription, sizes past calibration)
   std::vector<ResultRow> rows;
   std::string timeline_title;           // which schedule the timeline shows
   std::vector<TimelineBar> timeline;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <fmt/core.h>
+#include <unistd.h>
 
 #include "exec/runtime.h"
 #include "model/catalog.h"
@@ -24,6 +25,7 @@
 #include "sim/trace.h"
 #include "sim/tuner.h"
 #include "validation/calibrate.h"
+#include "validation/calibrated_range.h"
 #include "validation/stats.h"
 #include "validation/timeline.h"
 
@@ -157,8 +159,15 @@ struct PointRun {
   const Job& job;
   const std::vector<Predicted>& pred;
   const sim::Topology& topology;
+  const std::optional<CalibratedRange>& range;
   exec::RunOptions options;
 };
+
+std::string joined(const std::vector<std::string>& parts) {
+  std::string s;
+  for (const auto& p : parts) s += (s.empty() ? "" : "; ") + p;
+  return s;
+}
 
 std::vector<ResultRow> measure(exec::Backend& backend, const PointRun& pr, Budget& budget, Progress& progress) {
   const Job& j = pr.job;
@@ -221,7 +230,9 @@ std::vector<ResultRow> measure(exec::Backend& backend, const PointRun& pr, Budge
     r.measured = {e.median, g.min_us, g.max_us, e.ci.lo, e.ci.hi, e.samples};
     r.rounds = round;
     r.verified = g.verified;
-    const auto predicted = predicted_units(exec::lower_for(backend, runs[i], j.point.sizes), ctx);
+    const plan::StepPlan plan = exec::lower_for(backend, runs[i], j.point.sizes);
+    const auto predicted = predicted_units(plan, ctx);
+    if (pr.range) r.outside_calibration = joined(beyond_range(plan, *pr.range));
     for (std::size_t u = 0; u < g.unit_names.size(); ++u)
       r.stages.push_back({g.unit_names[u], u < predicted.size() ? predicted[u] : 0.0, median_of(g.unit_medians[u])});
     rows.push_back(std::move(r));
@@ -293,14 +304,17 @@ struct TopologyChoice {
   sim::Topology topology;
   std::string text;
   std::string note;
+  std::optional<CalibratedRange> range;  // the sizes its calibration measured, when recorded
 };
 
 TopologyChoice choose_topology(exec::Backend& backend, const ValidateOptions& o, Progress& progress) {
   if (o.topology) {
     const std::string path = model::resolve_topology(*o.topology);
     std::string text = model::read_file(path);
-    return {sim::parse_topology(text, path), std::move(text),
-            fmt::format("topology {} (inputs/topology.yaml holds it, with its calibration residuals if calibrated)", *o.topology)};
+    auto range = parse_range(text);
+    return {sim::parse_topology(text, path), text,
+            fmt::format("topology {} (inputs/topology.yaml holds it, with its calibration residuals if calibrated)", *o.topology),
+            range};
   }
   CalibrateOptions co;
   co.name = "calibrated";
@@ -309,7 +323,33 @@ TopologyChoice choose_topology(exec::Backend& backend, const ValidateOptions& o,
   Calibration c = calibrate(backend, co, progress);
   return {c.topology, c.yaml,
           "topology calibrated on the spot from a quick microbenchmark sweep (inputs/topology.yaml has the fit and "
-          "its residuals)"};
+          "its residuals)",
+          c.range};
+}
+
+// What makes this run's numbers less trustworthy, said in the report.
+void add_setup_warnings(ReportData& d, const TopologyChoice& topo, int world) {
+  const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+  if (cores > 0 && world > cores)
+    d.warnings.push_back(fmt::format(
+        "oversubscribed: {} ranks on {} cores (--oversubscribe). Ranks take turns on the cores, so step times "
+        "carry the scheduler's time slices and waits for descheduled peers, not only the schedules' work",
+        world, cores));
+  if (!topo.range) {
+    d.warnings.push_back("the topology records no calibrated range (no '" + std::string(kRangeComment) +
+                         "' line): points were not checked against the sizes its constants were fitted on");
+    return;
+  }
+  std::vector<std::string> outside;
+  for (const auto& r : d.rows)
+    if (!r.outside_calibration.empty() &&
+        std::find(outside.begin(), outside.end(), r.workload + " " + r.size) == outside.end())
+      outside.push_back(r.workload + " " + r.size);
+  if (!outside.empty())
+    d.warnings.push_back(fmt::format("{} point(s) run ops past the calibrated range, where the fitted constants are "
+                                     "extrapolated: {} (see 'outside_calibration' in results.json; calibrate "
+                                     "with sizes that cover them)",
+                                     outside.size(), joined(outside)));
 }
 
 }  // namespace
@@ -332,7 +372,7 @@ Validation run_validation(exec::Backend& backend, const ValidateOptions& o, Prog
   int most_rounds = 0;
   for (const auto& j : l.jobs) {
     preds.push_back(predict(j, topo.topology, backend.capabilities().backend));
-    auto rows = measure(backend, PointRun{j, preds.back(), topo.topology, ro}, budget, progress);
+    auto rows = measure(backend, PointRun{j, preds.back(), topo.topology, topo.range, ro}, budget, progress);
     for (const auto& r : rows) most_rounds = std::max(most_rounds, r.rounds);
     d.rows.insert(d.rows.end(), rows.begin(), rows.end());
   }
@@ -351,6 +391,7 @@ Validation run_validation(exec::Backend& backend, const ValidateOptions& o, Prog
       "{:g} s (--budget-s). Intervals are {:.0f}% order-statistic intervals of the median (docs/validation.md)",
       ro.iters, ro.warmup, std::clamp(ro.iters, 1, kRounds), kDecisiveWidth * 100, kMaxRounds, most_rounds,
       o.budget_s, kConfidence * 100));
+  add_setup_warnings(d, topo, world);
   add_timeline(d, v.metrics, l.jobs, preds, topo.topology, backend.capabilities().backend);
   d.inputs["experiment.yaml"] = l.experiment_text;
   d.inputs["topology.yaml"] = topo.text;
