@@ -302,6 +302,7 @@ void Executor::run_unit(const plan::Unit& u) {
         backend_.wait(stream_of(op), events[static_cast<std::size_t>(p)][c]);
     }
     RanLaunch ran{l.op, l.chunk, {}};
+    const double start_us = recorder_ ? backend_.now_us() : 0.0;
     if (op.cls == plan::OpClass::fused) {
       const FusedStageSpec spec = fused_spec(*op.fused, values_);
       if (!backend_.try_fused_allreduce(spec))
@@ -313,6 +314,7 @@ void Executor::run_unit(const plan::Unit& u) {
       runner.run(op, l.chunk, ran.elements);
     }
     events[static_cast<std::size_t>(l.op)][c] = backend_.record(stream_of(op));
+    if (recorder_) recorder_->add({l.op, l.chunk, op.stream, start_us, backend_.now_us()});
     ran_.push_back(std::move(ran));
   }
 }

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "exec/backend.h"
+#include "exec/launch_recorder.h"
 #include "exec/rank_values.h"
 #include "plan/step_plan.h"
 
@@ -57,6 +58,9 @@ class Executor {
   [[nodiscard]] bool ran_fused_collective() const { return ran_fused_; }
   // The launches of the last step, in the order this rank issued them.
   [[nodiscard]] const std::vector<RanLaunch>& ran() const { return ran_; }
+  // Records every launch's start and end into `r` from now on (nullptr: stop);
+  // the recorder must outlive the steps it records.
+  void set_recorder(LaunchRecorder* r) { recorder_ = r; }
   // This rank's part of a value (empty when it lives in another group).
   [[nodiscard]] std::vector<double> read(const std::string& value);
 
@@ -73,6 +77,7 @@ class Executor {
   RankValues values_;
   bool ran_fused_ = false;
   std::vector<RanLaunch> ran_;
+  LaunchRecorder* recorder_ = nullptr;  // not owned; optional
 };
 
 }  // namespace coconet::exec

@@ -5,7 +5,7 @@
 # Run as a script (cmake -DCHECK_REPORT=DIR -P validation.cmake) it checks that
 # a report folder is complete; the end-to-end tests use it that way.
 if(DEFINED CHECK_REPORT)
-  foreach(f report.html report.md results.csv results.json trace.json inputs/experiment.yaml
+  foreach(f report.html report.md results.csv results.json trace.json trace-measured.json inputs/experiment.yaml
             inputs/topology.yaml inputs/schedules.yaml)
     if(NOT EXISTS ${CHECK_REPORT}/${f})
       message(FATAL_ERROR "report ${CHECK_REPORT} lacks ${f}")
@@ -40,7 +40,8 @@ add_executable(test_validation
   ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_validation_fit.cpp
 )
 if(TARGET coconet_exec)  # the calibrated range reads microbenchmark samples: built with the executor
-  target_sources(test_validation PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_validation_range.cpp)
+  target_sources(test_validation PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_validation_range.cpp
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_validation_trace.cpp)
 endif()
 target_link_libraries(test_validation PRIVATE coconet_validation nlohmann_json::nlohmann_json GTest::gtest_main
   coconet_warnings)

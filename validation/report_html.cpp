@@ -252,6 +252,12 @@ std::string render_html(const ReportData& d, const Metrics& m) {
   s += "<h2>Speed-up over the baseline</h2>\n" + speedups(m);
   if (!d.timeline.empty())
     s += "<h2>Simulated timeline of the best schedule</h2>\n" + svg::gantt_chart(d.timeline_title, d.timeline);
+  if (!d.measured_timeline.empty())
+    s += "<h2>Measured timeline of the same schedule</h2>\n<p>Each launch on each rank, from the host clock read "
+         "after the launch's waits and again when it returned (trace-measured.json). On the cpu backend a "
+         "communication launch returns once handed to the communication thread, so its bar is the hand-off and "
+         "the transfer shows as the gap before the launch that waits for it.</p>\n" +
+         svg::gantt_chart(d.measured_timeline_title, d.measured_timeline);
   s += "<h2>Every schedule</h2>\n" + rows_table(d);
   if (std::any_of(d.rows.begin(), d.rows.end(), [](const ResultRow& r) { return !r.stages.empty(); }))
     s += "<h2>Per unit: predicted and measured</h2>\n<p>Each unit of a schedule's plan (a stage, or an overlap "

@@ -80,6 +80,9 @@ struct ReportData {
   std::string timeline_title;           // which schedule the timeline shows
   std::vector<TimelineBar> timeline;
   std::string trace_json;               // the simulator's Chrome trace of that schedule
+  std::string measured_timeline_title;  // the same schedule, run with a launch recorder
+  std::vector<TimelineBar> measured_timeline;
+  std::string measured_trace_json;      // its Chrome trace (trace-measured.json); empty: none (a reference report)
   std::map<std::string, std::string> inputs;  // file name under inputs/ -> YAML text
 };
 

@@ -26,6 +26,7 @@
 #include "sim/tuner.h"
 #include "validation/calibrate.h"
 #include "validation/calibrated_range.h"
+#include "validation/measured_trace.h"
 #include "validation/stats.h"
 #include "validation/timeline.h"
 
@@ -277,9 +278,12 @@ std::optional<Pick> pick_of(const PointMetrics& p, const std::vector<Job>& jobs,
 // The simulated timeline of a predicted best: one that overlaps stages if any
 // point has one (what a timeline shows best), at the point where the model
 // expects the largest gain over the baseline.
-void add_timeline(ReportData& d, const Metrics& m, const std::vector<Job>& jobs,
+// The same schedule, run once more with a launch recorder on every rank, is
+// the measured timeline beside it (collective: every rank picks the same).
+void add_timeline(exec::Backend& backend, ReportData& d, const Metrics& m, const std::vector<Job>& jobs,
                   const std::vector<std::vector<Predicted>>& preds, const sim::Topology& t,
-                  plan::BackendKind kind) {
+                  const exec::RunOptions& ro) {
+  const plan::BackendKind kind = backend.capabilities().backend;
   std::optional<Pick> top;
   std::pair<bool, double> top_rank{false, 0.0};
   for (const auto& p : m.per_point) {
@@ -298,6 +302,12 @@ void add_timeline(ReportData& d, const Metrics& m, const std::vector<Job>& jobs,
                                  s.name(), s.knobs.chunks);
   d.trace_json = sim::chrome_trace_json(sim::simulate(s, ctx), d.timeline_title);
   d.timeline = timeline_from_trace(d.trace_json);
+  backend.set_groups(top->job->point.groups);
+  d.measured_timeline_title = fmt::format("{} at {}: {} ({} chunks), measured: one step, every rank",
+                                          top->job->point.program.name, top->job->point.label, s.name(),
+                                          s.knobs.chunks);
+  d.measured_trace_json = record_measured_trace(backend, s, top->job->point.sizes, ro, d.measured_timeline_title);
+  d.measured_timeline = timeline_from_trace(d.measured_trace_json);
 }
 
 struct TopologyChoice {
@@ -392,7 +402,7 @@ Validation run_validation(exec::Backend& backend, const ValidateOptions& o, Prog
       ro.iters, ro.warmup, std::clamp(ro.iters, 1, kRounds), kDecisiveWidth * 100, kMaxRounds, most_rounds,
       o.budget_s, kConfidence * 100));
   add_setup_warnings(d, topo, world);
-  add_timeline(d, v.metrics, l.jobs, preds, topo.topology, backend.capabilities().backend);
+  add_timeline(backend, d, v.metrics, l.jobs, preds, topo.topology, ro);
   d.inputs["experiment.yaml"] = l.experiment_text;
   d.inputs["topology.yaml"] = topo.text;
   d.inputs["schedules.yaml"] = schedules_yaml(l.jobs, preds);
