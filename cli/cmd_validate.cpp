@@ -10,6 +10,7 @@
 #include <fmt/core.h>
 #include <unistd.h>
 
+#include "cli/build_info.h"
 #include "cli/commands.h"
 #include "cli/format.h"
 #include "cli/json_out.h"
@@ -107,6 +108,7 @@ validation::ValidateOptions options_of(const ValidateArgs& a) {
                                 sets.topology.front().first, sets.topology.front().second));
   o.sets = sets.workload;
   o.command = command_line(a);
+  o.commit = build_info::kCommit;
   return o;
 }
 

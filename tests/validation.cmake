@@ -6,7 +6,8 @@
 # a report folder is complete; the end-to-end tests use it that way.
 if(DEFINED CHECK_REPORT)
   foreach(f report.html report.md results.csv results.json trace.json trace-measured.json inputs/experiment.yaml
-            inputs/topology.yaml inputs/schedules.yaml)
+            inputs/topology.yaml inputs/schedules.yaml inputs/command.txt inputs/commit.txt inputs/machine.yaml
+            inputs/workload-sgd.yaml)
     if(NOT EXISTS ${CHECK_REPORT}/${f})
       message(FATAL_ERROR "report ${CHECK_REPORT} lacks ${f}")
     endif()

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <optional>
 #include <utility>
@@ -337,6 +339,45 @@ TopologyChoice choose_topology(exec::Backend& backend, const ValidateOptions& o,
           c.range};
 }
 
+// "1.23 0.98 0.77" (1, 5 and 15 minutes) from /proc/loadavg; "unknown" elsewhere.
+std::string load_average() {
+  std::ifstream in("/proc/loadavg");
+  double a = 0, b = 0, c = 0;
+  if (!(in >> a >> b >> c)) return "unknown";
+  return fmt::format("[{}, {}, {}]", a, b, c);
+}
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  return "unknown";
+}
+
+// inputs/machine.yaml: what ran the validation, and how loaded the machine was.
+std::string machine_yaml(const std::string& load_start, int world) {
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  return fmt::format(
+      "# The machine this report was measured on. Load averages are /proc/loadavg's 1, 5 and 15 minute\n"
+      "# figures: above the core count at the start, other work competed with the measurement.\n"
+      "host: \"{}\"\ncpu: \"{}\"\ncores: {}\nranks: {}\nload_average_start: {}\nload_average_end: {}\n",
+      host, cpu_model(), ::sysconf(_SC_NPROCESSORS_ONLN), world, load_start, load_average());
+}
+
+// inputs/workload-<name>.yaml for every workload of the experiment, as read now:
+// the report can be repeated after the workload file changes.
+void add_workloads(ReportData& d, const model::Experiment& e) {
+  for (const auto& w : e.workloads) {
+    const std::string path = model::resolve_workload(w.workload);
+    std::string name = std::filesystem::path(path).stem().string();
+    for (char& c : name)
+      if (c == '/' || c == '.') c = '_';
+    d.inputs["workload-" + name + ".yaml"] = model::read_file(path);
+  }
+}
+
 // What makes this run's numbers less trustworthy, said in the report.
 void add_setup_warnings(ReportData& d, const TopologyChoice& topo, int world) {
   const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
@@ -371,6 +412,7 @@ void check_validate_inputs(const ValidateOptions& o, int world_size) {
 
 Validation run_validation(exec::Backend& backend, const ValidateOptions& o, Progress& progress) {
   const int world = backend.world_size();
+  const std::string load_start = load_average();
   Loaded l = load_jobs(o, world);
   const TopologyChoice topo = choose_topology(backend, o, progress);
   progress.grow(static_cast<int>(l.jobs.size()));
@@ -406,6 +448,10 @@ Validation run_validation(exec::Backend& backend, const ValidateOptions& o, Prog
   d.inputs["experiment.yaml"] = l.experiment_text;
   d.inputs["topology.yaml"] = topo.text;
   d.inputs["schedules.yaml"] = schedules_yaml(l.jobs, preds);
+  add_workloads(d, l.experiment);
+  d.inputs["command.txt"] = o.command + "\n";
+  d.inputs["commit.txt"] = (o.commit.empty() ? std::string("unknown") : o.commit) + "\n";
+  d.inputs["machine.yaml"] = machine_yaml(load_start, world);
   for (const auto& r : d.rows) v.unverified += r.verified ? 0 : 1;
   return v;
 }
