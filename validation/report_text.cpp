@@ -114,7 +114,7 @@ nlohmann::json metrics_json(const Metrics& m) {
 
 std::string render_results_json(const ReportData& data, const Metrics& m) {
   nlohmann::json j;
-  j["schema"] = "coconet.results/2";
+  j["schema"] = "coconet.results/1";
   j["title"] = data.title;
   j["backend"] = data.backend;
   j["topology"] = data.topology;
