@@ -8,7 +8,9 @@
 #include <optional>
 
 #include <fmt/core.h>
+#include <unistd.h>
 
+#include "cli/build_info.h"
 #include "cli/commands.h"
 #include "cli/format.h"
 #include "cli/json_out.h"
@@ -40,6 +42,8 @@ struct ValidateArgs {
   bool reference = false;
   int iters = 0;
   int warmup = -1;
+  int budget_s = -1;
+  bool oversubscribe = false;
   std::vector<std::string> sets;
   Format format = Format::table;
 };
@@ -84,6 +88,8 @@ std::string command_line(const ValidateArgs& a) {
   if (!a.topology.empty()) s += " --topology " + a.topology;
   if (a.iters > 0) s += fmt::format(" --iters {}", a.iters);
   if (a.warmup >= 0) s += fmt::format(" --warmup {}", a.warmup);
+  if (a.budget_s >= 0) s += fmt::format(" --budget-s {}", a.budget_s);
+  if (a.oversubscribe) s += " --oversubscribe";
   for (const auto& set : a.sets) s += " --set " + set;
   return s + " --out " + a.out;
 }
@@ -94,6 +100,7 @@ validation::ValidateOptions options_of(const ValidateArgs& a) {
   if (!a.topology.empty()) o.topology = a.topology;
   if (a.iters > 0) o.iters = a.iters;
   if (a.warmup >= 0) o.warmup = a.warmup;
+  if (a.budget_s >= 0) o.budget_s = a.budget_s;
   const model::SetArgs sets = model::split_sets(a.sets);
   if (!sets.topology.empty())
     throw UserError(fmt::format("--set {}={}: validate measures this machine; put topology values in the file "
@@ -101,13 +108,31 @@ validation::ValidateOptions options_of(const ValidateArgs& a) {
                                 sets.topology.front().first, sets.topology.front().second));
   o.sets = sets.workload;
   o.command = command_line(a);
+  o.commit = build_info::kCommit;
   return o;
+}
+
+// More ranks than cores measure the OS scheduler as much as the schedules:
+// refused unless asked for, then warned about (here and in the report).
+void check_cores(int ranks, bool oversubscribe, bool lead) {
+  const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+  if (cores <= 0 || ranks <= cores) return;
+  if (!oversubscribe)
+    throw UserError(fmt::format("--ranks {}: this machine has {} cores, and ranks that take turns on a core time "
+                                "the scheduler, not the schedule; pass --ranks {} or fewer, or add --oversubscribe "
+                                "to run anyway (the report then warns)",
+                                ranks, cores, cores));
+  if (lead)
+    fmt::print(stderr, "coconet: warning: {} ranks on {} cores (--oversubscribe): times include time slicing; the "
+                       "report says so\n",
+               ranks, cores);
 }
 
 void validate_command(const ValidateArgs& a) {
   const auto o = options_of(a);
   validation::check_report_target(a.out);  // before any rank starts
   if (!exec::launched_by_mpirun()) {
+    check_cores(std::max(a.ranks, 1), a.oversubscribe, a.ranks <= 1);
     validation::check_validate_inputs(o, std::max(a.ranks, 1));  // reported once, before any rank starts
     if (a.ranks > 1) validation::run_under_mpirun(a.ranks);
   }
@@ -118,6 +143,7 @@ void validate_command(const ValidateArgs& a) {
       throw UserError(fmt::format("--ranks {} but the job has {} ranks; drop --ranks inside mpirun", a.ranks,
                                   backend->world_size()));
     const bool lead = backend->world_rank() == 0;
+    check_cores(backend->world_size(), a.oversubscribe, lead);
     validation::Progress progress(lead && validation::progress_wanted(), 0);
     const auto v = validation::run_validation(*backend, o, progress);
     unverified = v.unverified;
@@ -172,6 +198,12 @@ void register_validate(CLI::App& app) {
       ->check(at_least(1));
   cmd->add_option("--warmup", args->warmup, "Untimed steps first (default: the experiment's)")
       ->check(at_least(0));
+  cmd->add_option("--budget-s", args->budget_s,
+                  "Seconds, over the whole run, for extra rounds on points whose confidence intervals are too "
+                  "wide to decide (default: 60; 0: none)")
+      ->check(at_least(0));
+  cmd->add_flag("--oversubscribe", args->oversubscribe,
+                "Allow more ranks than cores (refused by default: time slicing distorts the times; warned about)");
   cmd->add_option("--set", args->sets,
                   "Override a size or scalar of every workload that has it, NAME=VALUE (repeatable; the rules "
                   "of predict and run)");

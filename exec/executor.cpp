@@ -288,6 +288,7 @@ void Executor::run_unit(const plan::Unit& u) {
         backend_.wait(stream_of(op), events[static_cast<std::size_t>(p)][c]);
     }
     RanLaunch ran{l.op, l.chunk, {}};
+    const double start_us = recorder_ ? backend_.now_us() : 0.0;
     if (op.cls == plan::OpClass::fused) {
       const FusedCall& call = fused_calls_.at(l.op).chunks.at(c);
       for (const auto& piece : call.passes.front().pieces)
@@ -298,6 +299,7 @@ void Executor::run_unit(const plan::Unit& u) {
       runner.run(op, l.chunk, ran.elements);
     }
     events[static_cast<std::size_t>(l.op)][c] = backend_.record(stream_of(op));
+    if (recorder_) recorder_->add({l.op, l.chunk, op.stream, start_us, backend_.now_us()});
     ran_.push_back(std::move(ran));
   }
 }

@@ -25,6 +25,7 @@
 
 #include "exec/backend.h"
 #include "exec/fused_builder.h"
+#include "exec/launch_recorder.h"
 #include "exec/rank_values.h"
 #include "exec/traffic.h"
 #include "plan/step_plan.h"
@@ -61,6 +62,9 @@ class Executor {
   [[nodiscard]] std::int64_t bytes_touched() const { return traffic_.bytes(); }
   // The launches of the last step, in the order this rank issued them.
   [[nodiscard]] const std::vector<RanLaunch>& ran() const { return ran_; }
+  // Records every launch's start and end into `r` from now on (nullptr: stop);
+  // the recorder must outlive the steps it records.
+  void set_recorder(LaunchRecorder* r) { recorder_ = r; }
   // This rank's part of a value (empty when it lives in another group).
   [[nodiscard]] std::vector<double> read(const std::string& value);
 
@@ -78,6 +82,7 @@ class Executor {
   Traffic traffic_;
   std::map<int, FusedOpCalls> fused_calls_;  // by op id
   std::vector<RanLaunch> ran_;
+  LaunchRecorder* recorder_ = nullptr;  // not owned; optional
 };
 
 }  // namespace coconet::exec

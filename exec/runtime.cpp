@@ -100,6 +100,7 @@ RunRow run_schedule(Backend& backend, const model::Schedule& schedule, const mod
   backend.host_allreduce(touched, model::ReduceOp::max);
   row.bytes_touched = static_cast<std::int64_t>(touched[0]);
   row.median_us = median(steps);
+  row.step_us = steps;
   row.min_us = steps.empty() ? 0.0 : *std::min_element(steps.begin(), steps.end());
   row.max_us = steps.empty() ? 0.0 : *std::max_element(steps.begin(), steps.end());
   for (std::size_t u = 0; u < names.size(); ++u) row.stages.push_back({names[u], median(units[u])});

@@ -40,6 +40,7 @@ struct RunRow {
   std::string schedule;
   int ranks = 1;
   double median_us = 0.0, min_us = 0.0, max_us = 0.0;
+  std::vector<double> step_us;  // every timed step, the slowest rank's, in order
   std::vector<StageTime> stages;
   bool verified = true;
   double max_abs_error = 0.0;

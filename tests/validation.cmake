@@ -5,8 +5,9 @@
 # Run as a script (cmake -DCHECK_REPORT=DIR -P validation.cmake) it checks that
 # a report folder is complete; the end-to-end tests use it that way.
 if(DEFINED CHECK_REPORT)
-  foreach(f report.html report.md results.csv results.json trace.json inputs/experiment.yaml
-            inputs/topology.yaml inputs/schedules.yaml)
+  foreach(f report.html report.md results.csv results.json trace.json trace-measured.json inputs/experiment.yaml
+            inputs/topology.yaml inputs/schedules.yaml inputs/command.txt inputs/commit.txt inputs/machine.yaml
+            inputs/workload-sgd.yaml)
     if(NOT EXISTS ${CHECK_REPORT}/${f})
       message(FATAL_ERROR "report ${CHECK_REPORT} lacks ${f}")
     endif()
@@ -35,9 +36,14 @@ endif()
 
 add_executable(test_validation
   ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_validation_metrics.cpp
+  ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_validation_stats.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_validation_report.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_validation_fit.cpp
 )
+if(TARGET coconet_exec)  # the calibrated range reads microbenchmark samples: built with the executor
+  target_sources(test_validation PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_validation_range.cpp
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_validation_trace.cpp)
+endif()
 target_link_libraries(test_validation PRIVATE coconet_validation nlohmann_json::nlohmann_json GTest::gtest_main
   coconet_warnings)
 target_compile_definitions(test_validation PRIVATE COCONET_SOURCE_ROOT="${COCONET_SOURCE_ROOT}")
@@ -70,6 +76,16 @@ if(TARGET coconet AND COCONET_HAVE_MPI AND COCONET_MPIEXEC)
   set_tests_properties(validation.e2e.unknown_experiment PROPERTIES
     PASS_REGULAR_EXPRESSION "unknown experiment 'no-such-experiment'"
     ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT}")
+  # More ranks than cores are refused unless asked for; a bad budget names its flag. Both exit 2.
+  add_test(NAME validation.e2e.oversubscription_refused
+    COMMAND coconet validate ${COCONET_SOURCE_ROOT}/validation/testdata/validate-tiny.yaml --backend cpu
+            --ranks 100000 --out ${_val_dir}/never)
+  set_tests_properties(validation.e2e.oversubscription_refused PROPERTIES
+    PASS_REGULAR_EXPRESSION "--ranks 100000: this machine has [0-9]+ cores.*--oversubscribe"
+    ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT}")
+  add_test(NAME validation.e2e.bad_budget
+    COMMAND coconet validate --budget-s -5 --out ${_val_dir}/never)
+  set_tests_properties(validation.e2e.bad_budget PROPERTIES PASS_REGULAR_EXPRESSION "--budget-s: needs a whole number")
   add_test(NAME validation.e2e.reference
     COMMAND coconet validate --reference --out ${_val_dir}/reference)
   set_tests_properties(validation.e2e.reference PROPERTIES ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT}")

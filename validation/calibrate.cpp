@@ -12,6 +12,7 @@
 //   nccl.sms_per_channel              share of the rank's compute a collective's progress takes (overlap fit)
 //   device: cpu                       predictions default to the cpu backend's capabilities (plan/capabilities.h)
 #include "validation/calibrate.h"
+#include "validation/calibrated_range.h"
 
 #include <algorithm>
 #include <cmath>
@@ -221,7 +222,8 @@ Calibration calibrate(exec::Backend& backend, const CalibrateOptions& o, Progres
   const std::string body = topology_yaml(c.fit, o, backend.name(), backend.world_size());
   c.topology = sim::parse_topology(body, "<calibrated " + o.name + ">");
   for (const auto& s : c.samples) c.simulated_us.push_back(simulate_sample(s, c.topology));
-  c.yaml = body + residual_comments(c);
+  c.range = range_of(c.samples);
+  c.yaml = body + residual_comments(c) + range_comment(c.range);
   return c;
 }
 

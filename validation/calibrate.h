@@ -11,6 +11,7 @@
 
 #include "exec/backend.h"
 #include "sim/topology.h"
+#include "validation/calibrated_range.h"
 #include "validation/fit.h"
 #include "validation/microbench.h"
 #include "validation/progress.h"
@@ -38,8 +39,9 @@ struct Calibration {
   std::vector<MicroSample> samples;
   Fitted fit;
   std::vector<double> simulated_us;  // per sample, with the written topology
-  std::string yaml;
+  std::string yaml;              // ends with the calibrated range's comment (validation/calibrated_range.h)
   sim::Topology topology;
+  CalibratedRange range;
 };
 
 // Fits the constants from measured samples (pure: no runs). The overlap

@@ -49,6 +49,14 @@ PointMetrics point_metrics(const PointKey& key, std::span<const ResultRow> rows)
   m.measured_best = mbest.schedule;
   m.top1 = pbest.measured.median_us <= mbest.measured.median_us;
   m.regret_pct = (pbest.measured.median_us / mbest.measured.median_us - 1.0) * kPercent;
+  std::vector<MedianEstimate> est;
+  for (const auto& r : rows) est.push_back(r.measured.estimate());
+  for (const std::size_t i : measured_best_set(est)) m.measured_best_set.push_back(rows[i].schedule);
+  m.top1_in_set = m.top1 || std::find(m.measured_best_set.begin(), m.measured_best_set.end(), pbest.schedule) !=
+                                m.measured_best_set.end();
+  m.decided = decided(est);
+  const Interval pick = pbest.measured.estimate().ci, best = mbest.measured.estimate().ci;
+  m.regret_ci = {std::max(0.0, pick.lo / best.hi - 1.0) * kPercent, std::max(0.0, pick.hi / best.lo - 1.0) * kPercent};
   std::vector<double> pred, meas;
   double abs_err = 0;
   for (const auto& r : rows) {
@@ -64,7 +72,23 @@ PointMetrics point_metrics(const PointKey& key, std::span<const ResultRow> rows)
   m.speedup_of_pick_measured = base.measured.median_us / pbest.measured.median_us;
   return m;
 }
+
+// |predicted - m| / m over m in [lo, hi]: smallest at the end nearest the
+// prediction (0 inside), largest at the farther end (monotone on each side).
+Interval abs_error_range(double predicted, const Interval& m) {
+  auto e = [&](double x) { return std::abs(predicted - x) / x * kPercent; };
+  const double lo = m.contains(predicted) ? 0.0 : std::min(e(m.lo), e(m.hi));
+  return {lo, std::max(e(m.lo), e(m.hi))};
+}
 }  // namespace
+
+MedianEstimate Measurement::estimate() const {
+  MedianEstimate e;
+  e.median = median_us;
+  e.samples = samples;
+  e.ci = samples > 0 ? Interval{ci_lo_us, ci_hi_us} : Interval{median_us, median_us};
+  return e;
+}
 
 double ResultRow::error_pct() const {
   COCONET_ASSERT(measured.median_us > 0, "error_pct of a row without a positive measured time");
@@ -123,13 +147,20 @@ Metrics compute_metrics(std::span<const ResultRow> rows) {
     const double e = std::abs(r.error_pct());
     abs_sum += e;
     m.max_error_pct = std::max(m.max_error_pct, e);
+    const Interval range = abs_error_range(r.predicted_us, r.measured.estimate().ci);
+    m.mape_ci.lo += range.lo / static_cast<double>(rows.size());
+    m.mape_ci.hi += range.hi / static_cast<double>(rows.size());
   }
   m.mape_pct = abs_sum / static_cast<double>(rows.size());
-  int agree = 0, disagree = 0, with_rho = 0;
+  int agree = 0, in_set = 0, disagree = 0, with_rho = 0;
   double rho_sum = 0, regret_sum = 0;
   for (const auto& key : points_of(rows)) {
     const auto pr = rows_of(rows, key);
     PointMetrics pm = point_metrics(key, pr);
+    if (pm.top1_in_set) ++in_set;
+    if (!pm.decided) ++m.undecided_points;
+    m.regret_ci.lo = std::max(m.regret_ci.lo, pm.regret_ci.lo);
+    m.regret_ci.hi = std::max(m.regret_ci.hi, pm.regret_ci.hi);
     if (pm.top1) ++agree;
     else {
       ++disagree;
@@ -144,6 +175,7 @@ Metrics compute_metrics(std::span<const ResultRow> rows) {
   }
   m.points = static_cast<int>(m.per_point.size());
   m.top1_agreement = static_cast<double>(agree) / m.points;
+  m.top1_in_set = static_cast<double>(in_set) / m.points;
   m.mean_regret_pct = disagree ? regret_sum / disagree : 0.0;
   if (with_rho) m.spearman = rho_sum / with_rho;
   return m;

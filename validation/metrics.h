@@ -1,8 +1,12 @@
 // How well predictions match measurements: per-row error, MAPE and the worst
 // error over all rows; per (workload, size) point the Spearman rank correlation
 // of predicted and measured times over its schedules, whether the predicted
-// best is the measured best (top-1), and the regret of trusting the prediction
+// best is the measured best (top-1, strictly: the fastest median), whether it
+// is inside the measured-best set (the schedules statistically tied with the
+// fastest, validation/stats.h), and the regret of trusting the prediction
 // (measured time of the predicted best over the measured best, minus one).
+// Regret and MAPE carry intervals propagated from the medians' intervals: the
+// smallest and largest value they take with every median inside its interval.
 #pragma once
 
 #include <optional>
@@ -27,8 +31,12 @@ struct PointMetrics {
   int schedules = 0;
   std::string predicted_best;
   std::string measured_best;
-  bool top1 = false;
+  bool top1 = false;                     // strict: the predicted best has the fastest median
+  std::vector<std::string> measured_best_set;  // the fastest first, then every schedule tied with it
+  bool top1_in_set = false;              // the predicted best is in measured_best_set
+  bool decided = true;                   // the tied schedules' intervals are narrow (stats.h decided())
   double regret_pct = 0;                 // 0 when top1
+  Interval regret_ci;                    // regret with the pick's and the best's medians in their intervals
   std::optional<double> spearman;
   double mape_pct = 0;
   double speedup_predicted = 1;          // baseline / predicted best, both predicted
@@ -42,8 +50,12 @@ struct Metrics {
   double mape_pct = 0;        // mean |error| over rows
   double max_error_pct = 0;   // largest |error| over rows
   std::optional<double> spearman;  // mean over the points where it is defined
-  double top1_agreement = 0;  // fraction of points whose predicted best is the measured best
+  Interval mape_ci;           // MAPE with every median in its interval
+  double top1_agreement = 0;  // fraction of points whose predicted best is the measured best (strict)
+  double top1_in_set = 0;     // fraction of points whose predicted best is in the measured-best set
+  int undecided_points = 0;   // points whose intervals stayed too wide to decide (stats.h decided())
   double regret_pct = 0;      // the largest regret over the points (0 when all agree)
+  Interval regret_ci;         // the largest regret's interval: max of the points' bounds
   double mean_regret_pct = 0; // mean regret over the points where they disagree (0 when none)
   std::vector<PointMetrics> per_point;
 };

@@ -1,8 +1,10 @@
-// A one-line progress bar on stderr while a sweep runs, drawn only when stderr
+// A one-line progress bar on stderr while a sweep runs (steps done and left,
+// elapsed time, what runs now), drawn only when stderr
 // is a terminal (or, for ranks started by mpirun, when the command that
 // started them had one: kProgressEnv), so logs and pipes stay clean.
 #pragma once
 
+#include <chrono>
 #include <string>
 
 namespace coconet::validation {
@@ -25,6 +27,8 @@ class Progress {
   void grow(int more);
   // One step done; `what` names the next.
   void step(const std::string& what);
+  // Says what is running now, without counting a step.
+  void note(const std::string& what);
   // Clears the line.
   void finish();
 
@@ -35,6 +39,7 @@ class Progress {
   int done_ = 0;
   std::string what_;
   bool finished_ = false;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
 }  // namespace coconet::validation

@@ -1,8 +1,10 @@
 // The files of a validation report and how they are written: report.html (one
 // self-contained page, inline SVG, no script, no network), report.md (the same
 // numbers as tables), results.csv, results.json (rows and metrics), trace.json
-// (the simulator's Chrome trace of the best schedule) and inputs/ (experiment,
-// topology and schedules as YAML, to repeat the run).
+// (the simulator's Chrome trace of the best schedule), trace-measured.json (the
+// same schedule's launches as run on every rank, when measured) and inputs/
+// (workloads, experiment, topology, schedules, command line, commit and
+// machine, to repeat the run).
 //
 // write_report builds the whole folder under a temporary name next to DIR and
 // renames it into place, so a failed run never leaves a half report: DIR holds

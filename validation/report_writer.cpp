@@ -50,6 +50,7 @@ void write_all(const ReportData& data, const Metrics& m, const fs::path& stage,
   put("results.json", render_results_json(data, m));
   put("report.md", render_markdown(data, m));
   put("trace.json", data.trace_json.empty() ? std::string("{\"traceEvents\": []}\n") : data.trace_json);
+  if (!data.measured_trace_json.empty()) put("trace-measured.json", data.measured_trace_json);
   fs::create_directories(stage / "inputs");
   for (const auto& [name, text] : data.inputs) {
     check_input_name(name);

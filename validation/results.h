@@ -8,13 +8,30 @@
 #include <string>
 #include <vector>
 
+#include "validation/stats.h"
+
 namespace coconet::validation {
 
-// A measured time: median, fastest and slowest of the timed iterations.
+// A measured time: median, fastest and slowest of the timed iterations, and
+// the median's confidence interval (validation/stats.h) over `samples` steps.
 struct Measurement {
   double median_us = 0;
   double min_us = 0;
   double max_us = 0;
+  double ci_lo_us = 0;  // both 0 with no samples recorded (a published figure): the median alone
+  double ci_hi_us = 0;
+  int samples = 0;
+  // The median with its interval; [median, median] when no interval was recorded.
+  [[nodiscard]] MedianEstimate estimate() const;
+};
+
+// One unit of a schedule's plan (a stage, or an overlap group): the simulator's
+// time for it next to the executor's (the median over rounds of the per-round
+// median of the unit's wall time, the slowest rank's).
+struct StageRow {
+  std::string name;  // "AR", "fuse(RS-C-AG)", "ol(MM,AR)"
+  double predicted_us = 0;
+  double measured_us = 0;
 };
 
 struct ResultRow {
@@ -27,6 +44,9 @@ struct ResultRow {
   Measurement measured;
   bool verified = false;   // the run's result matched the reference (always true for references)
   std::string source;      // where a published measurement comes from (reference rows only)
+  std::vector<StageRow> stages;  // per unit of the plan (validate rows only)
+  int rounds = 0;                // rounds over the point's schedules that measured it (validate rows only)
+  std::string outside_calibration;  // the ops past the calibrated range, "; "-separated (empty: inside, or unchecked)
 
   // Signed relative error of the prediction, in percent: (predicted - measured) / measured.
   [[nodiscard]] double error_pct() const;
@@ -55,10 +75,14 @@ struct ReportData {
   int ranks = 0;
   std::string command;                  // the command line that regenerates it
   std::vector<std::string> notes;       // free text shown under the summary (sources, caveats)
+  std::vector<std::string> warnings;    // what makes the numbers less trustworthy (oversubscription, sizes past calibration)
   std::vector<ResultRow> rows;
   std::string timeline_title;           // which schedule the timeline shows
   std::vector<TimelineBar> timeline;
   std::string trace_json;               // the simulator's Chrome trace of that schedule
+  std::string measured_timeline_title;  // the same schedule, run with a launch recorder
+  std::vector<TimelineBar> measured_timeline;
+  std::string measured_trace_json;      // its Chrome trace (trace-measured.json); empty: none (a reference report)
   std::map<std::string, std::string> inputs;  // file name under inputs/ -> YAML text
 };
 

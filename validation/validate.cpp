@@ -4,12 +4,16 @@
 #include "validation/validate.h"
 
 #include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <optional>
 #include <utility>
 #include <vector>
 
 #include <fmt/core.h>
+#include <unistd.h>
 
 #include "exec/runtime.h"
 #include "model/catalog.h"
@@ -23,6 +27,9 @@
 #include "sim/trace.h"
 #include "sim/tuner.h"
 #include "validation/calibrate.h"
+#include "validation/calibrated_range.h"
+#include "validation/measured_trace.h"
+#include "validation/stats.h"
 #include "validation/timeline.h"
 
 namespace coconet::validation {
@@ -80,12 +87,17 @@ exec::RunOptions run_options(const ValidateOptions& o, const model::Experiment& 
 // The machine is shared: other work comes and goes over seconds. Each
 // schedule's steps are spread over rounds that visit every schedule of the
 // point in turn, so a burst of load falls on all of them alike instead of on
-// whichever ran during it. A schedule's time is the median of its rounds'
-// medians (min and max over every step).
+// whichever ran during it. A schedule's time is the median of all its timed
+// steps, with the order-statistic interval of validation/stats.h. When the
+// intervals do not decide the point (stats.h decided()), more rounds follow
+// while the point's share of the time budget lasts.
 constexpr int kRounds = 5;
+constexpr int kMaxRounds = 40;
 
 struct Measured {
-  std::vector<double> medians;
+  std::vector<double> steps;
+  std::vector<std::string> unit_names;
+  std::vector<std::vector<double>> unit_medians;  // per unit, one per round
   double min_us = std::numeric_limits<double>::infinity();
   double max_us = 0;
   bool verified = true;
@@ -97,43 +109,138 @@ double median_of(std::vector<double> v) {
   return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
 }
 
-std::vector<ResultRow> measure(exec::Backend& backend, const Job& j, const std::vector<Predicted>& pred,
-                               const exec::RunOptions& ro, Progress& progress) {
+// Time for extra rounds, shared out over the points still to measure: a point
+// may spend what is left divided by the points left (so a noisy early point
+// cannot starve the later ones).
+class Budget {
+ public:
+  Budget(double seconds, int points) : left_s_(seconds), points_left_(points) {}
+  [[nodiscard]] double share_s() const { return left_s_ / std::max(1, points_left_); }
+  void close_point(double spent_s) {
+    left_s_ = std::max(0.0, left_s_ - spent_s);
+    --points_left_;
+  }
+
+ private:
+  double left_s_;
+  int points_left_;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Rank 0's answer on every rank: the clocks differ, the decision must not.
+bool rank0_says(exec::Backend& backend, bool yes) {
+  std::vector<double> v{backend.world_rank() == 0 && yes ? 1.0 : 0.0};
+  backend.host_allreduce(v, model::ReduceOp::max);
+  return v[0] > 0;
+}
+
+std::vector<MedianEstimate> estimates_of(const std::vector<Measured>& got) {
+  std::vector<MedianEstimate> e;
+  for (const auto& g : got) e.push_back(median_interval(g.steps));
+  return e;
+}
+
+// The simulator's time per unit of the plan the executor runs for `s`.
+std::vector<double> predicted_units(const plan::StepPlan& plan, const sim::Context& ctx) {
+  const sim::SimResult r = sim::simulate(plan, ctx);
+  std::vector<double> out;
+  for (const auto& u : plan.units) {
+    double start = std::numeric_limits<double>::infinity(), end = 0;
+    for (int st = u.first_stage; st <= u.last_stage && st < static_cast<int>(r.stages.size()); ++st) {
+      start = std::min(start, r.stages[static_cast<std::size_t>(st)].start_us);
+      end = std::max(end, r.stages[static_cast<std::size_t>(st)].end_us);
+    }
+    out.push_back(end > start ? end - start : 0.0);
+  }
+  return out;
+}
+
+struct PointRun {
+  const Job& job;
+  const std::vector<Predicted>& pred;
+  const sim::Topology& topology;
+  const std::optional<CalibratedRange>& range;
+  exec::RunOptions options;
+};
+
+std::string joined(const std::vector<std::string>& parts) {
+  std::string s;
+  for (const auto& p : parts) s += (s.empty() ? "" : "; ") + p;
+  return s;
+}
+
+std::vector<ResultRow> measure(exec::Backend& backend, const PointRun& pr, Budget& budget, Progress& progress) {
+  const Job& j = pr.job;
   const model::Program& p = j.point.program;
+  const exec::RunOptions& ro = pr.options;
+  progress.note(fmt::format("{} {} ({} schedules)", p.name, j.point.label, j.schedules.size()));
   backend.set_groups(j.point.groups);
   exec::check_memory(backend, p, j.schedules, j.point.sizes, ro);
   const auto refs = exec::compute_references(backend, p, j.point.sizes, ro);
   const std::string base = model::baseline(p).name();
   const int rounds = std::clamp(ro.iters, 1, kRounds);
-  std::vector<Measured> got(j.schedules.size());
-  for (int round = 0; round < rounds; ++round) {
+  std::vector<model::Schedule> runs = j.schedules;
+  for (std::size_t i = 0; i < runs.size(); ++i) runs[i].knobs = pr.pred[i].knobs;
+  std::vector<Measured> got(runs.size());
+  const auto t0 = std::chrono::steady_clock::now();
+  double extra_from_s = 0;
+  int round = 0;
+  auto run_round = [&](int steps) {
     exec::RunOptions rr = ro;
-    rr.iters = ro.iters / rounds + (round < ro.iters % rounds ? 1 : 0);
+    rr.iters = steps;
     if (round > 0) rr.warmup = std::min(ro.warmup, 1);  // caches and pages are warm after the first round
-    for (std::size_t i = 0; i < j.schedules.size(); ++i) {
-      model::Schedule s = j.schedules[i];
-      s.knobs = pred[i].knobs;
-      const exec::RunRow run = exec::run_schedule(backend, s, j.point.sizes, refs, rr);
-      got[i].medians.push_back(run.median_us);
-      got[i].min_us = std::min(got[i].min_us, run.min_us);
-      got[i].max_us = std::max(got[i].max_us, run.max_us);
-      got[i].verified = got[i].verified && run.verified;
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      const exec::RunRow run = exec::run_schedule(backend, runs[i], j.point.sizes, refs, rr);
+      Measured& g = got[i];
+      g.steps.insert(g.steps.end(), run.step_us.begin(), run.step_us.end());
+      if (g.unit_names.empty())
+        for (const auto& st : run.stages) g.unit_names.push_back(st.name);
+      g.unit_medians.resize(run.stages.size());
+      for (std::size_t u = 0; u < run.stages.size(); ++u) g.unit_medians[u].push_back(run.stages[u].median_us);
+      g.min_us = std::min(g.min_us, run.min_us);
+      g.max_us = std::max(g.max_us, run.max_us);
+      g.verified = g.verified && run.verified;
     }
+    ++round;
+  };
+  for (; round < rounds;) run_round(ro.iters / rounds + (round < ro.iters % rounds ? 1 : 0));
+  extra_from_s = seconds_since(t0);
+  const int extra_steps = std::max(1, ro.iters / rounds);
+  while (round < kMaxRounds && !decided(estimates_of(got))) {
+    const double spent = seconds_since(t0) - extra_from_s;
+    const double per_round = round > 0 ? seconds_since(t0) / round : 0.0;
+    if (!rank0_says(backend, spent + per_round <= budget.share_s())) break;
+    progress.note(fmt::format("{} {}: intervals too wide, round {}", p.name, j.point.label, round + 1));
+    run_round(extra_steps);
   }
+  budget.close_point(seconds_since(t0) - extra_from_s);
+
+  const sim::Context ctx{pr.topology, j.point.ranks_per_group, j.point.sizes, backend.capabilities().backend};
   std::vector<ResultRow> rows;
-  for (std::size_t i = 0; i < j.schedules.size(); ++i) {
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const Measured& g = got[i];
+    const MedianEstimate e = median_interval(g.steps);
     ResultRow r;
     r.workload = p.name;
     r.size = j.point.label;
     r.scale = j.scale;
     r.schedule = j.schedules[i].name();
     r.baseline = r.schedule == base;
-    r.predicted_us = pred[i].time_us;
-    r.measured = {median_of(got[i].medians), got[i].min_us, got[i].max_us};
-    r.verified = got[i].verified;
+    r.predicted_us = pr.pred[i].time_us;
+    r.measured = {e.median, g.min_us, g.max_us, e.ci.lo, e.ci.hi, e.samples};
+    r.rounds = round;
+    r.verified = g.verified;
+    const plan::StepPlan plan = exec::lower_for(backend, runs[i], j.point.sizes);
+    const auto predicted = predicted_units(plan, ctx);
+    if (pr.range) r.outside_calibration = joined(beyond_range(plan, *pr.range));
+    for (std::size_t u = 0; u < g.unit_names.size(); ++u)
+      r.stages.push_back({g.unit_names[u], u < predicted.size() ? predicted[u] : 0.0, median_of(g.unit_medians[u])});
     rows.push_back(std::move(r));
-    progress.step(fmt::format("{} {} {}", p.name, j.point.label, rows.back().schedule));
   }
+  progress.step(fmt::format("{} {}", p.name, j.point.label));
   return rows;
 }
 
@@ -173,9 +280,12 @@ std::optional<Pick> pick_of(const PointMetrics& p, const std::vector<Job>& jobs,
 // The simulated timeline of a predicted best: one that overlaps stages if any
 // point has one (what a timeline shows best), at the point where the model
 // expects the largest gain over the baseline.
-void add_timeline(ReportData& d, const Metrics& m, const std::vector<Job>& jobs,
+// The same schedule, run once more with a launch recorder on every rank, is
+// the measured timeline beside it (collective: every rank picks the same).
+void add_timeline(exec::Backend& backend, ReportData& d, const Metrics& m, const std::vector<Job>& jobs,
                   const std::vector<std::vector<Predicted>>& preds, const sim::Topology& t,
-                  plan::BackendKind kind) {
+                  const exec::RunOptions& ro) {
+  const plan::BackendKind kind = backend.capabilities().backend;
   std::optional<Pick> top;
   std::pair<bool, double> top_rank{false, 0.0};
   for (const auto& p : m.per_point) {
@@ -194,20 +304,29 @@ void add_timeline(ReportData& d, const Metrics& m, const std::vector<Job>& jobs,
                                  s.name(), s.knobs.chunks);
   d.trace_json = sim::chrome_trace_json(sim::simulate(s, ctx), d.timeline_title);
   d.timeline = timeline_from_trace(d.trace_json);
+  backend.set_groups(top->job->point.groups);
+  d.measured_timeline_title = fmt::format("{} at {}: {} ({} chunks), measured: one step, every rank",
+                                          top->job->point.program.name, top->job->point.label, s.name(),
+                                          s.knobs.chunks);
+  d.measured_trace_json = record_measured_trace(backend, s, top->job->point.sizes, ro, d.measured_timeline_title);
+  d.measured_timeline = timeline_from_trace(d.measured_trace_json);
 }
 
 struct TopologyChoice {
   sim::Topology topology;
   std::string text;
   std::string note;
+  std::optional<CalibratedRange> range;  // the sizes its calibration measured, when recorded
 };
 
 TopologyChoice choose_topology(exec::Backend& backend, const ValidateOptions& o, Progress& progress) {
   if (o.topology) {
     const std::string path = model::resolve_topology(*o.topology);
     std::string text = model::read_file(path);
-    return {sim::parse_topology(text, path), std::move(text),
-            fmt::format("topology {} (inputs/topology.yaml holds it, with its calibration residuals if calibrated)", *o.topology)};
+    auto range = parse_range(text);
+    return {sim::parse_topology(text, path), text,
+            fmt::format("topology {} (inputs/topology.yaml holds it, with its calibration residuals if calibrated)", *o.topology),
+            range};
   }
   CalibrateOptions co;
   co.name = "calibrated";
@@ -216,7 +335,72 @@ TopologyChoice choose_topology(exec::Backend& backend, const ValidateOptions& o,
   Calibration c = calibrate(backend, co, progress);
   return {c.topology, c.yaml,
           "topology calibrated on the spot from a quick microbenchmark sweep (inputs/topology.yaml has the fit and "
-          "its residuals)"};
+          "its residuals)",
+          c.range};
+}
+
+// "1.23 0.98 0.77" (1, 5 and 15 minutes) from /proc/loadavg; "unknown" elsewhere.
+std::string load_average() {
+  std::ifstream in("/proc/loadavg");
+  double a = 0, b = 0, c = 0;
+  if (!(in >> a >> b >> c)) return "unknown";
+  return fmt::format("[{}, {}, {}]", a, b, c);
+}
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  return "unknown";
+}
+
+// inputs/machine.yaml: what ran the validation, and how loaded the machine was.
+std::string machine_yaml(const std::string& load_start, int world) {
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  return fmt::format(
+      "# The machine this report was measured on. Load averages are /proc/loadavg's 1, 5 and 15 minute\n"
+      "# figures: above the core count at the start, other work competed with the measurement.\n"
+      "host: \"{}\"\ncpu: \"{}\"\ncores: {}\nranks: {}\nload_average_start: {}\nload_average_end: {}\n",
+      host, cpu_model(), ::sysconf(_SC_NPROCESSORS_ONLN), world, load_start, load_average());
+}
+
+// inputs/workload-<name>.yaml for every workload of the experiment, as read now:
+// the report can be repeated after the workload file changes.
+void add_workloads(ReportData& d, const model::Experiment& e) {
+  for (const auto& w : e.workloads) {
+    const std::string path = model::resolve_workload(w.workload);
+    std::string name = std::filesystem::path(path).stem().string();
+    for (char& c : name)
+      if (c == '/' || c == '.') c = '_';
+    d.inputs["workload-" + name + ".yaml"] = model::read_file(path);
+  }
+}
+
+// What makes this run's numbers less trustworthy, said in the report.
+void add_setup_warnings(ReportData& d, const TopologyChoice& topo, int world) {
+  const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+  if (cores > 0 && world > cores)
+    d.warnings.push_back(fmt::format(
+        "oversubscribed: {} ranks on {} cores (--oversubscribe). Ranks take turns on the cores, so step times "
+        "carry the scheduler's time slices and waits for descheduled peers, not only the schedules' work",
+        world, cores));
+  if (!topo.range) {
+    d.warnings.push_back("the topology records no calibrated range (no '" + std::string(kRangeComment) +
+                         "' line): points were not checked against the sizes its constants were fitted on");
+    return;
+  }
+  std::vector<std::string> outside;
+  for (const auto& r : d.rows)
+    if (!r.outside_calibration.empty() &&
+        std::find(outside.begin(), outside.end(), r.workload + " " + r.size) == outside.end())
+      outside.push_back(r.workload + " " + r.size);
+  if (!outside.empty())
+    d.warnings.push_back(fmt::format("{} point(s) run ops past the calibrated range, where the fitted constants are "
+                                     "extrapolated: {} (see 'outside_calibration' in results.json; calibrate "
+                                     "with sizes that cover them)",
+                                     outside.size(), joined(outside)));
 }
 
 }  // namespace
@@ -228,16 +412,20 @@ void check_validate_inputs(const ValidateOptions& o, int world_size) {
 
 Validation run_validation(exec::Backend& backend, const ValidateOptions& o, Progress& progress) {
   const int world = backend.world_size();
+  const std::string load_start = load_average();
   Loaded l = load_jobs(o, world);
-  for (const auto& j : l.jobs) progress.grow(static_cast<int>(j.schedules.size()));
   const TopologyChoice topo = choose_topology(backend, o, progress);
+  progress.grow(static_cast<int>(l.jobs.size()));
   const exec::RunOptions ro = run_options(o, l.experiment);
   Validation v;
   ReportData& d = v.report;
   std::vector<std::vector<Predicted>> preds;
+  Budget budget(o.budget_s, static_cast<int>(l.jobs.size()));
+  int most_rounds = 0;
   for (const auto& j : l.jobs) {
     preds.push_back(predict(j, topo.topology, backend.capabilities().backend));
-    auto rows = measure(backend, j, preds.back(), ro, progress);
+    auto rows = measure(backend, PointRun{j, preds.back(), topo.topology, topo.range, ro}, budget, progress);
+    for (const auto& r : rows) most_rounds = std::max(most_rounds, r.rounds);
     d.rows.insert(d.rows.end(), rows.begin(), rows.end());
   }
   progress.finish();
@@ -248,15 +436,22 @@ Validation run_validation(exec::Backend& backend, const ValidateOptions& o, Prog
   d.ranks = world;
   d.command = o.command;
   d.notes.push_back(topo.note);
-  d.notes.push_back(fmt::format("each time is the median of {} steps after {} warm-up steps, taken in up to {} "
-                                "rounds that visit every schedule of a point in turn (the median of the rounds' "
-                                "medians; min and max over every step in the tables), a step's time being its "
-                                "slowest rank's",
-                                ro.iters, ro.warmup, kRounds));
-  add_timeline(d, v.metrics, l.jobs, preds, topo.topology, backend.capabilities().backend);
+  d.notes.push_back(fmt::format(
+      "each time is the median of the timed steps (a step's time being its slowest rank's): {} steps after {} "
+      "warm-up steps, in {} rounds that visit every schedule of a point in turn; a point whose intervals stayed "
+      "wider than {:.0f}% of the medians got more rounds (up to {} in all, {} at most here) within a budget of "
+      "{:g} s (--budget-s). Intervals are {:.0f}% order-statistic intervals of the median (docs/validation.md)",
+      ro.iters, ro.warmup, std::clamp(ro.iters, 1, kRounds), kDecisiveWidth * 100, kMaxRounds, most_rounds,
+      o.budget_s, kConfidence * 100));
+  add_setup_warnings(d, topo, world);
+  add_timeline(backend, d, v.metrics, l.jobs, preds, topo.topology, ro);
   d.inputs["experiment.yaml"] = l.experiment_text;
   d.inputs["topology.yaml"] = topo.text;
   d.inputs["schedules.yaml"] = schedules_yaml(l.jobs, preds);
+  add_workloads(d, l.experiment);
+  d.inputs["command.txt"] = o.command + "\n";
+  d.inputs["commit.txt"] = (o.commit.empty() ? std::string("unknown") : o.commit) + "\n";
+  d.inputs["machine.yaml"] = machine_yaml(load_start, world);
   for (const auto& r : d.rows) v.unverified += r.verified ? 0 : 1;
   return v;
 }

@@ -3,7 +3,9 @@
 // predicted on the topology (given, or calibrated on the spot) by the tuner's
 // event simulation, then run and verified on the backend with the knobs the
 // prediction chose; the rows, the metrics, the simulated timeline of the best
-// schedule and the inputs that repeat the run make up the report.
+// schedule and the inputs that repeat the run (workloads, experiment,
+// topology, schedules with knobs, command line, commit, machine and its load)
+// make up the report.
 #pragma once
 
 #include <optional>
@@ -21,14 +23,21 @@ namespace coconet::validation {
 // The experiment `validate` runs when none is named.
 inline constexpr const char* kDefaultExperiment = "cpu-local";
 
+// Seconds `validate` may spend, over the whole run, on extra rounds for points
+// whose intervals are too wide to decide (validation/stats.h): about a third
+// of what cpu-local's base rounds take on a 2-core machine.
+inline constexpr double kDefaultBudgetS = 60.0;
+
 struct ValidateOptions {
   std::string experiment = kDefaultExperiment;  // a name in configs/experiments/ or a path
   std::optional<std::string> topology;          // a name or path; none: calibrate now
   std::string command;                          // the command line, shown in the report
+  std::string commit;                           // the build's source commit, recorded in inputs/commit.txt
   std::optional<int> iters;                     // instead of the experiment's
   std::optional<int> warmup;
   model::Assignments sets;                      // --set sizes and scalars (model/assign.h rules)
   MicroOptions calibration{5, 1, true};         // when calibrating on the spot: the quick sweep
+  double budget_s = kDefaultBudgetS;            // time for extra rounds on undecided points, whole run
 };
 
 struct Validation {

@@ -117,5 +117,61 @@ TEST(ValidationMetrics, NonPositiveMeasurementIsAnInternalError) {
   EXPECT_THROW((void)compute_metrics(rows), InternalError);
 }
 
+
+ResultRow noisy(std::string sched, double pred, double meas, double lo, double hi, bool base = false) {
+  ResultRow r = row("w", "N=1", std::move(sched), pred, meas, base);
+  r.measured.ci_lo_us = lo;
+  r.measured.ci_hi_us = hi;
+  r.measured.samples = 10;
+  return r;
+}
+
+TEST(ValidationMetrics, PickTiedWithTheFastestIsInTheMeasuredBestSet) {
+  // B is predicted best; A's median is faster but the intervals overlap: strict top-1 fails, the set holds B.
+  const std::vector<ResultRow> rows = {noisy("A", 120, 100, 95, 106, true), noisy("B", 90, 103, 99, 108),
+                                       noisy("C", 150, 140, 135, 146)};
+  const Metrics m = compute_metrics(rows);
+  const auto& p = m.per_point.at(0);
+  EXPECT_FALSE(p.top1);
+  EXPECT_TRUE(p.top1_in_set);
+  EXPECT_EQ(p.measured_best_set, (std::vector<std::string>{"A", "B"}));
+  EXPECT_DOUBLE_EQ(m.top1_agreement, 0.0);
+  EXPECT_DOUBLE_EQ(m.top1_in_set, 1.0);
+  EXPECT_NEAR(p.regret_pct, 3.0, 1e-9);
+  // Regret interval: [max(0, 99/106 - 1), 108/95 - 1].
+  EXPECT_DOUBLE_EQ(p.regret_ci.lo, 0.0);
+  EXPECT_NEAR(p.regret_ci.hi, (108.0 / 95.0 - 1) * 100, 1e-9);
+}
+
+TEST(ValidationMetrics, PickClearlySlowerIsOutsideTheSet) {
+  const std::vector<ResultRow> rows = {noisy("A", 120, 100, 98, 102, true), noisy("B", 90, 150, 148, 152)};
+  const Metrics m = compute_metrics(rows);
+  EXPECT_FALSE(m.per_point.at(0).top1_in_set);
+  EXPECT_DOUBLE_EQ(m.top1_in_set, 0.0);
+  EXPECT_NEAR(m.regret_ci.lo, (148.0 / 102.0 - 1) * 100, 1e-9);
+  EXPECT_NEAR(m.regret_ci.hi, (152.0 / 98.0 - 1) * 100, 1e-9);
+  EXPECT_EQ(m.undecided_points, 0);
+}
+
+TEST(ValidationMetrics, MapeIntervalBracketsTheMape) {
+  // A: predicted 100 inside [90, 110]: |error| from 0 to 11.1%. B: predicted 50 below [80, 120]: 37.5% to 58.3%.
+  const std::vector<ResultRow> rows = {noisy("A", 100, 100, 90, 110), noisy("B", 50, 100, 80, 120)};
+  const Metrics m = compute_metrics(rows);
+  EXPECT_NEAR(m.mape_ci.lo, (0 + 37.5) / 2, 1e-9);
+  EXPECT_NEAR(m.mape_ci.hi, (10.0 / 90 * 100 + 70.0 / 120 * 100) / 2, 1e-9);
+  EXPECT_LE(m.mape_ci.lo, m.mape_pct);
+  EXPECT_GE(m.mape_ci.hi, m.mape_pct);
+  // Intervals of 20-40% of the median are too wide to decide.
+  EXPECT_EQ(m.undecided_points, 1);
+}
+
+TEST(ValidationMetrics, RowsWithoutIntervalsUseTheirMedians) {
+  const std::vector<ResultRow> rows = {row("w", "N=1", "A", 10, 10), row("w", "N=1", "B", 12, 10.5)};
+  const Metrics m = compute_metrics(rows);
+  EXPECT_EQ(m.per_point.at(0).measured_best_set, (std::vector<std::string>{"A"}));
+  EXPECT_DOUBLE_EQ(m.mape_ci.lo, m.mape_pct);
+  EXPECT_DOUBLE_EQ(m.mape_ci.hi, m.mape_pct);
+}
+
 }  // namespace
 }  // namespace coconet::validation
