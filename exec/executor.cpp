@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "exec/fused_builder.h"
+#include "exec/rank_status.h"
 
 #include "model/error.h"
 #include "model/interpreter.h"
@@ -310,6 +311,7 @@ std::vector<double> Executor::run_step() {
   std::vector<double> times;
   for (const auto& u : plan_.units) {
     backend_.synchronize();
+    note_rank_status(plan_.program.name + " " + plan_.schedule + ", stage " + u.name);
     const double t0 = backend_.now_us();
     run_unit(u);
     backend_.synchronize();

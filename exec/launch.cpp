@@ -1,7 +1,24 @@
 // mpirun relaunch: argv from /proc/self/cmdline, the binary from
 // /proc/self/exe, mpirun from $COCONET_MPIRUN or $PATH.
+//
+// Design notes
+// - This process stays as mpirun's parent: mpirun's stderr (the ranks' too)
+//   passes through a pipe, byte for byte, and is scanned for Open MPI's line
+//   "process rank R with PID P on node H exited on signal S". A rank's last
+//   note (exec/rank_status.h) then says what it was running.
+// - SIGINT and SIGTERM are forwarded to mpirun (which forwards them to the
+//   ranks); mpirun gets kInterruptGraceS to end before it is killed, then
+//   this process prints "interrupted" and exits 130.
+// - mpirun runs in a process group of its own, and this process is a child
+//   subreaper: ranks that outlive mpirun become its children, are waited for
+//   (kInterruptGraceS at most) and then killed with their group, so nothing
+//   of the job is left when coconet exits.
 #include "exec/launch.h"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -15,6 +32,7 @@
 
 #include <fmt/core.h>
 
+#include "exec/rank_status.h"
 #include "model/error.h"
 #include "model/limits.h"
 
@@ -62,6 +80,96 @@ std::vector<std::string> mpirun_arguments(const std::string& mpirun, int ranks, 
   return argv;
 }
 
+namespace {
+
+// How long mpirun has to end its ranks after an interruption before it is killed.
+constexpr int kInterruptGraceS = 5;
+
+volatile sig_atomic_t g_child = 0;
+volatile sig_atomic_t g_signal = 0;
+
+extern "C" void forward_signal(int sig) {
+  g_signal = sig;
+  if (g_child > 0) ::kill(static_cast<pid_t>(g_child), sig);
+}
+
+// A rank's death as mpirun reports it.
+struct Death {
+  int rank = -1;
+  int signal = 0;
+};
+
+// Scans one line of mpirun's output for Open MPI's report of a rank killed by a signal.
+std::optional<Death> death_in(const std::string& line) {
+  const auto at = line.find("process rank ");
+  const auto on = line.find("exited on signal ");
+  if (at == std::string::npos || on == std::string::npos) return std::nullopt;
+  Death d;
+  d.rank = std::atoi(line.c_str() + at + std::strlen("process rank "));
+  d.signal = std::atoi(line.c_str() + on + std::strlen("exited on signal "));
+  return d.signal > 0 ? std::optional<Death>(d) : std::nullopt;
+}
+
+// Copies mpirun's stderr to ours until it closes; returns the first rank death it reports.
+std::optional<Death> pass_through(int fd) {
+  std::optional<Death> death;
+  std::string line;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n == 0) break;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    (void)!::write(STDERR_FILENO, buf, static_cast<std::size_t>(n));
+    for (ssize_t k = 0; k < n; ++k) {
+      if (buf[k] != '\n') {
+        line.push_back(buf[k]);
+        continue;
+      }
+      if (!death) death = death_in(line);
+      line.clear();
+    }
+  }
+  return death;
+}
+
+int wait_for(pid_t child) {
+  int status = 0;
+  for (int waited_ms = 0;; waited_ms += 10) {
+    const pid_t r = ::waitpid(child, &status, g_signal != 0 ? WNOHANG : 0);
+    if (r == child) return status;
+    if (r < 0 && errno != EINTR) return status;
+    if (g_signal != 0 && waited_ms >= kInterruptGraceS * 1000) ::kill(child, SIGKILL);
+    if (g_signal != 0) ::usleep(10000);
+  }
+}
+
+// Waits for what is left of the job (ranks that outlived mpirun, now our
+// children); kills its process group when it does not end in time.
+void reap_descendants(pid_t group) {
+  for (int waited_ms = 0;; waited_ms += 10) {
+    const pid_t r = ::waitpid(-1, nullptr, WNOHANG);
+    if (r < 0 && errno == ECHILD) return;
+    if (r > 0) continue;
+    if (waited_ms >= kInterruptGraceS * 1000) {
+      ::killpg(group, SIGKILL);
+      while (::waitpid(-1, nullptr, 0) > 0 || errno == EINTR) {
+      }
+      return;
+    }
+    ::usleep(10000);
+  }
+}
+
+void remove_folder(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+}
+
+}  // namespace
+
 void relaunch_under_mpirun(int ranks) {
   if (ranks > model::kMaxLocalRanks)
     throw UserError(fmt::format("--ranks {} is more than the limit of {} ranks that mpirun starts on one machine",
@@ -79,10 +187,61 @@ void relaunch_under_mpirun(int ranks) {
   std::vector<char*> c;
   for (auto& a : argv) c.push_back(a.data());
   c.push_back(nullptr);
+
+  std::string status_dir = (std::filesystem::temp_directory_path(ec) / "coconet-ranks-XXXXXX").string();
+  if (ec || ::mkdtemp(status_dir.data()) == nullptr)
+    throw UserError("cannot make a folder for the ranks' status under " +
+                    std::filesystem::temp_directory_path(ec).string() + ": " + std::strerror(errno) +
+                    "; set TMPDIR to a writable folder");
+  ::setenv(kRankStatusEnv, status_dir.c_str(), 1);
+  int pipe_fds[2];
+  if (::pipe(pipe_fds) != 0) throw UserError(std::string("cannot start mpirun: pipe: ") + std::strerror(errno));
   std::fflush(stdout);
   std::fflush(stderr);
-  ::execv(mpirun->c_str(), c.data());
-  throw UserError("could not start " + *mpirun + ": " + std::string(std::strerror(errno)));
+  struct sigaction sa {};
+  sa.sa_handler = forward_signal;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+  (void)::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  const pid_t child = ::fork();
+  if (child < 0) throw UserError(std::string("cannot start mpirun: fork: ") + std::strerror(errno));
+  if (child == 0) {
+    ::setpgid(0, 0);
+    // Not the terminal's foreground group: mpirun must not read the terminal (no rank reads stdin).
+    if (const int null = ::open("/dev/null", O_RDONLY); null >= 0) ::dup2(null, STDIN_FILENO);
+    ::dup2(pipe_fds[1], STDERR_FILENO);
+    ::close(pipe_fds[0]);
+    ::close(pipe_fds[1]);
+    ::execv(mpirun->c_str(), c.data());
+    const std::string why = "coconet: could not start " + *mpirun + ": " + std::strerror(errno) + "\n";
+    (void)!::write(STDERR_FILENO, why.data(), why.size());
+    ::_exit(kExitUserError);
+  }
+  ::setpgid(child, child);
+  g_child = child;
+  ::close(pipe_fds[1]);
+  const auto death = pass_through(pipe_fds[0]);
+  ::close(pipe_fds[0]);
+  const int status = wait_for(child);
+  reap_descendants(child);
+  const std::string doing = death ? read_rank_status(status_dir, death->rank) : std::string();
+  remove_folder(status_dir);
+  std::fflush(stdout);
+  if (g_signal != 0) {
+    fmt::print(stderr, "coconet: interrupted\n");
+    std::fflush(stderr);
+    ::_exit(kExitInterrupted);
+  }
+  if (death) {
+    fmt::print(stderr, "coconet: rank {} died of signal {} ({}){}; the job was ended\n", death->rank, death->signal,
+               ::strsignal(death->signal), doing.empty() ? "" : " while running " + doing);
+    std::fflush(stderr);
+    ::_exit(kExitRunFailed);
+  }
+  std::fflush(stderr);
+  if (WIFEXITED(status)) ::_exit(WEXITSTATUS(status));
+  ::_exit(WIFSIGNALED(status) ? 128 + WTERMSIG(status) : kExitRunFailed);
 }
 
 }  // namespace coconet::exec

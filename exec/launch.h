@@ -1,6 +1,6 @@
 // Starting the ranks of a job from a plain command line: outside mpirun,
-// `coconet run|validate|calibrate --ranks N` replaces itself with
-// `mpirun -np N <this same command line>`, with the flags a small machine or a
+// `coconet run|validate|calibrate --ranks N` runs
+// `mpirun -np N <this same command line>` and watches it, with the flags a small machine or a
 // container needs (more ranks than cores, no binding, shared memory between
 // local ranks without ptrace, ranks that yield the core while they wait, root
 // allowed), so nobody has to know mpirun. Used by cli/ and validation/.
@@ -22,9 +22,12 @@ namespace coconet::exec {
                                                         const std::string& self,
                                                         const std::vector<std::string>& args, bool as_root);
 
-// Replaces this process with mpirun running this process's own command line
-// (/proc/self/exe, /proc/self/cmdline) on `ranks` ranks. Throws UserError
-// when mpirun cannot be found (naming the fix) or started.
+// Runs this process's own command line (/proc/self/exe, /proc/self/cmdline)
+// on `ranks` ranks under mpirun and ends with its exit status: mpirun's
+// output passes through; a rank killed by a signal is named with the signal
+// and what it was running (exec/rank_status.h), exit 1; SIGINT or SIGTERM
+// reach every rank, "interrupted", exit 130. Throws UserError when mpirun
+// cannot be found (naming the fix) or started.
 [[noreturn]] void relaunch_under_mpirun(int ranks);
 
 }  // namespace coconet::exec

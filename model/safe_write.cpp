@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cerrno>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <random>
@@ -190,18 +191,23 @@ void unregister_temporary(int slot) {
 
 namespace {
 volatile std::sig_atomic_t g_interrupt_exit = 130;
+volatile std::sig_atomic_t g_interrupt_quiet = 0;
 
 extern "C" void on_interrupt(int) {
   remove_registered_temporaries();
   static const char kMessage[] = "coconet: interrupted\n";
-  const ssize_t ignored = ::write(2, kMessage, sizeof kMessage - 1);
-  (void)ignored;
+  if (g_interrupt_quiet == 0) {
+    const ssize_t ignored = ::write(2, kMessage, sizeof kMessage - 1);
+    (void)ignored;
+  }
   ::_exit(g_interrupt_exit);
 }
 }  // namespace
 
 void remove_temporaries_on_interrupt(int exit_code) {
   g_interrupt_exit = exit_code;
+  // A rank of a job whose supervising coconet says "interrupted" once for all (exec/launch.h).
+  g_interrupt_quiet = std::getenv("COCONET_RANK_STATUS_DIR") != nullptr ? 1 : 0;
   struct sigaction sa {};
   sa.sa_handler = on_interrupt;
   sigemptyset(&sa.sa_mask);

@@ -62,10 +62,14 @@ if(COCONET_HAVE_MPI AND COCONET_MPIEXEC)
     add_test(NAME exec.fault.kill_rank
              COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mpi/kill_rank.sh kill 30 2 --
                      ${COCONET_KILL_RUN} --set N=20000000 --iters 200)
+    add_test(NAME exec.fault.interrupt_ends_every_rank
+             COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mpi/kill_rank.sh interrupt 5 2 --
+                     ${COCONET_KILL_RUN} --set N=20000000 --iters 200)
     add_test(NAME exec.fault.kill_rank_detects_a_clean_exit
              COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mpi/kill_rank.sh none 30 0 --
                      ${COCONET_KILL_RUN} --set N=1000 --iters 1)
-    set_tests_properties(exec.fault.kill_rank exec.fault.kill_rank_detects_a_clean_exit PROPERTIES
+    set_tests_properties(exec.fault.kill_rank exec.fault.interrupt_ends_every_rank
+                         exec.fault.kill_rank_detects_a_clean_exit PROPERTIES
                          TIMEOUT 90 PROCESSORS 2 ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT}")
     set_tests_properties(exec.fault.kill_rank_detects_a_clean_exit PROPERTIES WILL_FAIL TRUE)
   endif()

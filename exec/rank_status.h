@@ -1,0 +1,21 @@
+// What each rank of a job that coconet started is running, noted in a file
+// per rank in the folder the supervising coconet names ($COCONET_RANK_STATUS_DIR,
+// exec/launch.h), so that when a rank dies of a signal the supervisor can say
+// which rank, which signal and what it was running. Outside such a job the
+// notes cost nothing.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace coconet::exec {
+
+inline constexpr const char* kRankStatusEnv = "COCONET_RANK_STATUS_DIR";
+
+// Replaces this rank's note (e.g. "adam fuse(RS-C-AG)+asSlice(m,v), stage fuse(RS-C-AG)").
+void note_rank_status(std::string_view what);
+
+// The last note of world rank `rank` in `dir` ("" when it left none).
+[[nodiscard]] std::string read_rank_status(const std::string& dir, int rank);
+
+}  // namespace coconet::exec
