@@ -18,6 +18,7 @@
 #include "model/catalog.h"
 #include "model/safe_write.h"
 #include "validation/calibrate.h"
+#include "exec/launch.h"
 #include "validation/launch.h"
 #endif
 
@@ -28,6 +29,7 @@ namespace {
 struct CalibrateArgs {
   std::string backend = "cpu";
   int ranks = 0;
+  bool oversubscribe = false;
   std::string out;
   std::string name;
   bool quick = false;
@@ -63,7 +65,10 @@ Table constants_table(const validation::Calibration& c) {
 
 void calibrate_command(const CalibrateArgs& a) {
   model::check_output_file(a.out, "--out");  // before any rank starts
-  if (!exec::launched_by_mpirun() && a.ranks > 1) validation::run_under_mpirun(a.ranks);
+  if (!exec::launched_by_mpirun() && a.ranks > 1) {
+    exec::check_cores(a.ranks, a.oversubscribe, true);
+    validation::run_under_mpirun(a.ranks);
+  }
   auto backend = exec::make_backend(a.backend);
   validation::run_guarded(*backend, [&] {
     if (a.ranks > 0 && a.ranks != backend->world_size())
@@ -100,6 +105,8 @@ void register_calibrate(CLI::App& app) {
       ->type_name("cpu|cuda");
   cmd->add_option("--ranks", args->ranks, "Ranks to start with mpirun (outside mpirun); default: mpirun's, or 1")
       ->check(at_least(1));
+  cmd->add_flag("--oversubscribe", args->oversubscribe,
+                "Allow more --ranks than this machine has cores (the fit then includes time slicing)");
   cmd->add_option("--out", args->out, "Topology YAML to write, e.g. configs/topologies/cpu-local.yaml")->required();
   cmd->add_option("--name", args->name, "The topology's name (default: the file's stem)");
   cmd->add_flag("--quick", args->quick, "Fewer sizes per microbenchmark (what validate uses on the spot)");

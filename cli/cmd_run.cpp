@@ -58,6 +58,7 @@ struct RunArgs {
   std::string target;
   std::string backend = "cpu";
   int ranks = 0;
+  bool oversubscribe = false;
   std::string schedule = "all";
   std::string topology;  // predict the schedules on it; needed by --schedule best
   std::vector<std::string> sets;
@@ -477,6 +478,7 @@ void run_command(const RunArgs& a) {
   if (a.backend == "cpu" && !exec::launched_by_mpirun() && a.ranks > 0) {
     exec::RunOptions checked;
     (void)prepare_jobs(a, checked, a.ranks);  // bad input is reported once, before any rank starts
+    exec::check_cores(a.ranks, a.oversubscribe, true);
     exec::relaunch_under_mpirun(a.ranks);
   }
   if (a.backend == "cuda") {
@@ -526,6 +528,8 @@ void register_run(CLI::App& app) {
   cmd->add_option("--ranks", args->ranks,
                   "Ranks to start with mpirun (outside mpirun); default: the ranks mpirun gave, or 1")
       ->check(at_least(1));
+  cmd->add_flag("--oversubscribe", args->oversubscribe,
+                "Allow more --ranks than this machine has cores (times then include time slicing)");
   cmd->add_option("--schedule", args->schedule,
                   "Schedule name, all, best (the one the cost model predicts fastest on --topology), or a schedule "
                   "YAML file (e.g. what `coconet tune --out` wrote: its document for the point, with its knobs)")

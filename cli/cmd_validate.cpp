@@ -25,6 +25,7 @@
 #ifdef COCONET_VALIDATION_HAVE_RUN
 #include "exec/backend.h"
 #include "exec/mpi_session.h"
+#include "exec/launch.h"
 #include "validation/launch.h"
 #include "validation/validate.h"
 #endif
@@ -112,27 +113,11 @@ validation::ValidateOptions options_of(const ValidateArgs& a) {
   return o;
 }
 
-// More ranks than cores measure the OS scheduler as much as the schedules:
-// refused unless asked for, then warned about (here and in the report).
-void check_cores(int ranks, bool oversubscribe, bool lead) {
-  const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
-  if (cores <= 0 || ranks <= cores) return;
-  if (!oversubscribe)
-    throw UserError(fmt::format("--ranks {}: this machine has {} cores, and ranks that take turns on a core time "
-                                "the scheduler, not the schedule; pass --ranks {} or fewer, or add --oversubscribe "
-                                "to run anyway (the report then warns)",
-                                ranks, cores, cores));
-  if (lead)
-    fmt::print(stderr, "coconet: warning: {} ranks on {} cores (--oversubscribe): times include time slicing; the "
-                       "report says so\n",
-               ranks, cores);
-}
-
 void validate_command(const ValidateArgs& a) {
   const auto o = options_of(a);
   validation::check_report_target(a.out);  // before any rank starts
   if (!exec::launched_by_mpirun()) {
-    check_cores(std::max(a.ranks, 1), a.oversubscribe, a.ranks <= 1);
+    exec::check_cores(std::max(a.ranks, 1), a.oversubscribe, a.ranks <= 1);
     validation::check_validate_inputs(o, std::max(a.ranks, 1));  // reported once, before any rank starts
     if (a.ranks > 1) validation::run_under_mpirun(a.ranks);
   }
@@ -143,7 +128,7 @@ void validate_command(const ValidateArgs& a) {
       throw UserError(fmt::format("--ranks {} but the job has {} ranks; drop --ranks inside mpirun", a.ranks,
                                   backend->world_size()));
     const bool lead = backend->world_rank() == 0;
-    check_cores(backend->world_size(), a.oversubscribe, lead);
+    exec::check_cores(backend->world_size(), a.oversubscribe, lead);
     validation::Progress progress(lead && validation::progress_wanted(), 0);
     const auto v = validation::run_validation(*backend, o, progress);
     unverified = v.unverified;

@@ -170,10 +170,28 @@ void remove_folder(const std::string& dir) {
 
 }  // namespace
 
-void relaunch_under_mpirun(int ranks) {
+void check_rank_limit(int ranks) {
   if (ranks > model::kMaxLocalRanks)
     throw UserError(fmt::format("--ranks {} is more than the limit of {} ranks that mpirun starts on one machine",
                                 ranks, model::kMaxLocalRanks));
+}
+
+void check_cores(int ranks, bool oversubscribe, bool warn) {
+  check_rank_limit(ranks);
+  const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+  if (cores <= 0 || ranks <= cores) return;
+  if (!oversubscribe)
+    throw UserError(fmt::format("--ranks {}: this machine has {} cores, and ranks that take turns on a core time "
+                                "the scheduler, not the schedule; pass --ranks {} or fewer, or add --oversubscribe "
+                                "to run anyway",
+                                ranks, cores, cores));
+  if (warn)
+    fmt::print(stderr, "coconet: warning: {} ranks on {} cores (--oversubscribe): times include time slicing\n",
+               ranks, cores);
+}
+
+void relaunch_under_mpirun(int ranks) {
+  check_rank_limit(ranks);
   const auto mpirun = find_mpirun();
   if (!mpirun)
     throw UserError("--ranks " + std::to_string(ranks) +

@@ -22,6 +22,14 @@ namespace coconet::exec {
                                                         const std::string& self,
                                                         const std::vector<std::string>& args, bool as_root);
 
+// UserError when `ranks` is past model::kMaxLocalRanks.
+void check_rank_limit(int ranks);
+
+// The rank limit, then: more ranks than cores time the OS scheduler as much
+// as the schedules: refused (UserError naming --ranks and --oversubscribe)
+// unless `oversubscribe`, then warned about on stderr when `warn`.
+void check_cores(int ranks, bool oversubscribe, bool warn);
+
 // Runs this process's own command line (/proc/self/exe, /proc/self/cmdline)
 // on `ranks` ranks under mpirun and ends with its exit status: mpirun's
 // output passes through; a rank killed by a signal is named with the signal

@@ -784,7 +784,7 @@ const std::map<std::string, Args>& readme_examples() {
       {"coconet collective --op allreduce --topology dgx-h100 --nodes 1 -b 1K -e 8G -f 16",
        {"collective", "--op", "allreduce", "--topology", "dgx-h100", "--nodes", "1", "-b", "1K",
         "-e", "8G", "-f", "16"}},
-      {"coconet run adam --backend cpu --ranks 4 --schedule all --set N=1000000",
+      {"coconet run adam --backend cpu --ranks 2 --schedule all --set N=1000000",
        {"run", "adam", "--backend", "cpu", "--ranks", "2", "--schedule", "all", "--set", "N=4096",
         "--iters", "1"}},
       {"coconet calibrate --backend cpu --ranks 2 --out configs/topologies/cpu-local.yaml",

@@ -191,6 +191,13 @@ TEST_F(HostileCli, LocalRanksPastTheLimitAreAUserError) {
            30);
 }
 
+// More ranks than cores: refused unless asked for, naming the fix.
+TEST_F(HostileCli, MoreRanksThanCoresNeedOversubscribe) {
+  const std::string ranks = std::to_string(std::max(1u, std::thread::hardware_concurrency()) + 1);
+  rejected({"run", "sgd", "--backend", "cpu", "--ranks", ranks}, "--oversubscribe", 30);
+  rejected({"calibrate", "--backend", "cpu", "--ranks", ranks, "--out", "t.yaml"}, "--oversubscribe", 30);
+}
+
 TEST_F(HostileCli, PointsPastTheLimitAreAUserError) {
   std::string sweep;
   for (int i = 1; i <= 200; ++i) sweep += (i > 1 ? ", " : "") + std::to_string(i * 8);
