@@ -58,11 +58,14 @@ struct CollectiveCost {
   [[nodiscard]] double time_us() const { return base_us + hops_us + transfer_us; }
 };
 
-// Whether `algo`/`proto` can run `op` on this placement and hardware.
+// Whether `algo`/`proto` can run `op` on this placement and hardware with
+// `channels` channels (0: the topology's default; NVLS needs at least 2).
 [[nodiscard]] bool supported(const Topology& t, model::OpKind op, const Placement& where, model::Algo algo,
-                             model::Proto proto);
+                             model::Proto proto, int channels = 0);
 // The cost of one collective. `auto` algorithm or protocol: the fastest
-// supported choice. A concrete unsupported choice is a UserError.
+// supported choice among NCCL's own (ring, tree, NVLS: never hierarchical,
+// which is not an NCCL algorithm but three NCCL calls, chosen only by name).
+// A concrete unsupported choice is a UserError.
 [[nodiscard]] CollectiveCost predict_collective(const Topology& t, const CollectiveRequest& r);
 // As predict_collective, but an unsupported concrete choice falls back to auto
 // (what the tuner's schedule-wide knobs need).
