@@ -298,6 +298,48 @@ CollectiveCost predict_collective(const Topology& t, const CollectiveRequest& r)
   return c;
 }
 
+Traffic traffic_of(const Topology& t, const CollectiveRequest& r, const CollectiveCost& c) {
+  const Placement& w = r.where;
+  Traffic out;
+  if (w.ranks <= 1 && r.op != model::OpKind::send) return out;
+  const double g = w.per_node;
+  const double wire = 1.0 / [&] {  // bytes on a link per payload byte: the protocol's flags
+    switch (c.proto) {
+      case Proto::ll: return c.algo == Algo::tree ? t.nccl.tree_ll_efficiency : t.nccl.ll_efficiency;
+      case Proto::ll128: return t.nccl.ll128_efficiency;
+      default: return 1.0;
+    }
+  }();
+  // `payload` bytes a GPU sends along a chain or ring: all of it over NVLink on
+  // one node; across nodes, (g-1)/g of it over NVLink and the node's one
+  // crossing, shared by its g GPUs, over the NICs.
+  const auto along = [&](double payload) {
+    if (w.nodes <= 1) {
+      out.nvlink = payload * wire;
+    } else {
+      out.nvlink = payload * (g - 1) / g * wire;
+      out.network = payload / g * wire;
+    }
+  };
+  if (r.op == model::OpKind::send) {
+    (w.send_crosses_nodes ? out.network : out.nvlink) = r.bytes * wire;
+  } else {
+    switch (c.algo) {
+      case Algo::tree: along(2.0 * r.bytes); break;  // up the tree, then down
+      case Algo::nvls: out.nvlink = r.bytes * (w.ranks + 1.0) / w.ranks; break;
+      case Algo::hierarchical: {
+        const double nodes = w.nodes;
+        out.nvlink = 2.0 * r.bytes * (g - 1) / g * wire;
+        out.network = r.bytes / g * 2.0 * (nodes - 1) / nodes * wire;
+        break;
+      }
+      default: along(r.bytes * bus_factor(r.op, w.ranks)); break;
+    }
+  }
+  out.hbm = r.bytes * bus_factor(r.op, w.ranks) * t.nccl.hbm_bytes_per_link_byte;
+  return out;
+}
+
 CollectiveCost predict_collective_or_auto(const Topology& t, const CollectiveRequest& r) {
   CollectiveRequest q = r;
   if (q.algo != Algo::auto_) {

@@ -71,6 +71,19 @@ struct CollectiveCost {
 // (what the tuner's schedule-wide knobs need).
 [[nodiscard]] CollectiveCost predict_collective_or_auto(const Topology& t, const CollectiveRequest& r);
 
+// The bytes one rank's collective puts on each resource it crosses, as its
+// algorithm moves them (protocol flags included): its NVLink (the NVSwitch
+// port), its share of its node's NICs, and its HBM. A ring across nodes
+// crosses both: each node's NICs carry one ring edge per channel, so the node
+// sends what one GPU sends and each GPU's share of the NICs a 1/per_node part
+// of it, while the GPUs whose ring successor is in the node send over NVLink.
+struct Traffic {
+  double nvlink = 0;
+  double network = 0;
+  double hbm = 0;
+};
+[[nodiscard]] Traffic traffic_of(const Topology& t, const CollectiveRequest& r, const CollectiveCost& c);
+
 // The share of the buffer a rank combines in a reducing collective: (n-1)/n for
 // allreduce, reduce-scatter and reduce (each rank sums n-1 incoming parts of its
 // 1/n), 0 for the others.
