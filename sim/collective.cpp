@@ -1,9 +1,10 @@
 // The collective cost formulas. Each algorithm is one small function returning
 // latency (base + per-step hops) and transfer time (bytes x bus factor over the
-// bus bandwidth it can reach); the protocol scales the bandwidth (LL sends a
-// flag with every 4 bytes, LL128 with every 120) and caps it per channel.
-// Constants come from the topology; formulas follow NCCL's tuning model
-// (src/graph/tuning.cc) with the NVLS traffic made explicit.
+// bus bandwidth it can reach); the channels and the protocol scale the
+// bandwidth and the protocol caps it, as NCCL 2.28's tuning model
+// (src/graph/tuning.cc) applies them, with the NVLS traffic made explicit.
+// Constants come from the topology. traffic_of says what each algorithm puts
+// on every link it crosses.
 #include "sim/collective.h"
 
 #include <algorithm>

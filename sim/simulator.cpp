@@ -108,14 +108,16 @@ class Engine {
     return fair_shares(cap, sharing);
   }
 
-  // Each task's demand on resource slot (rank, resource), for the ranks it uses.
+  // Each of a task's demands, by resource slot (rank x resource), on its rank
+  // and on a send's receiving rank.
   template <typename F>
   void for_each_demand(const Task& k, F&& f) const {
-    for (int rank : {k.rank, k.peer}) {
-      if (rank < 0 || (rank == k.peer && k.peer == k.rank)) continue;
+    const auto on = [&](int rank) {
       for (int x = 0; x < kResources; ++x)
-        if (k.demand_GBps[x] > 0) f(std::size_t(rank) * kResources + std::size_t(x), x, k.demand_GBps[x]);
-    }
+        if (k.demand_GBps[x] > 0) f(std::size_t(rank) * kResources + std::size_t(x), k.demand_GBps[x]);
+    };
+    on(k.rank);
+    if (k.peer >= 0 && k.peer != k.rank) on(k.peer);
   }
 
   // Max-min fair shares in bytes: each resource is water-filled among the
@@ -134,7 +136,8 @@ class Engine {
       std::vector<std::vector<std::pair<double, std::size_t>>> asks(slots);
       for (std::size_t j = 0; j < n; ++j)
         if (sharing[j])
-          for_each_demand(tasks_[running_[j].task], [&](std::size_t slot, int, double d) { asks[slot].push_back({rate[j] * d, j}); });
+          for_each_demand(tasks_[running_[j].task],
+                          [&](std::size_t slot, double d) { asks[slot].push_back({rate[j] * d, j}); });
       std::vector<double> next(cap);
       for (std::size_t j = 0; j < n; ++j)
         if (sharing[j]) next[j] = rate[j];

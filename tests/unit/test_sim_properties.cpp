@@ -219,7 +219,8 @@ std::vector<model::Schedule> schedules_with_chunks(const model::Program& p, cons
   std::vector<model::Schedule> out;
   for (model::Schedule s : model::enumerate_schedules(p)) {
     const plan::StepPlan plan = lower_for(s, ctx);
-    const bool chunked = std::any_of(plan.units.begin(), plan.units.end(), [](const plan::Unit& u) { return u.rows > 0; });
+    const bool chunked =
+        std::any_of(plan.units.begin(), plan.units.end(), [](const plan::Unit& u) { return u.rows > 0; });
     for (int chunks : kChunks) {
       if (chunks > 1 && !chunked) break;
       s.knobs.chunks = chunks;
