@@ -1,15 +1,17 @@
 // The collective cost formulas. Each algorithm is one small function returning
 // latency (base + per-step hops) and transfer time (bytes x bus factor over the
-// bus bandwidth it can reach); the protocol scales the bandwidth (LL sends a
-// flag with every 4 bytes, LL128 with every 120) and caps it per channel.
-// Constants come from the topology; formulas follow NCCL's tuning model
-// (src/graph/tuning.cc) with the NVLS traffic made explicit.
+// bus bandwidth it can reach); the channels and the protocol scale the
+// bandwidth and the protocol caps it, as NCCL 2.28's tuning model
+// (src/graph/tuning.cc) applies them, with the NVLS traffic made explicit.
+// Constants come from the topology. traffic_of says what each algorithm puts
+// on every link it crosses.
 #include "sim/collective.h"
 
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include <fmt/core.h>
 
@@ -80,19 +82,37 @@ struct Env {
   [[nodiscard]] Link ring_bottleneck() const {
     return multi_node() && net_GBps() < intra_GBps() ? Link::network : Link::nvlink;
   }
-  [[nodiscard]] double proto_efficiency(Proto p) const {
+  // NCCL's bus bandwidth is nChannels x the bandwidth of one channel of its
+  // graph (tuning.cc: busBw = nChannels * bw): the default channels share the
+  // bound, fewer reach their part of it, more cannot pass it.
+  [[nodiscard]] double channels_GBps(double bound) const {
+    return bound * std::min(1.0, double(channels) / t.nccl.channels);
+  }
+  // The ring's bus bandwidth with protocol `p` over a link of `bound` GB/s
+  // (NCCL 2.28 tuning.cc): LL x ll_efficiency up to the LL ceiling; LL128 x
+  // ll128_efficiency up to channels x the per-channel LL128 ceiling
+  // (perChMaxRingLL128Bws); Simple as the channels reach it.
+  [[nodiscard]] double ring_GBps(double bound, Proto p) const {
+    const double bw = channels_GBps(bound);
     switch (p) {
-      case Proto::ll: return t.nccl.ll_efficiency;
-      case Proto::ll128: return t.nccl.ll128_efficiency;
-      default: return 1.0;
+      case Proto::ll: return std::min(bw * t.nccl.ll_efficiency, t.nccl.ll_max_GBps(r.where.nodes));
+      case Proto::ll128: return std::min(bw * t.nccl.ll128_efficiency, channels * t.nccl.channel_GBps);
+      default: return bw;
     }
   }
-  // Bandwidth a protocol reaches over a link of `bound` GB/s with the channels at hand.
-  [[nodiscard]] double proto_GBps(double bound, Proto p) const {
-    const double bw = bound * proto_efficiency(p);
-    if (p == Proto::ll)
-      return std::min(bw, multi_node() ? t.nccl.ll_max_multi_node_GBps : t.nccl.ll_max_one_node_GBps);
-    return std::min(bw, channels * t.nccl.channel_GBps);
+  // The tree's (NCCL 2.28 tuning.cc): x tree_efficiency, then LL x
+  // tree_ll_efficiency up to the LL ceiling, LL128 x its one-node or
+  // multi-node factor up to the channels' LL128 ceiling.
+  [[nodiscard]] double tree_GBps(double bound, Proto p) const {
+    const double bw = channels_GBps(bound) * t.nccl.tree_efficiency;
+    switch (p) {
+      case Proto::ll: return std::min(bw * t.nccl.tree_ll_efficiency, t.nccl.ll_max_GBps(r.where.nodes));
+      case Proto::ll128: {
+        const double f = multi_node() ? t.nccl.tree_ll128_multi_node_efficiency : t.nccl.tree_ll128_one_node_efficiency;
+        return std::min(bw * f, channels * t.nccl.channel_GBps);
+      }
+      default: return bw;
+    }
   }
   [[nodiscard]] double transfer_us(double bytes, double GBps) const {
     return sim::transfer_us(bytes, GBps);
@@ -110,9 +130,10 @@ CollectiveCost with_reduction(const Env& e, CollectiveCost c) {
   return c;
 }
 
-int ceil_log2(int n) {
+// The depth of NCCL's tree over `n` nodes: log2i, the floor of log2 (NCCL 2.28 src/include/utils.h).
+int floor_log2(int n) {
   int l = 0;
-  while ((1 << l) < n) ++l;
+  while ((2 << l) <= n) ++l;
   return l;
 }
 
@@ -124,22 +145,26 @@ CollectiveCost ring(const Env& e, Proto p) {
   const int inter = ar ? 2 * (nodes - 1) : nodes - 1;
   CollectiveCost c{Algo::ring, p};
   c.base_us = e.t.nccl.ring_base_us.at(p);
-  c.hops_us = (steps - inter) * e.t.node.hop_latency_us.at(p) + inter * e.t.network.hop_latency_us.at(p);
-  const double bus = e.proto_GBps(e.ring_bound_GBps(), p);
+  // One GPU per node: every step crosses the network, at the tree's per-step
+  // network latency (NCCL 2.28 tuning.cc: "with ppn=1 latencies are fully exposed").
+  const ProtoTable& net_hop = e.r.where.per_node == 1 ? e.t.network.tree_hop_latency_us : e.t.network.hop_latency_us;
+  c.hops_us = (steps - inter) * e.t.node.hop_latency_us.at(p) + inter * net_hop.at(p);
+  const double bus = e.ring_GBps(e.ring_bound_GBps(), p);
   c.link_GBps = bus / bus_factor(e.r.op, n);
   c.transfer_us = e.transfer_us(e.r.bytes * bus_factor(e.r.op, n), bus);
   c.bottleneck = e.ring_bottleneck();
   return c;
 }
 
-// Intra-node chain, inter-node double binary tree: log latency, half the bus
-// bandwidth per direction (data goes up, then down).
+// Intra-node chain, inter-node double binary tree: log latency at the tree's
+// own per-step latencies, half the bus bandwidth per direction (data goes up,
+// then down).
 CollectiveCost tree(const Env& e, Proto p) {
   CollectiveCost c{Algo::tree, p};
   c.base_us = e.t.nccl.tree_base_us.at(p);
-  c.hops_us = 2.0 * ((e.r.where.per_node - 1) * e.t.node.hop_latency_us.at(p) +
-                     ceil_log2(e.r.where.nodes) * e.t.network.hop_latency_us.at(p));
-  const double bus = e.proto_GBps(e.ring_bound_GBps() * e.t.nccl.tree_efficiency, p);
+  c.hops_us = 2.0 * ((e.r.where.per_node - 1) * e.t.node.tree_hop_latency_us.at(p) +
+                     floor_log2(e.r.where.nodes) * e.t.network.tree_hop_latency_us.at(p));
+  const double bus = e.tree_GBps(e.ring_bound_GBps(), p);
   constexpr double kUpAndDown = 2.0;
   c.link_GBps = bus / kUpAndDown;
   c.transfer_us = e.transfer_us(e.r.bytes, c.link_GBps);
@@ -150,27 +175,31 @@ CollectiveCost tree(const Env& e, Proto p) {
 // NVLink SHARP: each GPU's link carries its whole buffer to the switch (the
 // multimem reductions read every part) plus its own reduced part back out as a
 // multicast store: (P+1)/P of the buffer per direction. One channel of the set
-// manages the switch (NCCL's (channels-1)/channels).
+// manages the switch (NCCL's (channels-1)/channels; NVLS needs at least 2
+// channels, `supported` says so).
 CollectiveCost nvls(const Env& e, Proto p) {
   const double n = e.r.where.ranks;
   CollectiveCost c{Algo::nvls, p};
   c.base_us = e.t.nccl.nvls_base_us.at(p);
-  const double managed = e.channels > 1 ? (e.channels - 1.0) / e.channels : 1.0;
+  const double managed = (e.channels - 1.0) / e.channels;
   c.link_GBps = e.intra_GBps() * e.t.node.nvls_efficiency * managed * n / (n + 1);
   c.transfer_us = e.transfer_us(e.r.bytes, c.link_GBps);
   return c;
 }
 
-// Reduce-scatter inside each node, allreduce of 1/per_node of the buffer across
-// nodes (every GPU its own ring, the node's NICs shared), all-gather inside.
+// Not an NCCL algorithm: a two-level allreduce made of three NCCL calls, as
+// Horovod's HOROVOD_HIERARCHICAL_ALLREDUCE runs it. Reduce-scatter inside each
+// node, allreduce of 1/per_node of the buffer across nodes (every GPU its own
+// ring, the node's NICs shared), all-gather inside. Chosen only by name: `auto`
+// models NCCL's own choice and never picks it.
 CollectiveCost hierarchical(const Env& e, Proto p) {
   const int g = e.r.where.per_node;
   const int nodes = e.r.where.nodes;
   CollectiveCost c{Algo::hierarchical, p};
   c.base_us = e.t.nccl.ring_base_us.at(p);
   c.hops_us = 2.0 * (g - 1) * e.t.node.hop_latency_us.at(p) + 2.0 * (nodes - 1) * e.t.network.hop_latency_us.at(p);
-  const double intra = e.proto_GBps(e.intra_GBps(), p);
-  const double inter = e.proto_GBps(e.net_GBps() / g, p);
+  const double intra = e.ring_GBps(e.intra_GBps(), p);
+  const double inter = e.ring_GBps(e.net_GBps() / g, p);
   const double intra_us = 2.0 * e.transfer_us(e.r.bytes * (g - 1.0) / g, intra);
   const double inter_us = e.transfer_us(e.r.bytes / g * 2.0 * (nodes - 1.0) / nodes, inter);
   c.transfer_us = intra_us + inter_us;
@@ -186,7 +215,7 @@ CollectiveCost send(const Env& e, Proto p) {
   c.base_us = e.t.nccl.ring_base_us.at(p);
   c.hops_us = net ? e.t.network.hop_latency_us.at(p) : e.t.node.hop_latency_us.at(p);
   const double bound = net ? e.net_GBps() / e.r.where.per_node : e.intra_GBps();
-  c.link_GBps = e.proto_GBps(bound, p);
+  c.link_GBps = e.ring_GBps(bound, p);
   c.transfer_us = e.transfer_us(e.r.bytes, c.link_GBps);
   c.bottleneck = net ? Link::network : Link::nvlink;
   return c;
@@ -202,17 +231,19 @@ CollectiveCost cost_of(const Env& e, Algo a, Proto p) {
   }
 }
 
-constexpr std::array<Algo, 4> kAlgos = {Algo::ring, Algo::tree, Algo::nvls, Algo::hierarchical};
+// NCCL's algorithms, the ones `auto` chooses from (hierarchical is not one).
+constexpr std::array<Algo, 3> kNcclAlgos = {Algo::ring, Algo::tree, Algo::nvls};
 constexpr std::array<Proto, 3> kProtos = {Proto::ll, Proto::ll128, Proto::simple};
 
 CollectiveCost best_of(const Topology& t, const CollectiveRequest& r, const Env& e) {
   CollectiveCost best;
   double best_us = std::numeric_limits<double>::infinity();
-  for (Algo a : kAlgos) {
-    if (r.algo != Algo::auto_ && r.algo != a) continue;
+  const std::vector<Algo> algos =
+      r.algo == Algo::auto_ ? std::vector<Algo>(kNcclAlgos.begin(), kNcclAlgos.end()) : std::vector<Algo>{r.algo};
+  for (Algo a : algos) {
     for (Proto p : kProtos) {
       if (r.proto != Proto::auto_ && r.proto != p) continue;
-      if (!supported(t, r.op, r.where, a, p)) continue;
+      if (!supported(t, r.op, r.where, a, p, e.channels)) continue;
       const CollectiveCost c = cost_of(e, a, p);
       if (c.time_us() < best_us) {
         best_us = c.time_us();
@@ -225,15 +256,16 @@ CollectiveCost best_of(const Topology& t, const CollectiveRequest& r, const Env&
 
 }  // namespace
 
-bool supported(const Topology& t, model::OpKind op, const Placement& where, Algo algo, Proto proto) {
+bool supported(const Topology& t, model::OpKind op, const Placement& where, Algo algo, Proto proto, int channels) {
   if (algo == Algo::auto_ || proto == Proto::auto_) return true;
   if (op == model::OpKind::send) return algo == Algo::ring;
   switch (algo) {
     case Algo::ring: return true;
     case Algo::tree: return op == model::OpKind::allreduce;
     case Algo::nvls:
+      // NCCL 2.28 tuning.cc: "NVLS/NVLStree needs at least 2 channels".
       return op == model::OpKind::allreduce && t.node.nvls && where.nodes == 1 && where.ranks > 1 &&
-             proto == Proto::simple;
+             proto == Proto::simple && (channels > 0 ? channels : t.nccl.channels) >= 2;
     case Algo::hierarchical: return op == model::OpKind::allreduce && where.nodes > 1 && where.per_node > 1;
     case Algo::auto_: return true;
   }
@@ -251,12 +283,13 @@ CollectiveCost predict_collective(const Topology& t, const CollectiveRequest& r)
   }
   if (r.algo != Algo::auto_) {
     bool any = false;
-    for (Proto p : kProtos) any = any || ((r.proto == Proto::auto_ || r.proto == p) && supported(t, r.op, r.where, r.algo, p));
+    for (Proto p : kProtos)
+      any = any || ((r.proto == Proto::auto_ || r.proto == p) && supported(t, r.op, r.where, r.algo, p, channels));
     if (!any)
       throw UserError(fmt::format(
           "{} cannot run {}{} on {} ranks over {} node(s) of {}: tree and hierarchical run allreduce "
-          "only (hierarchical on 2+ nodes), nvls allreduce on one node with NVLS hardware and the "
-          "simple protocol; use --algo ring or auto",
+          "only (hierarchical on 2+ nodes), nvls allreduce on one node with NVLS hardware, the "
+          "simple protocol and at least 2 channels; use --algo ring or auto",
           model::to_string(r.algo), model::to_string(r.op),
           r.proto == Proto::auto_ ? "" : " with protocol " + model::to_string(r.proto), r.where.ranks,
           r.where.nodes, t.name));
@@ -266,15 +299,57 @@ CollectiveCost predict_collective(const Topology& t, const CollectiveRequest& r)
   return c;
 }
 
+Traffic traffic_of(const Topology& t, const CollectiveRequest& r, const CollectiveCost& c) {
+  const Placement& w = r.where;
+  Traffic out;
+  if (w.ranks <= 1 && r.op != model::OpKind::send) return out;
+  const double g = w.per_node;
+  const double wire = 1.0 / [&] {  // bytes on a link per payload byte: the protocol's flags
+    switch (c.proto) {
+      case Proto::ll: return c.algo == Algo::tree ? t.nccl.tree_ll_efficiency : t.nccl.ll_efficiency;
+      case Proto::ll128: return t.nccl.ll128_efficiency;
+      default: return 1.0;
+    }
+  }();
+  // `payload` bytes a GPU sends along a chain or ring: all of it over NVLink on
+  // one node; across nodes, (g-1)/g of it over NVLink and the node's one
+  // crossing, shared by its g GPUs, over the NICs.
+  const auto along = [&](double payload) {
+    if (w.nodes <= 1) {
+      out.nvlink = payload * wire;
+    } else {
+      out.nvlink = payload * (g - 1) / g * wire;
+      out.network = payload / g * wire;
+    }
+  };
+  if (r.op == model::OpKind::send) {
+    (w.send_crosses_nodes ? out.network : out.nvlink) = r.bytes * wire;
+  } else {
+    switch (c.algo) {
+      case Algo::tree: along(2.0 * r.bytes); break;  // up the tree, then down
+      case Algo::nvls: out.nvlink = r.bytes * (w.ranks + 1.0) / w.ranks; break;
+      case Algo::hierarchical: {
+        const double nodes = w.nodes;
+        out.nvlink = 2.0 * r.bytes * (g - 1) / g * wire;
+        out.network = r.bytes / g * 2.0 * (nodes - 1) / nodes * wire;
+        break;
+      }
+      default: along(r.bytes * bus_factor(r.op, w.ranks)); break;
+    }
+  }
+  out.hbm = r.bytes * bus_factor(r.op, w.ranks) * t.nccl.hbm_bytes_per_link_byte;
+  return out;
+}
+
 CollectiveCost predict_collective_or_auto(const Topology& t, const CollectiveRequest& r) {
   CollectiveRequest q = r;
   if (q.algo != Algo::auto_) {
     bool any = false;
     for (Proto p : kProtos)
-      any = any || ((q.proto == Proto::auto_ || q.proto == p) && supported(t, q.op, q.where, q.algo, p));
+      any = any || ((q.proto == Proto::auto_ || q.proto == p) && supported(t, q.op, q.where, q.algo, p, q.channels));
     if (!any) q.algo = Algo::auto_;
   }
-  if (q.proto != Proto::auto_ && !supported(t, q.op, q.where, q.algo, q.proto)) q.proto = Proto::auto_;
+  if (q.proto != Proto::auto_ && !supported(t, q.op, q.where, q.algo, q.proto, q.channels)) q.proto = Proto::auto_;
   return predict_collective(t, q);
 }
 

@@ -58,15 +58,31 @@ struct CollectiveCost {
   [[nodiscard]] double time_us() const { return base_us + hops_us + transfer_us; }
 };
 
-// Whether `algo`/`proto` can run `op` on this placement and hardware.
+// Whether `algo`/`proto` can run `op` on this placement and hardware with
+// `channels` channels (0: the topology's default; NVLS needs at least 2).
 [[nodiscard]] bool supported(const Topology& t, model::OpKind op, const Placement& where, model::Algo algo,
-                             model::Proto proto);
+                             model::Proto proto, int channels = 0);
 // The cost of one collective. `auto` algorithm or protocol: the fastest
-// supported choice. A concrete unsupported choice is a UserError.
+// supported choice among NCCL's own (ring, tree, NVLS: never hierarchical,
+// which is not an NCCL algorithm but three NCCL calls, chosen only by name).
+// A concrete unsupported choice is a UserError.
 [[nodiscard]] CollectiveCost predict_collective(const Topology& t, const CollectiveRequest& r);
 // As predict_collective, but an unsupported concrete choice falls back to auto
 // (what the tuner's schedule-wide knobs need).
 [[nodiscard]] CollectiveCost predict_collective_or_auto(const Topology& t, const CollectiveRequest& r);
+
+// The bytes one rank's collective puts on each resource it crosses, as its
+// algorithm moves them (protocol flags included): its NVLink (the NVSwitch
+// port), its share of its node's NICs, and its HBM. A ring across nodes
+// crosses both: each node's NICs carry one ring edge per channel, so the node
+// sends what one GPU sends and each GPU's share of the NICs a 1/per_node part
+// of it, while the GPUs whose ring successor is in the node send over NVLink.
+struct Traffic {
+  double nvlink = 0;
+  double network = 0;
+  double hbm = 0;
+};
+[[nodiscard]] Traffic traffic_of(const Topology& t, const CollectiveRequest& r, const CollectiveCost& c);
 
 // The share of the buffer a rank combines in a reducing collective: (n-1)/n for
 // allreduce, reduce-scatter and reduce (each rank sums n-1 incoming parts of its

@@ -1,8 +1,9 @@
 // A fluid event simulation: between two events every running task progresses
 // at a constant rate; the next event is the earliest end of a latency phase or
-// of a task. Rates: 1 alone; with company, the smallest share of any bandwidth
-// it uses (capacity over total demand, when demand exceeds capacity) and, for a
-// GEMM, its wave-quantised speed on the SMs the collectives leave it.
+// of a task. Rates: 1 alone; with company, its max-min fair share of the
+// bandwidths it uses (a task asking less than an equal split keeps what it
+// asks) under its cap: for a GEMM, its wave-quantised speed on the SMs the
+// collectives leave it.
 #include "sim/simulator.h"
 
 #include <algorithm>
@@ -83,42 +84,83 @@ class Engine {
     return sms_free >= 1.0 ? rate : rate * fraction;
   }
 
-  // Rate of every running task in its work phase (0 while in its latency phase).
+  // Rate of every running task: in its latency phase, 1 (or its turn on the
+  // compute units); in its work phase, its cap (the compute units left to it,
+  // or its turn on them) lowered to its max-min fair share of the bandwidths it
+  // uses (fair_shares).
   std::vector<double> rates() const {
-    std::vector<double> demand(std::size_t(ranks_) * kResources, 0.0);
     std::vector<double> sms_held(ranks_, 0.0);
-    auto users = [](const Task& k, auto&& f) {
-      f(k.rank);
-      if (k.peer >= 0 && k.peer != k.rank) f(k.peer);
-    };
-    for (const Running& r : running_) {
-      const Task& k = tasks_[r.task];
-      sms_held[k.rank] += k.sms_held;
-      if (r.latency_left > kDone) continue;
-      users(k, [&](int rank) {
-        for (int x = 0; x < kResources; ++x) demand[rank * kResources + x] += k.demand_GBps[x];
-      });
-    }
-    std::vector<double> out(running_.size(), 0.0);
+    for (const Running& r : running_) sms_held[tasks_[r.task].rank] += tasks_[r.task].sms_held;
+    std::vector<double> cap(running_.size(), 1.0);
+    std::vector<bool> sharing(running_.size(), false);  // in its work phase, using some bandwidth
     for (std::size_t j = 0; j < running_.size(); ++j) {
       const Running& r = running_[j];
       const Task& k = tasks_[r.task];
       // Collectives that together need more units than the rank has take turns.
       const double comm_rate = sms_held[k.rank] > full_sms_ ? full_sms_ / sms_held[k.rank] : 1.0;
       if (r.latency_left > kDone) {
-        out[j] = k.sms_held > 0 ? comm_rate : 1.0;
+        cap[j] = k.sms_held > 0 ? comm_rate : 1.0;
         continue;
       }
-      double rate = k.is_compute ? compute_rate(k, full_sms_ - sms_held[k.rank]) : k.sms_held > 0 ? comm_rate : 1.0;
-      users(k, [&](int rank) {
-        for (int x = 0; x < kResources; ++x) {
-          const double d = demand[rank * kResources + x];
-          if (k.demand_GBps[x] > 0 && d > capacity_[x]) rate = std::min(rate, capacity_[x] / d);
-        }
-      });
-      out[j] = rate;
+      cap[j] = k.is_compute ? compute_rate(k, full_sms_ - sms_held[k.rank]) : k.sms_held > 0 ? comm_rate : 1.0;
+      sharing[j] = std::any_of(std::begin(k.demand_GBps), std::end(k.demand_GBps), [](double d) { return d > 0; });
     }
-    return out;
+    return fair_shares(cap, sharing);
+  }
+
+  // Each of a task's demands, by resource slot (rank x resource), on its rank
+  // and on a send's receiving rank.
+  template <typename F>
+  void for_each_demand(const Task& k, F&& f) const {
+    const auto on = [&](int rank) {
+      for (int x = 0; x < kResources; ++x)
+        if (k.demand_GBps[x] > 0) f(std::size_t(rank) * kResources + std::size_t(x), k.demand_GBps[x]);
+    };
+    on(k.rank);
+    if (k.peer >= 0 && k.peer != k.rank) on(k.peer);
+  }
+
+  // Max-min fair shares in bytes: each resource is water-filled among the
+  // tasks using it (a task asking less than an equal split of what is left
+  // keeps what it asks, the others split the rest equally), a task runs at the
+  // smallest fraction of its demand any of its resources grants, and what a
+  // task cannot use because another resource holds it back goes to the others
+  // (repeated until no rate changes; rates only fall, so this ends).
+  std::vector<double> fair_shares(const std::vector<double>& cap, const std::vector<bool>& sharing) const {
+    const std::size_t n = running_.size();
+    const std::size_t slots = std::size_t(ranks_) * kResources;
+    std::vector<double> rate(cap);
+    constexpr int kMaxRounds = 64;
+    for (int round = 0; round < kMaxRounds; ++round) {
+      // Each slot's users and what they ask at their present rate.
+      std::vector<std::vector<std::pair<double, std::size_t>>> asks(slots);
+      for (std::size_t j = 0; j < n; ++j)
+        if (sharing[j])
+          for_each_demand(tasks_[running_[j].task],
+                          [&](std::size_t slot, double d) { asks[slot].push_back({rate[j] * d, j}); });
+      std::vector<double> next(cap);
+      for (std::size_t j = 0; j < n; ++j)
+        if (sharing[j]) next[j] = rate[j];
+      for (std::size_t slot = 0; slot < slots; ++slot) {
+        auto& a = asks[slot];
+        if (a.empty()) continue;
+        std::sort(a.begin(), a.end());
+        double left = capacity_[slot % kResources];
+        for (std::size_t i = 0; i < a.size(); ++i) {
+          const double equal = left / double(a.size() - i);
+          const double granted = std::min(a[i].first, equal);
+          left -= granted;
+          const std::size_t j = a[i].second;
+          const double d = tasks_[running_[j].task].demand_GBps[slot % kResources];
+          next[j] = std::min(next[j], granted / d);
+        }
+      }
+      bool changed = false;
+      for (std::size_t j = 0; j < n; ++j) changed = changed || std::abs(next[j] - rate[j]) > kDone * kDone;
+      rate = std::move(next);
+      if (!changed) break;
+    }
+    return rate;
   }
 
   void step(std::vector<SimEvent>& events) {

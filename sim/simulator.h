@@ -4,8 +4,9 @@
 // run. Each task waits for what sim/tasks.h says: the launch before it on its
 // stream, its producers' same chunk, and the unit before. While tasks run
 // together, a collective keeps its channels' SMs (a GEMM beside it gets the
-// rest, with its waves re-quantised) and bandwidths are shared in proportion to
-// demand. At scale one representative rank per process group is simulated: in
+// rest, with its waves re-quantised) and each bandwidth is shared max-min
+// fairly in bytes (a task asking less than an equal split keeps what it
+// asks). At scale one representative rank per process group is simulated: in
 // an SPMD step every rank of a group does the same work, and rank 0 holds the
 // largest ragged slice.
 #pragma once

@@ -21,21 +21,6 @@ constexpr double kScalarBytes = 4;  // an f32 norm partial sum
 
 double demand(double bytes, double us, double cap) { return std::min(cap, rate_GBps(bytes, us)); }
 
-double proto_efficiency(const Topology& t, model::Proto p) {
-  switch (p) {
-    case model::Proto::ll: return t.nccl.ll_efficiency;
-    case model::Proto::ll128: return t.nccl.ll128_efficiency;
-    default: return 1.0;
-  }
-}
-
-// Bytes one GPU puts on its links for a collective of `bytes`.
-double link_traffic(const Topology& t, model::OpKind op, double bytes, const CollectiveCost& cost, int ranks) {
-  const double n = ranks;
-  const double factor = cost.algo == model::Algo::nvls ? (n + 1) / n : bus_factor(op, ranks);
-  return bytes * factor / proto_efficiency(t, cost.proto);
-}
-
 double scalar_allreduce_us(const Context& ctx) {
   const CollectiveRequest r{model::OpKind::allreduce, kScalarBytes, ctx.placement()};
   return predict_collective(ctx.topology, r).time_us();
@@ -114,7 +99,8 @@ Task comm_task(const plan::Work& w, const Context& ctx, const model::Knobs& knob
   const Placement where = ctx.placement();
   Task k;
   k.is_comm = true;
-  double base = 0, hops = 0, transfer = 0, traffic = 0, hbm = 0;
+  double base = 0, hops = 0, transfer = 0;
+  Traffic traffic;  // what the collectives put on each resource they cross
   Link link = Link::nvlink;
   int channels = 0;
   std::string detail;
@@ -125,8 +111,10 @@ Task comm_task(const plan::Work& w, const Context& ctx, const model::Knobs& knob
     base = std::max(base, cost.base_us);
     hops += calls * cost.hops_us;
     transfer += calls * cost.transfer_us;
-    traffic += link_traffic(t, c.op, bytes, cost, where.ranks);
-    hbm += bytes * bus_factor(c.op, where.ranks) * t.nccl.hbm_bytes_per_link_byte;
+    const Traffic one = traffic_of(t, r, cost);
+    traffic.nvlink += calls * one.nvlink;
+    traffic.network += calls * one.network;
+    traffic.hbm += calls * one.hbm;
     if (cost.transfer_us > 0 && cost.bottleneck == Link::network) link = Link::network;
     channels = std::max(channels, cost.channels);
     detail += fmt::format("{}{} {} {}/{}", detail.empty() ? "" : ", ", model::to_string(c.op), bytes_text(bytes),
@@ -135,17 +123,18 @@ Task comm_task(const plan::Work& w, const Context& ctx, const model::Knobs& knob
   k.sms_held = channels * t.nccl.sms_per_channel;
   const double compute = fused_compute_us(t, w, share, channels);
   // Everything the kernel moves through HBM (its own traffic and the element-wise work) bounds it too.
-  transfer = std::max(transfer, transfer_us(hbm + w.hbm_bytes * share, t.gpu.hbm_effective_GBps()));
+  const double hbm = traffic.hbm + w.hbm_bytes * share;
+  transfer = std::max(transfer, transfer_us(hbm, t.gpu.hbm_effective_GBps()));
   // The element-wise part hides under the transfers but for one step of the
   // pipeline: a ring step (1/ranks of the data), or one piece of a fused op
   // that pipelines its rows in `calls` pieces (plan/fused_form.h).
   const double pipeline_depth = std::max({2, where.ranks, calls});
   k.latency_us = pays_latency ? calls * base + hops : 0.0;
   k.work_us = std::max(transfer, compute) + std::min(transfer, compute) / pipeline_depth;
-  const Resource r = link == Link::network ? Resource::network : Resource::nvlink;
-  k.demand_GBps[int(r)] = demand(traffic, k.work_us, capacity_GBps(ctx, r));
-  k.demand_GBps[int(Resource::hbm)] =
-      demand(hbm + w.hbm_bytes * share, k.work_us, capacity_GBps(ctx, Resource::hbm));
+  // Every resource it crosses, at the rate its work phase moves its bytes there.
+  k.demand_GBps[int(Resource::nvlink)] = demand(traffic.nvlink, k.work_us, capacity_GBps(ctx, Resource::nvlink));
+  k.demand_GBps[int(Resource::network)] = demand(traffic.network, k.work_us, capacity_GBps(ctx, Resource::network));
+  k.demand_GBps[int(Resource::hbm)] = demand(hbm, k.work_us, capacity_GBps(ctx, Resource::hbm));
   k.detail = detail + ", " + link_bound(t, link);
   return k;
 }

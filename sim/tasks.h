@@ -1,7 +1,8 @@
 // A StepPlan as tasks: one task per launch (op, chunk) of the plan, in the
 // order the executor issues them, each with the time it takes alone (a fixed
 // latency part and a work part), what it asks of the shared resources of its
-// GPU while it works (SMs held, HBM, NVLink, network bandwidth), and the
+// GPU while it works (SMs held, HBM, NVLink, network bandwidth: a collective
+// asks each resource its algorithm crosses, sim/collective.h traffic_of), and the
 // tasks it waits for: the launch before it on the same stream of the same
 // rank, its producers' launch of the same chunk, and the whole unit before
 // (the executor synchronises between units). The analytic model (the longest

@@ -118,6 +118,15 @@ class Reader {
     return v;
   }
 
+  // An optional table: `fallback` when the key is absent.
+  ProtoTable protos_or(const YAML::Node& parent, const std::string& path, const char* key,
+                       const ProtoTable& fallback) const {
+    return parent[key] ? protos(parent, path, key) : fallback;
+  }
+  double fraction_or(const YAML::Node& parent, const std::string& path, const char* key, double fallback) const {
+    return parent[key] ? fraction(parent, path, key) : fallback;
+  }
+
   ProtoTable protos(const YAML::Node& parent, const std::string& path, const char* key) const {
     const YAML::Node n = section(parent, path, key, {"ll", "ll128", "simple"});
     const std::string p = join(path, key);
@@ -157,7 +166,7 @@ GpuSpec read_gpu(const Reader& r, const YAML::Node& root) {
 NodeSpec read_node(const Reader& r, const YAML::Node& root) {
   const YAML::Node n = r.section(root, "", "node",
                                  {"gpus", "nvlink_links", "nvlink_link_GBps", "nccl_link_GBps", "nvls",
-                                  "nvls_efficiency", "hop_latency_us"});
+                                  "nvls_efficiency", "hop_latency_us", "tree_hop_latency_us"});
   NodeSpec s;
   s.gpus = r.positive_int(n, "node", "gpus", model::kMaxGpusPerNode);
   s.nvlink_links = r.positive_int(n, "node", "nvlink_links");
@@ -170,34 +179,46 @@ NodeSpec read_node(const Reader& r, const YAML::Node& root) {
   s.nvls = r.value<bool>(n, "node", "nvls");
   s.nvls_efficiency = r.fraction(n, "node", "nvls_efficiency", /*zero_ok=*/!s.nvls);
   s.hop_latency_us = r.protos(n, "node", "hop_latency_us");
+  s.tree_hop_latency_us = r.protos_or(n, "node", "tree_hop_latency_us", s.hop_latency_us);
   return s;
 }
 
 NetworkSpec read_network(const Reader& r, const YAML::Node& root) {
   const YAML::Node n = r.section(root, "", "network",
-                                 {"nics", "nic_Gbps", "nic_efficiency", "hop_latency_us"});
+                                 {"nics", "nic_Gbps", "nic_efficiency", "hop_latency_us", "tree_hop_latency_us"});
   NetworkSpec s;
   s.nics = r.positive_int(n, "network", "nics");
   s.nic_Gbps = r.positive(n, "network", "nic_Gbps");
   s.nic_efficiency = r.fraction(n, "network", "nic_efficiency");
   s.hop_latency_us = r.protos(n, "network", "hop_latency_us");
+  s.tree_hop_latency_us = r.protos_or(n, "network", "tree_hop_latency_us", s.hop_latency_us);
   return s;
 }
 
 NcclSpec read_nccl(const Reader& r, const YAML::Node& root) {
   const YAML::Node n = r.section(root, "", "nccl",
                                  {"channels", "channel_GBps", "ll_max_GBps", "ll_efficiency",
-                                  "ll128_efficiency", "tree_efficiency", "base_latency_us",
+                                  "ll128_efficiency", "tree_efficiency", "tree_ll_efficiency",
+                                  "tree_ll128_efficiency", "base_latency_us",
                                   "hbm_bytes_per_link_byte", "reduce_GBps", "sms_per_channel"});
   NcclSpec s;
   s.channels = r.positive_int(n, "nccl", "channels", model::kMaxChannels);
   s.channel_GBps = r.positive(n, "nccl", "channel_GBps");
-  const YAML::Node ll = r.section(n, "nccl", "ll_max_GBps", {"one_node", "multi_node"});
+  const YAML::Node ll = r.section(n, "nccl", "ll_max_GBps", {"one_node", "two_nodes", "multi_node"});
   s.ll_max_one_node_GBps = r.positive(ll, "nccl.ll_max_GBps", "one_node");
   s.ll_max_multi_node_GBps = r.positive(ll, "nccl.ll_max_GBps", "multi_node");
+  s.ll_max_two_nodes_GBps =
+      ll["two_nodes"] ? r.positive(ll, "nccl.ll_max_GBps", "two_nodes") : s.ll_max_multi_node_GBps;
   s.ll_efficiency = r.fraction(n, "nccl", "ll_efficiency");
   s.ll128_efficiency = r.fraction(n, "nccl", "ll128_efficiency");
   s.tree_efficiency = r.fraction(n, "nccl", "tree_efficiency");
+  s.tree_ll_efficiency = r.fraction_or(n, "nccl", "tree_ll_efficiency", s.ll_efficiency);
+  s.tree_ll128_one_node_efficiency = s.tree_ll128_multi_node_efficiency = s.ll128_efficiency;
+  if (n["tree_ll128_efficiency"]) {
+    const YAML::Node t = r.section(n, "nccl", "tree_ll128_efficiency", {"one_node", "multi_node"});
+    s.tree_ll128_one_node_efficiency = r.fraction(t, "nccl.tree_ll128_efficiency", "one_node");
+    s.tree_ll128_multi_node_efficiency = r.fraction(t, "nccl.tree_ll128_efficiency", "multi_node");
+  }
   const YAML::Node base = r.section(n, "nccl", "base_latency_us", {"ring", "tree", "nvls"});
   s.ring_base_us = r.protos(base, "nccl.base_latency_us", "ring");
   s.tree_base_us = r.protos(base, "nccl.base_latency_us", "tree");

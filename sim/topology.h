@@ -46,7 +46,8 @@ struct NodeSpec {
   double nccl_link_GBps = 0;    // achievable per link (NCCL's model)
   bool nvls = false;
   double nvls_efficiency = 0;
-  ProtoTable hop_latency_us;
+  ProtoTable hop_latency_us;       // per ring step over NVLink
+  ProtoTable tree_hop_latency_us;  // per tree step over NVLink (absent in a file: the ring's)
 
   // Achievable NVLink bandwidth per GPU per direction.
   [[nodiscard]] double nvlink_GBps() const;
@@ -56,7 +57,8 @@ struct NetworkSpec {
   int nics = 0;
   double nic_Gbps = 0;
   double nic_efficiency = 0;
-  ProtoTable hop_latency_us;
+  ProtoTable hop_latency_us;       // per ring step across nodes
+  ProtoTable tree_hop_latency_us;  // per tree level across nodes (absent in a file: the ring's)
 
   [[nodiscard]] double nic_GBps() const;  // achievable per NIC per direction
 };
@@ -64,11 +66,23 @@ struct NetworkSpec {
 struct NcclSpec {
   int channels = 0;
   double channel_GBps = 0;
+  // NCCL's LL bandwidth ceiling: one node, two nodes, three or more
+  // (`two_nodes` absent in a file: the `multi_node` value).
   double ll_max_one_node_GBps = 0;
+  double ll_max_two_nodes_GBps = 0;
   double ll_max_multi_node_GBps = 0;
-  double ll_efficiency = 0;
-  double ll128_efficiency = 0;
-  double tree_efficiency = 0;
+  double ll_efficiency = 0;     // ring LL: bus bandwidth factor
+  double ll128_efficiency = 0;  // ring LL128: bus bandwidth factor
+  double tree_efficiency = 0;   // tree allreduce: bus bandwidth factor, every protocol
+  // Tree's own protocol factors (absent in a file: the ring's): LL, and LL128
+  // on one node / across nodes.
+  double tree_ll_efficiency = 0;
+  double tree_ll128_one_node_efficiency = 0;
+  double tree_ll128_multi_node_efficiency = 0;
+  // The LL bandwidth ceiling for a collective spanning `nodes` nodes.
+  [[nodiscard]] double ll_max_GBps(int nodes) const {
+    return nodes <= 1 ? ll_max_one_node_GBps : nodes == 2 ? ll_max_two_nodes_GBps : ll_max_multi_node_GBps;
+  }
   ProtoTable ring_base_us;
   ProtoTable tree_base_us;
   ProtoTable nvls_base_us;

@@ -4,6 +4,7 @@
 // never make a fixed-size allreduce faster, auto is never slower than a fixed
 // choice.
 #include <cmath>
+#include <limits>
 
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
@@ -141,12 +142,13 @@ TEST(CollectiveModel, MoreNodesNeverFaster) {
   }
 }
 
+// Among NCCL's algorithms: hierarchical is three NCCL calls, not one of them.
 TEST(CollectiveModel, AutoIsTheFastestChoice) {
   const Topology t = load_topology("dgx-h100");
   for (const Placement& where : {nodes_of(1, 8), nodes_of(4, 8), nodes_of(64, 8)})
     for (double bytes : {1e3, 1e6, 1e9}) {
       const double best = predict_collective(t, {model::OpKind::allreduce, bytes, where}).time_us();
-      for (Algo a : {Algo::ring, Algo::tree, Algo::nvls, Algo::hierarchical})
+      for (Algo a : {Algo::ring, Algo::tree, Algo::nvls})
         for (Proto p : {Proto::ll, Proto::ll128, Proto::simple}) {
           if (!supported(t, model::OpKind::allreduce, where, a, p)) continue;
           EXPECT_LE(best, predict_collective(t, {model::OpKind::allreduce, bytes, where, a, p}).time_us() + 1e-9);
@@ -172,6 +174,86 @@ TEST(CollectiveModel, UnsupportedChoicesAreUserErrors) {
   EXPECT_THROW((void)predict_collective(a100, {model::OpKind::allreduce, 1e6, nodes_of(1, 8), Algo::nvls}), UserError);
   EXPECT_THROW((void)predict_collective(a100, {model::OpKind::allgather, 1e6, nodes_of(1, 8), Algo::tree}), UserError);
   EXPECT_NO_THROW((void)predict_collective_or_auto(a100, {model::OpKind::allgather, 1e6, nodes_of(1, 8), Algo::tree}));
+}
+
+// NCCL 2.28 tuning.cc, as NCCL applies it (issue 11, item 4).
+TEST(NcclTuning, AutoNeverChoosesHierarchical) {
+  for (const char* name : {"dgx2-v100", "dgx-a100", "dgx-h100"}) {
+    const Topology t = load_topology(name);
+    for (int nodes : {2, 16, 64})
+      for (double bytes = 1e3; bytes <= 1e10; bytes *= 10) {
+        const CollectiveCost c = predict_collective(t, {model::OpKind::allreduce, bytes, nodes_of(nodes, t.node.gpus)});
+        EXPECT_NE(c.algo, Algo::hierarchical) << name << " " << nodes << " nodes, " << bytes << " B";
+      }
+  }
+  // Still there by name.
+  const Topology t = load_topology("dgx2-v100");
+  EXPECT_EQ(predict_collective(t, {model::OpKind::allreduce, 1e9, nodes_of(16, 16), Algo::hierarchical}).algo,
+            Algo::hierarchical);
+}
+
+TEST(NcclTuning, NvlsNeedsTwoChannels) {
+  const Topology t = load_topology("dgx-h100", {{"nodes", "1"}});
+  const Placement p = nodes_of(1, 8);
+  EXPECT_FALSE(supported(t, model::OpKind::allreduce, p, Algo::nvls, Proto::simple, 1));
+  EXPECT_TRUE(supported(t, model::OpKind::allreduce, p, Algo::nvls, Proto::simple, 2));
+  EXPECT_THROW((void)predict_collective(t, {model::OpKind::allreduce, 1e9, p, Algo::nvls, Proto::auto_, 1}), UserError);
+  EXPECT_NE(predict_collective(t, {model::OpKind::allreduce, 4e9, p, Algo::auto_, Proto::auto_, 1}).algo, Algo::nvls);
+  // More channels are never slower: (channels-1)/channels of the bandwidth.
+  double last = std::numeric_limits<double>::infinity();
+  for (int ch : {2, 4, 8, 16, 32}) {
+    const double us = predict_collective(t, {model::OpKind::allreduce, 4e9, p, Algo::nvls, Proto::simple, ch}).time_us();
+    EXPECT_LE(us, last) << ch;
+    last = us;
+  }
+}
+
+TEST(NcclTuning, Ll128CapIsNotSimples) {
+  // The per-channel LL128 ceiling (perChMaxRingLL128Bws, 36.7 GB/s on Hopper)
+  // binds LL128, not Simple. On a DGX H100 a channel's share of the link
+  // (370.8 / 16) is below it; with twice the NVLinks (a what-if) LL128 stops
+  // at 16 x 36.7 = 587.2 GB/s and Simple reaches the links' 741.6.
+  const Topology t = load_topology("dgx-h100", {{"nodes", "1"}, {"node.nvlink_links", "36"}});
+  const Placement p = nodes_of(1, 8);
+  const double bytes = 64e9;
+  const auto bw = [&](Proto pr, int ch) {
+    const CollectiveCost c = predict_collective(t, {model::OpKind::allreduce, bytes, p, Algo::ring, pr, ch});
+    return algbw_GBps(bytes, c.time_us()) * bus_factor(model::OpKind::allreduce, 8);
+  };
+  EXPECT_NEAR(bw(Proto::ll128, 0), 16 * 36.7, 0.01 * 587.2);
+  EXPECT_NEAR(bw(Proto::simple, 0), 741.6, 0.02 * 741.6);  // the reduction costs ~1%
+  // Fewer channels reach their share of the link (NCCL: busBw = nChannels x a channel's bw).
+  EXPECT_NEAR(bw(Proto::simple, 2), 741.6 * 2 / 16, 0.01 * 92.7);
+  EXPECT_NEAR(bw(Proto::simple, 32), 741.6, 0.02 * 741.6);
+}
+
+TEST(NcclTuning, TreeHasItsOwnLatenciesAndFactors) {
+  const Topology t = load_topology("dgx-h100");
+  // 5 nodes: floor(log2 5) = 2 levels, not ceil = 3.
+  const CollectiveRequest r{model::OpKind::allreduce, 8, nodes_of(5, 8), Algo::tree, Proto::ll};
+  const CollectiveCost c = predict_collective(t, r);
+  EXPECT_NEAR(c.hops_us, 2.0 * (7 * t.node.tree_hop_latency_us.ll + 2 * t.network.tree_hop_latency_us.ll), 1e-9);
+  EXPECT_DOUBLE_EQ(t.node.tree_hop_latency_us.ll128, 1.25);  // hwLat[NVLINK][TREE], not the ring's 1.9
+  EXPECT_DOUBLE_EQ(t.network.tree_hop_latency_us.ll, 5.0);   // hwLat[NET][TREE], not the ring's 2.7
+  // Tree LL: busBw / 3.8 (the ring's LL: / 2), both under the LL ceiling.
+  const Topology one = load_topology("dgx-h100", {{"nodes", "1"}});
+  const double big = 1e10;
+  const auto algbw = [&](Algo a, Proto p) {
+    return algbw_GBps(big, predict_collective(one, {model::OpKind::allreduce, big, nodes_of(1, 8), a, p, 0}).transfer_us -
+                               predict_collective(one, {model::OpKind::allreduce, big, nodes_of(1, 8), a, p, 0}).reduce_us);
+  };
+  EXPECT_NEAR(algbw(Algo::tree, Proto::simple), 370.8 * 0.92 / 2, 0.5);
+  EXPECT_NEAR(algbw(Algo::tree, Proto::ll), 370.8 * 0.92 / 3.8 / 2, 0.5);
+  EXPECT_NEAR(algbw(Algo::tree, Proto::ll128), 370.8 * 0.92 * 0.778 / 2, 0.5);  // 7/9 on one node
+}
+
+TEST(NcclTuning, LlCeilingByNodeCount) {
+  // llMaxBws across nodes follows the host CPU (DGX H100: Intel): 39.0 GB/s on 2 nodes, 20.4 on 3+.
+  const Topology t = load_topology("dgx-h100");
+  EXPECT_DOUBLE_EQ(t.nccl.ll_max_GBps(1), 141.0);
+  EXPECT_DOUBLE_EQ(t.nccl.ll_max_GBps(2), 39.0);
+  EXPECT_DOUBLE_EQ(t.nccl.ll_max_GBps(3), 20.4);
+  EXPECT_DOUBLE_EQ(t.nccl.ll128_efficiency, 0.92);
 }
 
 }  // namespace
