@@ -5,6 +5,7 @@
 #include "sim/tasks.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 
@@ -139,14 +140,42 @@ Task comm_task(const plan::Work& w, const Context& ctx, const model::Knobs& knob
   return k;
 }
 
+// A fused op whose algorithm or protocol is left to `auto`: NCCL's choice
+// for the collective alone ignores the computation it hides, so the pair is
+// chosen for the whole op (the collective's latency per piece against the
+// transfer the computation hides under). Each fixed pair is priced as is;
+// the fastest wins, so making any pair faster never makes the op slower.
+Task fused_task(const plan::Work& w, const Context& ctx, const model::Knobs& knobs, bool pays_latency, double share,
+                int calls) {
+  constexpr std::array<model::Algo, 4> kAlgos = {model::Algo::auto_, model::Algo::ring, model::Algo::tree,
+                                                 model::Algo::nvls};
+  constexpr std::array<model::Proto, 4> kProtos = {model::Proto::auto_, model::Proto::ll, model::Proto::ll128,
+                                                   model::Proto::simple};
+  Task best = comm_task(w, ctx, knobs, pays_latency, share, calls);
+  if (w.hbm_bytes <= 0 && w.flops <= 0) return best;
+  for (const model::Algo a : kAlgos)
+    for (const model::Proto p : kProtos) {
+      if ((knobs.algo != model::Algo::auto_ && a != knobs.algo) ||
+          (knobs.proto != model::Proto::auto_ && p != knobs.proto))
+        continue;
+      model::Knobs k = knobs;
+      k.algo = a;
+      k.proto = p;
+      Task t = comm_task(w, ctx, k, pays_latency, share, calls);
+      if (t.latency_us + t.work_us < best.latency_us + best.work_us) best = std::move(t);
+    }
+  return best;
+}
+
 Task launch_task(const plan::StepPlan& p, const plan::Unit& u, const plan::Op& op, int chunk, const Context& ctx) {
   const double share = plan::chunk_share(u, chunk);
   const int calls = op.calls.at(std::size_t(chunk));
   if (calls == 0) return Task{};  // this chunk holds no rows of the op's value on rank 0: nothing is called
   switch (op.cls) {
     case plan::OpClass::collective:
-    case plan::OpClass::fused:
       return comm_task(op.work, ctx, p.knobs, chunk == 0 || !p.caps.resident_overlap, share, calls);
+    case plan::OpClass::fused:
+      return fused_task(op.work, ctx, p.knobs, chunk == 0 || !p.caps.resident_overlap, share, calls);
     case plan::OpClass::matmul: return gemm_task(*op.work.gemm, ctx, share, calls);
     case plan::OpClass::elementwise:
     case plan::OpClass::norm: return elementwise_task(op.work, ctx, share, calls);
