@@ -121,8 +121,9 @@ class Engine {
   }
 
   // Max-min fair shares in bytes: each resource is water-filled among the
-  // tasks using it (a task asking less than an equal split of what is left
-  // keeps what it asks, the others split the rest equally), a task runs at the
+  // collectives using it first, then among the other tasks with what is left
+  // (a task asking less than an equal split of what is left keeps what it
+  // asks, the others split the rest equally), a task runs at the
   // smallest fraction of its demand any of its resources grants, and what a
   // task cannot use because another resource holds it back goes to the others
   // (repeated until no rate changes; rates only fall, so this ends).
@@ -144,10 +145,19 @@ class Engine {
       for (std::size_t slot = 0; slot < slots; ++slot) {
         auto& a = asks[slot];
         if (a.empty()) continue;
-        std::sort(a.begin(), a.end());
+        // Communication first (its stream has the higher priority, and a kernel
+        // beside it must not make it slower by getting faster), then the rest.
+        const auto comm_first = [&](const auto& x, const auto& y) {
+          const bool cx = tasks_[running_[x.second].task].is_comm, cy = tasks_[running_[y.second].task].is_comm;
+          return cx != cy ? cx : x < y;
+        };
+        std::sort(a.begin(), a.end(), comm_first);
         double left = capacity_[slot % kResources];
+        std::size_t comm = 0;
+        while (comm < a.size() && tasks_[running_[a[comm].second].task].is_comm) ++comm;
         for (std::size_t i = 0; i < a.size(); ++i) {
-          const double equal = left / double(a.size() - i);
+          const std::size_t in_class = i < comm ? comm - i : a.size() - i;
+          const double equal = left / double(in_class);
           const double granted = std::min(a[i].first, equal);
           left -= granted;
           const std::size_t j = a[i].second;

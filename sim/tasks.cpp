@@ -78,14 +78,13 @@ Task gemm_task(const plan::Gemm& g, const Context& ctx, double share, int calls)
   return k;
 }
 
-// The element-wise part of a fused collective runs on the collective's own
-// CTAs, one per channel, each moving at most nccl.channel_GBps: a ceiling
-// besides the HBM roofline.
-double fused_compute_us(const Topology& t, const plan::Work& w, double share, int channels) {
+// The element-wise part of a fused op is a kernel of its own per piece, on
+// the compute stream beside the collectives (exec/fused_call.h), not code in
+// the collective's CTAs: the roofline of its bytes and FLOPs; its HBM is
+// shared with the collective's (the bound below).
+double fused_compute_us(const Topology& t, const plan::Work& w, double share) {
   if (w.hbm_bytes <= 0 && w.flops <= 0) return 0.0;
-  const double bytes = w.hbm_bytes * share;
-  const double cta_ceiling = transfer_us(bytes, std::max(1, channels) * t.nccl.channel_GBps);
-  return std::max(elementwise_body_us(t, bytes, w.flops * share), cta_ceiling);
+  return elementwise_body_us(t, w.hbm_bytes * share, w.flops * share);
 }
 
 // A collective, or a fused collective whose element-wise work runs on each
@@ -122,7 +121,7 @@ Task comm_task(const plan::Work& w, const Context& ctx, const model::Knobs& knob
                           model::to_string(cost.algo), model::to_string(cost.proto));
   }
   k.sms_held = channels * t.nccl.sms_per_channel;
-  const double compute = fused_compute_us(t, w, share, channels);
+  const double compute = fused_compute_us(t, w, share);
   // Everything the kernel moves through HBM (its own traffic and the element-wise work) bounds it too.
   const double hbm = traffic.hbm + w.hbm_bytes * share;
   transfer = std::max(transfer, transfer_us(hbm, t.gpu.hbm_effective_GBps()));
@@ -130,7 +129,8 @@ Task comm_task(const plan::Work& w, const Context& ctx, const model::Knobs& knob
   // pipeline: a ring step (1/ranks of the data), or one piece of a fused op
   // that pipelines its rows in `calls` pieces (plan/fused_form.h).
   const double pipeline_depth = std::max({2, where.ranks, calls});
-  k.latency_us = pays_latency ? calls * base + hops : 0.0;
+  const double launches = compute > 0 ? calls * t.gpu.launch_us : 0.0;  // a fused op's kernel per piece
+  k.latency_us = (pays_latency ? calls * base + hops : 0.0) + launches;
   k.work_us = std::max(transfer, compute) + std::min(transfer, compute) / pipeline_depth;
   // Every resource it crosses, at the rate its work phase moves its bytes there.
   k.demand_GBps[int(Resource::nvlink)] = demand(traffic.nvlink, k.work_us, capacity_GBps(ctx, Resource::nvlink));
