@@ -11,7 +11,8 @@ toolkit or the loader's cache) and checks what the bundle needs of the machine.
                                   all present, 2 no GPU (the rest checked), 1
                                   something else missing or mismatched
 
-BUNDLE/manifest.json names the libraries expected from the image (from_image)
+The NCCL check fails when the runtime is older than the headers, and only
+notes a newer minor version. BUNDLE/manifest.json names the libraries expected from the image (from_image)
 and the NCCL header version built with (nccl_header_version)."""
 import ctypes
 import glob
@@ -123,10 +124,16 @@ def preflight(bundle, m):
     else:
         _, code = call_int(nccl, "ncclGetVersion")
         run = version_text(code)
-        same_minor = run.split(".")[:2] == header.split(".")[:2]
-        checks.append(("nccl", same_minor,
+        run_v = tuple(int(x) for x in run.split("."))
+        header_v = tuple(int(x) for x in header.split("."))
+        # Older than the headers: symbols the programs call may be missing
+        # (stop). Another minor version: the host API is compatible, the
+        # device-API (LSA) structs may not be (go on, say so).
+        checks.append(("nccl", run_v >= header_v,
                        f"runtime {run}, headers {header} at {libs['libnccl.so.2']}" +
-                       ("" if same_minor else ": another minor version; the device-API (LSA) structs may differ")))
+                       ("" if run_v[:2] == header_v[:2] else
+                        ": older than the headers" if run_v < header_v else
+                        ": newer minor version; the LSA path may be refused")))
 
     for so in [s for s in m["from_image"] if s.startswith("libcublas")]:
         lib = load(so)
