@@ -3,6 +3,9 @@
 //   kernel), the yardstick of the bandwidth-bound kernels;
 // - fused Adam / LAMB vs the unfused Adam (one kernel per statement), each
 //   reporting the bytes it must move per second (counter "bytes_per_second");
+// - the generic element-wise kernel (kc::elementwise) running Adam's program
+//   as compile_elementwise makes it from workloads/adam.yaml, against the
+//   hand-written kc::adam_step: the same 26 bytes per element;
 // - one GEMM vs the same GEMM in 2/4/8 row chunks at the paper's Megatron
 //   shapes (GPT-2 8.3B on 8 GPUs: B*S = 8192 rows, H = 3072);
 // - the fused RS+Adam+AG on one rank, LSA kernel vs host-API fallback.
@@ -17,7 +20,9 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_gpu_programs.h"
 #include "exec/cuda/cuda_backend.h"
+#include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/fused_allreduce.h"
 #include "kernels/cuda/gemm.h"
@@ -122,6 +127,31 @@ void BM_AdamUnfused(benchmark::State& state) {
                    [&] { kc::adam_step_unfused(s.view(), kc::AdamHyper{}, nullptr); });
 }
 
+// The generic kernel on Adam's generated program: reads g1 (f16), m, v, w
+// (f32), writes m1, v1, w1 into their own buffers (a program's outputs never
+// alias its inputs): the bytes of the fused kernel, 26 per element.
+void BM_AdamGeneric(benchmark::State& state) {
+  const coconet::kernels::ElementwiseProgram program = coconet::bench::adam_program();
+  const std::int64_t n = state.range(0);
+  Shard s(n);
+  DeviceMem m1(n * 4), v1(n * 4), w1(n * 4);
+  const coconet::kernels::Access flat{0, n, 1};
+  const coconet::kernels::Block block{1, n, 0, 0, n};
+  std::vector<kc::ElementwiseOperand> ins, outs;
+  for (const auto& name : program.input_names) {
+    void* data = name == "g1" ? s.g.p : name == "m" ? s.m.p : name == "v" ? s.v.p : name == "w" ? s.w.p : nullptr;
+    if (data == nullptr) {
+      state.SkipWithError(("adam program reads an unexpected tensor " + name).c_str());
+      return;
+    }
+    ins.push_back({data, name == "g1" ? DType::f16 : DType::f32, flat});
+  }
+  for (const auto& name : program.output_names)
+    outs.push_back({name == "m1" ? m1.p : name == "v1" ? v1.p : w1.p, DType::f32, flat});
+  time_with_events(state, kAdamBytesPerElement * static_cast<double>(n),
+                   [&] { kc::elementwise(program, ins, outs, block, nullptr); });
+}
+
 void BM_LambFused(benchmark::State& state) {
   Shard s(state.range(0));
   DeviceMem ws(kc::lamb_workspace_bytes());
@@ -201,6 +231,7 @@ void register_all() {
     b->Arg(kSmallShard)->Arg(kLargeShard)->UseManualTime()->Unit(benchmark::kMicrosecond);
   }
   for (auto [name, fn] : {std::pair{"BM_AdamFused", &BM_AdamFused}, std::pair{"BM_AdamUnfused", &BM_AdamUnfused},
+                          std::pair{"BM_AdamGeneric", &BM_AdamGeneric},
                           std::pair{"BM_LambFused", &BM_LambFused}, std::pair{"BM_FusedAdamHost", &BM_FusedAdamHost},
                           std::pair{"BM_FusedAdamLsa", &BM_FusedAdamLsa}})
     benchmark::RegisterBenchmark(name, fn)->Arg(kSmallShard)->Arg(kLargeShard)->UseManualTime()->Unit(

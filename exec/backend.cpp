@@ -24,6 +24,16 @@ std::vector<std::string> available_backends() {
 std::unique_ptr<Backend> make_cpu_backend() { return cpu::create(); }
 #endif
 
+double Backend::start_timer() {
+  synchronize();
+  return now_us();
+}
+
+double Backend::elapsed_us(double mark) {
+  synchronize();
+  return now_us() - mark;
+}
+
 std::unique_ptr<Backend> make_backend(const std::string& name) {
 #if defined(COCONET_EXEC_HAVE_MPI)
   if (name == "cpu") return make_cpu_backend();

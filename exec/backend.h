@@ -44,8 +44,13 @@
 //     once `event` has completed (may block the caller when the stream is
 //     synchronous).
 //   synchronize(): blocks until both streams are idle.
-//   now_us(): wall clock in microseconds (steady, host side); the runtime
-//     brackets work with synchronize() + now_us().
+//   now_us(): wall clock in microseconds (steady, host side).
+//   start_timer(), elapsed_us(mark): how long the work queued between them
+//     takes, in microseconds; the runtime times each stage so. start_timer
+//     waits for earlier work and returns a mark; elapsed_us waits for the
+//     region's work. Default: synchronize() + now_us() on both sides; the cuda
+//     backend times on the device with events, so the host's polling of the
+//     streams is not counted.
 //
 // Compute
 //   elementwise(program, inputs, outputs, block, stream): evaluates the compiled
@@ -224,6 +229,8 @@ class Backend {
   virtual void wait(StreamKind stream, Event e) = 0;
   virtual void synchronize() = 0;
   [[nodiscard]] virtual double now_us() const = 0;
+  [[nodiscard]] virtual double start_timer();
+  [[nodiscard]] virtual double elapsed_us(double mark);
 
   virtual void elementwise(const kernels::ElementwiseProgram& program, std::span<const Operand> inputs,
                            std::span<const Operand> outputs, const kernels::Block& block,

@@ -310,12 +310,10 @@ std::vector<double> Executor::run_step() {
   traffic_.reset();
   std::vector<double> times;
   for (const auto& u : plan_.units) {
-    backend_.synchronize();
     note_rank_status(plan_.program.name + " " + plan_.schedule + ", stage " + u.name);
-    const double t0 = backend_.now_us();
+    const double mark = backend_.start_timer();
     run_unit(u);
-    backend_.synchronize();
-    times.push_back(backend_.now_us() - t0);
+    times.push_back(backend_.elapsed_us(mark));
   }
   return times;
 }

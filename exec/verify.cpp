@@ -41,22 +41,30 @@ std::optional<std::int64_t> locate(const ValueInfo& e, const ValueInfo& a, std::
   return (row - e.row_begin) * e.local_cols + (col - e.col_begin);
 }
 
+void record(std::size_t position, const ValueInfo& info, std::int64_t i, double want, double got,
+            LocalResult& out) {
+  const double key = static_cast<double>(position) * kIndexSpan + static_cast<double>(global_index(info, i));
+  if (key < out.key) out = LocalResult{out.max_abs_error, key, want, got};
+}
+
 void compare(std::size_t position, const OutputPart& a, const OutputPart& e, double rtol, LocalResult& out) {
   for (std::int64_t i = 0; i < static_cast<std::int64_t>(a.values.size()); ++i) {
     const auto j = locate(e.info, a.info, i);
     if (!j || *j >= static_cast<std::int64_t>(e.values.size())) continue;
     const double want = e.values[static_cast<std::size_t>(*j)];
     const double got = a.values[static_cast<std::size_t>(i)];
-    const double err = std::fabs(want - got);
-    const bool same = want == got || (std::isnan(want) && std::isnan(got));
-    if (!same) out.max_abs_error = std::max(out.max_abs_error, std::isnan(err) ? INFINITY : err);
-    if (same || err <= rtol * std::max(std::fabs(want), 1.0)) continue;
-    const double key = static_cast<double>(position) * kIndexSpan + static_cast<double>(global_index(a.info, i));
-    if (key < out.key) out = LocalResult{out.max_abs_error, key, want, got};
+    const bool finite = std::isfinite(want) && std::isfinite(got);
+    out.max_abs_error = std::max(out.max_abs_error, finite ? std::fabs(want - got) : INFINITY);
+    if (!acceptable(want, got, rtol)) record(position, a.info, i, want, got, out);
   }
 }
 
 }  // namespace
+
+bool acceptable(double want, double got, double rtol) {
+  if (!std::isfinite(want) || !std::isfinite(got)) return false;
+  return std::fabs(want - got) <= rtol * std::max(std::fabs(want), 1.0);
+}
 
 double schedule_tolerance(const model::Program& p) {
   for (const auto& s : p.stmts)
@@ -100,6 +108,10 @@ Verdict verify(Backend& backend, const std::vector<std::string>& outputs, const 
   std::ostringstream msg;
   msg << outputs.at(k) << "[" << index << "] on rank " << static_cast<int>(owner[0]) << ": expected "
       << values[0] << " (" << against << "), got " << values[1];
+  if (!std::isfinite(values[0]))
+    msg << "; the reference is not finite, so it verifies nothing (an f16 overflow? choose smaller sizes)";
+  else if (!std::isfinite(values[1]))
+    msg << "; a non-finite result where the reference is finite";
   v.ok = false;
   v.first_mismatch = msg.str();
   return v;

@@ -4,6 +4,8 @@
 // across all ranks so every rank knows the verdict and the first differing
 // element.
 //
+// Every element must be finite on both sides (see acceptable()).
+//
 // Tolerances (relative to max(|expected|, 1), as model::compare_outputs):
 //  - schedule vs unscheduled program, same backend: exact (0). Inputs are
 //    small integers, so every reduction order gives the same sums, and each
@@ -41,6 +43,13 @@ struct Verdict {
   double max_abs_error = 0.0;
   std::string first_mismatch;  // "w1[12]: expected 3 got 3.5 (rank 1)" when !ok
 };
+
+// Whether `got` stands for `want` within `rtol` relative to max(|want|, 1).
+// A non-finite value on either side never does: an inf or NaN where the
+// reference is finite is wrong, and a non-finite reference (an f16 overflow
+// in the unscheduled program) equals an equally overflowed wrong result, so
+// it verifies nothing (inf == inf used to pass).
+[[nodiscard]] bool acceptable(double want, double got, double rtol);
 
 [[nodiscard]] double schedule_tolerance(const model::Program& p);
 [[nodiscard]] double interpreter_tolerance(model::DType t);

@@ -24,3 +24,13 @@ if(COCONET_HAVE_CUDA AND TARGET coconet_exec AND TARGET coconet_kernels_cuda)
     set_tests_properties(gpu_cli.run_cuda_without_gpu_exits_2 PROPERTIES SKIP_RETURN_CODE 77)
   endif()
 endif()
+
+# The bundle the first GPU run travels with (scripts/gpu-bundle.sh, built on
+# demand, not by this build): its library closure, and gpu-check.sh --dry-run
+# from it. Skipped, saying so, when no bundle has been built.
+foreach(mode closure dry_run)
+  add_test(NAME gpu_bundle.${mode}
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/gpu/bundle_test.sh ${mode} ${COCONET_SOURCE_ROOT}
+            ${CMAKE_CURRENT_BINARY_DIR}/gpu-check-dry-run)
+  set_tests_properties(gpu_bundle.${mode} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
+endforeach()

@@ -4,13 +4,20 @@
 // Design notes
 // - Buffers are cudaMalloc'ed, zero-filled, tagged with their dtype. Views
 //   become typed device pointers (kernels/cuda/view.h) at the call.
-// - Two non-blocking streams: compute (kernels, cuBLAS, copies, norms) and
-//   comm (every NCCL call). Events are recorded per record() call; their ids
-//   carry a generation, and synchronize() recycles the pool (a wait on an
-//   event of an older generation is already satisfied).
+// - Two non-blocking streams: compute (kernels, cuBLAS, copies, norms, host
+//   uploads and downloads) and comm (every NCCL call), comm at the device's
+//   highest stream priority so that a collective's blocks are scheduled
+//   before queued compute blocks. Events are recorded per record() call;
+//   their ids carry a generation, and synchronize() recycles the pool (a
+//   wait on an event of an older generation is already satisfied).
 // - Communicators: world (send/recv between pipeline stages, world ranks)
 //   and group (collectives; the world communicator itself when there is one
-//   group). Both bootstrapped over MPI (nccl_bootstrap.h).
+//   group). Bootstrapped over MPI under mpirun; a single process not started
+//   by mpirun touches no MPI and makes a one-rank communicator from a local
+//   unique id (nccl_bootstrap.h).
+// - Stage times come from timing events around the region on the device
+//   (start_timer / elapsed_us), not from the host clock around synchronize(),
+//   whose polling interval would add to every short stage.
 // - f16/bf16 reductions are NCCL's (16-bit arithmetic per step); with the
 //   integer-valued inputs coconet verifies with they are exact.
 // - synchronize() polls the streams and the communicators' async errors with
@@ -23,6 +30,7 @@
 
 #include <array>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <vector>
 
@@ -75,16 +83,17 @@ constexpr std::int64_t kEventIndexMask = (std::int64_t{1} << kEventIndexBits) - 
 
 class CudaBackend final : public Backend {
  public:
-  CudaBackend() {
-    ensure_mpi();
-    COCONET_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank_));
-    COCONET_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size_));
+  CudaBackend() : mpi_(choose_bootstrap(launched_by_mpirun(), mpi_initialised()) == Bootstrap::mpi) {
+    if (mpi_) {
+      ensure_mpi();
+      COCONET_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank_));
+      COCONET_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size_));
+    }
     kernels::set_error_rank(rank_);
     timeout_s_ = timeout_from_env(std::getenv("COCONET_NCCL_TIMEOUT_S"));
     select_device();
-    COCONET_CUDA_CHECK(cudaStreamCreateWithFlags(&compute_, cudaStreamNonBlocking));
-    COCONET_CUDA_CHECK(cudaStreamCreateWithFlags(&comm_, cudaStreamNonBlocking));
-    world_ = make_nccl_comm(MPI_COMM_WORLD);
+    make_streams();
+    world_ = mpi_ ? make_nccl_comm(MPI_COMM_WORLD) : make_local_comm();
     group_ = world_;
     blas_ = std::make_unique<kc::Blas>();
     norm_workspace_ = raw_alloc(kc::kNormWorkspaceDoubles * sizeof(double));
@@ -93,6 +102,7 @@ class CudaBackend final : public Backend {
   ~CudaBackend() override {
     free_buffers();
     for (cudaEvent_t e : events_) (void)cudaEventDestroy(e);
+    for (cudaEvent_t e : timing_) (void)cudaEventDestroy(e);
     (void)cudaFree(norm_workspace_);
     blas_.reset();
     if (group_ != world_ && group_ != nullptr) (void)ncclCommDestroy(group_);
@@ -159,16 +169,22 @@ class CudaBackend final : public Backend {
     synchronize();
     const auto bytes = encode(values, buffer(dst.buffer).dtype);
     if (bytes.empty()) return;
-    COCONET_CUDA_CHECK(cudaMemcpy(address(dst), bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
+    // On the compute stream (never the legacy default stream); the host
+    // bytes must outlive the copy, so wait for it here.
+    COCONET_CUDA_CHECK(cudaMemcpyAsync(address(dst), bytes.data(), bytes.size(), cudaMemcpyHostToDevice,
+                                       compute_));
+    COCONET_CUDA_CHECK(cudaStreamSynchronize(compute_));
   }
 
   [[nodiscard]] std::vector<double> read(View src) override {
     synchronize();
     const DType t = buffer(src.buffer).dtype;
     std::vector<std::uint8_t> bytes(static_cast<std::size_t>(src.count) * kc::storage_bytes(t));
-    if (!bytes.empty())
+    if (!bytes.empty()) {
       COCONET_CUDA_CHECK(
-          cudaMemcpy(bytes.data(), address(src), bytes.size(), cudaMemcpyDeviceToHost));
+          cudaMemcpyAsync(bytes.data(), address(src), bytes.size(), cudaMemcpyDeviceToHost, compute_));
+      COCONET_CUDA_CHECK(cudaStreamSynchronize(compute_));
+    }
     return decode(bytes, t, src.count);
   }
 
@@ -213,6 +229,24 @@ class CudaBackend final : public Backend {
   [[nodiscard]] double now_us() const override {
     using namespace std::chrono;
     return duration<double, std::micro>(steady_clock::now().time_since_epoch()).count();
+  }
+
+  // The region starts when both streams reach the start event (comm waits
+  // for it) and ends when both have finished it (compute waits for comm).
+  [[nodiscard]] double start_timer() override {
+    synchronize();
+    COCONET_CUDA_CHECK(cudaEventRecord(timing_[0], compute_));
+    COCONET_CUDA_CHECK(cudaStreamWaitEvent(comm_, timing_[0], 0));
+    return 0.0;
+  }
+
+  [[nodiscard]] double elapsed_us(double /*mark*/) override {
+    compute_after(comm_);
+    COCONET_CUDA_CHECK(cudaEventRecord(timing_[1], compute_));
+    synchronize();
+    float ms = 0.0F;
+    COCONET_CUDA_CHECK(cudaEventElapsedTime(&ms, timing_[0], timing_[1]));
+    return static_cast<double>(ms) * 1e3;
   }
 
   // ---- compute
@@ -295,9 +329,12 @@ class CudaBackend final : public Backend {
 
   // ---- host helpers
 
-  void barrier() override { COCONET_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); }
+  void barrier() override {
+    if (mpi_) COCONET_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+  }
 
   void host_allreduce(std::span<double> values, ReduceOp op) override {
+    if (!mpi_) return;  // one rank: the reduction of one value is itself
     const MPI_Op mop = op == ReduceOp::sum ? MPI_SUM : op == ReduceOp::max ? MPI_MAX : MPI_MIN;
     COCONET_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()),
                                     MPI_DOUBLE, mop, MPI_COMM_WORLD));
@@ -305,6 +342,10 @@ class CudaBackend final : public Backend {
 
   [[noreturn]] void abort_job(int code) override {
     abort_all();
+    if (!mpi_) {
+      std::fflush(nullptr);
+      std::_Exit(code);
+    }
     MPI_Abort(MPI_COMM_WORLD, code);
     std::abort();  // MPI_Abort does not return; this satisfies [[noreturn]]
   }
@@ -313,7 +354,17 @@ class CudaBackend final : public Backend {
   void select_device() {
     int devices = 0;
     COCONET_CUDA_CHECK(cudaGetDeviceCount(&devices));
-    COCONET_CUDA_CHECK(cudaSetDevice(node_local_rank(MPI_COMM_WORLD) % devices));
+    COCONET_CUDA_CHECK(cudaSetDevice(mpi_ ? node_local_rank(MPI_COMM_WORLD) % devices : 0));
+  }
+
+  // Compute at the lowest priority, comm at the highest (numerically least);
+  // the two timing events keep their timestamps.
+  void make_streams() {
+    int lowest = 0, highest = 0;
+    COCONET_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&lowest, &highest));
+    COCONET_CUDA_CHECK(cudaStreamCreateWithPriority(&compute_, cudaStreamNonBlocking, lowest));
+    COCONET_CUDA_CHECK(cudaStreamCreateWithPriority(&comm_, cudaStreamNonBlocking, highest));
+    for (cudaEvent_t& e : timing_) COCONET_CUDA_CHECK(cudaEventCreate(&e));
   }
 
   static void* raw_alloc(std::size_t bytes) {
@@ -413,6 +464,7 @@ class CudaBackend final : public Backend {
     world_ = nullptr;
   }
 
+  bool mpi_ = false;  // false: one rank, no MPI (nccl_bootstrap.h)
   int rank_ = 0;
   int size_ = 1;
   int groups_ = 1;
@@ -425,6 +477,7 @@ class CudaBackend final : public Backend {
   void* norm_workspace_ = nullptr;
   std::vector<Buffer> buffers_;
   std::vector<cudaEvent_t> events_;
+  std::array<cudaEvent_t, 2> timing_{};  // start, stop of a timed region
   std::size_t used_events_ = 0;
   std::int64_t generation_ = 0;
 };

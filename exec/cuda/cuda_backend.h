@@ -1,5 +1,5 @@
-// The cuda backend: one GPU per MPI rank, NCCL communicators bootstrapped
-// over MPI, cuBLAS GEMMs, coconet's CUDA kernels, a compute and a comm stream
+// The cuda backend: one GPU per rank, NCCL communicators bootstrapped over
+// MPI under mpirun (one rank without MPI otherwise), cuBLAS GEMMs, coconet's CUDA kernels, a compute and a comm stream
 // with events between them, and the NCCL watchdog (see exec/backend.h for the
 // contract every backend keeps).
 #pragma once
@@ -24,8 +24,10 @@ struct Availability {
 // usable GPU (a UserError, so the CLI exits 2).
 [[nodiscard]] std::string unavailable_message(const Availability& a);
 
-// Creates the backend: checks for a GPU first (UserError when none), then
-// initialises MPI, picks the node-local GPU and joins the NCCL communicator.
+// Creates the backend: checks for a GPU first (UserError when none); under
+// mpirun initialises MPI, picks the node-local GPU and joins the NCCL
+// communicator; a single process not started by mpirun takes GPU 0 and a
+// one-rank communicator without touching MPI.
 [[nodiscard]] std::unique_ptr<Backend> create();
 
 }  // namespace coconet::exec::cuda

@@ -6,6 +6,24 @@
 
 namespace coconet::exec::cuda {
 
+Bootstrap choose_bootstrap(bool launched_by_mpirun, bool mpi_initialised) {
+  return launched_by_mpirun || mpi_initialised ? Bootstrap::mpi : Bootstrap::local;
+}
+
+bool mpi_initialised() {
+  int initialised = 0;
+  COCONET_MPI_CHECK(MPI_Initialized(&initialised));
+  return initialised != 0;
+}
+
+ncclComm_t make_local_comm() {
+  ncclUniqueId id{};
+  COCONET_NCCL_CHECK(ncclGetUniqueId(&id));
+  ncclComm_t nccl = nullptr;
+  COCONET_NCCL_CHECK(ncclCommInitRank(&nccl, 1, id, 0));
+  return nccl;
+}
+
 ncclUniqueId bootstrap_id(MPI_Comm comm) {
   int rank = 0;
   COCONET_MPI_CHECK(MPI_Comm_rank(comm, &rank));

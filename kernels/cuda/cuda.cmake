@@ -15,6 +15,7 @@ endfunction()
 
 add_library(coconet_kernels_cuda STATIC
   ${COCONET_KCUDA_DIR}/check.cpp
+  ${COCONET_KCUDA_DIR}/occupancy.cpp
   ${COCONET_KCUDA_DIR}/gemm.cpp
   ${COCONET_KCUDA_DIR}/collectives.cpp
   ${COCONET_KCUDA_DIR}/optimizer.cu

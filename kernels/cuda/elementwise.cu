@@ -26,6 +26,7 @@
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/launch.h"
+#include "kernels/cuda/occupancy.h"
 #include "kernels/cuda/vec.cuh"
 #include "kernels/cuda/view.h"
 #include "model/error.h"
@@ -206,7 +207,7 @@ void elementwise(const ElementwiseProgram& program, std::span<const ElementwiseO
   p.n_outputs = static_cast<int>(outputs.size());
   p.block = block;
   p.vec_head = vector_head(inputs, outputs, block);
-  elementwise_kernel<<<blocks_for(n, kBlockThreads), kBlockThreads, 0, stream>>>(p);
+  elementwise_kernel<<<grid_for_kernel(elementwise_kernel, n), kBlockThreads, 0, stream>>>(p);
   COCONET_CUDA_CHECK_LAUNCH();
 }
 

@@ -9,6 +9,7 @@
 
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/epilogue.h"
+#include "kernels/cuda/occupancy.h"
 #include "kernels/cuda/vec.cuh"
 #include "model/ops.h"
 
@@ -90,7 +91,8 @@ void bias_dropout_residual(const EpilogueArgs& a, cudaStream_t stream) {
     p.vec = a.cols % kVecElems == 0 && aligned16(p.z) && aligned16(p.bias) &&
             aligned16(p.residual) && aligned16(p.out);
     const std::int64_t items = p.vec ? (n + kVecElems - 1) / kVecElems : n;
-    epilogue_kernel<<<blocks_for(items, kBlockThreads), kBlockThreads, 0, stream>>>(p);
+    const int grid = grid_for_kernel(static_cast<void (*)(decltype(p))>(epilogue_kernel), items);
+    epilogue_kernel<<<grid, kBlockThreads, 0, stream>>>(p);
     COCONET_CUDA_CHECK_LAUNCH();
   });
 }

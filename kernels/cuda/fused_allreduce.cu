@@ -133,7 +133,16 @@ SymmetricBuffer::~SymmetricBuffer() {
 
 LsaComm::LsaComm(ncclComm_t comm) : impl_(std::make_unique<Impl>()) {
   impl_->comm = comm;
+  // The requirements struct gained versioning fields in NCCL 2.29, which must
+  // be set by its initializer macro (a zeroed struct is rejected there);
+  // 2.28 has no such macro and takes a zeroed struct.
+#if defined(NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER)
+  ncclDevCommRequirements reqs = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
+#elif NCCL_VERSION_CODE >= NCCL_VERSION(2, 29, 0)
+#error "NCCL 2.29+ without NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER: check how nccl_device/core.h initialises ncclDevCommRequirements"
+#else
   ncclDevCommRequirements reqs{};
+#endif
   reqs.lsaBarrierCount = kFusedCtas;
   COCONET_NCCL_CHECK(ncclDevCommCreate(comm, &reqs, &impl_->dev));
 }

@@ -7,7 +7,10 @@
 //   16-byte load of f16/bf16 or two of f32 (the vector width of an LDG.128).
 //   The vector path needs every pointer 16-byte aligned; misaligned views
 //   (ragged slices) take the scalar path of the same kernel instead.
-// - Grids are capped and kernels loop grid-stride, so any size launches.
+// - Grids are capped and kernels loop grid-stride, so any size launches. The
+//   cap of a launch is what the device holds resident of that kernel
+//   (kernels/cuda/occupancy.h, cudaOccupancyMaxActiveBlocksPerMultiprocessor);
+//   kMaxGridBlocks is only the default of blocks_for.
 #pragma once
 
 #include <algorithm>
@@ -27,6 +30,10 @@ inline constexpr int kVecElems = 8;
 // Grid cap: 4 waves of 132 SMs x 8 resident blocks (H100/H200 SXM), rounded up;
 // larger sizes loop grid-stride.
 inline constexpr std::int64_t kMaxGridBlocks = 4096;
+// Grid-stride launches ask for this many waves of resident blocks: one, so
+// every block is resident from the start and loops over its share (no tail
+// wave). To be confirmed against 2 and 4 on the GPU (bench_gpu).
+inline constexpr int kGridWaves = 1;
 // Reduction kernels use a fixed grid so that their partial sums, added in a
 // fixed order, give the same result run after run.
 inline constexpr int kReductionBlocks = 1024;
@@ -36,6 +43,12 @@ inline constexpr int kReductionBlocks = 1024;
                                        std::int64_t cap = kMaxGridBlocks) {
   const std::int64_t need = (items + threads - 1) / threads;
   return static_cast<int>(std::clamp<std::int64_t>(need, 1, cap));
+}
+
+// The grid cap of a grid-stride kernel: `blocks_per_sm` resident blocks on
+// each of `sms` SMs (each at least 1), times kGridWaves.
+[[nodiscard]] constexpr std::int64_t occupancy_cap(std::int64_t blocks_per_sm, std::int64_t sms) {
+  return std::max<std::int64_t>(blocks_per_sm, 1) * std::max<std::int64_t>(sms, 1) * kGridWaves;
 }
 
 // Rank r's part [begin, begin+size) of n elements over p ranks: the first n % p

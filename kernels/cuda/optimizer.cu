@@ -12,6 +12,7 @@
 
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/norm.h"
+#include "kernels/cuda/occupancy.h"
 #include "kernels/cuda/optimizer.h"
 #include "kernels/cuda/reduce.cuh"
 #include "kernels/cuda/vec.cuh"
@@ -222,8 +223,13 @@ void with_shard(const OptimizerShard& s, F&& f) {
   });
 }
 
-int grid_for(std::int64_t n, bool vec, std::int64_t cap = kMaxGridBlocks) {
-  return blocks_for(vec ? (n + kVecElems - 1) / kVecElems : n, kBlockThreads, cap);
+std::int64_t items_of(std::int64_t n, bool vec) { return vec ? (n + kVecElems - 1) / kVecElems : n; }
+
+// Blocks of a grid-stride launch of `kernel`: as many as the device holds
+// resident (kernels/cuda/occupancy.h), no more than the work needs.
+template <typename... Args>
+int grid_for(void (*kernel)(Args...), std::int64_t n, bool vec) {
+  return grid_for_kernel(kernel, items_of(n, vec));
 }
 
 }  // namespace
@@ -240,7 +246,9 @@ void validate(const OptimizerShard& s) {
 void adam_step(const OptimizerShard& s, const AdamHyper& h, cudaStream_t stream) {
   with_shard(s, [&](auto p) {
     if (p.n == 0) return;
-    adam_kernel<<<grid_for(p.n, p.vec), kBlockThreads, 0, stream>>>(p, h);
+    using P = decltype(p);
+    const int grid = grid_for(static_cast<void (*)(P, AdamHyper)>(adam_kernel), p.n, p.vec);
+    adam_kernel<<<grid, kBlockThreads, 0, stream>>>(p, h);
     COCONET_CUDA_CHECK_LAUNCH();
   });
 }
@@ -248,8 +256,11 @@ void adam_step(const OptimizerShard& s, const AdamHyper& h, cudaStream_t stream)
 void adam_step_unfused(const OptimizerShard& s, const AdamHyper& h, cudaStream_t stream) {
   with_shard(s, [&](auto p) {
     if (p.n == 0) return;
+    using P = decltype(p);
+    const int grid =
+        grid_for(static_cast<void (*)(P, AdamHyper, AdamStatement)>(adam_statement_kernel), p.n, false);
     for (AdamStatement which : {AdamStatement::m1, AdamStatement::v1, AdamStatement::w1}) {
-      adam_statement_kernel<<<grid_for(p.n, false), kBlockThreads, 0, stream>>>(p, h, which);
+      adam_statement_kernel<<<grid, kBlockThreads, 0, stream>>>(p, h, which);
       COCONET_CUDA_CHECK_LAUNCH();
     }
   });
@@ -263,7 +274,8 @@ void lamb_moments(const OptimizerShard& s, const LambHyper& h, double* workspace
                   cudaStream_t stream) {
   with_shard(s, [&](auto p) {
     double* partials = workspace + kLambSums;
-    const int blocks = grid_for(p.n, p.vec, kReductionBlocks);
+    // A grid fixed by n alone, so the partial sums add in the same order on any device.
+    const int blocks = blocks_for(items_of(p.n, p.vec), kBlockThreads, kReductionBlocks);
     lamb_moments_kernel<<<blocks, kBlockThreads, 0, stream>>>(p, h, partials);
     COCONET_CUDA_CHECK_LAUNCH();
     lamb_finish_kernel<<<1, kBlockThreads, 0, stream>>>(partials, blocks, workspace);
@@ -275,7 +287,9 @@ void lamb_apply(const OptimizerShard& s, const LambHyper& h, const double* sums,
                 cudaStream_t stream) {
   with_shard(s, [&](auto p) {
     if (p.n == 0) return;
-    lamb_apply_kernel<<<grid_for(p.n, p.vec), kBlockThreads, 0, stream>>>(p, h, sums);
+    using P = decltype(p);
+    const int grid = grid_for(static_cast<void (*)(P, LambHyper, const double*)>(lamb_apply_kernel), p.n, p.vec);
+    lamb_apply_kernel<<<grid, kBlockThreads, 0, stream>>>(p, h, sums);
     COCONET_CUDA_CHECK_LAUNCH();
   });
 }

@@ -16,6 +16,7 @@
 #include "exec/backend.h"
 #include "exec/cuda/cuda_backend.h"
 #include "exec/cuda/host_convert.h"
+#include "exec/cuda/nccl_bootstrap.h"
 #include "exec/cuda/nccl_watchdog.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/collectives.h"
@@ -103,6 +104,23 @@ TEST(CudaLaunch, BlocksAreCappedAndNeverZero) {
   EXPECT_EQ(kc::blocks_for(257, 256), 2);
   EXPECT_EQ(kc::blocks_for(std::int64_t{1} << 40, 256), kc::kMaxGridBlocks);
   EXPECT_EQ(kc::blocks_for(std::int64_t{1} << 40, 256, 7), 7);
+}
+
+TEST(CudaLaunch, OccupancyCapIsResidentBlocksTimesWaves) {
+  // H200: 132 SMs; a kernel that keeps 3 blocks of 256 threads resident per SM.
+  EXPECT_EQ(kc::occupancy_cap(3, 132), 3 * 132 * kc::kGridWaves);
+  EXPECT_EQ(kc::occupancy_cap(0, 132), 132 * kc::kGridWaves);  // never a zero grid
+  EXPECT_EQ(kc::occupancy_cap(8, 0), 8 * kc::kGridWaves);
+  EXPECT_EQ(kc::blocks_for(std::int64_t{1} << 40, 256, kc::occupancy_cap(3, 132)), 3 * 132 * kc::kGridWaves);
+  EXPECT_EQ(kc::blocks_for(1000, 256, kc::occupancy_cap(3, 132)), 4);
+}
+
+TEST(NcclBootstrap, OneProcessOutsideMpirunNeedsNoMpi) {
+  EXPECT_EQ(ec::choose_bootstrap(false, false), ec::Bootstrap::local);
+  EXPECT_EQ(ec::choose_bootstrap(true, false), ec::Bootstrap::mpi);   // mpirun -np 1 included
+  EXPECT_EQ(ec::choose_bootstrap(false, true), ec::Bootstrap::mpi);   // MPI already up in this process
+  EXPECT_EQ(ec::choose_bootstrap(true, true), ec::Bootstrap::mpi);
+  EXPECT_FALSE(ec::mpi_initialised());  // asking starts nothing
 }
 
 TEST(ChunkedGemm, ChunksCoverTheRowsOnTileBoundaries) {

@@ -11,10 +11,13 @@
 #include <string>
 
 #include "exec/backend.h"
+#include "exec/cuda/nccl_bootstrap.h"
+#include "exec/mpi_session.h"
 #include "exec/runtime.h"
 #include "gpu_test_util.h"
 #include "kernels/cuda/fused_allreduce.h"
 #include "model/catalog.h"
+#include "model/error.h"
 #include "model/enumerate.h"
 #include "model/parse.h"
 
@@ -58,9 +61,37 @@ TEST_P(CudaRuntime, EveryScheduleOfTheWorkloadVerifies) {
   }
 }
 
+// Outside mpirun the backend is one rank on GPU 0 and never starts MPI (the
+// GPU machine has no MPI that could start).
+TEST_F(GpuTest, OneRankWithoutMpiOutsideMpirun) {
+  if (exec::launched_by_mpirun()) GTEST_SKIP() << "started by mpirun: the MPI bootstrap is the right one";
+  EXPECT_EQ(backend().world_size(), 1);
+  EXPECT_EQ(backend().world_rank(), 0);
+  EXPECT_FALSE(exec::cuda::mpi_initialised());
+  EXPECT_THROW(backend().set_groups(2), UserError);
+  backend().set_groups(1);
+}
+
+// Stage times come from device events: a region with no work takes far less
+// than the host's 50 us polling interval, a region with work takes longer.
+TEST_F(GpuTest, TimersMeasureTheDeviceWork) {
+  exec::Backend& b = backend();
+  b.set_groups(1);
+  const double empty = b.elapsed_us(b.start_timer());
+  EXPECT_GE(empty, 0.0);
+  EXPECT_LT(empty, 50.0);
+  const exec::BufferId x = b.allocate(model::DType::f32, std::int64_t{1} << 26);
+  const exec::BufferId y = b.allocate(model::DType::f32, std::int64_t{1} << 26);
+  const double mark = b.start_timer();
+  for (int i = 0; i < 4; ++i) b.copy({y, 0, std::int64_t{1} << 26}, {x, 0, std::int64_t{1} << 26});
+  EXPECT_GT(b.elapsed_us(mark), empty);
+  b.release_all();
+}
+
 INSTANTIATE_TEST_SUITE_P(Workloads, CudaRuntime,
                          ::testing::Values("adam", "lamb", "sgd", "megatron_mlp",
-                                           "megatron_attention", "gpt3_pipeline"));
+                                           "megatron_attention", "gpt3_pipeline"),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 class FusedAllreduce : public GpuTest {};
 

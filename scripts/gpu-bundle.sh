@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# Builds, on this machine, what the first GPU run needs and packs it into one
+# folder that travels to the GPU machine (which has CUDA, a Python with the
+# pip packages nvidia-nccl-cu13 / nvidia-cublas / nvidia-cuda-runtime, and
+# none of the Debian libraries coconet builds with):
+#
+#   BUNDLE/coconet test_gpu test_gpu_host bench_gpu   cuda-enabled, sm_90, Release,
+#                                                     rpath $ORIGIN/lib (DT_RPATH, so the
+#                                                     libraries' own needs resolve there too)
+#   BUNDLE/lib/        every shared library they need that is not glibc, libstdc++,
+#                      libgcc_s, the CUDA driver, or one of FROM_IMAGE below
+#   BUNDLE/run.sh      the launcher: run.sh PROGRAM ARGS... finds the image's NCCL,
+#                      cuBLAS and CUDA runtime (scripts/gpu_env.py) and runs PROGRAM
+#   BUNDLE/gpu_env.py, manifest.json   (scripts/gpu-check.sh runs from the repository)
+#
+#   scripts/gpu-bundle.sh [BUNDLE]      (default gpu-bundle/, git-ignored)
+#   scripts/gpu-bundle.sh --check BUNDLE   only the closure check (the ctest)
+#   env: BUILD_DIR (default build-bundle), CUDA_ARCH (90), JOBS (2)
+#
+# NCCL, cuBLAS and the CUDA runtime never travel (this machine's libnccl.so.2
+# alone is 208 MB, the limit of what goes to the GPU machine is 64 MiB).
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# The limit on what travels to the GPU machine, project files included
+# (/work/.library/device/README.md, "Limits"): the bundle stays under it.
+max_bundle_mib=64
+# Libraries the GPU image provides: the pip packages' NCCL, cuBLAS, CUDA
+# runtime, and the driver.
+from_image_re='^(libnccl\.so\.2|libcublas\.so\.[0-9]+|libcublasLt\.so\.[0-9]+|libcudart\.so\.[0-9]+|libcuda\.so\.1)$'
+# Libraries of the base system every Linux image has (glibc, the GCC runtime).
+system_re='^(linux-vdso\.so\.1|ld-linux-x86-64\.so\.2|libc\.so\.6|libm\.so\.6|libdl\.so\.2|libpthread\.so\.0|librt\.so\.1|libresolv\.so\.2|libutil\.so\.1|libstdc\+\+\.so\.6|libgcc_s\.so\.1)$'
+programs=(coconet test_gpu test_gpu_host bench_gpu)
+
+# ldd NAME => PATH pairs of FILE, with the bundle's lib/ searched first.
+deps() {
+  LD_LIBRARY_PATH="$2/lib" ldd "$1" | awk '/=>/ {print $1, $3; next} /ld-linux/ {n = $1; sub(".*/", "", n); print n, $1}'
+}
+
+# Fails unless every library the bundle's files need resolves inside the
+# bundle, is a system library, or is one the GPU image provides.
+check() {
+  local bundle="$1" bad=0 f name path
+  [ -f "${bundle}/manifest.json" ] || { echo "gpu-bundle: no bundle at ${bundle}" >&2; return 1; }
+  for f in "${programs[@]/#/${bundle}/}" "${bundle}"/lib/*; do
+    [ -e "$f" ] || { echo "missing: $f"; bad=1; continue; }
+    while read -r name path; do
+      if [[ "$name" =~ $from_image_re || "$name" =~ $system_re ]]; then continue; fi
+      if [[ "$path" == "${bundle}/lib/"* ]]; then continue; fi
+      echo "$(basename "$f") needs ${name}, which resolves to ${path} outside the bundle"
+      bad=1
+    done < <(deps "$f" "${bundle}")
+  done
+  for f in "${programs[@]/#/${bundle}/}"; do
+    readelf -d "$f" | grep -q 'RPATH.*\$ORIGIN/lib' || { echo "$(basename "$f"): no rpath \$ORIGIN/lib"; bad=1; }
+  done
+  local size
+  size=$(du -sm "${bundle}" | cut -f1)
+  if [ "${size}" -gt "${max_bundle_mib}" ]; then
+    echo "bundle is ${size} MiB, over ${max_bundle_mib} MiB"
+    bad=1
+  fi
+  [ "${bad}" -eq 0 ] && echo "gpu-bundle: closure ok, ${size} MiB (${bundle})"
+  return "${bad}"
+}
+
+if [ "${1:-}" = "--check" ]; then
+  check "$(cd "${2:?usage: gpu-bundle.sh --check BUNDLE}" && pwd)"
+  exit $?
+fi
+
+bundle="${1:-${root}/gpu-bundle}"
+build="${BUILD_DIR:-${root}/build-bundle}"
+arch="${CUDA_ARCH:-90}"
+jobs="${JOBS:-2}"
+
+configured=$(cmake -S "${root}" -B "${build}" -DCMAKE_BUILD_TYPE=Release -DCOCONET_CUDA_ARCHITECTURES="${arch}" \
+  -DCMAKE_BUILD_WITH_INSTALL_RPATH=ON '-DCMAKE_INSTALL_RPATH=$ORIGIN/lib' \
+  -DCMAKE_EXE_LINKER_FLAGS=-Wl,--disable-new-dtags)
+grep -q "CUDA backend ON" <<<"${configured}" ||
+  { echo "gpu-bundle: CMake found no CUDA/NCCL/MPI here; the bundle needs the cuda backend" >&2; exit 1; }
+cmake --build "${build}" -j"${jobs}" --target "${programs[@]}"
+
+rm -rf "${bundle}"
+mkdir -p "${bundle}/lib"
+bundle="$(cd "${bundle}" && pwd)"
+for p in "${programs[@]}"; do
+  src=$(find "${build}" -type f -name "$p" -perm -u+x | head -1)
+  [ -n "${src}" ] || { echo "gpu-bundle: ${p} was not built" >&2; exit 1; }
+  strip -o "${bundle}/${p}" "${src}"
+done
+from_image=()
+for p in "${programs[@]}"; do
+  while read -r name path; do
+    if [[ "$name" =~ $from_image_re ]]; then from_image+=("$name"); continue; fi
+    [[ "$name" =~ $system_re ]] && continue
+    [ -f "$path" ] || { echo "gpu-bundle: ${p} needs ${name}, not found here" >&2; exit 1; }
+    [ -e "${bundle}/lib/${name}" ] || strip --strip-unneeded -o "${bundle}/lib/${name}" "$(readlink -f "$path")"
+  done < <(deps "${bundle}/${p}" "${bundle}")
+done
+cp "${root}/scripts/gpu_env.py" "${bundle}/"
+cat >"${bundle}/run.sh" <<'LAUNCHER'
+#!/usr/bin/env bash
+# run.sh PROGRAM ARGS...: runs a bundled program with the GPU image's NCCL,
+# cuBLAS and CUDA runtime on LD_LIBRARY_PATH (found by gpu_env.py).
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+prog="${1:?usage: run.sh PROGRAM ARGS...}"
+shift
+LD_LIBRARY_PATH="$(python3 "${here}/gpu_env.py" "${here}" --ld-path)" || exit 1
+export LD_LIBRARY_PATH
+exec "${here}/${prog}" "$@"
+LAUNCHER
+chmod +x "${bundle}/run.sh"
+
+# The NCCL version of the headers built with (the include folder CMake found).
+nccl_h="$(sed -n 's/^NCCL_INCLUDE_DIR:PATH=//p' "${build}/CMakeCache.txt")/nccl.h"
+nccl_header=$(awk '/^#define NCCL_(MAJOR|MINOR|PATCH) / {v = v (v != "" ? "." : "") $3} END {print v}' "${nccl_h}")
+unique_from_image=$(printf '%s\n' "${from_image[@]}" | sort -u | grep -v '^libcuda\.so' |
+  python3 -c 'import json,sys; print(json.dumps([l.strip() for l in sys.stdin if l.strip()]))')
+python3 - "${bundle}/manifest.json" "${nccl_header}" "${unique_from_image}" "${arch}" \
+  "$(git -C "${root}" rev-parse --short HEAD 2>/dev/null || echo unknown)" <<'PY'
+import json, os, sys
+path, nccl, from_image, arch, commit = sys.argv[1:]
+files = sorted(os.path.relpath(os.path.join(d, f), os.path.dirname(path))
+               for d, _, fs in os.walk(os.path.dirname(path)) for f in fs)
+json.dump({"commit": commit, "cuda_arch": "sm_" + arch, "nccl_header_version": nccl,
+           "from_image": json.loads(from_image), "files": files}, open(path, "w"), indent=1)
+PY
+check "${bundle}"

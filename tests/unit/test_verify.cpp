@@ -1,0 +1,82 @@
+// exec::verify element by element on one rank (the dry backend's host
+// reductions are the identity): tolerances, and non-finite values, which
+// never verify (an f16 overflow in the reference used to make inf == inf pass,
+// so a wrong GEMM that also overflowed went unnoticed).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "dry_backend.h"
+#include "exec/verify.h"
+
+namespace coconet::exec {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+// The largest finite f16 value; y of megatron_mlp at full size on one rank is
+// about 76,800, beyond it.
+constexpr double kF16Max = 65504.0;
+
+OutputPart part(std::vector<double> values, model::DType dtype = model::DType::f16) {
+  OutputPart p;
+  p.info.type.dtype = dtype;
+  p.info.rows = p.info.local_rows = 1;
+  p.info.cols = p.info.local_cols = static_cast<std::int64_t>(values.size());
+  p.info.here = true;
+  p.values = std::move(values);
+  return p;
+}
+
+Verdict check(std::vector<double> expected, std::vector<double> actual, double rtol = 0.0) {
+  testing::DryBackend backend(0, 1, plan::Capabilities{});
+  backend.set_groups(1);
+  const Outputs e{{"y", part(std::move(expected))}}, a{{"y", part(std::move(actual))}};
+  return verify(backend, {"y"}, a, e, rtol, "unscheduled program");
+}
+
+TEST(Verify, EqualFiniteValuesPassAndADifferenceIsNamed) {
+  EXPECT_TRUE(check({1, 2, 3}, {1, 2, 3}).ok);
+  const Verdict v = check({1, 2, 3}, {1, 2.5, 3});
+  EXPECT_FALSE(v.ok);
+  EXPECT_NE(v.first_mismatch.find("y[1]"), std::string::npos) << v.first_mismatch;
+  EXPECT_DOUBLE_EQ(v.max_abs_error, 0.5);
+}
+
+TEST(Verify, ToleranceIsRelativeToTheLargerOfExpectedAndOne) {
+  EXPECT_TRUE(check({1000}, {1000.5}, 0x1p-10).ok);
+  EXPECT_FALSE(check({1000}, {1001.5}, 0x1p-10).ok);
+}
+
+// Used to pass: both the unscheduled program and the schedule overflowed f16.
+TEST(Verify, AnInfReferenceEqualToAnInfResultNoLongerPasses) {
+  const Verdict v = check({1, kInf}, {1, kInf});
+  EXPECT_FALSE(v.ok);
+  EXPECT_TRUE(std::isinf(v.max_abs_error));
+  EXPECT_NE(v.first_mismatch.find("not finite"), std::string::npos) << v.first_mismatch;
+  EXPECT_FALSE(check({kNaN}, {kNaN}).ok);
+  EXPECT_FALSE(check({-kInf}, {-kInf}, kInf).ok);
+}
+
+TEST(Verify, ANonFiniteResultFailsWhereTheReferenceIsFiniteWhateverTheTolerance) {
+  for (const double bad : {kInf, -kInf, kNaN}) {
+    const Verdict v = check({76800.0}, {bad}, kInf);
+    EXPECT_FALSE(v.ok) << bad;
+    EXPECT_NE(v.first_mismatch.find("non-finite result"), std::string::npos) << v.first_mismatch;
+  }
+  EXPECT_TRUE(check({kF16Max}, {kF16Max}).ok);
+}
+
+TEST(Verify, AcceptableIsTheElementRule) {
+  EXPECT_TRUE(acceptable(2.0, 2.0, 0.0));
+  EXPECT_FALSE(acceptable(kInf, kInf, 0.0));
+  EXPECT_FALSE(acceptable(1.0, kInf, kInf));
+  EXPECT_FALSE(acceptable(kNaN, 1.0, kInf));
+  EXPECT_TRUE(acceptable(0.0, 0x1p-11, 0x1p-10));
+}
+
+}  // namespace
+}  // namespace coconet::exec
