@@ -98,6 +98,12 @@ for p in "${programs[@]}"; do
     [ -e "${bundle}/lib/${name}" ] || strip --strip-unneeded -o "${bundle}/lib/${name}" "$(readlink -f "$path")"
   done < <(deps "${bundle}/${p}" "${bundle}")
 done
+# cuBLAS is dlopen'ed at the first GEMM (kernels/cuda/cublas_loader.h), not
+# linked: ldd does not list it, the image must still provide it.
+cublas_h="$(dirname "$(sed -n 's/^CUDAToolkit_BIN_DIR:PATH=//p' "${build}/CMakeCache.txt")")/include/cublas_api.h"
+cublas_major=$(awk '/^#define CUBLAS_VER_MAJOR / {print $3}' "${cublas_h}")
+[ -n "${cublas_major}" ] || { echo "gpu-bundle: no CUBLAS_VER_MAJOR in ${cublas_h}" >&2; exit 1; }
+from_image+=("libcublas.so.${cublas_major}" "libcublasLt.so.${cublas_major}")
 cp "${root}/scripts/gpu_env.py" "${bundle}/"
 cat >"${bundle}/run.sh" <<'LAUNCHER'
 #!/usr/bin/env bash

@@ -1,11 +1,15 @@
 // Failure reports for the CUDA / NCCL / cuBLAS check macros.
 #include "kernels/cuda/check.h"
 
+#include <string>
+
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <nccl.h>
 
 #include <fmt/format.h>
+
+#include "kernels/cuda/cublas_loader.h"
 
 namespace coconet::kernels::cuda {
 
@@ -24,8 +28,10 @@ void check_nccl(int status, const CallSite& site) {
 
 void check_cublas(int status, const CallSite& site) {
   if (status == CUBLAS_STATUS_SUCCESS) return;
-  throw DeviceError(
-      failure_message("cuBLAS", cublasGetStatusString(static_cast<cublasStatus_t>(status)), site));
+  // A cuBLAS status comes only from a loaded library (kernels/cuda/cublas_loader.h).
+  const std::string what = cublas_loaded() ? cublas().status_string(static_cast<cublasStatus_t>(status))
+                                           : fmt::format("status {}", status);
+  throw DeviceError(failure_message("cuBLAS", what, site));
 }
 
 }  // namespace coconet::kernels::cuda

@@ -1,6 +1,7 @@
 # coconet_kernels_cuda: the CUDA kernels (fused optimizers, epilogues, generic
 # element-wise stages, fused collectives through NCCL's device API), cuBLAS
-# GEMMs and the CUDA/NCCL/cuBLAS check macros (the MPI check is coconet_kernels').
+# GEMMs (cuBLAS dlopen'ed on first use, cublas_loader.h: not linked) and the
+# CUDA/NCCL/cuBLAS check macros (the MPI check is coconet_kernels').
 # Included from kernels/CMakeLists.txt when COCONET_HAVE_CUDA; device code for
 # COCONET_CUDA_ARCHITECTURES (default sm_90).
 get_filename_component(COCONET_KCUDA_ROOT ${CMAKE_CURRENT_LIST_DIR}/../.. ABSOLUTE)
@@ -15,6 +16,7 @@ endfunction()
 
 add_library(coconet_kernels_cuda STATIC
   ${COCONET_KCUDA_DIR}/check.cpp
+  ${COCONET_KCUDA_DIR}/cublas_loader.cpp
   ${COCONET_KCUDA_DIR}/occupancy.cpp
   ${COCONET_KCUDA_DIR}/gemm.cpp
   ${COCONET_KCUDA_DIR}/collectives.cpp
@@ -25,7 +27,7 @@ add_library(coconet_kernels_cuda STATIC
 )
 target_include_directories(coconet_kernels_cuda PUBLIC ${COCONET_KCUDA_ROOT} ${NCCL_INCLUDE_DIR})
 target_link_libraries(coconet_kernels_cuda
-  PUBLIC coconet_kernels CUDA::cudart CUDA::cublas CUDA::cublasLt ${NCCL_LIBRARY}
+  PUBLIC coconet_kernels CUDA::cudart ${NCCL_LIBRARY} ${CMAKE_DL_LIBS}
   PRIVATE fmt::fmt coconet_warnings)
 coconet_cuda_target(coconet_kernels_cuda)
 set_target_properties(coconet_kernels_cuda PROPERTIES POSITION_INDEPENDENT_CODE ON)

@@ -8,6 +8,8 @@
 //   inputs give exact sums below 2^24.
 #include "kernels/cuda/gemm.h"
 
+#include "kernels/cuda/cublas_loader.h"
+
 #include <string>
 
 #include "kernels/cuda/check.h"
@@ -69,10 +71,10 @@ GemmArgs rows_of(const GemmArgs& g, Span1d rows) {
   return r;
 }
 
-Blas::Blas() { COCONET_CUBLAS_CHECK(cublasCreate(&handle_)); }
+Blas::Blas() { COCONET_CUBLAS_CHECK(cublas().create(&handle_)); }
 
 Blas::~Blas() {
-  if (handle_ != nullptr) cublasDestroy(handle_);
+  if (handle_ != nullptr) cublas().destroy(handle_);
 }
 
 void gemm(const Blas& blas, const GemmArgs& g, cudaStream_t stream) {
@@ -80,8 +82,8 @@ void gemm(const Blas& blas, const GemmArgs& g, cudaStream_t stream) {
   if (g.m == 0 || g.n == 0) return;
   const float alpha = 1.0f;
   const float beta = 0.0f;
-  COCONET_CUBLAS_CHECK(cublasSetStream(blas.handle(), stream));
-  COCONET_CUBLAS_CHECK(cublasGemmEx(
+  COCONET_CUBLAS_CHECK(cublas().set_stream(blas.handle(), stream));
+  COCONET_CUBLAS_CHECK(cublas().gemm_ex(
       blas.handle(), CUBLAS_OP_N, CUBLAS_OP_N, as_int(g.n, "n"), as_int(g.m, "m"),
       as_int(g.k, "k"), &alpha, g.b, cuda_type(g.ab_dtype), as_int(g.ldb, "ldb"), g.a,
       cuda_type(g.ab_dtype), as_int(g.lda, "lda"), &beta, g.c, cuda_type(g.c_dtype),
