@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -33,6 +34,7 @@ using Args = std::vector<std::string>;
 using nlohmann::json;
 
 struct Result {
+  long max_rss_kb = 0;  // the command's peak resident memory
   int code = -1;
   std::string out;
   std::string err;
@@ -91,8 +93,10 @@ Result coconet(const Args& args, const fs::path& dir, const Args& env_overrides 
   posix_spawn_file_actions_destroy(&actions);
   if (spawned != 0) return r;
   int status = 0;
-  waitpid(pid, &status, 0);
+  struct rusage usage {};
+  wait4(pid, &status, 0, &usage);
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.max_rss_kb = usage.ru_maxrss;
   r.out = read_text(out);
   r.err = read_text(err);
   return r;
@@ -858,6 +862,18 @@ TEST_F(Cli, EveryReadmeExampleExitsZero) {
     // collectives' noise hides their cost per byte, exit 2): measure once more.
     if (args[0] == "calibrate" && r.code == 2 && contains(r.err, "no cost per byte")) r = run(args);
     EXPECT_EQ(r.code, 0) << command << "\n" << r.all();
+  }
+}
+
+// Start-up cost: commands that run nothing load nothing heavy (cuBLAS is
+// loaded at the first GEMM, kernels/cuda/cublas_loader.h). Goal: under 50 MB.
+TEST_F(Cli, CommandsThatRunNothingStaySmall) {
+  constexpr long kGoalKb = 50 * 1024;
+  for (const Args& args : {Args{"list"}, Args{"show", "adam"}, Args{"predict", "adam"}}) {
+    const Result r = run(args);
+    EXPECT_EQ(r.code, 0) << r.all();
+    EXPECT_GT(r.max_rss_kb, 0);
+    EXPECT_LT(r.max_rss_kb, kGoalKb) << args.front() << ": " << r.max_rss_kb << " KB resident";
   }
 }
 
