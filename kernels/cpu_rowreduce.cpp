@@ -21,10 +21,13 @@ constexpr std::int64_t kRowTile = 4096;
 }  // namespace
 
 void cpu_row_reduce(const CpuRun& in, const CpuRun& out, std::int64_t inner, model::ReduceOp op) {
-  COCONET_ASSERT(op == model::ReduceOp::sum || op == model::ReduceOp::max, "row reduction: sum or max");
-  COCONET_ASSERT(inner >= 0 && in.count == out.count * inner, "row reduction: input is not out.count rows");
+  COCONET_ASSERT(op == model::ReduceOp::sum || op == model::ReduceOp::max,
+                 "row reduction: sum or max");
+  COCONET_ASSERT(inner >= 0 && in.count == out.count * inner,
+                 "row reduction: input is not out.count rows");
   const bool max = op == model::ReduceOp::max;
-  std::vector<float> tile(static_cast<std::size_t>(std::min(std::max<std::int64_t>(inner, 1), kRowTile)));
+  std::vector<float> tile(
+      static_cast<std::size_t>(std::min(std::max<std::int64_t>(inner, 1), kRowTile)));
   std::vector<float> result(static_cast<std::size_t>(out.count));
   for (std::int64_t i = 0; i < out.count; ++i) {
     double sum = 0.0;
