@@ -70,6 +70,14 @@
 //     in), squares accumulated in double (f32 at least); with across_group the
 //     sum of squares is summed over my group first (a sliced tensor's norm).
 //     Collective over my group when across_group is true.
+//   row_reduce(in, out, inner, op): a row reduction (rowsum, rowmax): in holds
+//     out.count rows of `inner` contiguous elements (in.count == out.count *
+//     inner); out[i] = op over row i (op: sum or max), accumulated in f32 at
+//     least, rounded to out's dtype. A row of no elements (inner == 0, a rank
+//     holding no columns of a ragged slice) gives 0 for sum and -inf for max.
+//     Added for the transformer layer's LayerNorm and softmax (issue 16); the
+//     only compute method besides these that reads more than one element per
+//     output element.
 //
 // Communication over my group (queued on the comm stream; every rank of the
 // group must call them in the same order with matching counts)
@@ -237,6 +245,7 @@ class Backend {
                            StreamKind stream = StreamKind::compute) = 0;
   virtual void matmul(const MatmulArgs& args) = 0;
   virtual void norm(View in, View out, bool across_group) = 0;
+  virtual void row_reduce(View in, View out, std::int64_t inner, ReduceOp op) = 0;
 
   virtual void allreduce(View in, View out, ReduceOp op) = 0;
   virtual void reduce_scatter(std::span<const View> parts, View out, ReduceOp op) = 0;

@@ -48,6 +48,7 @@ class OpRunner {
         traffic_.view(whole(x));
         return b_.norm(whole(x), View{values_.at(s.name).buffer, 0, 1}, x.type.layout.is_sliced());
       }
+      case plan::OpClass::rowreduce: return row_reduce(s, chunk);
       case plan::OpClass::collective: return communicate(s, chunk);
       case plan::OpClass::fused: break;
     }
@@ -118,6 +119,23 @@ class OpRunner {
       args.ldb = w.local_cols;
       args.ldc = out.local_cols;
       b_.matmul(args);
+    }
+  }
+
+  // One call per range of rows held: each row of the result reduces the
+  // input's last dimension (its local part of it, partial results when the
+  // input is sliced along it).
+  void row_reduce(const Stmt& s, int chunk) {
+    const auto& x = values_.at(s.operands.front());
+    const auto& y = values_.at(s.name);
+    const std::int64_t inner = x.local_dims.back();
+    COCONET_ASSERT(x.local_numel() == y.local_numel() * inner, "rowreduce: local shapes");
+    for (const auto& r : local_ranges(y, chunk, unit_.slice_mode)) {
+      // A 1-D input reduces to one element: all of it is that row.
+      const View in = x.rank() == 1 ? whole(x) : rows_view(x, r.begin, r.end);
+      const View out = rows_view(y, r.begin, r.end);
+      both(in, out);
+      b_.row_reduce(in, out, inner, s.reduce);
     }
   }
 

@@ -60,6 +60,8 @@ std::string to_string(UnaryOp op) {
     case UnaryOp::abs: return "abs";
     case UnaryOp::exp: return "exp";
     case UnaryOp::log: return "log";
+    case UnaryOp::tanh: return "tanh";
+    case UnaryOp::gelu: return "gelu";
   }
   return "?";
 }
@@ -162,7 +164,7 @@ int expr_depth(const Expr& e) {
 int flops_per_element(const Expr& e) {
   int own = 0;
   switch (e->kind) {
-    case ExprKind::unary:
+    case ExprKind::unary: own = flops_of(e->unary); break;
     case ExprKind::binary:
     case ExprKind::select: own = 1; break;
     case ExprKind::dropout: own = 2; break;  // compare + scale; the hash is integer work

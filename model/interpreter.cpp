@@ -19,6 +19,7 @@
 #include <fmt/core.h>
 
 #include <cmath>
+#include <limits>
 
 #include "model/error.h"
 #include "model/ops.h"
@@ -146,6 +147,7 @@ struct OperandView {
   const std::vector<double>* data = nullptr;
   Dims strides;            // of the local part
   std::size_t offset = 0;  // result rank minus operand rank (suffix broadcasting)
+  std::vector<bool> repeats;  // a size-1 dimension read at index 0 for every result index
   int sliced_dim = -1;
   Extent extent;
 
@@ -153,6 +155,7 @@ struct OperandView {
     if (strides.empty()) return (*data)[0];
     std::int64_t f = 0;
     for (std::size_t k = 0; k < strides.size(); ++k) {
+      if (repeats[k]) continue;
       std::int64_t i = result_index[k + offset];
       if (static_cast<int>(k) == sliced_dim) {
         i -= extent.begin;
@@ -173,6 +176,7 @@ OperandView view_of(const std::string& name, const RankValues& v, std::size_t re
   COCONET_ASSERT(g.size() <= result_rank, "operand '" + name + "' has more dims than the result");
   o.offset = result_rank - g.size();
   o.strides = strides_of(local_dims(g, v.type.layout, p, r));
+  for (const auto d : g) o.repeats.push_back(d == 1);
   if (v.type.layout.is_sliced() && !g.empty()) {
     o.sliced_dim = v.type.layout.dim;
     o.extent = slice_extent(g[at(o.sliced_dim)], p, r);
@@ -272,6 +276,26 @@ void eval_norm(const Context& c, const Stmt& st, RankValues& out) {
   for (int r = 0; r < c.p; ++r) local(out, g, c.p, r) = {std::sqrt(total)};
 }
 
+// rowsum / rowmax over the last dimension of each rank's part, in column
+// order: a part sliced along that dimension gives the rank's partial result
+// (an empty part: 0 for a sum, -inf for a max).
+void eval_rowreduce_rank(const Context& c, const Stmt& st, RankValues& out, int r) {
+  const RankValues& x = c.value(st.operands.front());
+  const auto& in = local(x, x.type.group, c.p, r);
+  const Dims xd = local_dims(x.global_dims, x.type.layout, c.p, r);
+  const std::int64_t inner = xd.back();
+  auto& part = local(out, out.type.group, c.p, r);
+  part.assign(at(numel(local_dims(out.global_dims, out.type.layout, c.p, r))), 0.0);
+  COCONET_ASSERT(static_cast<std::int64_t>(in.size()) == static_cast<std::int64_t>(part.size()) * inner,
+                 "rowreduce: local shapes do not fit");
+  const bool max = st.reduce == ReduceOp::max;
+  for (std::size_t i = 0; i < part.size(); ++i) {
+    double acc = max ? -std::numeric_limits<double>::infinity() : 0.0;
+    for (std::int64_t k = 0; k < inner; ++k) acc = reduce_op(st.reduce, acc, in[i * at(inner) + at(k)]);
+    part[i] = acc;
+  }
+}
+
 void eval_reducescatter(const Context& c, const Stmt& st, RankValues& out) {
   const RankValues& x = c.value(st.operands.front());
   const std::vector<double> sum = reduce_ranks(x, st.reduce, c.p);
@@ -327,6 +351,9 @@ RankValues eval_stmt(const Context& c, const Stmt& st, int world) {
       break;
     case OpKind::norm:
       eval_norm(c, st, out);
+      break;
+    case OpKind::rowreduce:
+      for (int r = 0; r < c.p; ++r) eval_rowreduce_rank(c, st, out, r);
       break;
     case OpKind::allreduce:
       eval_allreduce(c, st, out);

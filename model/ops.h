@@ -20,7 +20,19 @@
 
 namespace coconet::model {
 
-enum class UnaryOp : std::uint8_t { neg, sqrt, rsqrt, abs, exp, log };
+enum class UnaryOp : std::uint8_t { neg, sqrt, rsqrt, abs, exp, log, tanh, gelu };
+
+// GELU in its tanh form, 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))):
+// Hendrycks and Gimpel, "Gaussian Error Linear Units (GELUs)", arXiv:1606.08415,
+// section 2 (the approximation GPT-2 and Megatron-LM use).
+inline constexpr double kGeluSqrt2OverPi = 0.7978845608028654;  // sqrt(2 / pi)
+inline constexpr double kGeluCubic = 0.044715;
+
+template <typename T>
+COCONET_HD T gelu_tanh(T x) {
+  const T inner = T(kGeluSqrt2OverPi) * (x + T(kGeluCubic) * x * x * x);
+  return T(0.5) * x * (T(1) + std::tanh(inner));
+}
 enum class BinaryOp : std::uint8_t { add, sub, mul, div, pow, max, min, lt, le, gt, ge, eq, ne };
 
 template <typename T>
@@ -32,9 +44,18 @@ COCONET_HD T apply_unary(UnaryOp op, T a) {
     case UnaryOp::abs: return std::fabs(a);
     case UnaryOp::exp: return std::exp(a);
     case UnaryOp::log: return std::log(a);
+    case UnaryOp::tanh: return std::tanh(a);
+    case UnaryOp::gelu: return gelu_tanh(a);
   }
   return a;
 }
+
+// Floating-point operations one application counts in the cost model: a
+// transcendental (sqrt, exp, log, tanh) counts as one, as the roofline of
+// sim/ prices every element-wise FLOP alike; gelu is its nine: x*x*x (2),
+// *0.044715, +x, *sqrt(2/pi), tanh, +1, *x, *0.5.
+inline constexpr int kGeluFlops = 9;
+COCONET_HD int flops_of(UnaryOp op) { return op == UnaryOp::gelu ? kGeluFlops : 1; }
 
 template <typename T>
 COCONET_HD T apply_binary(BinaryOp op, T a, T b) {

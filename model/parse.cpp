@@ -48,6 +48,12 @@ class Parser {
       pos_ = rhs_start;
       s.op = OpKind::compute;
       s.expr = expr();
+    } else if (const std::size_t end = pos_; skip(), pos_ != text_.size() && s.op != OpKind::update) {
+      std::string op = text_.substr(rhs_start, end - rhs_start);
+      op.erase(0, op.find_first_not_of(" \t"));
+      fail(fmt::format("'{}' is an operation and must be the whole right-hand side: write "
+                       "'NAME = {}' and use NAME in another statement",
+                       op, op));
     }
     skip();
     if (pos_ != text_.size()) fail("unexpected text after the end of the expression");
@@ -175,7 +181,8 @@ class Parser {
     const std::string name = identifier("");
     static const std::set<std::string> ops = {"allreduce", "reducescatter", "allgather",
                                               "broadcast", "reduce",        "send",
-                                              "matmul",    "norm",          "update"};
+                                              "matmul",    "norm",          "update",
+                                              "rowsum",    "rowmax"};
     if (!ops.count(name) || !peek('(')) {
       pos_ = at;
       return false;
@@ -195,6 +202,15 @@ class Parser {
     } else if (name == "allgather" || name == "norm") {
       s.op = name == "norm" ? OpKind::norm : OpKind::allgather;
       s.operands = {identifier("a tensor name")};
+    } else if (name == "rowsum" || name == "rowmax") {
+      s.op = OpKind::rowreduce;
+      s.reduce = name == "rowmax" ? ReduceOp::max : ReduceOp::sum;
+      const std::string hint = fmt::format("{} takes a tensor name; compute an expression in a statement of its "
+                                           "own first (x2 = x * x, then {}(x2))",
+                                           name, name);
+      if (!at_identifier()) fail(hint);
+      s.operands = {identifier("")};
+      if (!peek(')')) fail(hint);
     } else if (name == "broadcast") {
       s.op = OpKind::broadcast;
       s.operands = {identifier("the tensor to broadcast")};
@@ -294,7 +310,8 @@ class Parser {
   Expr function(const std::string& name, std::size_t at) {
     static const std::pair<const char*, UnaryOp> unaries[] = {
         {"sqrt", UnaryOp::sqrt}, {"rsqrt", UnaryOp::rsqrt}, {"abs", UnaryOp::abs},
-        {"exp", UnaryOp::exp},   {"log", UnaryOp::log}};
+        {"exp", UnaryOp::exp},   {"log", UnaryOp::log},     {"tanh", UnaryOp::tanh},
+        {"gelu", UnaryOp::gelu}};
     for (const auto& [fn, op] : unaries)
       if (name == fn) return make_unary(op, call_args(name, 1)[0]);
     static const std::pair<const char*, BinaryOp> binaries[] = {
@@ -331,9 +348,9 @@ class Parser {
     }
     pos_ = at;
     fail(fmt::format("unknown function '{}': element-wise functions are sqrt, rsqrt, abs, exp, "
-                     "log, pow, max, min, select, cast, dropout; operations are allreduce, "
-                     "reducescatter, allgather, broadcast, reduce, send, matmul, norm, update "
-                     "(and only as the whole right-hand side)",
+                     "log, tanh, gelu, pow, max, min, select, cast, dropout; operations are allreduce, "
+                     "reducescatter, allgather, broadcast, reduce, send, matmul, norm, rowsum, "
+                     "rowmax, update (and only as the whole right-hand side)",
                      name));
   }
 };

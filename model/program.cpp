@@ -20,6 +20,7 @@ std::string to_string(OpKind k) {
     case OpKind::update: return "update";
     case OpKind::matmul: return "matmul";
     case OpKind::norm: return "norm";
+    case OpKind::rowreduce: return "rowreduce";
     case OpKind::allreduce: return "allreduce";
     case OpKind::reducescatter: return "reducescatter";
     case OpKind::allgather: return "allgather";
@@ -225,9 +226,30 @@ class Checker {
     return std::make_shared<const ExprNode>(std::move(copy));
   }
 
-  static bool is_suffix(const Shape& small, const Shape& big) {
-    if (small.size() > big.size()) return false;
-    return std::equal(small.rbegin(), small.rend(), big.rbegin());
+  static bool is_one(const Dim& d) { return d.constant == 1 && d.symbols.empty(); }
+
+  // The shape every operand broadcasts to (aligned from the right, a
+  // dimension equal to the result's or the constant 1), or the failure.
+  Shape broadcast_shape(const Stmt& s, const std::vector<std::string>& names) const {
+    Shape out;
+    for (const auto& n : names) {
+      const Shape& t = operand(s, n).shape;
+      if (t.size() > out.size()) out.insert(out.begin(), t.size() - out.size(), Dim{});
+      for (std::size_t k = 0; k < t.size(); ++k) {
+        Dim& o = out[out.size() - t.size() + k];
+        if (is_one(o)) o = t[k];
+      }
+    }
+    for (const auto& n : names) {
+      const Shape& t = operand(s, n).shape;
+      for (std::size_t k = 0; k < t.size(); ++k)
+        if (!is_one(t[k]) && !(t[k] == out[out.size() - t.size() + k]))
+          fail(s, fmt::format("'{}' has shape {} which does not broadcast against {}: an operand "
+                              "must have the full shape, a trailing part of it, size-1 dimensions "
+                              "where it repeats (as a rowsum's [N, 1]), or be a scalar",
+                              n, to_string(t), to_string(out)));
+    }
+    return out;
   }
 
   TensorType infer_elementwise(const Stmt& s) const {
@@ -237,31 +259,23 @@ class Checker {
     bool have = false;
     for (const auto& n : names) {
       const auto& t = operand(s, n);
-      if (!have || t.shape.size() > out.shape.size()) {
-        out.shape = t.shape;
-        if (have && out.group != t.group)
-          fail(s, fmt::format("'{}' lives on process group {} but other operands on group {}; "
-                              "send it first",
-                              n, t.group, out.group));
-        out.group = t.group;
-      }
+      if (have && out.group != t.group)
+        fail(s, fmt::format("'{}' lives on process group {} but other operands on group {}; send "
+                            "it first",
+                            n, t.group, out.group));
+      out.group = t.group;
       out.dtype = have ? promote(out.dtype, t.dtype) : t.dtype;
       have = true;
     }
+    out.shape = broadcast_shape(s, names);
     Layout layout = Layout::replicated();
     std::string layout_from;
     for (const auto& n : names) {
       const auto& t = operand(s, n);
-      if (t.group != out.group)
-        fail(s, fmt::format("'{}' lives on process group {} but other operands on group {}; send "
-                            "it first",
-                            n, t.group, out.group));
-      if (!t.shape.empty() && !is_suffix(t.shape, out.shape))
-        fail(s, fmt::format("'{}' has shape {} which does not broadcast against {}: an operand "
-                            "must have the full shape, a trailing part of it, or be a scalar",
-                            n, to_string(t.shape), to_string(out.shape)));
       if (t.layout.is_replicated() || t.shape.empty()) continue;
-      if (t.layout.is_sliced() && t.shape.size() != out.shape.size())
+      if (t.layout.is_sliced() &&
+          (t.shape.size() != out.shape.size() ||
+           !(t.shape[static_cast<std::size_t>(t.layout.dim)] == out.shape[static_cast<std::size_t>(t.layout.dim)])))
         fail(s, fmt::format("'{}' is sliced but broadcast; slice the full-shape operand instead", n));
       if (layout.is_replicated()) {
         layout = t.layout;
@@ -383,8 +397,24 @@ class Checker {
         return {DType::f32, {}, t.layout.is_local() ? Layout::local() : Layout::replicated(),
                 t.group};
       }
+      case OpKind::rowreduce: return infer_rowreduce(s);
       default: return infer_collective(s);
     }
+  }
+
+  TensorType infer_rowreduce(const Stmt& s) const {
+    const char* fn = s.reduce == ReduceOp::max ? "rowmax" : "rowsum";
+    if (s.operands.size() != 1) fail(s, fmt::format("{} takes one tensor: {}(x)", fn, fn));
+    if (s.reduce == ReduceOp::min) fail(s, "a row reduction is rowsum or rowmax");
+    TensorType t = operand(s, s.operands[0]);
+    if (t.shape.empty())
+      fail(s, fmt::format("{} reduces over the last dimension, but '{}' is a scalar; use it as is",
+                          fn, s.operands[0]));
+    const int last = static_cast<int>(t.shape.size()) - 1;
+    t.shape.back() = Dim{};
+    // Cut along the reduced dimension, each rank reduces its own columns: partial results.
+    if (t.layout.is_sliced() && t.layout.dim == last) t.layout = Layout::local();
+    return t;
   }
 
   void check_stmt(Stmt& s) {
@@ -440,6 +470,7 @@ std::string rhs(const Stmt& s) {
       return fmt::format("reduce({}, {}, {})", to_string(s.reduce), ops(), s.root);
     case OpKind::broadcast: return fmt::format("broadcast({}, {})", ops(), s.root);
     case OpKind::send: return fmt::format("send({}, next)", ops());
+    case OpKind::rowreduce: return fmt::format("{}({})", s.reduce == ReduceOp::max ? "rowmax" : "rowsum", ops());
     default: return fmt::format("{}({})", to_string(s.op), ops());
   }
 }

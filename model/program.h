@@ -11,6 +11,16 @@
 //   matmul(a[...,K], b[K,N]): (sliced(last), sliced(0)) -> local partial sums;
 //     (replicated|local, replicated) -> a's layout; (sliced(0), replicated) -> sliced(0).
 //   norm(x) -> rank-0; replicated unless x is local.
+//   rowsum(x), rowmax(x): the sum or max over x's last dimension, keeping it
+//     as a dimension of size 1 (x [N, H] -> [N, 1], [B, S, H] -> [B, S, 1]),
+//     so that `x - m` broadcasts m back over the columns; replicated, local
+//     and sliced(d) for d before the last stay as they are; sliced along the
+//     last dimension gives each rank's partial result over its columns:
+//     local, to be completed by allreduce(sum|max) (as matmul's partial sums).
+//   Broadcasting: operands align from the right; each of their dimensions
+//     equals the result's or is the constant 1 (size-1 dimensions, such as a
+//     row reduction's, repeat). A sliced operand has the result's rank and
+//     is not broadcast along its sliced dimension.
 //   allreduce(local) -> replicated; reducescatter(local) -> sliced(0);
 //   allgather(sliced(d)) -> replicated; broadcast(any) -> replicated;
 //   reduce(local) -> replicated (meaningful on the root only);
@@ -33,6 +43,7 @@ enum class OpKind {
   update,         // new value of a state tensor: element-wise expression, stored into `target`
   matmul,         // operands a, b
   norm,           // L2 norm of operand, a rank-0 tensor
+  rowreduce,      // rowsum (reduce = sum) or rowmax (reduce = max) over the last dimension
   allreduce,
   reducescatter,
   allgather,
@@ -54,7 +65,7 @@ struct Stmt {
   Expr expr;                          // compute, update
   std::string target;                 // update: the state tensor it replaces
   std::vector<std::string> operands;  // matmul (a, b), norm, collectives, send
-  ReduceOp reduce = ReduceOp::sum;    // allreduce, reducescatter, reduce
+  ReduceOp reduce = ReduceOp::sum;    // allreduce, reducescatter, reduce, rowreduce (sum or max)
   int root = 0;                       // broadcast, reduce
   TensorType type;                    // inferred by check()
   std::string source;                 // the statement as written (for messages), may be empty

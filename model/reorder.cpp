@@ -4,7 +4,7 @@
 //
 // Design notes
 // - What moves is the closure of slice-runnable statements (element-wise,
-//   norms, sends) that read y or a value already moved, whose other operands
+//   norms, row reductions of tensors of rank 2 and more, sends) that read y or a value already moved, whose other operands
 //   are available before the allgather and not local.
 // - A moved statement `c` becomes `c.s` (sliced); `c = allgather(c.s)` is
 //   inserted where c is still needed whole, so no reader outside the closure and
@@ -28,7 +28,8 @@ namespace {
 constexpr const char* kSliceSuffix = ".s";
 
 bool runs_on_slices(OpKind k) {
-  return k == OpKind::compute || k == OpKind::update || k == OpKind::norm || k == OpKind::send;
+  return k == OpKind::compute || k == OpKind::update || k == OpKind::norm || k == OpKind::rowreduce ||
+         k == OpKind::send;
 }
 
 struct Plan {
@@ -52,6 +53,8 @@ bool reads_as_slice(const Program& p, const Plan& plan, const std::string& n) {
 
 bool can_move(const Program& p, const Plan& plan, const Stmt& st) {
   if (!runs_on_slices(st.op)) return false;
+  // A row reduction runs on row slices (dimension 0) unless that is the dimension it reduces.
+  if (st.op == OpKind::rowreduce && p.type_of(st.operands.front()).shape.size() < 2) return false;
   bool reads_slices = false;
   for (const auto& r : Program::reads(st)) {
     if (reads_as_slice(p, plan, r)) {
@@ -105,7 +108,7 @@ Plan make_plan(const Schedule& s, const std::string& ag) {
   if (plan.moved.empty())
     throw UserError(fmt::format(
         "reorder {}: no statement reading '{}' can run on its slices (element-wise statements, "
-        "norms and sends can, when their other operands are not local and not computed from {})",
+        "norms, row reductions and sends can, when their other operands are not local and not computed from {})",
         ag, ag, ag));
   find_hoisted(p, plan);
   return plan;

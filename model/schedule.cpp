@@ -49,6 +49,7 @@ std::string op_code(OpKind k) {
     case OpKind::compute:
     case OpKind::update:
     case OpKind::norm:
+    case OpKind::rowreduce:
       return "C";
     case OpKind::matmul:
       return "MM";

@@ -31,7 +31,7 @@ struct Knobs {
 };
 
 enum class StageKind {
-  compute,     // one (fused) element-wise kernel, norms included
+  compute,     // one (fused) element-wise kernel, norms and row reductions included
   matmul,
   collective,  // one collective or send
   fused,       // a collective fused with computation (fused allreduce, fused send)

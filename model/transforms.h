@@ -19,7 +19,7 @@ namespace coconet::model {
 [[nodiscard]] Schedule split(Schedule s, const std::string& ar);
 
 // reorder: the computations that (transitively) consume `y = allgather(x)` and
-// can run on slices (element-wise statements, norms, sends) move before it and
+// can run on slices (element-wise statements, norms, row reductions, sends) move before it and
 // run on x's slices; replicated operands are read through their slice; an
 // allgather is inserted for each moved value still needed whole (an output or
 // a reader that cannot run on slices). Needs: `ag` names an allgather whose

@@ -10,6 +10,7 @@ std::string to_string(OpClass c) {
     case OpClass::elementwise: return "elementwise";
     case OpClass::matmul: return "matmul";
     case OpClass::norm: return "norm";
+    case OpClass::rowreduce: return "rowreduce";
     case OpClass::collective: return "collective";
     case OpClass::fused: return "fused";
   }

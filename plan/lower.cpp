@@ -36,6 +36,7 @@ OpClass class_of(const Stmt& s) {
   if (model::is_elementwise(s.op)) return OpClass::elementwise;
   if (s.op == OpKind::matmul) return OpClass::matmul;
   if (s.op == OpKind::norm) return OpClass::norm;
+  if (s.op == OpKind::rowreduce) return OpClass::rowreduce;
   return OpClass::collective;
 }
 
@@ -142,8 +143,10 @@ class Lowering {
     op.stmts = {s.name};
     op.group = group;
     op.dest_group = s.op == OpKind::send ? s.type.group : -1;
-    // The paper's codes (C, MM, AR, RS, AG, BC, RD, P2P); a norm is "norm".
-    op.code = op.cls == OpClass::norm ? "norm" : model::Stage{model::StageKind::collective, {s.name}}.code(p_);
+    // The paper's codes (C, MM, AR, RS, AG, BC, RD, P2P); a norm is "norm", a row reduction "rowsum"/"rowmax".
+    op.code = op.cls == OpClass::norm        ? "norm"
+              : op.cls == OpClass::rowreduce ? (s.reduce == model::ReduceOp::max ? "rowmax" : "rowsum")
+                                             : model::Stage{model::StageKind::collective, {s.name}}.code(p_);
     open_run[op.group] = op.id;
     if (op.dest_group >= 0) open_run[op.dest_group] = -1;
   }
@@ -231,6 +234,7 @@ class Lowering {
     for (int c = 0; c < u.chunks; ++c) {
       int calls = 1;
       const bool by_rows = op.cls == OpClass::elementwise || op.cls == OpClass::matmul ||
+                           op.cls == OpClass::rowreduce ||
                            (op.cls == OpClass::collective && s.op != OpKind::reducescatter &&
                             s.op != OpKind::allgather);
       if (by_rows) {
@@ -325,6 +329,12 @@ class Lowering {
         const auto& b = view(s.operands.at(1)).local_dims;
         op.work.gemm = Gemm{a.size() >= 2 ? model::numel({a.begin(), a.end() - 1}) : 1, b.back(), a.back(),
                             view(s.operands.at(0)).type.dtype};
+      } else if (s.op == OpKind::rowreduce) {
+        // Memory-bound like a norm: the input read once, one value per row written.
+        const auto& x = view(s.operands.at(0));
+        op.work.flops += double(x.local_numel());
+        read(x.name, x.local_numel());
+        if (written(op, s, inside)) op.work.hbm_bytes += double(view(s.name).local_bytes());
       } else if (s.op == OpKind::norm) {
         const auto& x = view(s.operands.at(0));
         constexpr double kFlopsPerSquareAdd = 2.0;

@@ -4,7 +4,8 @@
 //
 // A plan is a list of units run one after another (a stage, or an overlap
 // group of stages), each a list of ops: a run of element-wise statements
-// compiled into one kernel, a matmul, a norm, a collective or send, or a
+// compiled into one kernel, a matmul, a norm, a row reduction (rowsum,
+// rowmax), a collective or send, or a
 // fused collective (its head collective, compiled element-wise passes and
 // allgathers in one backend op, plan/fused_form.h). Each op has its process
 // group, its stream (compute or comm), its producers inside the unit and its
@@ -27,7 +28,7 @@
 
 namespace coconet::plan {
 
-enum class OpClass { elementwise, matmul, norm, collective, fused };
+enum class OpClass { elementwise, matmul, norm, rowreduce, collective, fused };
 [[nodiscard]] std::string to_string(OpClass c);
 
 enum class Stream { compute, comm };

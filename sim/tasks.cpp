@@ -178,7 +178,8 @@ Task launch_task(const plan::StepPlan& p, const plan::Unit& u, const plan::Op& o
       return fused_task(op.work, ctx, p.knobs, chunk == 0 || !p.caps.resident_overlap, share, calls);
     case plan::OpClass::matmul: return gemm_task(*op.work.gemm, ctx, share, calls);
     case plan::OpClass::elementwise:
-    case plan::OpClass::norm: return elementwise_task(op.work, ctx, share, calls);
+    case plan::OpClass::norm:
+    case plan::OpClass::rowreduce: return elementwise_task(op.work, ctx, share, calls);
   }
   throw InternalError("launch_task: unknown op class");
 }

@@ -3,7 +3,7 @@
 // Design notes
 // - Buffers are host vectors of bytes tagged with their dtype (16-bit floats
 //   stored as 16 bits).
-// - The compute stream is the calling thread: elementwise, matmul and norm run
+// - The compute stream is the calling thread: elementwise, matmul, norm and row_reduce run
 //   synchronously. The comm stream is a CommThread running blocking MPI calls
 //   in order, so an overlapped group's collectives on chunk k proceed while
 //   the caller computes chunk k+1.
@@ -32,6 +32,7 @@
 #include "exec/mpi_session.h"
 #include "kernels/cpu_elementwise.h"
 #include "kernels/cpu_matmul.h"
+#include "kernels/cpu_rowreduce.h"
 #include "kernels/mpi_check.h"
 
 namespace coconet::exec::cpu {
@@ -218,6 +219,13 @@ class CpuBackend final : public Backend {
     if (across_group) COCONET_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, group_compute_));
     const float value = static_cast<float>(std::sqrt(sum));
     kernels::store_f32(data(out.buffer), dtype_of(out.buffer), out.offset, 1, 1, &value);
+  }
+
+  void row_reduce(View in, View out, std::int64_t inner, ReduceOp op) override {
+    check(in);
+    check(out);
+    kernels::cpu_row_reduce({data(in.buffer), dtype_of(in.buffer), in.offset, in.count},
+                            {data(out.buffer), dtype_of(out.buffer), out.offset, out.count}, inner, op);
   }
 
   void allreduce(View in, View out, ReduceOp op) override {

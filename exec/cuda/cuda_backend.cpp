@@ -45,6 +45,7 @@
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/norm.h"
+#include "kernels/cuda/rowreduce.h"
 #include "kernels/mpi_check.h"
 #include "model/error.h"
 
@@ -286,6 +287,10 @@ class CudaBackend final : public Backend {
       compute_after(comm_);
     }
     kc::sqrt_into(sum, device_view(out), compute_);
+  }
+
+  void row_reduce(View in, View out, std::int64_t inner, ReduceOp op) override {
+    kc::row_reduce(device_view(in), device_view(out), inner, op, compute_);
   }
 
   // ---- communication

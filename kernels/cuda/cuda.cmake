@@ -1,7 +1,7 @@
 # coconet_kernels_cuda: the CUDA kernels (fused optimizers, epilogues, generic
-# element-wise stages, fused collectives through NCCL's device API), cuBLAS
-# GEMMs (cuBLAS dlopen'ed on first use, cublas_loader.h: not linked) and the
-# CUDA/NCCL/cuBLAS check macros (the MPI check is coconet_kernels').
+# element-wise stages, row reductions, fused collectives through NCCL's device
+# API), cuBLAS GEMMs (cuBLAS dlopen'ed on first use, cublas_loader.h: not
+# linked) and the CUDA/NCCL/cuBLAS check macros (the MPI check is coconet_kernels').
 # Included from kernels/CMakeLists.txt when COCONET_HAVE_CUDA; device code for
 # COCONET_CUDA_ARCHITECTURES (default sm_90).
 get_filename_component(COCONET_KCUDA_ROOT ${CMAKE_CURRENT_LIST_DIR}/../.. ABSOLUTE)
@@ -23,6 +23,7 @@ add_library(coconet_kernels_cuda STATIC
   ${COCONET_KCUDA_DIR}/optimizer.cu
   ${COCONET_KCUDA_DIR}/epilogue.cu
   ${COCONET_KCUDA_DIR}/elementwise.cu
+  ${COCONET_KCUDA_DIR}/rowreduce.cu
   ${COCONET_KCUDA_DIR}/fused_allreduce.cu
 )
 target_include_directories(coconet_kernels_cuda PUBLIC ${COCONET_KCUDA_ROOT} ${NCCL_INCLUDE_DIR})

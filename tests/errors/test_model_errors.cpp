@@ -92,7 +92,7 @@ TEST(ModelErrors, MissingEquals) {
   EXPECT_REJECTED(with("g1 = allreduce", "g1 allreduce"), "t.yaml:8", "expected '='");
 }
 TEST(ModelErrors, UnknownFunction) {
-  EXPECT_REJECTED(with("w - lr*g1", "w - lr*tanh(g1)"), "unknown function 'tanh'", "sqrt");
+  EXPECT_REJECTED(with("w - lr*g1", "w - lr*sinh(g1)"), "unknown function 'sinh'", "sqrt", "tanh", "gelu");
 }
 TEST(ModelErrors, UnknownReduction) {
   EXPECT_REJECTED(with("allreduce(sum, g)", "allreduce(avg, g)"), "unknown reduction 'avg'", "sum, max or min");
@@ -149,6 +149,62 @@ TEST(ModelErrors, MixedGroups) {
 }
 TEST(ModelErrors, UpdateTwice) {
   EXPECT_REJECTED(with("outputs: [w1]", "  - w2 = update(w, w1)\noutputs: [w1]"), "updated twice");
+}
+
+// ---- row reductions and the transformer's activations (issue 16)
+
+// A 2-D workload for the row reductions: x [R, C] with a layout given per case.
+std::string rows_workload(const std::string& x_layout, const std::string& stmts, const std::string& outputs) {
+  return "name: rows\nparams: {R: 8, C: 4}\ntensors:\n"
+         "  x: {dtype: f32, shape: [R, C], layout: " + x_layout + "}\n"
+         "  v: {dtype: f32, shape: [C, R], layout: replicated}\n"
+         "program:\n" + stmts + "outputs: [" + outputs + "]\n";
+}
+
+TEST(ModelErrors, RowReductionOfAScalar) {
+  EXPECT_REJECTED(with("w1 = update(w, w - lr*g1)", "w1 = update(w, w - lr*g1)\n  - n = norm(w1)\n  - s = rowsum(n)"),
+                  "statement 's = rowsum(n)'", "rowsum reduces over the last dimension", "scalar");
+}
+
+TEST(ModelErrors, RowReductionInsideAnExpression) {
+  EXPECT_REJECTED(rows_workload("replicated", "  - m = rowsum(x) / 4\n", "m"), "'rowsum(x)' is an operation",
+                  "whole right-hand side", "NAME = rowsum(x)");
+  EXPECT_REJECTED(rows_workload("replicated", "  - m = x - rowmax(x)\n", "m"), "unknown function 'rowmax'",
+                  "only as the whole right-hand side");
+}
+
+TEST(ModelErrors, RowReductionOfAnExpression) {
+  EXPECT_REJECTED(rows_workload("replicated", "  - m = rowsum(x * x)\n", "m"), "rowsum takes a tensor",
+                  "statement of its own");
+}
+
+// A row reduction of a tensor sliced along the reduced dimension is each
+// rank's partial result (local): mixing it with a sliced value is rejected
+// with the fix, an allreduce completes it.
+TEST(ModelErrors, PartialRowSumMixedWithSlices) {
+  EXPECT_REJECTED(rows_workload("sliced(1)", "  - s = rowsum(x)\n  - y = x - s\n", "y"),
+                  "statement 'y = x - s'", "layout mismatch", "local", "allreduce or reducescatter the local one first");
+  EXPECT_EQ(error_of(rows_workload("sliced(1)", "  - s = rowsum(x)\n  - t = allreduce(sum, s)\n  - y = x - t\n", "y")),
+            "(accepted)");
+}
+
+TEST(ModelErrors, RowSumDoesNotBroadcastAlongColumnsOfAnotherShape) {
+  EXPECT_REJECTED(rows_workload("replicated", "  - s = rowsum(x)\n  - y = v - s\n", "y"),
+                  "statement 'y = v - s'", "'s' has shape [R, 1] which does not broadcast against [C, R]",
+                  "size-1 dimensions");
+}
+
+TEST(ModelErrors, BroadcastSlicedOperand) {
+  // [R, 1] sliced along its size-1 dimension cannot stand for [R, C] sliced along C.
+  EXPECT_REJECTED("name: b\nparams: {R: 8, C: 4}\ntensors:\n"
+                  "  x: {dtype: f32, shape: [R, C], layout: sliced(1)}\n"
+                  "  s: {dtype: f32, shape: [R, 1], layout: sliced(1)}\n"
+                  "program:\n  - y = x - s\noutputs: [y]\n",
+                  "statement 'y = x - s'", "'s' is sliced but broadcast");
+}
+
+TEST(ModelErrors, GeluTakesOneArgument) {
+  EXPECT_REJECTED(with("w - lr*g1", "w - lr*gelu(g1, 2)"), "expected ')'", "gelu takes 1 argument");
 }
 
 TEST(ExperimentErrors, UnknownKey) {

@@ -40,6 +40,9 @@ class PerturbingBackend : public Backend {
   double now_us() const override { return inner_->now_us(); }
   void matmul(const MatmulArgs& a) override { inner_->matmul(a); }
   void norm(View in, View out, bool across) override { inner_->norm(in, out, across); }
+  void row_reduce(View in, View out, std::int64_t inner, ReduceOp op) override {
+    inner_->row_reduce(in, out, inner, op);
+  }
   void reduce_scatter(std::span<const View> p, View o, ReduceOp op) override { inner_->reduce_scatter(p, o, op); }
   void allgather(View in, std::span<const View> p) override { inner_->allgather(in, p); }
   void broadcast(View in, View out, int root) override { inner_->broadcast(in, out, root); }

@@ -57,7 +57,8 @@ class EveryScheduleTest : public ::testing::TestWithParam<std::string> {};
 
 // A workload name, or the tests-only workload under tests/workloads/.
 std::string workload_path(const std::string& name) {
-  if (name == "sgd_clip") return std::string(COCONET_SOURCE_ROOT) + "/tests/workloads/sgd_clip.yaml";
+  if (name == "sgd_clip" || name == "layernorm_softmax")
+    return std::string(COCONET_SOURCE_ROOT) + "/tests/workloads/" + name + ".yaml";
   return model::resolve_workload(name);
 }
 
@@ -85,7 +86,7 @@ TEST_P(EveryScheduleTest, VerifiesAgainstProgramAndInterpreter) {
 
 INSTANTIATE_TEST_SUITE_P(Workloads, EveryScheduleTest,
                          ::testing::Values("sgd", "adam", "lamb", "megatron_mlp", "megatron_attention",
-                                           "gpt3_pipeline", "sgd_clip"),
+                                           "gpt3_pipeline", "sgd_clip", "layernorm_softmax"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 TEST(CpuBackend, AgreesWithInterpreterOnUnscheduledPrograms) {

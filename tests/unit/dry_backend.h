@@ -44,6 +44,7 @@ class DryBackend final : public Backend {
                    const kernels::Block&, StreamKind) override {}
   void matmul(const MatmulArgs&) override {}
   void norm(View, View, bool) override {}
+  void row_reduce(View, View, std::int64_t, ReduceOp) override {}
   void allreduce(View, View, ReduceOp) override {}
   void reduce_scatter(std::span<const View>, View, ReduceOp) override {}
   void allgather(View, std::span<const View>) override {}

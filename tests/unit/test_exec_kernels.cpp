@@ -1,6 +1,7 @@
 // The element-wise kernels of coconet on the cpu: 16-bit conversions (round to
 // nearest even), compiled programs against the model's double evaluation,
 // dropout masks independent of the block they are computed in, and matmul.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -9,6 +10,7 @@
 
 #include "kernels/cpu_elementwise.h"
 #include "kernels/cpu_matmul.h"
+#include "kernels/cpu_rowreduce.h"
 #include "kernels/elementwise_program.h"
 #include "kernels/half.h"
 #include "model/parse.h"
@@ -135,6 +137,47 @@ TEST(CpuMatmul, SmallIntegerProductIsExact) {
         want += f16_to_float(a[static_cast<std::size_t>(i * kK + k)]) * f16_to_float(b[static_cast<std::size_t>(k * kN + j)]);
       EXPECT_EQ(f16_to_float(out[static_cast<std::size_t>(i * kN + j)]), want);
     }
+}
+
+// The cpu row reduction: rows of f16 reduced exactly (integers), a ragged
+// offset, and rows of no elements (a rank holding no columns).
+TEST(CpuRowReduce, SumsAndMaximaOfEachRow) {
+  constexpr std::int64_t kRows = 3, kInner = 5, kOffset = 2;
+  std::vector<std::uint16_t> in(kOffset + kRows * kInner);
+  for (std::int64_t i = 0; i < kRows * kInner; ++i)
+    in[static_cast<std::size_t>(kOffset + i)] = float_to_f16(static_cast<float>((i * 7) % 11) - 5.0f);
+  std::vector<float> out(kRows);
+  auto* in_bytes = reinterpret_cast<std::byte*>(in.data());
+  auto* out_bytes = reinterpret_cast<std::byte*>(out.data());
+  for (const auto op : {model::ReduceOp::sum, model::ReduceOp::max}) {
+    cpu_row_reduce({in_bytes, model::DType::f16, kOffset, kRows * kInner}, {out_bytes, model::DType::f32, 0, kRows},
+                   kInner, op);
+    for (std::int64_t r = 0; r < kRows; ++r) {
+      float want = op == model::ReduceOp::max ? -INFINITY : 0.0f;
+      for (std::int64_t k = 0; k < kInner; ++k) {
+        const float x = static_cast<float>(((r * kInner + k) * 7) % 11) - 5.0f;
+        want = op == model::ReduceOp::max ? std::max(want, x) : want + x;
+      }
+      EXPECT_EQ(out[static_cast<std::size_t>(r)], want) << r;
+    }
+  }
+  cpu_row_reduce({in_bytes, model::DType::f16, 0, 0}, {out_bytes, model::DType::f32, 0, kRows}, 0, model::ReduceOp::max);
+  EXPECT_EQ(out[0], -INFINITY);
+  cpu_row_reduce({in_bytes, model::DType::f16, 0, 0}, {out_bytes, model::DType::f32, 0, kRows}, 0, model::ReduceOp::sum);
+  EXPECT_EQ(out[2], 0.0f);
+}
+
+// gelu and tanh in a compiled program evaluate as model/ops.h does in f32.
+TEST(CpuElementwise, GeluAndTanhAsTheOpsMath) {
+  const auto prog = compile_elementwise({{"y", model::parse_expr("gelu(x) + tanh(x)"), model::DType::f32}},
+                                        {{"x", model::DType::f32}}, {});
+  std::vector<float> x(64), y(64);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = -4.0f + 0.125f * static_cast<float>(i);
+  const CpuOperand in{reinterpret_cast<std::byte*>(x.data()), model::DType::f32, {0, 0, 1}};
+  const CpuOperand out{reinterpret_cast<std::byte*>(y.data()), model::DType::f32, {0, 0, 1}};
+  cpu_elementwise(prog, {&in, 1}, {&out, 1}, Block{1, 64, 0, 0, 64});
+  for (std::size_t i = 0; i < x.size(); ++i)
+    EXPECT_EQ(y[i], model::apply_unary(model::UnaryOp::gelu, x[i]) + std::tanh(x[i])) << x[i];
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // broadcasting, dropout masks, and the comparison of outputs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "model/builder.h"
@@ -150,6 +151,95 @@ TEST(Matmul, SlicedPartialSumsAllreducedEqualTheWholeProduct) {
           acc += a[static_cast<std::size_t>(i * 5 + k)] * b[static_cast<std::size_t>(k * 2 + j)];
         EXPECT_EQ(d[static_cast<std::size_t>(i * 2 + j)], acc) << ranks;
       }
+  }
+}
+
+// ---- row reductions (issue 16)
+
+Program rows_program(Layout x_layout, const std::string& reduce, bool complete) {
+  ProgramBuilder b("rows");
+  b.param("R", 5).param("C", 7).tensor("x", DType::f32, {"R", "C"}, x_layout).stmt("s = " + reduce + "(x)");
+  if (complete) b.stmt(std::string("t = allreduce(") + (reduce == "rowmax" ? "max" : "sum") + ", s)");
+  b.stmt(std::string("y = x - ") + (complete ? "t" : "s"));
+  return b.output(complete ? "t" : "s").output("y").build();
+}
+
+// Row sums and maxima by hand over the global input, and x minus them broadcast back over the columns.
+void expect_rows(const Program& p, const std::string& reduce, const std::string& result, int ranks) {
+  const State in = make_inputs(p, ranks, p.bind());
+  const State out = interpret(p, ranks, p.bind(), in);
+  const auto x = global_value(in.at("x"), ranks);
+  const auto s = global_value(out.at(result), ranks);
+  const auto y = global_value(out.at("y"), ranks);
+  ASSERT_EQ(s.size(), 5u);
+  for (std::size_t i = 0; i < 5; ++i) {
+    double want = reduce == "rowmax" ? -INFINITY : 0.0;
+    for (std::size_t j = 0; j < 7; ++j) want = reduce == "rowmax" ? std::max(want, x[i * 7 + j]) : want + x[i * 7 + j];
+    EXPECT_EQ(s[i], want) << reduce << " row " << i << " P=" << ranks;
+    for (std::size_t j = 0; j < 7; ++j) EXPECT_EQ(y[i * 7 + j], x[i * 7 + j] - want);
+  }
+}
+
+TEST(RowReduce, KeepsTheReducedDimensionAsOneAndTheLayout) {
+  const Program p = rows_program(Layout::sliced(0), "rowsum", false);
+  const auto& s = p.find_stmt("s")->type;
+  EXPECT_EQ(to_string(s.shape), "[R, 1]");
+  EXPECT_EQ(s.layout, Layout::sliced(0));
+  EXPECT_EQ(p.find_stmt("y")->type.shape, p.find_input("x")->type.shape);
+  EXPECT_EQ(p.find_stmt("y")->type.layout, Layout::sliced(0));
+  EXPECT_EQ(rows_program(Layout::replicated(), "rowmax", false).find_stmt("s")->type.layout, Layout::replicated());
+  EXPECT_EQ(rows_program(Layout::local(), "rowmax", false).find_stmt("s")->type.layout, Layout::local());
+  // Sliced along the reduced dimension: each rank's partial result.
+  EXPECT_EQ(rows_program(Layout::sliced(1), "rowsum", true).find_stmt("s")->type.layout, Layout::local());
+}
+
+TEST(RowReduce, ReplicatedAndRowSlicedEqualTheHandComputedRows) {
+  for (const std::string reduce : {"rowsum", "rowmax"})
+    for (int ranks : {1, 2, 3, 4, 8}) {  // 8 > R: some ranks hold no rows
+      expect_rows(rows_program(Layout::replicated(), reduce, false), reduce, "s", ranks);
+      expect_rows(rows_program(Layout::sliced(0), reduce, false), reduce, "s", ranks);
+    }
+}
+
+TEST(RowReduce, ColumnSlicedPartialResultsCompletedByAnAllreduce) {
+  for (const std::string reduce : {"rowsum", "rowmax"})
+    for (int ranks : {1, 2, 3, 4, 8}) {  // 8 > C: some ranks hold no columns (0 and -inf partials)
+      expect_rows(rows_program(Layout::sliced(1), reduce, true), reduce, "t", ranks);
+    }
+}
+
+TEST(RowReduce, OverTheLastDimensionOfAThreeDimensionalTensor) {
+  const Program p = ProgramBuilder("rows3")
+                        .param("B", 2)
+                        .param("S", 3)
+                        .param("H", 4)
+                        .tensor("x", DType::f32, {"B", "S", "H"}, Layout::sliced(0))
+                        .stmt("m = rowmax(x)")
+                        .stmt("e = exp(x - m)")
+                        .stmt("t = rowsum(e)")
+                        .stmt("y = e / t")
+                        .output("y")
+                        .build();
+  EXPECT_EQ(to_string(p.find_stmt("m")->type.shape), "[B, S, 1]");
+  for (int ranks : {1, 2, 3}) {
+    const auto y = global_value(interpret(p, ranks, p.bind(), make_inputs(p, ranks, p.bind())).at("y"), ranks);
+    ASSERT_EQ(y.size(), 24u);
+    for (std::size_t row = 0; row < 6; ++row) {  // a softmax: each row sums to 1
+      double sum = 0;
+      for (std::size_t k = 0; k < 4; ++k) sum += y[row * 4 + k];
+      EXPECT_NEAR(sum, 1.0, 1e-15);
+    }
+  }
+}
+
+TEST(Elementwise, TanhAndGeluAreTheOpsMath) {
+  const Program p = one_stmt(Layout::sliced(0), "tanh(x) - gelu(x * 0.5)");
+  for (int ranks : {1, 3}) {
+    const State in = make_inputs(p, ranks, p.bind());
+    const auto x = global_value(in.at("x"), ranks);
+    const auto y = global_value(interpret(p, ranks, p.bind(), in).at("y"), ranks);
+    for (std::size_t i = 0; i < x.size(); ++i)
+      EXPECT_EQ(y[i], std::tanh(x[i]) - apply_unary(UnaryOp::gelu, x[i] * 0.5));
   }
 }
 

@@ -3,6 +3,8 @@
 // known values, in f32 and f64 alike, and the dropout mask's properties.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -32,6 +34,42 @@ TEST(Ops, EachUnaryOperator) {
   EXPECT_DOUBLE_EQ(apply_unary(UnaryOp::exp, 0.0), 1.0);
   EXPECT_DOUBLE_EQ(apply_unary(UnaryOp::log, 1.0), 0.0);
   EXPECT_FLOAT_EQ(apply_unary(UnaryOp::rsqrt, 16.0f), 0.25f);
+}
+
+// tanh is std::tanh in either precision.
+TEST(Ops, TanhIsTheStandardLibrarys) {
+  for (double x = -6.0; x <= 6.0; x += 0.125) {
+    EXPECT_EQ(apply_unary(UnaryOp::tanh, x), std::tanh(x)) << x;
+    EXPECT_EQ(apply_unary(UnaryOp::tanh, static_cast<float>(x)), std::tanh(static_cast<float>(x))) << x;
+  }
+}
+
+// GELU, tanh form, against a long-double reference written from the paper
+// (Hendrycks and Gimpel 2016): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+long double gelu_reference(long double x) {
+  const long double pi = 3.141592653589793238462643383279502884L;
+  return 0.5L * x * (1.0L + std::tanh(std::sqrt(2.0L / pi) * (x + 0.044715L * x * x * x)));
+}
+
+TEST(Ops, GeluMatchesTheTanhFormula) {
+  EXPECT_NEAR(kGeluSqrt2OverPi, std::sqrt(2.0 / 3.141592653589793), 1e-16);
+  for (double x = -8.0; x <= 8.0; x += 1.0 / 64) {
+    const auto want = static_cast<double>(gelu_reference(x));
+    EXPECT_NEAR(apply_unary(UnaryOp::gelu, x), want, 1e-15 * std::max(1.0, std::fabs(want))) << x;
+    // f32: within a few ulps of the exact value (the cpu and cuda kernels compute in f32).
+    EXPECT_NEAR(apply_unary(UnaryOp::gelu, static_cast<float>(x)), want, 4e-7 * std::max(1.0, std::fabs(want))) << x;
+  }
+  // Known points: gelu(0) = 0, gelu(x) -> x for large x, -> 0 for very negative x.
+  EXPECT_EQ(apply_unary(UnaryOp::gelu, 0.0), 0.0);
+  EXPECT_DOUBLE_EQ(apply_unary(UnaryOp::gelu, 20.0), 20.0);
+  EXPECT_NEAR(apply_unary(UnaryOp::gelu, -20.0), 0.0, 1e-300);
+  EXPECT_NEAR(apply_unary(UnaryOp::gelu, 1.0), 0.8411919906082768, 1e-15);
+}
+
+TEST(Ops, FlopCountsOfTheUnaryOperators) {
+  EXPECT_EQ(flops_of(UnaryOp::exp), 1);
+  EXPECT_EQ(flops_of(UnaryOp::tanh), 1);
+  EXPECT_EQ(flops_of(UnaryOp::gelu), kGeluFlops);
 }
 
 TEST(Ops, DropoutMaskDependsOnSeedAndIndexOnly) {

@@ -49,6 +49,29 @@ TEST(Work, AdamMovesItsBytesOnce) {
   EXPECT_DOUBLE_EQ(fused.ops[0].work.collectives[1].bytes, 4.0 * 334 * ranks);  // AG of the f32 weights
 }
 
+// A row reduction is an op of its own, priced like a norm: memory-bound,
+// its input read once and one value per row written, one FLOP an element.
+TEST(Work, RowReductionReadsItsInputOnceAndWritesARowEach) {
+  const model::Program p =
+      model::load_program(std::string(COCONET_SOURCE_ROOT) + "/tests/workloads/layernorm_softmax.yaml");
+  const model::Bindings b{{"B", 2}, {"S", 5}, {"H", 8}};
+  const int ranks = 4;  // 10 rows: rank 0 of a row slice holds 3
+  for (const auto& [schedule, rows] : {std::pair{"MM-AR-C-AR-C", 10}, std::pair{"MM-RS-C-AR-C-AG", 3}}) {
+    const StepPlan plan = lower(named(p, schedule), b, ranks, cuda_capabilities());
+    const auto op = std::find_if(plan.ops.begin(), plan.ops.end(), [](const Op& o) { return o.stmts.front() == "v" || o.stmts.front() == "v.s"; });
+    ASSERT_NE(op, plan.ops.end()) << schedule;
+    EXPECT_EQ(op->cls, OpClass::rowreduce);
+    EXPECT_EQ(op->code, "rowsum");
+    EXPECT_DOUBLE_EQ(op->work.flops, rows * 8.0) << schedule;
+    EXPECT_DOUBLE_EQ(op->work.hbm_bytes, rows * 8.0 * 4 + rows * 4.0) << schedule;  // f32 [rows, 8] in, [rows, 1] out
+  }
+  // Over the sliced inner dimension: each rank's partial sums over its 32/4 columns.
+  const StepPlan plan = lower(named(p, "MM-AR-C-AR-C"), b, ranks, cuda_capabilities());
+  const auto xp = std::find_if(plan.ops.begin(), plan.ops.end(), [](const Op& o) { return o.stmts.front() == "xp"; });
+  ASSERT_NE(xp, plan.ops.end());
+  EXPECT_DOUBLE_EQ(xp->work.hbm_bytes, 10 * 8.0 * 4 + 10 * 4.0);
+}
+
 TEST(Work, MegatronGemmShapeIsLocal) {
   const model::Program p = workload("megatron_mlp");
   const StepPlan plan = lower(model::baseline(p), p.params, 16, cuda_capabilities());

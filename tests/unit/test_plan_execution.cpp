@@ -68,6 +68,7 @@ std::int64_t expected_elements(const plan::StepPlan& p, const plan::Op& op,
     case plan::OpClass::elementwise: return v.at(s.name).local_numel();
     case plan::OpClass::matmul: return v.at(s.name).local_numel();
     case plan::OpClass::norm: return v.at(s.operands.front()).local_numel();
+    case plan::OpClass::rowreduce: return v.at(s.operands.front()).local_numel();
     case plan::OpClass::fused:  // its head collective's calls
     case plan::OpClass::collective: {
       const auto& x = v.at(s.operands.front());
@@ -147,8 +148,7 @@ std::vector<std::vector<RanLaunch>> run_every_rank(const plan::StepPlan& p) {
 
 class PlanExecution : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(PlanExecution, EveryRankRunsThePlanTheSimulatorPrices) {
-  const model::Program prog = workload(GetParam());
+void expect_every_rank_runs_the_plan(const model::Program& prog) {
   const sim::Topology t = sim::load_topology("dgx-h100", {{"nodes", "2"}});
   for (const plan::Capabilities& caps : {plan::cuda_capabilities(), plan::cpu_capabilities()})
     for (const auto& sizes : small_sizes(prog))
@@ -165,6 +165,15 @@ TEST_P(PlanExecution, EveryRankRunsThePlanTheSimulatorPrices) {
             EXPECT_EQ(compare(p, ran[r], int(r) / ranks, int(r) % ranks, ctx), "");
           EXPECT_EQ(compare_bytes(p, ran.front()), "");
         }
+}
+
+TEST_P(PlanExecution, EveryRankRunsThePlanTheSimulatorPrices) { expect_every_rank_runs_the_plan(workload(GetParam())); }
+
+// The tests-only transformer workload: its row reductions are ops of their
+// own, run in as many calls and over as many elements as the plan prices.
+TEST(PlanExecutionRows, LayerNormAndSoftmax) {
+  expect_every_rank_runs_the_plan(
+      model::load_program(std::string(COCONET_SOURCE_ROOT) + "/tests/workloads/layernorm_softmax.yaml"));
 }
 
 INSTANTIATE_TEST_SUITE_P(Workloads, PlanExecution, ::testing::ValuesIn(workload_names()),
