@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include "model/catalog.h"
 #include "model/error.h"
@@ -183,14 +184,13 @@ ModelSpec parse_model(const std::string& yaml_text, const std::string& origin, c
 }
 
 ModelSpec load_model(const std::string& name_or_path, const Overrides& overrides) {
-  std::string path = name_or_path;
-  if (!fs::exists(path)) {
-    const fs::path named = fs::path(model::data_root()) / "models" / (name_or_path + ".yaml");
-    if (!fs::exists(named))
-      throw UserError(fmt::format("no model '{}': give a path or one of models/*.yaml", name_or_path));
-    path = named.string();
-  }
-  return parse_model(model::read_file(path), path, overrides);
+  // A path as given, a path within the repository (models/x.yaml from any
+  // folder), or a name in models/.
+  const fs::path root(model::data_root());
+  for (const fs::path& p : {fs::path(name_or_path), root / name_or_path, root / "models" / (name_or_path + ".yaml")})
+    if (fs::is_regular_file(p)) return parse_model(model::read_file(p.string()), p.string(), overrides);
+  throw UserError(fmt::format("no model '{}': give a path or a name of models/*.yaml ({})", name_or_path,
+                              fmt::join(model::list_names("models"), ", ")));
 }
 
 Layout resolve_layout(const ModelSpec& s, const sim::Topology& t) {
