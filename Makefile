@@ -35,6 +35,7 @@ test: build
 
 bench: build
 	./$(BUILD)/bench/coconet_bench_sim
+	./$(BUILD)/bench/coconet_bench_step
 	cmake --build $(BUILD) --target bench_exec
 
 sanitize-build: deps

@@ -19,5 +19,6 @@ void register_run(CLI::App& app);
 void register_validate(CLI::App& app);
 void register_calibrate(CLI::App& app);
 void register_compare(CLI::App& app);
+void register_step(CLI::App& app);
 
 }  // namespace coconet::cli

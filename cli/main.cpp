@@ -51,6 +51,7 @@ void register_commands(CLI::App& app) {
   coconet::cli::register_validate(app);
   coconet::cli::register_calibrate(app);
   coconet::cli::register_compare(app);
+  coconet::cli::register_step(app);
 }
 
 }  // namespace

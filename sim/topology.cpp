@@ -145,7 +145,7 @@ class Reader {
 GpuSpec read_gpu(const Reader& r, const YAML::Node& root) {
   const YAML::Node n = r.section(root, "", "gpu",
                                  {"model", "sms", "hbm_GBps", "hbm_efficiency", "tflops",
-                                  "gemm_efficiency", "gemm_tile", "launch_us"});
+                                  "gemm_efficiency", "gemm_tile", "launch_us", "memory_GB"});
   GpuSpec g;
   g.model = r.value<std::string>(n, "gpu", "model");
   g.sms = r.positive_int(n, "gpu", "sms");
@@ -160,6 +160,7 @@ GpuSpec read_gpu(const Reader& r, const YAML::Node& root) {
   g.gemm_tile_m = r.positive_int(tile, "gpu.gemm_tile", "m");
   g.gemm_tile_n = r.positive_int(tile, "gpu.gemm_tile", "n");
   g.launch_us = r.non_negative(n, "gpu", "launch_us");
+  g.memory_GB = n["memory_GB"] ? r.positive(n, "gpu", "memory_GB") : 0.0;  // optional: only `coconet step` reads it
   return g;
 }
 

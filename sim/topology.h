@@ -26,6 +26,7 @@ struct GpuSpec {
   std::string model;
   int sms = 0;
   double hbm_GBps = 0;         // peak HBM bandwidth
+  double memory_GB = 0;        // HBM capacity (GB, 1e9 bytes); 0: not stated (memory not checked)
   double hbm_efficiency = 0;   // achievable fraction of it
   double tflops_f16 = 0;       // dense tensor-core peak
   double tflops_bf16 = 0;

@@ -17,6 +17,7 @@
 #include "sim/topology.h"
 #include "sim/units.h"
 #include "sim/tuner.h"
+#include "step/reference.h"
 
 namespace coconet::validation {
 
@@ -170,6 +171,25 @@ void add_speedups(const YAML::Node& speedups, ReferenceValidation& v) {
   }
 }
 
+// Whole training steps (step/reference.h): a published TFLOP/s per GPU
+// becomes the step time it implies (Megatron-LM eq. 3 FLOPs over it), next to
+// the predicted step of the best layout searched.
+void add_training_steps(const std::string& yaml, const std::string& origin, ReferenceValidation& v) {
+  for (const auto& p : step::parse_published_steps(yaml, origin)) {
+    const step::StepComparison c = step::compare_published(p);
+    const auto& r = c.predicted;
+    const double published_us = r.model_flops / (p.tflops_per_gpu * 1e12 * r.layout.gpus) * 1e6;
+    v.report.rows.push_back(figure_row(
+        fmt::format("training step: {}", p.model),
+        fmt::format("{} x {} nodes, micro-batch {}", p.topology, p.nodes, r.spec.training.micro_batch),
+        fmt::format("dp{} tp{} pp{} {} v{}", r.layout.dp, r.layout.tp, r.layout.pp,
+                    step::to_string(r.spec.parallel.schedule), r.layout.virtual_stages),
+        r.step_us, published_us,
+        fmt::format("{}; predicted {:.1f} TFLOP/s per GPU against {:.0f}", p.source, r.tflops_per_gpu,
+                    p.tflops_per_gpu)));
+  }
+}
+
 }  // namespace
 
 std::string reference_dir() { return (fs::path(model::data_root()) / "validation" / "reference").string(); }
@@ -189,6 +209,7 @@ ReferenceValidation validate_reference(const std::string& dir, const std::string
     if (root["collectives"]) add_collectives(root["collectives"], v);
     if (root["latency"]) add_latencies(root["latency"], v);
     if (root["paper"] && root["paper"]["speedups"]) add_speedups(root["paper"]["speedups"], v);
+    if (root["training_steps"]) add_training_steps(yaml, f.string(), v);
     d.inputs[f.filename().string()] = yaml;
   }
   v.metrics = compute_metrics(d.rows);

@@ -1,6 +1,6 @@
 // `validate --reference`: the cost model against every published figure in
 // validation/reference/ (nccl-tests bus bandwidths, a small-message latency,
-// the CoCoNet paper's speed-ups), each shown with its source, as a report of
+// the CoCoNet paper's speed-ups, Megatron-LM's whole-step TFLOP/s per GPU), each shown with its source, as a report of
 // the same kind as a measured validation.
 //
 // How a figure becomes a row: a bus bandwidth B at a large message of S bytes

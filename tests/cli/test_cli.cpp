@@ -335,6 +335,8 @@ TEST_F(Cli, EveryJsonOutputFollowsItsSchema) {
       {{"collective", "-b", "1K", "-e", "1M", "-f", "32"}, "collective"},
       {{"validate", "--reference", "--out", "reference"}, "validate"},
       {{"compare", "adam", "--set", "N=4096", "-t", "dgx-h100", "-t", "dgx-a100"}, "compare"},
+      {{"step", "gpt3-175b", "--topology", "dgx-h100", "--nodes", "128"}, "step"},
+      {{"step", "gpt3-175b", "--topology", "dgx-h100", "--nodes", "128", "--search"}, "step"},
   };
   for (const auto& [args, kind] : outputs) {
     Args with = args;
@@ -343,6 +345,42 @@ TEST_F(Cli, EveryJsonOutputFollowsItsSchema) {
     ASSERT_EQ(r.code, 0) << r.all();
     EXPECT_TRUE(conforms(parsed(r), kind)) << with.front() << " " << (with.size() > 1 ? with[1] : "");
   }
+}
+
+// ---- step: a whole training step ---------------------------------------------------
+
+TEST_F(Cli, StepPrintsTheBreakdownAndSearchFindsLayoutsThatFit) {
+  const Result r = run({"step", "gpt3-175b", "--topology", "dgx-h100", "--nodes", "128"});
+  ASSERT_EQ(r.code, 0) << r.all();
+  for (const char* part : {"step time", "exposed TP communication", "pipeline bubble", "exposed DP communication",
+                           "optimizer", "model TFLOP/s per GPU", "MFU", "memory per GPU"})
+    EXPECT_TRUE(contains(r.out, part)) << part << "\n" << r.out;
+  const json j = parsed(run({"step", "gpt3-175b", "-t", "dgx-h100", "-N", "128", "--search", "--format", "json"}));
+  ASSERT_GE(j["layouts"].size(), 1u);
+  EXPECT_EQ(j["search"], true);
+  for (const auto& l : j["layouts"]) {
+    EXPECT_TRUE(l["memory_GB"]["fits"].get<bool>()) << l.dump();
+    EXPECT_EQ(l["dp"].get<int>() * l["tp"].get<int>() * l["pp"].get<int>(), 1024);
+  }
+  const Result csv = run({"step", "gpt3-175b", "-t", "dgx-h100", "-N", "128", "--format", "csv"});
+  EXPECT_TRUE(contains(csv.out, "dp,tp,pp,micro_batch")) << csv.all();
+}
+
+TEST_F(Cli, StepRejectsImpossibleLayoutsWithTheirLine) {
+  const Result tp = run({"step", "gpt3-175b", "-t", "dgx-h100", "-N", "128", "--set", "parallel.tp=5"});
+  EXPECT_EQ(tp.code, 2) << tp.all();
+  EXPECT_TRUE(contains(tp.err, "gpt3-175b.yaml:")) << tp.err;
+  const Result gpus = run({"step", "gpt3-175b", "-t", "dgx-h100", "-N", "128", "--set", "parallel.dp=16"});
+  EXPECT_EQ(gpus.code, 2) << gpus.all();
+  EXPECT_TRUE(contains(gpus.err, "more than the cluster's 1024")) << gpus.err;
+  const fs::path bad = dir_ / "bad.yaml";
+  std::ofstream(bad) << "model: {layers: 2, hidden: 64, heads: 4, sequence: 8, vocabulary: 10, width: 3}\n"
+                        "training: {global_batch: 8}\nparallel: {}\n";
+  const Result unknown = run({"step", bad.string(), "-t", "dgx-h100", "-N", "1"});
+  EXPECT_EQ(unknown.code, 2) << unknown.all();
+  EXPECT_TRUE(contains(unknown.err, "bad.yaml:1:")) << unknown.err;
+  EXPECT_TRUE(contains(unknown.err, "unknown key 'width'")) << unknown.err;
+  EXPECT_EQ(run({"step", "no-such-model"}).code, 2);
 }
 
 // ---- compare: the same experiment on several clusters ------------------------------
@@ -816,6 +854,10 @@ const std::map<std::string, Args>& readme_examples() {
         "--topology", "cpu-local", "--iters", "1"}},
       {"coconet tune adam --set N=64K --ranks 2 --topology cpu-local --out best.yaml",
        {"tune", "adam", "--set", "N=64K", "--ranks", "2", "--topology", "cpu-local", "--out", "best.yaml"}},
+      {"coconet step models/gpt3-175b.yaml --topology dgx-h100 --nodes 128",
+       {"step", "models/gpt3-175b.yaml", "--topology", "dgx-h100", "--nodes", "128"}},
+      {"coconet step models/gpt3-175b.yaml --topology dgx-h100 --nodes 128 --search",
+       {"step", "models/gpt3-175b.yaml", "--topology", "dgx-h100", "--nodes", "128", "--search"}},
       {"coconet run adam --schedule best.yaml --backend cpu --ranks 2",
        {"run", "adam", "--schedule", "best.yaml", "--backend", "cpu", "--ranks", "2", "--iters", "1"}},
   };

@@ -1,0 +1,199 @@
+// coconet step: one training step of a model (models/*.yaml) on a cluster:
+// step time, where it goes, model TFLOP/s per GPU, MFU and memory per GPU;
+// with --search, the best parallel layouts that fit in memory.
+#include <memory>
+#include <optional>
+
+#include <fmt/core.h>
+
+#include "cli/commands.h"
+#include "cli/format.h"
+#include "cli/json_out.h"
+#include "model/assign.h"
+#include "model/error.h"
+#include "sim/topology.h"
+#include "step/compose.h"
+#include "step/search.h"
+
+namespace coconet::cli {
+
+namespace {
+
+struct Args {
+  std::string model;
+  std::string topology = "dgx-h100";
+  std::optional<int> nodes;
+  std::vector<std::string> sets;
+  Format format = Format::table;
+  bool search = false;
+  int top = 5;
+};
+
+constexpr double kUsPerMs = 1e3;
+
+nlohmann::json layout_json(const step::StepReport& r) {
+  const auto& p = r.spec.parallel;
+  const auto& b = r.breakdown;
+  const auto& m = r.memory;
+  return {
+      {"dp", r.layout.dp},
+      {"tp", r.layout.tp},
+      {"pp", r.layout.pp},
+      {"micro_batch", r.spec.training.micro_batch},
+      {"micro_batches", r.layout.micro_batches},
+      {"schedule", step::to_string(p.schedule)},
+      {"virtual_stages", r.layout.virtual_stages},
+      {"zero", p.zero},
+      {"recompute", step::to_string(p.recompute)},
+      {"sequence_parallel", p.sequence_parallel && r.layout.tp > 1},
+      {"step_ms", r.step_us / kUsPerMs},
+      {"breakdown_ms",
+       {{"compute", b.compute_us / kUsPerMs},
+        {"tp_comm", b.tp_comm_us / kUsPerMs},
+        {"pp_bubble", b.pp_bubble_us / kUsPerMs},
+        {"pp_p2p", b.pp_p2p_us / kUsPerMs},
+        {"dp_comm", b.dp_comm_us / kUsPerMs},
+        {"optimizer", b.optimizer_us / kUsPerMs}}},
+      {"layer_us",
+       {{"fwd_gemm", r.layer.fwd_gemm_us},
+        {"fwd_elementwise", r.layer.fwd_elementwise_us},
+        {"fwd_tp", r.layer.fwd_tp_us},
+        {"bwd_gemm", r.layer.bwd_gemm_us},
+        {"bwd_elementwise", r.layer.bwd_elementwise_us},
+        {"bwd_tp", r.layer.bwd_tp_us},
+        {"recompute", r.layer.recompute_us}}},
+      {"tflops_per_gpu", r.tflops_per_gpu},
+      {"mfu", r.mfu},
+      {"tokens_per_s", r.tokens_per_s},
+      {"memory_GB",
+       {{"weights", m.weights_GB},
+        {"gradients", m.gradients_GB},
+        {"optimizer", m.optimizer_GB},
+        {"activations", m.activations_GB},
+        {"total", m.total_GB()},
+        {"capacity", m.capacity_GB},
+        {"fits", m.fits()}}},
+  };
+}
+
+std::string layout_label(const step::StepReport& r) {
+  const auto& p = r.spec.parallel;
+  std::string sched = step::to_string(p.schedule);
+  if (r.layout.virtual_stages > 1) sched += fmt::format(" v{}", r.layout.virtual_stages);
+  return fmt::format("dp {} x tp {} x pp {}, {}, {} micro-batches of {}, ZeRO {}, recompute {}, sequence parallel {}",
+                     r.layout.dp, r.layout.tp, r.layout.pp, r.layout.pp > 1 ? sched : "no pipeline",
+                     r.layout.micro_batches, r.spec.training.micro_batch, p.zero, step::to_string(p.recompute),
+                     p.sequence_parallel && r.layout.tp > 1 ? "on" : "off");
+}
+
+Table layouts_table(const std::vector<step::StepReport>& rs) {
+  Table t{{"dp", "tp", "pp", "micro_batch", "schedule", "virtual_stages", "recompute", "sequence_parallel",
+           "step_ms", "tflops_per_gpu", "mfu", "memory_GB", "fits"}};
+  for (const auto& r : rs)
+    t.add({std::int64_t(r.layout.dp), std::int64_t(r.layout.tp), std::int64_t(r.layout.pp),
+           r.spec.training.micro_batch, step::to_string(r.spec.parallel.schedule),
+           std::int64_t(r.layout.virtual_stages), step::to_string(r.spec.parallel.recompute),
+           r.spec.parallel.sequence_parallel && r.layout.tp > 1, r.step_us / kUsPerMs, r.tflops_per_gpu, r.mfu,
+           r.memory.total_GB(), r.memory.fits()});
+  return t;
+}
+
+void print_detail(const step::StepReport& r, const sim::Topology& t) {
+  const auto& b = r.breakdown;
+  const auto& m = r.memory;
+  const double step = r.step_us;
+  auto line = [&](const char* what, double us) {
+    fmt::print("  {:<26} {:>10.1f} ms  {:>5.1f}%\n", what, us / kUsPerMs, 100.0 * us / step);
+  };
+  fmt::print("# {} on {}: {} nodes x {} GPUs = {} GPUs, predicted\n", r.spec.name, t.name, t.nodes, t.node.gpus,
+             r.layout.gpus);
+  fmt::print("# {}\n", layout_label(r));
+  fmt::print("step time                    {:>10.1f} ms\n", step / kUsPerMs);
+  line("compute", b.compute_us);
+  line("exposed TP communication", b.tp_comm_us);
+  line("pipeline bubble", b.pp_bubble_us);
+  line("pipeline sends", b.pp_p2p_us);
+  line("exposed DP communication", b.dp_comm_us);
+  line("optimizer", b.optimizer_us);
+  fmt::print("model TFLOP/s per GPU        {:>10.1f}     (Megatron-LM eq. 3)\n", r.tflops_per_gpu);
+  fmt::print("MFU                          {:>10.1f} %   (no recompute counted, of {:.0f} TFLOP/s dense f16)\n", 100 * r.mfu,
+             t.gpu.tflops_f16);
+  fmt::print("tokens per second            {:>10.0f}\n", r.tokens_per_s);
+  fmt::print("memory per GPU               {:>10.1f} GB  of {} ({})\n", m.total_GB(),
+             m.capacity_GB > 0 ? fmt::format("{:.0f} GB", m.capacity_GB) : std::string("unknown HBM"),
+             m.fits() ? "fits" : "DOES NOT FIT");
+  fmt::print("  weights {:.1f}, gradients {:.1f}, optimizer {:.1f}, activations {:.1f} GB\n", m.weights_GB,
+             m.gradients_GB, m.optimizer_GB, m.activations_GB);
+  fmt::print("layer, one micro-batch       fwd {:.0f} us (GEMM {:.0f}, element-wise {:.0f}, TP {:.0f}), bwd {:.0f} us"
+             " (GEMM {:.0f}, element-wise {:.0f}, TP {:.0f}, recompute {:.0f})\n",
+             r.layer.fwd_us(), r.layer.fwd_gemm_us, r.layer.fwd_elementwise_us, r.layer.fwd_tp_us, r.layer.bwd_us(),
+             r.layer.bwd_gemm_us, r.layer.bwd_elementwise_us, r.layer.bwd_tp_us, r.layer.recompute_us);
+}
+
+void run(const Args& a) {
+  step::Overrides model_sets;
+  sim::Overrides topo_sets;
+  for (const auto& s : a.sets) {
+    auto kv = model::parse_assignment(s);
+    (step::is_model_key(kv.first) ? model_sets : topo_sets).push_back(std::move(kv));
+  }
+  if (a.nodes) topo_sets.emplace_back("nodes", std::to_string(*a.nodes));
+  const step::ModelSpec spec = step::load_model(a.model, model_sets);
+  const sim::Topology t = sim::load_topology(a.topology, topo_sets);
+  nlohmann::json head = {{"model", spec.name}, {"topology", t.name}, {"nodes", t.nodes},
+                         {"gpus", t.total_gpus()}, {"search", a.search}};
+  std::vector<step::StepReport> reports;
+  int evaluated = 1, over = 0;
+  if (a.search) {
+    step::SearchOptions o;
+    o.keep = a.top;
+    const step::SearchResult r = step::search_layouts(spec, t, o);
+    evaluated = r.evaluated;
+    over = r.over_memory;
+    if (r.best.empty())
+      throw UserError(fmt::format("{} on {} x {} GPUs: none of the {} layouts searched fits in {:.0f} GB per GPU",
+                                  spec.name, t.nodes, t.node.gpus, r.evaluated, t.gpu.memory_GB));
+    reports = r.best;
+  } else {
+    reports.push_back(step::predict_step(spec, t));
+    over = reports.front().memory.fits() ? 0 : 1;
+  }
+  head["evaluated"] = evaluated;
+  head["over_memory"] = over;
+  if (a.format == Format::json) {
+    nlohmann::json layouts = nlohmann::json::array();
+    for (const auto& r : reports) layouts.push_back(layout_json(r));
+    head["layouts"] = layouts;
+    return print_json(tagged("step", head));
+  }
+  if (a.format == Format::csv) return print(layouts_table(reports), Format::csv);
+  if (!a.search) return print_detail(reports.front(), t);
+  fmt::print("# {} on {}: {} nodes x {} GPUs = {} GPUs; {} layouts priced, {} over {:.0f} GB; the best {}\n",
+             spec.name, t.name, t.nodes, t.node.gpus, t.total_gpus(), evaluated, over, t.gpu.memory_GB,
+             reports.size());
+  print(layouts_table(reports), Format::table);
+  fmt::print("\n");
+  print_detail(reports.front(), t);
+}
+
+}  // namespace
+
+void register_step(CLI::App& app) {
+  auto* cmd = app.add_subcommand("step", "Predict one training step of a model (models/*.yaml) on a cluster");
+  auto a = std::make_shared<Args>();
+  cmd->add_option("model", a->model, "Model name (models/) or YAML file")->required();
+  cmd->add_option("--topology,-t", a->topology, "Topology name (configs/topologies/) or YAML file")
+      ->capture_default_str();
+  cmd->add_option("--nodes,-N", a->nodes, "Nodes (default: the topology's)");
+  cmd->add_option("--set", a->sets,
+                  "Override a value: SECTION.KEY=VALUE of the model (parallel.tp=4, training.micro_batch=2) or of "
+                  "the topology (gpu.memory_GB=40) (repeatable)");
+  cmd->add_flag("--search", a->search,
+                "Search tp, pp, dp, micro-batch, pipeline schedule, recomputation and sequence parallelism within "
+                "memory; print the best layouts");
+  cmd->add_option("--top", a->top, "Layouts --search prints")->capture_default_str()->check(CLI::Range(1, 100));
+  add_format_option(cmd, a->format);
+  cmd->callback([a] { run(*a); });
+}
+
+}  // namespace coconet::cli

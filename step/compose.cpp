@@ -1,0 +1,304 @@
+// Composition of a step. Design decisions:
+// - The layer is priced from the cost model's pieces (GEMMs, element-wise
+//   kernels, collectives), not from the megatron_mlp/megatron_attention
+//   workloads through the tuner: those cover the blocks' outputs only, and the
+//   layer's fused kernels (bias-GeLU, bias-dropout-add, scaled masked softmax)
+//   are what Megatron-LM runs, not what the DSL can yet express.
+// - Every kernel pays one launch, as in the rest of the cost model.
+// - Megatron-LM's rank order: tensor-parallel ranks adjacent, then data
+//   parallel, then pipeline stages; so a TP group packs onto one node, a DP
+//   group has min(dp, gpus per node / tp) members per node, and a pipeline's
+//   neighbours sit tp x dp ranks apart.
+// - The slowest stage is the last (its layers plus the output layer); the
+//   step is m micro-batches of it, the bubble (pp - 1) / v of a micro-batch's
+//   forward and backward (Narayanan et al. SC'21, section 2.2), the sends,
+//   the data-parallel reduction left exposed, and the optimizer.
+#include "step/compose.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "model/error.h"
+#include "sim/collective.h"
+#include "sim/compute.h"
+
+namespace coconet::step {
+
+namespace {
+
+using model::OpKind;
+
+constexpr double kBwdElementwiseFactor = 2.0;  // a backward kernel reads the output gradient and a saved input, writes one gradient
+constexpr double kAdamFlopsPerParam = 12;      // moments, bias corrections, update
+constexpr double kBytesPerMB = 1e6;
+
+struct Shapes {
+  std::int64_t tokens;   // b s
+  std::int64_t hidden;   // h
+  std::int64_t heads_per_gpu;
+  std::int64_t head_dim;
+  std::int64_t seq;
+  std::int64_t micro_batch;
+  std::int64_t ffn_per_gpu;
+  std::int64_t vocab_per_gpu;
+  int tp;
+  model::DType dtype;
+};
+
+Shapes shapes_of(const ModelSpec& s, const Layout& l) {
+  const auto& m = s.model;
+  return Shapes{s.training.micro_batch * m.sequence, m.hidden, m.heads / l.tp, m.hidden / m.heads, m.sequence,
+                s.training.micro_batch, m.ffn / l.tp, (m.vocabulary + l.tp - 1) / l.tp, l.tp, s.training.dtype};
+}
+
+struct Kernels {
+  double gemm_us = 0;
+  double elementwise_us = 0;  // launches included
+};
+
+double gemm(const sim::Topology& t, std::int64_t m, std::int64_t n, std::int64_t k, model::DType d) {
+  return sim::gemm_body_us(t, sim::GemmShape{m, n, k, d}, t.gpu.sms);
+}
+
+// Forward, dgrad and wgrad of Y[m x n] = X[m x k] W[k x n].
+struct GemmPasses {
+  double fwd = 0;
+  double bwd = 0;
+};
+GemmPasses linear(const sim::Topology& t, std::int64_t m, std::int64_t n, std::int64_t k, model::DType d) {
+  return {gemm(t, m, n, k, d), gemm(t, m, k, n, d) + gemm(t, k, n, m, d)};
+}
+
+// The attention core: Q K^T and (softmax) V, batched over micro-batch x heads.
+GemmPasses attention_core(const sim::Topology& t, const Shapes& x) {
+  const std::int64_t batch = x.micro_batch * x.heads_per_gpu;
+  const GemmPasses qk = linear(t, batch * x.seq, x.seq, x.head_dim, x.dtype);
+  const GemmPasses av = linear(t, batch * x.seq, x.head_dim, x.seq, x.dtype);
+  return {qk.fwd + av.fwd, qk.bwd + av.bwd};
+}
+
+// Bytes the attention core's element-wise kernels move forward: the fused
+// scaled masked softmax (read, write) and the dropout on its probabilities
+// (read, write, a 1-byte mask).
+double attention_elementwise_bytes(const Shapes& x) {
+  const double e = model::bytes_of(x.dtype);
+  const double scores = double(x.micro_batch) * double(x.heads_per_gpu) * double(x.seq) * double(x.seq);
+  return scores * (2 * e) + scores * (2 * e + 1);
+}
+
+// The other element-wise kernels of a layer forward: two LayerNorms (read,
+// write), two fused bias-dropout-add (x, residual, out, mask), the fused
+// bias-GeLU (read, write). LayerNorm and dropout run on 1/t of the tokens
+// with sequence parallelism.
+double other_elementwise_bytes(const Shapes& x, bool sequence_parallel) {
+  const double e = model::bytes_of(x.dtype);
+  const double th = double(x.tokens) * double(x.hidden) / (sequence_parallel ? x.tp : 1);
+  const double gelu = double(x.tokens) * double(x.ffn_per_gpu) * 2 * e;
+  return 2 * th * 2 * e + 2 * th * (3 * e + 1) + gelu;
+}
+
+constexpr int kFwdElementwiseKernels = 6;     // 2 LayerNorm, softmax, dropout, 2 bias-dropout-add (+ bias-GeLU below)
+constexpr int kFwdGemmKernels = 6;            // QKV, QK^T, AV, projection, FC1, FC2
+
+double ew(const sim::Topology& t, double bytes) { return sim::elementwise_body_us(t, bytes, bytes / 2); }
+
+struct LayerCompute {
+  Kernels fwd;
+  Kernels bwd;
+  Kernels attention_fwd;  // what selective recomputation runs again
+};
+
+LayerCompute layer_compute(const sim::Topology& t, const Shapes& x, bool sp) {
+  const std::int64_t T = x.tokens, h = x.hidden;
+  const GemmPasses qkv = linear(t, T, 3 * h / x.tp, h, x.dtype);
+  const GemmPasses proj = linear(t, T, h, h / x.tp, x.dtype);
+  const GemmPasses fc1 = linear(t, T, x.ffn_per_gpu, h, x.dtype);
+  const GemmPasses fc2 = linear(t, T, h, x.ffn_per_gpu, x.dtype);
+  const GemmPasses core = attention_core(t, x);
+  const double launch = t.gpu.launch_us;
+  LayerCompute c;
+  const double attn_ew = ew(t, attention_elementwise_bytes(x));
+  const double other_ew = ew(t, other_elementwise_bytes(x, sp));
+  const int fwd_kernels = kFwdGemmKernels + kFwdElementwiseKernels + 1;
+  c.fwd.gemm_us = qkv.fwd + proj.fwd + fc1.fwd + fc2.fwd + core.fwd;
+  c.fwd.elementwise_us = attn_ew + other_ew + fwd_kernels * launch;
+  c.bwd.gemm_us = qkv.bwd + proj.bwd + fc1.bwd + fc2.bwd + core.bwd;
+  c.bwd.elementwise_us = kBwdElementwiseFactor * (attn_ew + other_ew) +
+                         (2 * kFwdGemmKernels + kFwdElementwiseKernels + 1) * launch;
+  c.attention_fwd.gemm_us = core.fwd;
+  c.attention_fwd.elementwise_us = attn_ew + 4 * launch;
+  return c;
+}
+
+double collective_us(const sim::Topology& t, OpKind op, double bytes, const sim::Placement& where) {
+  if (where.ranks <= 1 || bytes <= 0) return 0;
+  sim::CollectiveRequest r;
+  r.op = op;
+  r.bytes = bytes;
+  r.where = where;
+  return sim::predict_collective(t, r).time_us();
+}
+
+// A layer's TP collectives forward (backward is the same count): two
+// allreduces of the b s h activations, or with sequence parallelism two
+// all-gathers and two reduce-scatters of them.
+double layer_tp_us(const sim::Topology& t, const Shapes& x, bool sp) {
+  if (x.tp <= 1) return 0;
+  const sim::Placement where = sim::place(t, x.tp);
+  const double bytes = double(x.tokens) * double(x.hidden) * model::bytes_of(x.dtype);
+  if (!sp) return 2 * collective_us(t, OpKind::allreduce, bytes, where);
+  return 2 * (collective_us(t, OpKind::allgather, bytes, where) + collective_us(t, OpKind::reducescatter, bytes, where));
+}
+
+// The output layer on the last stage: logits GEMM (vocabulary split over tp)
+// and the cross-entropy (read and write the logits in fp32); its forward and backward.
+GemmPasses output_layer(const sim::Topology& t, const Shapes& x) {
+  GemmPasses g = linear(t, x.tokens, x.vocab_per_gpu, x.hidden, x.dtype);
+  const double logits = double(x.tokens) * double(x.vocab_per_gpu) * 4.0;
+  g.fwd += ew(t, 2 * logits) + 2 * t.gpu.launch_us;
+  g.bwd += ew(t, 2 * logits) + 3 * t.gpu.launch_us;
+  return g;
+}
+
+sim::Placement dp_placement(const sim::Topology& t, const Layout& l) {
+  sim::Placement p;
+  p.ranks = l.dp;
+  p.per_node = std::max(1, std::min(l.dp, t.node.gpus / std::max(1, l.tp)));
+  p.nodes = (l.dp + p.per_node - 1) / p.per_node;
+  return p;
+}
+
+sim::Placement pp_placement(const sim::Topology& t, const Layout& l) {
+  sim::Placement p;
+  p.ranks = 2;
+  p.send_crosses_nodes = std::int64_t(l.tp) * l.dp >= t.node.gpus;
+  p.nodes = p.send_crosses_nodes ? 2 : 1;
+  p.per_node = p.send_crosses_nodes ? 1 : 2;
+  return p;
+}
+
+// `bytes` in buckets of `bucket` bytes, each one collective.
+double bucketed_us(const sim::Topology& t, OpKind op, double bytes, double bucket, const sim::Placement& where,
+                   double* last_bucket_us) {
+  if (where.ranks <= 1 || bytes <= 0) {
+    *last_bucket_us = 0;
+    return 0;
+  }
+  const double full = std::floor(bytes / bucket);
+  const double rest = bytes - full * bucket;
+  const double one = full > 0 ? collective_us(t, op, bucket, where) : 0;
+  const double tail = rest > 0 ? collective_us(t, op, rest, where) : 0;
+  *last_bucket_us = rest > 0 ? tail : one;
+  return full * one + tail;
+}
+
+// Collectives of `total` us in buckets, the last taking `last` us, that can
+// start as the overlapped window of `window` us runs: what is left exposed.
+double exposed_us(double total, double last, double window) {
+  return last + std::max(0.0, total - last - window);
+}
+
+}  // namespace
+
+double megatron_flops(const ModelSpec& s) {
+  const double B = double(s.training.global_batch), sq = double(s.model.sequence), l = double(s.model.layers),
+               h = double(s.model.hidden), V = double(s.model.vocabulary);
+  return 96.0 * B * sq * l * h * h * (1.0 + sq / (6.0 * h) + V / (16.0 * l * h));
+}
+
+double model_flops_without_recompute(const ModelSpec& s) {
+  const double B = double(s.training.global_batch), sq = double(s.model.sequence), l = double(s.model.layers),
+               h = double(s.model.hidden), V = double(s.model.vocabulary);
+  return 72.0 * B * sq * l * h * h * (1.0 + sq / (6.0 * h) + V / (12.0 * l * h));
+}
+
+StepReport predict_step(const ModelSpec& s, const sim::Topology& t) {
+  StepReport r;
+  r.spec = s;
+  r.topology = t.name;
+  const Layout l = resolve_layout(s, t);
+  r.layout = l;
+  const bool sp = s.parallel.sequence_parallel && l.tp > 1;
+  const Shapes x = shapes_of(s, l);
+
+  // One layer, one micro-batch.
+  const LayerCompute c = layer_compute(t, x, sp);
+  LayerTimes& lt = r.layer;
+  lt.fwd_gemm_us = c.fwd.gemm_us;
+  lt.fwd_elementwise_us = c.fwd.elementwise_us;
+  lt.fwd_tp_us = layer_tp_us(t, x, sp);
+  lt.bwd_gemm_us = c.bwd.gemm_us;
+  lt.bwd_elementwise_us = c.bwd.elementwise_us;
+  lt.bwd_tp_us = lt.fwd_tp_us;
+  switch (s.parallel.recompute) {
+    case Recompute::none: break;
+    case Recompute::selective: lt.recompute_us = c.attention_fwd.gemm_us + c.attention_fwd.elementwise_us; break;
+    case Recompute::full: lt.recompute_us = lt.fwd_us(); break;
+  }
+
+  // The last stage, one micro-batch through all its virtual chunks.
+  const double layers = double(s.model.layers) / l.pp;
+  const GemmPasses out = output_layer(t, x);
+  const double tp_mb = layers * (lt.fwd_tp_us + lt.bwd_tp_us +
+                                 (s.parallel.recompute == Recompute::full ? lt.fwd_tp_us : 0.0));
+  r.stage_fwd_us = layers * lt.fwd_us() + out.fwd;
+  r.stage_bwd_us = layers * lt.bwd_us() + out.bwd;
+  const double mb_us = r.stage_fwd_us + r.stage_bwd_us;
+  const double m = double(l.micro_batches);
+
+  Breakdown& b = r.breakdown;
+  b.tp_comm_us = m * tp_mb;
+  b.compute_us = m * (mb_us - tp_mb);
+  b.pp_bubble_us = double(l.pp - 1) / l.virtual_stages * mb_us;
+  if (l.pp > 1) {
+    const double act = double(x.tokens) * double(x.hidden) * model::bytes_of(x.dtype) / l.tp;  // scatter-gather over tp
+    const double send = collective_us(t, OpKind::send, act, pp_placement(t, l));
+    b.pp_p2p_us = m * l.virtual_stages * 2 * send;
+  }
+
+  // Data parallelism and the optimizer.
+  const double params = stage_parameters(s, l);
+  const double grad_bytes = params * model::bytes_of(s.training.grad_dtype);
+  const double weight_bytes = params * model::bytes_of(s.training.dtype);
+  const double bucket = s.parallel.bucket_MB * kBytesPerMB;
+  const sim::Placement dpw = dp_placement(t, l);
+  double last = 0;
+  switch (s.parallel.zero) {
+    case 0: {
+      r.dp_total_us = bucketed_us(t, OpKind::allreduce, grad_bytes, bucket, dpw, &last);
+      b.dp_comm_us = l.dp > 1 ? exposed_us(r.dp_total_us, last, r.stage_bwd_us) : 0;
+      break;
+    }
+    case 1:
+    case 2: {
+      const double rs = bucketed_us(t, OpKind::reducescatter, grad_bytes, bucket, dpw, &last);
+      double last_ag = 0;
+      const double ag = bucketed_us(t, OpKind::allgather, weight_bytes, bucket, dpw, &last_ag);
+      r.dp_total_us = rs + ag;
+      b.dp_comm_us = l.dp > 1 ? exposed_us(rs, last, r.stage_bwd_us) + exposed_us(ag, last_ag, r.stage_fwd_us) : 0;
+      break;
+    }
+    default: {  // 3: parameters gathered for each micro-batch's forward and backward, gradients reduce-scattered
+      double last_ag = 0;
+      const double ag = bucketed_us(t, OpKind::allgather, weight_bytes, bucket, dpw, &last_ag);
+      const double rs = bucketed_us(t, OpKind::reducescatter, grad_bytes, bucket, dpw, &last);
+      r.dp_total_us = m * (2 * ag + rs);
+      b.dp_comm_us = l.dp > 1 ? m * exposed_us(2 * ag + rs, last, mb_us - tp_mb) : 0;
+      break;
+    }
+  }
+  const double opt_params = params / (s.parallel.zero >= 1 ? l.dp : 1);
+  const double adam_bytes = opt_params * (24.0 + model::bytes_of(s.training.grad_dtype) +
+                                          model::bytes_of(s.training.dtype));
+  b.optimizer_us = sim::elementwise_body_us(t, adam_bytes, opt_params * kAdamFlopsPerParam) + t.gpu.launch_us;
+
+  r.step_us = b.total_us();
+  r.model_flops = megatron_flops(s);
+  r.tflops_per_gpu = r.model_flops / (r.step_us * 1e-6) / l.gpus / 1e12;
+  r.mfu = model_flops_without_recompute(s) / (r.step_us * 1e-6) / l.gpus / 1e12 / t.gpu.tflops_f16;
+  r.tokens_per_s = double(s.training.global_batch) * double(s.model.sequence) / (r.step_us * 1e-6);
+  r.memory = memory_per_gpu(s, l, t);
+  return r;
+}
+
+}  // namespace coconet::step

@@ -1,0 +1,80 @@
+// One training step of a model on a cluster, composed from the cost model's
+// own pieces: a transformer layer's GEMMs (sim::gemm_body_us with Megatron-LM's
+// shapes on one GPU of the tensor-parallel group), its element-wise kernels
+// (sim::elementwise_body_us over the bytes they move), its tensor-parallel
+// collectives (sim::predict_collective on the TP group's placement), the
+// pipeline schedule's bubble and sends, the data-parallel gradient reduction
+// per ZeRO stage and the optimizer step. docs/step.md states every formula,
+// its source, and what is left out.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sim/topology.h"
+#include "step/memory.h"
+#include "step/spec.h"
+
+namespace coconet::step {
+
+// One transformer layer, one micro-batch, on one GPU of its TP group (us).
+struct LayerTimes {
+  double fwd_gemm_us = 0;
+  double fwd_elementwise_us = 0;  // element-wise kernels and every kernel's launch
+  double fwd_tp_us = 0;           // the forward's TP collectives
+  double bwd_gemm_us = 0;
+  double bwd_elementwise_us = 0;
+  double bwd_tp_us = 0;
+  double recompute_us = 0;        // the forward again (compute and TP collectives), by recomputation
+
+  [[nodiscard]] double fwd_us() const { return fwd_gemm_us + fwd_elementwise_us + fwd_tp_us; }
+  [[nodiscard]] double bwd_us() const { return bwd_gemm_us + bwd_elementwise_us + bwd_tp_us + recompute_us; }
+};
+
+// Where the step's time goes (us); they add up to the step time.
+struct Breakdown {
+  double compute_us = 0;      // every micro-batch's kernels on the slowest stage
+  double tp_comm_us = 0;      // tensor-parallel collectives (not overlapped in Megatron-LM)
+  double pp_bubble_us = 0;    // the pipeline's fill and drain
+  double pp_p2p_us = 0;       // activations and gradients sent between stages
+  double dp_comm_us = 0;      // data-parallel reduction not hidden behind the backward
+  double optimizer_us = 0;    // Adam over this GPU's share of the parameters
+
+  [[nodiscard]] double total_us() const {
+    return compute_us + tp_comm_us + pp_bubble_us + pp_p2p_us + dp_comm_us + optimizer_us;
+  }
+};
+
+struct StepReport {
+  ModelSpec spec;  // as priced (search fills in the layout it tried)
+  Layout layout;
+  std::string topology;
+  LayerTimes layer;
+  double stage_fwd_us = 0;  // per micro-batch, the slowest (last) stage, every virtual chunk
+  double stage_bwd_us = 0;
+  double dp_total_us = 0;   // the data-parallel collectives before overlap
+  Breakdown breakdown;
+  double step_us = 0;
+  double model_flops = 0;     // per step, the whole job (Megatron-LM eq. 3)
+  double tflops_per_gpu = 0;
+  // Model FLOPs utilisation (Chowdhery et al., PaLM, 2022, appendix B): the
+  // FLOPs of a step without recomputation, 72 B s l h^2 (1 + s/(6h) + V/(12 l h)),
+  // per second per GPU over the GPU's dense f16 peak. Eq. 3 counts a recomputed
+  // forward (96 for 72), so tflops_per_gpu / peak is the MFU only under full recomputation.
+  double mfu = 0;
+  double tokens_per_s = 0;
+  Memory memory;
+};
+
+// Megatron-LM's FLOPs of one step (Narayanan et al., SC'21, eq. 3):
+// 96 B s l h^2 (1 + s / (6 h) + V / (16 l h)), counting the recomputed forward.
+[[nodiscard]] double megatron_flops(const ModelSpec& s);
+// The same step's FLOPs without recomputation: 72 B s l h^2 (1 + s/(6h) + V/(12 l h)).
+[[nodiscard]] double model_flops_without_recompute(const ModelSpec& s);
+
+// Prices one step; throws UserError for a layout the cluster cannot hold
+// (resolve_layout). A layout that does not fit in memory is priced too and
+// says so in memory.fits.
+[[nodiscard]] StepReport predict_step(const ModelSpec& s, const sim::Topology& t);
+
+}  // namespace coconet::step

@@ -1,0 +1,96 @@
+// Exhaustive search over the layouts search.h lists; each is priced by
+// predict_step (microseconds each), so no pruning is needed at cluster sizes
+// of thousands of GPUs.
+#include "step/search.h"
+
+#include <algorithm>
+
+#include "model/error.h"
+
+namespace coconet::step {
+
+namespace {
+
+std::vector<int> powers_of_two_up_to(int n) {
+  std::vector<int> out;
+  for (int v = 1; v <= n; v *= 2) out.push_back(v);
+  return out;
+}
+
+struct Schedule {
+  PipeSchedule kind;
+  int virtual_stages;
+};
+
+std::vector<Schedule> schedules_for(const ModelSpec& base, int pp, const SearchOptions& o) {
+  if (pp == 1) return {{PipeSchedule::one_f_one_b, 1}};
+  if (!o.vary_schedule) return {{base.parallel.schedule, base.parallel.virtual_stages}};
+  return {{PipeSchedule::one_f_one_b, 1}, {PipeSchedule::interleaved, 2}, {PipeSchedule::interleaved, 4}};
+}
+
+std::vector<bool> sequence_parallel_choices(const ModelSpec& base, int tp, const SearchOptions& o) {
+  if (tp == 1) return {false};
+  if (!o.vary_sequence_parallel) return {base.parallel.sequence_parallel};
+  return {false, true};
+}
+
+}  // namespace
+
+SearchResult search_layouts(const ModelSpec& base, const sim::Topology& t, const SearchOptions& o) {
+  SearchResult res;
+  const int gpus = t.total_gpus();
+  const std::vector<int> tps = o.vary_tp ? powers_of_two_up_to(t.node.gpus) : std::vector<int>{base.parallel.tp};
+  std::vector<Recompute> recomputes{base.parallel.recompute};
+  if (o.vary_recompute) recomputes = {Recompute::none, Recompute::selective, Recompute::full};
+  std::vector<StepReport> fits;
+  for (int tp : tps) {
+    if (base.model.heads % tp != 0 || gpus % tp != 0) continue;
+    std::vector<int> pps{base.parallel.pp};
+    if (o.vary_pp) {
+      pps.clear();
+      for (int pp = 1; pp <= base.model.layers && std::int64_t(pp) * tp <= gpus; ++pp)
+        if (base.model.layers % pp == 0 && gpus % (tp * pp) == 0) pps.push_back(pp);
+    }
+    for (int pp : pps) {
+      const int dp = gpus / (tp * pp);
+      const std::vector<int> mbs = o.vary_micro_batch ? powers_of_two_up_to(o.max_micro_batch)
+                                                     : std::vector<int>{int(base.training.micro_batch)};
+      for (int mb : mbs) {
+        if (base.training.global_batch % (std::int64_t(mb) * dp) != 0) continue;
+        for (const Schedule& sch : schedules_for(base, pp, o))
+          for (Recompute rc : recomputes)
+            for (bool sp : sequence_parallel_choices(base, tp, o)) {
+              ModelSpec s = base;
+              s.parallel.dp = dp;
+              s.parallel.tp = tp;
+              s.parallel.pp = pp;
+              s.parallel.schedule = sch.kind;
+              s.parallel.virtual_stages = sch.virtual_stages;
+              s.parallel.recompute = rc;
+              s.parallel.sequence_parallel = sp;
+              s.training.micro_batch = mb;
+              StepReport r;
+              try {
+                r = predict_step(s, t);
+              } catch (const UserError&) {
+                continue;  // a layout the rules reject (e.g. interleaving with too few micro-batches)
+              }
+              ++res.evaluated;
+              if (!r.memory.fits()) {
+                ++res.over_memory;
+                continue;
+              }
+              fits.push_back(std::move(r));
+            }
+      }
+    }
+  }
+  const auto keep = std::min<std::size_t>(fits.size(), std::size_t(std::max(0, o.keep)));
+  std::partial_sort(fits.begin(), fits.begin() + std::ptrdiff_t(keep), fits.end(),
+                    [](const StepReport& a, const StepReport& b) { return a.step_us < b.step_us; });
+  fits.resize(keep);
+  res.best = std::move(fits);
+  return res;
+}
+
+}  // namespace coconet::step

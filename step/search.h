@@ -1,0 +1,38 @@
+// The parallel layout search of `coconet step --search`: every tp (powers of
+// two up to a node, dividing the heads), pp (dividing the layers, tp x pp
+// dividing the GPUs), dp (the GPUs left), micro-batch (powers of two dividing
+// the batch per pipeline), pipeline schedule (1F1B, interleaved with 2 or 4
+// virtual stages when pp > 1), recomputation (none, selective, full) and
+// sequence parallelism (on and off when tp > 1); layouts that do not fit in
+// the GPUs' memory are dropped; the rest ranked by step time.
+#pragma once
+
+#include <vector>
+
+#include "sim/topology.h"
+#include "step/compose.h"
+#include "step/spec.h"
+
+namespace coconet::step {
+
+struct SearchOptions {
+  int keep = 5;                  // layouts returned
+  int max_micro_batch = 16;
+  bool vary_micro_batch = true;  // false: the spec's micro-batch only
+  bool vary_tp = true;           // false: the spec's tp only
+  bool vary_pp = true;
+  bool vary_schedule = true;
+  bool vary_recompute = true;
+  bool vary_sequence_parallel = true;
+};
+
+struct SearchResult {
+  std::vector<StepReport> best;  // fastest first, every one fits in memory
+  int evaluated = 0;             // layouts priced
+  int over_memory = 0;           // of them, how many did not fit
+};
+
+[[nodiscard]] SearchResult search_layouts(const ModelSpec& base, const sim::Topology& t,
+                                          const SearchOptions& o = {});
+
+}  // namespace coconet::step

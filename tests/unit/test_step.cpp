@@ -1,0 +1,192 @@
+// Whole training steps (step/): the model descriptions parse and their
+// impossible layouts are rejected with file:line; the composition keeps its
+// defining properties (the breakdown adds up to the step, recomputation and a
+// bubble cost time, interleaving and ZeRO shrink what they should); the
+// Megatron-LM eq. 3 FLOP count; the layout search; and Megatron-LM's Table 1
+// (validation/reference/megatron.yaml) within 15%.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "model/catalog.h"
+#include "model/error.h"
+#include "sim/topology.h"
+#include "step/compose.h"
+#include "step/reference.h"
+#include "step/search.h"
+#include "step/spec.h"
+
+namespace coconet::step {
+namespace {
+
+const char* const kSmall = R"(name: small
+model:
+  layers: 8
+  hidden: 1024
+  heads: 16
+  sequence: 1024
+  vocabulary: 32000
+training:
+  micro_batch: 2
+  global_batch: 64
+parallel:
+  tp: 2
+  pp: 2
+)";
+
+sim::Topology a100(int nodes) { return sim::load_topology("dgx-a100", {{"nodes", std::to_string(nodes)}}); }
+
+std::string error_of(const std::string& yaml, const Overrides& o = {}, int nodes = 1) {
+  try {
+    const ModelSpec s = parse_model(yaml, "small.yaml", o);
+    (void)predict_step(s, a100(nodes));
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// ---- the description ------------------------------------------------------------
+
+TEST(StepSpec, EveryShippedModelParsesAndPrices) {
+  for (const char* name : {"gpt3-175b", "megatron-1.7b", "megatron-7.5b", "megatron-1008b"}) {
+    const ModelSpec s = load_model(name);
+    EXPECT_EQ(s.name, name);
+    EXPECT_EQ(s.model.ffn, 4 * s.model.hidden) << name;
+  }
+  const ModelSpec g = load_model("gpt3-175b");
+  EXPECT_NEAR(parameters(g.model) / 1e9, 175, 1.5);
+  const StepReport r = predict_step(g, sim::load_topology("dgx-h100", {{"nodes", "128"}}));
+  EXPECT_GT(r.step_us, 0);
+  EXPECT_TRUE(r.memory.fits()) << r.memory.total_GB();
+}
+
+TEST(StepSpec, DefaultsAndOverrides) {
+  const ModelSpec s = parse_model(kSmall, "small.yaml", {{"parallel.zero", "2"}, {"training.micro_batch", "4"}});
+  EXPECT_EQ(s.model.ffn, 4096);
+  EXPECT_EQ(s.parallel.zero, 2);
+  EXPECT_EQ(s.training.micro_batch, 4);
+  EXPECT_EQ(s.parallel.schedule, PipeSchedule::one_f_one_b);
+  const Layout l = resolve_layout(s, a100(1));
+  EXPECT_EQ(l.dp, 2);
+  EXPECT_EQ(l.micro_batches, 8);
+}
+
+TEST(StepErrors, UnknownKeysAndBadValuesNameTheLine) {
+  EXPECT_TRUE(has(error_of(std::string(kSmall) + "  pipeline: 3\n"), "small.yaml:14:")) << error_of(std::string(kSmall) + "  pipeline: 3\n");
+  EXPECT_TRUE(has(error_of(std::string(kSmall) + "  pipeline: 3\n"), "unknown key 'pipeline'"));
+  EXPECT_TRUE(has(error_of(kSmall, {{"parallel.zero", "4"}}), "zero must be 0 to 3"));
+  EXPECT_TRUE(has(error_of(kSmall, {{"parallel.recompute", "half"}}), "not one of none, selective, full"));
+  EXPECT_TRUE(has(error_of(kSmall, {{"parallel.schedule", "zb"}}), "not one of gpipe"));
+  EXPECT_TRUE(has(error_of(kSmall, {{"model.depth", "3"}}), "unknown key 'depth'"));
+  EXPECT_TRUE(has(error_of(kSmall, {{"parallel.virtual_stages", "2"}}), "needs schedule: interleaved"));
+}
+
+TEST(StepErrors, ImpossibleLayoutsNameTheParallelSection) {
+  const std::string tp3 = error_of(kSmall, {{"parallel.tp", "3"}, {"parallel.dp", "1"}, {"parallel.pp", "1"}}, 1);
+  EXPECT_TRUE(has(tp3, "small.yaml:12:")) << tp3;
+  EXPECT_TRUE(has(error_of(kSmall, {{"parallel.tp", "3"}}, 3), "does not divide model.heads")) << error_of(kSmall, {{"parallel.tp", "3"}}, 3);
+  EXPECT_TRUE(has(error_of(kSmall, {{"parallel.pp", "3"}}, 3), "does not divide model.layers"));
+  EXPECT_TRUE(has(error_of(kSmall, {{"parallel.tp", "8"}, {"parallel.pp", "4"}}, 1), "more than the cluster's 8"));
+  EXPECT_TRUE(has(error_of(kSmall, {{"parallel.dp", "4"}}, 1), "more than the cluster's 8"));
+  EXPECT_TRUE(has(error_of(kSmall, {{"parallel.dp", "1"}}, 1), "not the cluster's 8"));
+  EXPECT_TRUE(has(error_of(kSmall, {{"training.global_batch", "65"}}), "not a whole number"));
+}
+
+// ---- the composition ---------------------------------------------------------------
+
+TEST(StepCompose, BreakdownAddsUpAndFlopsFollowEquation3) {
+  const ModelSpec s = parse_model(kSmall, "small.yaml");
+  const StepReport r = predict_step(s, a100(1));
+  EXPECT_DOUBLE_EQ(r.step_us, r.breakdown.total_us());
+  EXPECT_GT(r.breakdown.tp_comm_us, 0);
+  EXPECT_GT(r.breakdown.pp_bubble_us, 0);
+  EXPECT_GT(r.breakdown.dp_comm_us, 0);
+  const double B = 64, sq = 1024, l = 8, h = 1024, V = 32000;
+  EXPECT_DOUBLE_EQ(r.model_flops, 96 * B * sq * l * h * h * (1 + sq / (6 * h) + V / (16 * l * h)));
+  EXPECT_NEAR(r.tflops_per_gpu, r.model_flops / (r.step_us * 1e-6) / 8 / 1e12, 1e-9);
+  // MFU counts no recomputation: 72 for 96, V/(12lh) for V/(16lh).
+  const double no_recompute = 72 * B * sq * l * h * h * (1 + sq / (6 * h) + V / (12 * l * h));
+  EXPECT_NEAR(r.mfu, no_recompute / (r.step_us * 1e-6) / 8 / 1e12 / 312, 1e-12);
+}
+
+TEST(StepCompose, EachChoiceMovesTimeAndMemoryTheWayItShould) {
+  const sim::Topology t = a100(1);
+  const ModelSpec s = parse_model(kSmall, "small.yaml");
+  const StepReport base = predict_step(s, t);
+  const StepReport full = predict_step(parse_model(kSmall, "s", {{"parallel.recompute", "full"}}), t);
+  const StepReport sel = predict_step(parse_model(kSmall, "s", {{"parallel.recompute", "selective"}}), t);
+  EXPECT_GT(full.step_us, sel.step_us);
+  EXPECT_GT(sel.step_us, base.step_us);
+  EXPECT_LT(full.memory.activations_GB, sel.memory.activations_GB);
+  EXPECT_LT(sel.memory.activations_GB, base.memory.activations_GB);
+  const StepReport inter = predict_step(
+      parse_model(kSmall, "s", {{"parallel.schedule", "interleaved"}, {"parallel.virtual_stages", "2"}}), t);
+  EXPECT_NEAR(inter.breakdown.pp_bubble_us, base.breakdown.pp_bubble_us / 2, 1e-6);
+  EXPECT_GT(inter.memory.activations_GB, base.memory.activations_GB);
+  const StepReport gpipe = predict_step(parse_model(kSmall, "s", {{"parallel.schedule", "gpipe"}}), t);
+  EXPECT_GT(gpipe.memory.activations_GB, base.memory.activations_GB);
+  const StepReport sp = predict_step(parse_model(kSmall, "s", {{"parallel.sequence_parallel", "true"}}), t);
+  EXPECT_LT(sp.memory.activations_GB, base.memory.activations_GB);
+  double last = base.memory.total_GB();
+  for (const char* z : {"1", "2", "3"}) {
+    const StepReport r = predict_step(parse_model(kSmall, "s", {{"parallel.zero", z}}), t);
+    EXPECT_LT(r.memory.total_GB(), last) << "zero " << z;
+    last = r.memory.total_GB();
+  }
+}
+
+TEST(StepCompose, ALayoutOverMemoryIsReportedNotRefused) {
+  const ModelSpec s = load_model("gpt3-175b", {{"parallel.tp", "1"}, {"parallel.pp", "1"},
+                                               {"parallel.schedule", "1f1b"}, {"parallel.virtual_stages", "1"}});
+  const StepReport r = predict_step(s, sim::load_topology("dgx-h100", {{"nodes", "1"}}));
+  EXPECT_FALSE(r.memory.fits());
+  EXPECT_GT(r.memory.total_GB(), 1000);
+}
+
+// ---- the search --------------------------------------------------------------------
+
+TEST(StepSearch, Gpt3On128H100NodesFindsLayoutsThatFit) {
+  const SearchResult r = search_layouts(load_model("gpt3-175b"), sim::load_topology("dgx-h100", {{"nodes", "128"}}));
+  ASSERT_FALSE(r.best.empty());
+  EXPECT_GT(r.evaluated, 100);
+  EXPECT_GT(r.over_memory, 0);
+  for (std::size_t i = 0; i < r.best.size(); ++i) {
+    EXPECT_TRUE(r.best[i].memory.fits());
+    if (i > 0) {
+      EXPECT_LE(r.best[i - 1].step_us, r.best[i].step_us);
+    }
+  }
+  EXPECT_GT(r.best.front().mfu, 0.2);
+  EXPECT_LT(r.best.front().mfu, 0.8);
+}
+
+// ---- Megatron-LM, SC'21 Table 1 -----------------------------------------------------
+
+TEST(StepReference, MegatronTable1WithinFifteenPercent) {
+  const std::string path = model::data_root() + "/validation/reference/megatron.yaml";
+  const auto rows = parse_published_steps(model::read_file(path), path);
+  ASSERT_EQ(rows.size(), 3u);
+  const sim::Topology t = sim::load_topology("dgx-a100");
+  EXPECT_EQ(t.network.nics, 8);
+  EXPECT_DOUBLE_EQ(t.network.nic_Gbps, 200);
+  EXPECT_DOUBLE_EQ(t.gpu.memory_GB, 80);
+  for (const auto& row : rows) {
+    const StepComparison c = compare_published(row);
+    std::printf("%s: predicted %.1f TFLOP/s per GPU (micro-batch %lld, %s v%d), published %.0f: %+.1f%%\n",
+                row.model.c_str(), c.predicted.tflops_per_gpu, static_cast<long long>(c.predicted.spec.training.micro_batch),
+                to_string(c.predicted.spec.parallel.schedule).c_str(), c.predicted.layout.virtual_stages,
+                row.tflops_per_gpu, 100 * c.error());
+    EXPECT_LT(std::abs(c.error()), 0.15)
+        << row.model << ": predicted " << c.predicted.tflops_per_gpu << " TFLOP/s per GPU, published "
+        << row.tflops_per_gpu << " (" << 100 * c.error() << "%)";
+    EXPECT_TRUE(c.predicted.memory.fits()) << row.model;
+  }
+}
+
+}  // namespace
+}  // namespace coconet::step
