@@ -1,6 +1,8 @@
 # The two commands of the README's quick start, and their helpers.
 #   make run   installs what is missing, builds (Release), runs the main job on the embedded default
 #   make test  installs what is missing, builds, runs every test through ctest
+#   make python    only the Python module (pybind11), into $(BUILD)/python:
+#                  PYTHONPATH=$(BUILD)/python python3 -c "import coconet"
 #   make sanitize  an ASan + UBSan build (clang 14, libFuzzer instrumented) of
 #                  the model, plan and sim libraries: their unit, error and
 #                  equivalence tests, then each fuzz target for FUZZ_SECONDS
@@ -16,7 +18,7 @@ SAN_TESTS := test_model_frontend test_model_errors test_hostile_model test_sched
 export ASAN_OPTIONS ?= detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1
 
-.PHONY: all deps build run test bench clean sanitize sanitize-build sanitize-test fuzz fuzz-run
+.PHONY: all deps build run test python bench clean sanitize sanitize-build sanitize-test fuzz fuzz-run
 
 all: build
 
@@ -32,6 +34,11 @@ run: build
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+
+python: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(BUILD) -j$(JOBS) --target coconet_python
+	@echo "built $(BUILD)/python: PYTHONPATH=$(BUILD)/python python3 -c 'import coconet'"
 
 bench: build
 	./$(BUILD)/bench/coconet_bench_sim

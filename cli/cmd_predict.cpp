@@ -1,8 +1,8 @@
 // coconet predict: every schedule of every workload and size of an experiment
 // (the embedded default when no file is given), predicted on its topology and
 // ranked, with the speed-up of the best over the paper's baseline and the stage
-// that dominates it. Also holds the report printing that `tune` shares.
-#include <limits>
+// that dominates it. Also holds the flags and report printing that `tune`
+// (and simulate, compare) share; the JSON is built in results.cpp.
 #include <memory>
 #include <optional>
 
@@ -30,16 +30,6 @@ std::string knobs_text(const model::Knobs& k, bool all) {
   return s;
 }
 
-std::string short_dominant(const sim::Candidate& c) {
-  double total = 0;
-  const sim::StageTiming* top = nullptr;
-  for (const auto& st : c.stages) {
-    total += st.alone_us;
-    if (!top || st.alone_us > top->alone_us) top = &st;
-  }
-  return top && total > 0 ? fmt::format("{} {:.0f}%", top->code, 100 * top->alone_us / total) : "-";
-}
-
 // The ranked schedules of a point. `csv`: one row per schedule of every point
 // (the point's columns first, each knob in its own column); else the table
 // printed under the point's title, knobs as one column.
@@ -60,43 +50,13 @@ Table point_table(const sim::PointReport& r, bool all_knobs, bool csv) {
       row.insert(row.end(), {std::int64_t(c.knobs.chunks), model::to_string(c.knobs.algo),
                              model::to_string(c.knobs.proto), std::int64_t(c.knobs.channels)});
     else row.emplace_back(knobs_text(c.knobs, all_knobs));
-    row.emplace_back(short_dominant(c));
+    row.emplace_back(dominant_text(c));
     t.add(std::move(row));
   }
   return t;
 }
 
-nlohmann::json rows_json(const sim::PointReport& r) {
-  nlohmann::json rows = nlohmann::json::array();
-  std::int64_t rank = 1;
-  for (const auto& c : r.result.ranked)
-    rows.push_back({{"rank", rank++}, {"schedule", c.name}, {"time_us", c.time_us},
-                    {"speedup", r.baseline_us / c.time_us}, {"analytic_us", c.analytic_us},
-                    {"knobs", knobs_json(c.knobs)}, {"dominant", short_dominant(c)}});
-  return rows;
-}
-
-nlohmann::json point_json(const sim::PointReport& r) {
-  return {{"workload", r.workload}, {"sizes", sizes_json(r.bindings)}, {"label", r.sizes},
-          {"topology", r.topology}, {"nodes", r.nodes},                {"ranks", r.ranks},
-          {"groups", r.groups},     {"backend", r.backend},            {"best", r.best().name},
-          {"baseline", r.baseline}, {"baseline_us", r.baseline_us},    {"speedup", r.speedup},
-          {"reason", r.reason},     {"evaluated", r.result.evaluated}, {"rows", rows_json(r)}};
-}
-
 }  // namespace
-
-sim::PredictOptions PredictArgs::options() const {
-  sim::PredictOptions o;
-  o.topology = topology;
-  o.nodes = nodes;
-  o.ranks = ranks;
-  model::SetArgs split = model::split_sets(sets);
-  o.sets = std::move(split.topology);
-  o.values = std::move(split.workload);
-  o.backend = backend;
-  return o;
-}
 
 void add_predict_flags(CLI::App* cmd, PredictArgs& a, bool target_required) {
   auto* target = cmd->add_option("target", a.target,
@@ -116,12 +76,6 @@ void add_predict_flags(CLI::App* cmd, PredictArgs& a, bool target_required) {
   cmd->add_option("--backend", a.backend, "The backend the prediction is for: cuda or cpu")
       ->check(one_of({"cuda", "cpu"}))
       ->type_name("cuda|cpu");
-}
-
-nlohmann::json point_reports_json(const std::vector<sim::PointReport>& reports, const std::string& kind) {
-  nlohmann::json points = nlohmann::json::array();
-  for (const auto& r : reports) points.push_back(point_json(r));
-  return tagged(kind, {{"points", points}});
 }
 
 void print_point_reports(const std::vector<sim::PointReport>& reports, Format f, const std::string& kind) {
@@ -160,8 +114,7 @@ void register_predict(CLI::App& app) {
   add_predict_flags(cmd, a->predict);
   add_format_option(cmd, a->format);
   cmd->callback([a] {
-    const model::Experiment e = model::experiment_from_argument(a->predict.target);
-    const auto reports = sim::predict_experiment(e, a->predict.options());
+    const auto reports = predict_points(a->predict, /*tune=*/false);
     print_point_reports(reports, a->format, "predict");
   });
 }

@@ -7,25 +7,20 @@
 // for the same point; --chunks, --algo, --proto and --channels pin theirs (a
 // schedule YAML file pins all of its own), and the tuner chooses the rest. A
 // file `tune` wrote holds one schedule per point: each point takes its own.
+// The simulation and its JSON are results.h's (simulate_points); this file
+// adds the flags, the traces and the table and CSV printing.
+#include <fmt/core.h>
+
 #include <memory>
 #include <optional>
 
-#include <fmt/core.h>
-#include <nlohmann/json.hpp>
-
 #include "cli/commands.h"
-#include "cli/predict_report.h"
 #include "cli/format.h"
 #include "cli/json_out.h"
 #include "cli/knob_args.h"
-#include "model/catalog.h"
-#include "model/enumerate.h"
-#include "model/error.h"
-#include "model/points.h"
-#include "model/schedule_file.h"
+#include "cli/predict_report.h"
+#include "cli/results.h"
 #include "model/safe_write.h"
-#include "sim/predict.h"
-#include "sim/simulator.h"
 #include "sim/trace.h"
 
 namespace coconet::cli {
@@ -33,149 +28,75 @@ namespace coconet::cli {
 namespace {
 
 struct Args {
-  PredictArgs predict;
-  std::string schedule;
-  KnobArgs knobs;
+  SimulateArgs simulate;
   std::string trace;
   Format format = Format::table;
 };
 
-// The schedule named by --schedule for each entry of the experiment (none for
-// an entry that lacks it, when the experiment has several). A schedule file
-// is read per point instead (schedule_at).
-std::vector<std::optional<model::Schedule>> schedules_by_entry(const model::Experiment& e,
-                                                               const std::vector<model::Point>& points,
-                                                               const std::string& name) {
-  std::vector<std::optional<model::Schedule>> out(e.workloads.size());
-  if (model::is_schedule_file(name)) return out;
-  std::vector<bool> looked(e.workloads.size(), false);
-  for (const auto& pt : points) {
-    if (looked[pt.entry]) continue;
-    looked[pt.entry] = true;
-    try {
-      out[pt.entry] = model::find_schedule(pt.program, name);
-    } catch (const UserError&) {
-      if (e.workloads.size() == 1) throw;  // an experiment: simulate the workloads that have it
-    }
-  }
-  return out;
-}
-
-// The schedule of point `pt`: from the entry's, or the document of a schedule
-// file that matches the point (none when the file has nothing for its workload).
-std::optional<model::Schedule> schedule_at(const Args& a, const std::vector<std::optional<model::Schedule>>& by_entry,
-                                           const model::Point& pt, const sim::Topology& t,
-                                           const std::vector<model::ScheduleDocument>& docs, bool single_workload) {
-  if (!model::is_schedule_file(a.schedule)) return by_entry[pt.entry];
-  bool has_workload = false;
-  for (const auto& d : docs) has_workload = has_workload || d.workload == pt.program.name;
-  if (!has_workload && !single_workload) return std::nullopt;
-  const model::PointQuery q{pt.sizes, pt.ranks_per_group, pt.groups, t.name, a.predict.backend.value_or("")};
-  if (!has_workload && docs.size() == 1) return model::find_schedule(pt.program, a.schedule);  // its own message
-  return model::schedule_for_point(pt.program, a.schedule, q).schedule;
-}
-
-Table stage_table(const sim::SimResult& r) {
-  Table t{{"stage", "start_us", "end_us", "alone_us", "bound"}};
-  for (const auto& st : r.stages) t.add({st.code, st.start_us, st.end_us, st.alone_us, st.detail});
-  return t;
-}
-
 std::string knobs_text(const model::Knobs& k) {
-  return fmt::format("chunks={} {}/{} channels={}", k.chunks, model::to_string(k.algo), model::to_string(k.proto),
+  return fmt::format("chunks={} {}/{} channels={}", k.chunks, model::to_string(k.algo),
+                     model::to_string(k.proto),
                      k.channels == 0 ? std::string("default") : std::to_string(k.channels));
-}
-
-// One simulated point, as it is printed.
-struct Simulated {
-  const model::Point& point;
-  const model::Schedule& schedule;
-  const sim::Topology& topology;
-  sim::SimResult result;
-  double analytic_us = 0;
-};
-
-nlohmann::json point_json(const Simulated& s, const std::optional<std::string>& backend) {
-  return {{"workload", s.point.program.name},
-          {"sizes", sizes_json(s.point.sizes)},
-          {"label", s.point.label},
-          {"schedule", s.schedule.name()},
-          {"topology", s.topology.name},
-          {"nodes", s.topology.nodes},
-          {"ranks", s.point.ranks_per_group},
-          {"groups", s.point.groups},
-          {"backend", backend ? nlohmann::json(*backend) : nlohmann::json()},
-          {"knobs", knobs_json(s.schedule.knobs)},
-          {"time_us", s.result.time_us},
-          {"analytic_us", s.analytic_us},
-          {"rows", rows_json(stage_table(s.result))}};
 }
 
 // The stages of `s` as CSV rows that name their point, so that the points of
 // an experiment share one header.
-void add_csv_rows(Table& csv, const Simulated& s) {
+void add_csv_rows(Table& csv, const SimulatedPoint& s) {
   for (const auto& st : s.result.stages)
-    csv.add({s.point.program.name, s.point.label, s.schedule.name(), st.code, st.start_us, st.end_us, st.alone_us,
-             st.detail});
+    csv.add({s.point.program.name, s.point.label, s.schedule.name(), st.code, st.start_us,
+             st.end_us, st.alone_us, st.detail});
 }
 
-std::string title_of(const Simulated& s) {
-  return fmt::format("{} {} {} on {} ({} node(s)), {} ranks per group{}", s.point.program.name, s.point.label,
-                     s.schedule.name(), s.topology.name, s.topology.nodes, s.point.ranks_per_group,
+std::string title_of(const SimulatedPoint& s, const sim::Topology& t) {
+  return fmt::format("{} {} {} on {} ({} node(s)), {} ranks per group{}", s.point.program.name,
+                     s.point.label, s.schedule.name(), t.name, t.nodes, s.point.ranks_per_group,
                      s.point.groups > 1 ? fmt::format(" x {} groups", s.point.groups) : "");
 }
 
+void write_traces(const Simulation& sim, const std::string& trace) {
+  for (std::size_t i = 0; i < sim.points.size(); ++i) {
+    const SimulatedPoint& p = sim.points[i];
+    const std::string path = i == 0 ? trace : fmt::format("{}.{}", trace, i);
+    model::write_file_safely(path, sim::chrome_trace_json(p.result, title_of(p, sim.topology)),
+                             "--trace");
+    fmt::print(stderr, "wrote trace {}\n", path);
+  }
+}
+
 void run(const Args& a) {
-  a.knobs.check();
+  a.simulate.knobs.check();
   if (!a.trace.empty()) model::check_output_file(a.trace, "--trace");  // before any work
-  const model::Experiment e = model::experiment_from_argument(a.predict.target);
-  const sim::PredictOptions o = a.predict.options();
-  const sim::Topology t = sim::experiment_topology(e, o);
-  const std::vector<model::Point> points = model::expand(e, sim::point_options(o, t));
-  const auto schedules = schedules_by_entry(e, points, a.schedule);
-  const bool file = model::is_schedule_file(a.schedule);
-  const auto docs = file ? model::read_schedule_documents(a.schedule) : std::vector<model::ScheduleDocument>{};
-  nlohmann::json out = nlohmann::json::array();
+  const Simulation sim = simulate_points(a.simulate);
+  if (!a.trace.empty()) write_traces(sim, a.trace);
+  if (a.format == Format::json) {
+    print_json(simulation_json(sim));
+    return;
+  }
   Table csv{{"workload", "sizes", "schedule", "stage", "start_us", "end_us", "alone_us", "bound"}};
-  int simulated = 0;
-  for (const auto& pt : points) {
-    const auto chosen = schedule_at(a, schedules, pt, t, docs, e.workloads.size() == 1);
-    if (!chosen) continue;
-    model::Schedule s = *chosen;
-    const sim::Context ctx{t, pt.ranks_per_group, pt.sizes, sim::backend_option(o)};
-    s.knobs = sim::tune({s}, ctx, a.knobs.space(s, file)).ranked.front().knobs;
-    const Simulated done{pt, s, t, sim::simulate(s, ctx), sim::predict_analytic(s, ctx).time_us};
-    if (!a.trace.empty()) {
-      const std::string path = simulated == 0 ? a.trace : fmt::format("{}.{}", a.trace, simulated);
-      model::write_file_safely(path, sim::chrome_trace_json(done.result, title_of(done)), "--trace");
-      fmt::print(stderr, "wrote trace {}\n", path);
-    }
-    ++simulated;
-    if (a.format == Format::json) {
-      out.push_back(point_json(done, o.backend));
+  for (const auto& p : sim.points) {
+    if (a.format == Format::csv) {
+      add_csv_rows(csv, p);
       continue;
     }
-    if (a.format == Format::table)
-      fmt::print("== {}{}: simulated {:.1f} us, analytic {:.1f} us ({})\n", title_of(done),
-                 o.backend ? ", backend " + *o.backend : "", done.result.time_us, done.analytic_us,
-                 knobs_text(s.knobs));
-    if (a.format == Format::csv) add_csv_rows(csv, done);
-    else print(stage_table(done.result), a.format);
+    fmt::print("== {}{}: simulated {:.1f} us, analytic {:.1f} us ({})\n", title_of(p, sim.topology),
+               sim.backend ? ", backend " + *sim.backend : "", p.result.time_us, p.analytic_us,
+               knobs_text(p.schedule.knobs));
+    print(stage_table(p.result), a.format);
   }
-  if (simulated == 0) throw UserError(fmt::format("no workload of the experiment has a schedule '{}'", a.schedule));
   if (a.format == Format::csv) print(csv, a.format);
-  if (a.format == Format::json) print_json(tagged("simulate", {{"points", out}}));
 }
 
 }  // namespace
 
 void register_simulate(CLI::App& app) {
-  auto* cmd = app.add_subcommand("simulate", "Run one schedule through the event simulator; write a Chrome trace");
+  auto* cmd = app.add_subcommand(
+      "simulate", "Run one schedule through the event simulator; write a Chrome trace");
   auto a = std::make_shared<Args>();
-  add_predict_flags(cmd, a->predict, /*target_required=*/true);
-  cmd->add_option("--schedule,-s", a->schedule, "Schedule name, e.g. 'fuse(RS-C-AG)', or a schedule YAML file")
+  add_predict_flags(cmd, a->simulate.predict, /*target_required=*/true);
+  cmd->add_option("--schedule,-s", a->simulate.schedule,
+                  "Schedule name, e.g. 'fuse(RS-C-AG)', or a schedule YAML file")
       ->required();
-  add_knob_flags(cmd, a->knobs);
+  add_knob_flags(cmd, a->simulate.knobs);
   cmd->add_option("--trace", a->trace, "Write a Chrome trace (Perfetto) JSON here");
   add_format_option(cmd, a->format);
   cmd->callback([a] { run(*a); });

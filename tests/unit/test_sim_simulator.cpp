@@ -240,11 +240,11 @@ std::vector<Task> adam_allreduce_tasks(int nodes, const Overrides& sets = {}) {
 }
 
 TEST(LinkTraffic, ACollectiveIsChargedToEveryLinkItCrosses) {
-  const Task& one = first_comm(adam_allreduce_tasks(1));
+  const Task one = first_comm(adam_allreduce_tasks(1));
   EXPECT_GT(one.demand_GBps[int(Resource::nvlink)], 0);
   EXPECT_EQ(one.demand_GBps[int(Resource::network)], 0) << "one node: no NIC";
   EXPECT_GT(one.demand_GBps[int(Resource::hbm)], 0);
-  const Task& two = first_comm(adam_allreduce_tasks(2));
+  const Task two = first_comm(adam_allreduce_tasks(2));
   EXPECT_GT(two.demand_GBps[int(Resource::nvlink)], 0) << "7 of 8 ring edges in a node stay on NVLink";
   EXPECT_GT(two.demand_GBps[int(Resource::network)], 0);
   EXPECT_GT(two.demand_GBps[int(Resource::hbm)], 0);
@@ -254,8 +254,8 @@ TEST(LinkTraffic, PassingTheNetworksBandwidthDoesNotJump) {
   // A DGX A100 node's NICs carry 8 x 200 Gb/s x 0.96 = 192 GB/s; its NVLink
   // 12 links x 16 GB/s = 192. Just below and just above, the ring's demand on
   // each resource moves by the bandwidth's 0.6%, not from one resource to the other.
-  const Task& below = first_comm(adam_allreduce_tasks(2, {{"node.nccl_link_GBps", "15.9"}}));
-  const Task& above = first_comm(adam_allreduce_tasks(2, {{"node.nccl_link_GBps", "16.1"}}));
+  const Task below = first_comm(adam_allreduce_tasks(2, {{"node.nccl_link_GBps", "15.9"}}));
+  const Task above = first_comm(adam_allreduce_tasks(2, {{"node.nccl_link_GBps", "16.1"}}));
   for (Resource r : {Resource::nvlink, Resource::network, Resource::hbm}) {
     const double a = below.demand_GBps[int(r)], b = above.demand_GBps[int(r)];
     EXPECT_GT(a, 0);
