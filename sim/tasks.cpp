@@ -108,7 +108,7 @@ Task comm_task(const plan::Work& w, const Context& ctx, const model::Knobs& knob
     const double bytes = c.bytes * share;
     const CollectiveRequest r{c.op, bytes / calls, where, knobs.algo, knobs.proto, knobs.channels};
     const CollectiveCost cost = predict_collective_or_auto(t, r);
-    base = std::max(base, cost.base_us);
+    base += cost.base_us;  // each collective is a call of its own (a fused op: per piece)
     hops += calls * cost.hops_us;
     transfer += calls * cost.transfer_us;
     const Traffic one = traffic_of(t, r, cost);
@@ -131,7 +131,12 @@ Task comm_task(const plan::Work& w, const Context& ctx, const model::Knobs& knob
   const double pipeline_depth = std::max({2, where.ranks, calls});
   const double launches = compute > 0 ? calls * t.gpu.launch_us : 0.0;  // a fused op's kernel per piece
   k.latency_us = (pays_latency ? calls * base + hops : 0.0) + launches;
-  k.work_us = std::max(transfer, compute) + std::min(transfer, compute) / pipeline_depth;
+  // The element-wise part runs beside the transfers only on compute units the
+  // collectives leave free; with none left (a CPU rank whose one core drives
+  // MPI, sms_per_channel fitted by calibrate) the two take turns.
+  const bool beside = double(t.gpu.sms) - k.sms_held >= 1.0;
+  k.work_us = beside ? std::max(transfer, compute) + std::min(transfer, compute) / pipeline_depth
+                     : transfer + compute;
   // Every resource it crosses, at the rate its work phase moves its bytes there.
   k.demand_GBps[int(Resource::nvlink)] = demand(traffic.nvlink, k.work_us, capacity_GBps(ctx, Resource::nvlink));
   k.demand_GBps[int(Resource::network)] = demand(traffic.network, k.work_us, capacity_GBps(ctx, Resource::network));

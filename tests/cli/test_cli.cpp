@@ -246,18 +246,21 @@ TEST_F(Cli, PredictJson) {
 }
 
 // Predictions describe what the chosen backend runs: both run every fused
-// stage as one fused op (LAMB's too), faster than its parts one after another.
+// stage as one fused op (LAMB's too). cuda's 32 MiB pieces hide the update
+// under the transfers on a GPU cluster; the cpu backend's 256 KiB pieces pay
+// the cluster's collective latency per piece, so there the same stage costs
+// more than its parts.
 TEST_F(Cli, PredictionsFollowTheBackend) {
   const auto time_of = [&](const char* backend, const std::string& schedule) {
-    const json j = parsed(run({"predict", "adam", "--set", "N=1M", "--backend", backend, "--format", "json"}));
+    const json j = parsed(run({"predict", "adam", "--set", "N=64M", "--backend", backend, "--format", "json"}));
     EXPECT_EQ(j["points"][0]["backend"], backend);
     for (const auto& row : j["points"][0]["rows"])
       if (row["schedule"] == schedule) return row["time_us"].get<double>();
     ADD_FAILURE() << "no row " << schedule;
     return 0.0;
   };
-  EXPECT_LT(time_of("cpu", "fuse(RS-C-AG)+asSlice(m,v)"), time_of("cpu", "RS-C-AG+asSlice(m,v)"));
   EXPECT_LT(time_of("cuda", "fuse(RS-C-AG)+asSlice(m,v)"), 0.99 * time_of("cuda", "RS-C-AG+asSlice(m,v)"));
+  EXPECT_GT(time_of("cpu", "fuse(RS-C-AG)+asSlice(m,v)"), time_of("cuda", "fuse(RS-C-AG)+asSlice(m,v)"));
   EXPECT_EQ(parsed(run({"predict", "adam", "--topology", "cpu-local", "--format", "json"}))["points"][0]["backend"],
             "cpu");
   const json plan = parsed(run({"show", "lamb", "--plan", "fuse(RS-C-AG)+asSlice(m,v)", "--backend", "cuda",
@@ -721,13 +724,14 @@ TEST_F(Cli, BottlenecksUseTheTopologysWords) {
 TEST_F(Cli, RunMarksPredictionsFromAnotherMachine) {
   if (!kHaveMpi) GTEST_SKIP() << "no MPI in this build";
   const auto notes_of = [&](const char* topology) {
-    const Result r = run({"run", "sgd", "--ranks", "2", "--set", "N=1024", "--schedule", "best", "--topology",
+    const Result r = run({"run", "sgd", "--ranks", "1", "--set", "N=1024", "--schedule", "best", "--topology",
                           topology, "--iters", "1", "--warmup", "0", "--format", "json"});
     EXPECT_EQ(r.code, 0) << r.all();
     return parsed(r)["notes"].dump();
   };
   EXPECT_TRUE(contains(notes_of("dgx-h100"), "describes GPUs, but this run measures the cpu backend"));
-  EXPECT_TRUE(contains(notes_of("cpu-local"), "was calibrated on 4 ranks"));
+  // cpu-local was calibrated on 2 ranks (its first line says so); a run on 1 is told.
+  EXPECT_TRUE(contains(notes_of("cpu-local"), "was calibrated on 2 ranks"));
 }
 
 // ---- the same defaults everywhere ----------------------------------------------

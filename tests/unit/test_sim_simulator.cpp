@@ -187,10 +187,10 @@ TEST(Simulator, AResidentCollectivePaysItsLatencyOnce) {
   }
 }
 
-TEST(Simulator, AFusedStageIsOneFusedOpFasterThanItsPartsOnBothBackends) {
+TEST(Simulator, AFusedOpOverlapsItsUpdateOnlyWhereComputeIsLeftFree) {
   // Both backends run Adam's fuse(RS-C-AG) as one fused op that pipelines its
   // pieces, which the model prices below the same stages one after another
-  // (cuda on a GPU cluster, cpu on the calibrated CPU topology). The cpu
+  // on a GPU cluster, where the update runs on SMs the collective leaves. The cpu
   // backend's 256 KiB pieces pay a GPU cluster's collective latency so often
   // that there the fused op is the slower one: the model says so.
   const model::Program p = workload("adam");
@@ -205,8 +205,13 @@ TEST(Simulator, AFusedStageIsOneFusedOpFasterThanItsPartsOnBothBackends) {
   const auto cpu = plan::BackendKind::cpu;
   EXPECT_LT(time_of("dgx2-v100", 16, "fuse(RS-C-AG)+asSlice(m,v)", cuda),
             0.99 * time_of("dgx2-v100", 16, "RS-C-AG+asSlice(m,v)", cuda));
-  EXPECT_LT(time_of("cpu-local", 2, "fuse(RS-C-AG)+asSlice(m,v)", cpu),
-            0.99 * time_of("cpu-local", 2, "RS-C-AG+asSlice(m,v)", cpu));
+  // cpu-local has one core per rank, and a collective's progress holds it
+  // (sms_per_channel fitted by calibrate): the update and the transfers take
+  // turns, so the fused op costs about its parts (within 2%: its pieces'
+  // calls against the bytes it saves).
+  const double fused_cpu = time_of("cpu-local", 2, "fuse(RS-C-AG)+asSlice(m,v)", cpu);
+  const double parts_cpu = time_of("cpu-local", 2, "RS-C-AG+asSlice(m,v)", cpu);
+  EXPECT_NEAR(fused_cpu, parts_cpu, 0.02 * parts_cpu);
   EXPECT_GT(time_of("dgx2-v100", 16, "fuse(RS-C-AG)+asSlice(m,v)", cpu),
             time_of("dgx2-v100", 16, "fuse(RS-C-AG)+asSlice(m,v)", cuda));
 }
