@@ -28,7 +28,6 @@ namespace {
 // "At large messages": nccl-tests' bus bandwidth plateaus well before 4 GiB.
 constexpr double kLargeMessageBytes = 4.0 * 1024 * 1024 * 1024;
 using sim::kBytesPerGBpsUs;
-constexpr int kGpusPerH100Node = 8;
 
 struct SystemMap {
   const char* keyword;  // found in the figure's "system"
