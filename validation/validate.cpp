@@ -206,7 +206,7 @@ std::vector<ResultRow> measure(exec::Backend& backend, const PointRun& pr, Budge
     }
     ++round;
   };
-  for (; round < rounds;) run_round(ro.iters / rounds + (round < ro.iters % rounds ? 1 : 0));
+  while (round < rounds) run_round(ro.iters / rounds + (round < ro.iters % rounds ? 1 : 0));  // run_round counts
   extra_from_s = seconds_since(t0);
   const int extra_steps = std::max(1, ro.iters / rounds);
   while (round < kMaxRounds && !decided(estimates_of(got))) {
