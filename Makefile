@@ -4,8 +4,9 @@
 #   make python    only the Python module (pybind11), into $(BUILD)/python:
 #                  PYTHONPATH=$(BUILD)/python python3 -c "import coconet"
 #   make sanitize  an ASan + UBSan build (clang 14, libFuzzer instrumented) of
-#                  the model, plan and sim libraries: their unit, error and
-#                  equivalence tests, then each fuzz target for FUZZ_SECONDS
+#                  the model, plan and sim libraries and the coconet command
+#                  (without MPI): their unit, error, equivalence and CLI tests,
+#                  then each fuzz target for FUZZ_SECONDS
 #   make fuzz      the same build, each fuzz target for FUZZ_SECONDS (default 600)
 BUILD ?= build
 JOBS ?= 2
@@ -14,7 +15,7 @@ CMAKE_FLAGS ?=
 SAN_BUILD ?= build-san
 FUZZ_TARGETS := workload expression topology experiment schedule
 SAN_TESTS := test_model_frontend test_model_errors test_hostile_model test_sched_unit test_sched_equivalence \
-             test_sched_errors test_plan test_sim test_topology_errors
+             test_sched_errors test_plan test_sim test_topology_errors coconet test_cli test_hostile_cli
 export ASAN_OPTIONS ?= detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1
 
@@ -51,7 +52,7 @@ sanitize-build: deps
 	@cmake --build $(SAN_BUILD) -j$(JOBS) --target $(SAN_TESTS) $(addprefix fuzz_,$(FUZZ_TARGETS))
 
 sanitize-test: sanitize-build
-	cd $(SAN_BUILD) && ctest --output-on-failure -j$(JOBS) -R '^(model|errors|schedule|equivalence|plan|sim)\.'
+	cd $(SAN_BUILD) && ctest --output-on-failure -j$(JOBS) -R '^(model|errors|schedule|equivalence|plan|sim|cli)\.'
 
 # Each target runs FUZZ_SECONDS on a working corpus in the build folder, seeded
 # from tests/fuzz/corpus/<target>; a finding is written to $(SAN_BUILD)/fuzz-findings/.

@@ -475,11 +475,13 @@ std::vector<exec::RunRow> run_jobs(exec::Backend& backend, std::vector<Job>& job
 }
 
 void run_command(const RunArgs& a) {
-  if (a.backend == "cpu" && !exec::launched_by_mpirun() && a.ranks > 0) {
+  if (a.backend == "cpu" && !exec::launched_by_mpirun()) {
     exec::RunOptions checked;
-    (void)prepare_jobs(a, checked, a.ranks);  // bad input is reported once, before any rank starts
-    exec::check_cores(a.ranks, a.oversubscribe, true);
-    exec::relaunch_under_mpirun(a.ranks);
+    (void)prepare_jobs(a, checked, std::max(a.ranks, 1));  // bad input is reported once, before any rank starts
+    if (a.ranks > 0) {
+      exec::check_cores(a.ranks, a.oversubscribe, true);
+      exec::relaunch_under_mpirun(a.ranks);
+    }
   }
   if (a.backend == "cuda") {
     exec::RunOptions checked;

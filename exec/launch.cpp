@@ -32,6 +32,7 @@
 
 #include <fmt/core.h>
 
+#include "exec/mpi_session.h"
 #include "exec/rank_status.h"
 #include "model/error.h"
 #include "model/limits.h"
@@ -169,6 +170,12 @@ void remove_folder(const std::string& dir) {
 }
 
 }  // namespace
+
+bool launched_by_mpirun() {
+  for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS"})
+    if (std::getenv(var) != nullptr) return true;
+  return false;
+}
 
 void check_rank_limit(int ranks) {
   if (ranks > model::kMaxLocalRanks)

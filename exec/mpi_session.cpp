@@ -1,8 +1,6 @@
 // One MPI initialisation per process; finalised by a static guard at exit.
 #include "exec/mpi_session.h"
 
-#include <cstdlib>
-
 #include <mpi.h>
 
 #include "model/error.h"
@@ -41,12 +39,6 @@ void finalize_mpi() {
   MPI_Finalized(&finalized);
   if (!finalized) MPI_Finalize();
   session().initialised_here = false;
-}
-
-bool launched_by_mpirun() {
-  for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS"})
-    if (std::getenv(var) != nullptr) return true;
-  return false;
 }
 
 }  // namespace coconet::exec

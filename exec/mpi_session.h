@@ -1,6 +1,8 @@
 // MPI for the backends that need it (cpu, and cuda for its NCCL bootstrap):
 // initialised once per process with MPI_THREAD_MULTIPLE (the cpu backend's
-// communication runs on its own thread), finalised at process exit.
+// communication runs on its own thread), finalised at process exit. A build
+// without MPI (mpi_session_none.cpp) has the same functions: ensure_mpi says
+// MPI is missing, finalize_mpi does nothing.
 #pragma once
 
 namespace coconet::exec {
@@ -12,7 +14,9 @@ void ensure_mpi();
 // Finalises MPI now if this process initialised it (later calls do nothing).
 void finalize_mpi();
 
-// True when this process was started by mpirun/mpiexec (Open MPI, MPICH or PMIx).
+// True when this process was started by mpirun/mpiexec (Open MPI, MPICH or
+// PMIx): read from the environment, so a build without MPI has it too
+// (defined in exec/launch.cpp).
 [[nodiscard]] bool launched_by_mpirun();
 
 }  // namespace coconet::exec
