@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "cli/format.h"
 #include "cli/json_out.h"
+#include "cli/messages.h"
 #include "cli/results.h"
 
 namespace coconet::cli {
@@ -41,7 +42,7 @@ void register_collective(CLI::App& app) {
   auto a = std::make_shared<Args>();
   cmd->add_option("--op", a->sweep.op, "allreduce, reducescatter, allgather, broadcast, reduce or send")->capture_default_str();
   cmd->add_option("--topology,-t", a->sweep.topology, "Topology name (configs/topologies/) or YAML file")->capture_default_str();
-  cmd->add_option("--nodes,-N", a->sweep.nodes, "Nodes (default: the topology's)");
+  cmd->add_option("--nodes,-N", a->sweep.nodes, "Nodes (default: the topology's)")->check(at_least(1));
   cmd->add_option("--gpus,-g", a->sweep.gpus, "GPUs per node taking part (default: all of the node's)");
   cmd->add_option("-b,--minbytes", a->sweep.begin, "Smallest size (K, M, G suffixes: powers of 1024)")->capture_default_str();
   cmd->add_option("-e,--maxbytes", a->sweep.end, "Largest size")->capture_default_str();

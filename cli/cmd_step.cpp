@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/format.h"
 #include "cli/json_out.h"
+#include "cli/messages.h"
 #include "model/assign.h"
 #include "model/error.h"
 #include "sim/topology.h"
@@ -184,14 +185,14 @@ void register_step(CLI::App& app) {
   cmd->add_option("model", a->model, "Model name (models/) or YAML file")->required();
   cmd->add_option("--topology,-t", a->topology, "Topology name (configs/topologies/) or YAML file")
       ->capture_default_str();
-  cmd->add_option("--nodes,-N", a->nodes, "Nodes (default: the topology's)");
+  cmd->add_option("--nodes,-N", a->nodes, "Nodes (default: the topology's)")->check(at_least(1));
   cmd->add_option("--set", a->sets,
                   "Override a value: SECTION.KEY=VALUE of the model (parallel.tp=4, training.micro_batch=2) or of "
                   "the topology (gpu.memory_GB=40) (repeatable)");
   cmd->add_flag("--search", a->search,
                 "Search tp, pp, dp, micro-batch, pipeline schedule, recomputation and sequence parallelism within "
                 "memory; print the best layouts");
-  cmd->add_option("--top", a->top, "Layouts --search prints")->capture_default_str()->check(CLI::Range(1, 100));
+  cmd->add_option("--top", a->top, "Layouts --search prints")->capture_default_str()->check(at_least(1));
   add_format_option(cmd, a->format);
   cmd->callback([a] { run(*a); });
 }

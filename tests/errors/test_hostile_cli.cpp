@@ -181,6 +181,13 @@ TEST_F(HostileCli, SizeAtTheInt64MaximumIsAUserError) {
   rejected({"predict", "sgd", "--set", "N=9223372036854775807"}, "does not fit in 64 bits");
 }
 
+// Counts below 1 name their own flag, in our words (not CLI11's, not --set's).
+TEST_F(HostileCli, CountsBelowOneNameTheirFlag) {
+  rejected({"collective", "--nodes", "0"}, "--nodes: needs a whole number of at least 1, got 0");
+  rejected({"step", "gpt3-175b", "--nodes", "0"}, "--nodes: needs a whole number of at least 1, got 0");
+  rejected({"step", "gpt3-175b", "--search", "--top", "0"}, "--top: needs a whole number of at least 1, got 0");
+}
+
 TEST_F(HostileCli, NodesPastTheLimitAreAUserError) {
   rejected({"predict", "--nodes", "1000000000"}, "more than the limit of 65536");
   rejected({"collective", "--nodes", "1000000000"}, "more than the limit of 65536");
