@@ -328,7 +328,7 @@ std::vector<double> Executor::run_step() {
   traffic_.reset();
   std::vector<double> times;
   for (const auto& u : plan_.units) {
-    note_rank_status(plan_.program.name + " " + plan_.schedule + ", stage " + u.name);
+    note_rank_status({plan_.program.name, " ", plan_.schedule, ", stage ", u.name});
     const double mark = backend_.start_timer();
     run_unit(u);
     times.push_back(backend_.elapsed_us(mark));

@@ -27,9 +27,11 @@ int status_fd() {
 
 }  // namespace
 
-void note_rank_status(std::string_view what) {
+void note_rank_status(std::initializer_list<std::string_view> parts) {
   const int fd = status_fd();
   if (fd < 0) return;
+  std::string what;
+  for (const auto p : parts) what += p;
   if (::pwrite(fd, what.data(), what.size(), 0) == static_cast<ssize_t>(what.size()))
     (void)::ftruncate(fd, static_cast<off_t>(what.size()));
 }

@@ -5,6 +5,7 @@
 // notes cost nothing.
 #pragma once
 
+#include <initializer_list>
 #include <string>
 #include <string_view>
 
@@ -12,8 +13,10 @@ namespace coconet::exec {
 
 inline constexpr const char* kRankStatusEnv = "COCONET_RANK_STATUS_DIR";
 
-// Replaces this rank's note (e.g. "adam fuse(RS-C-AG)+asSlice(m,v), stage fuse(RS-C-AG)").
-void note_rank_status(std::string_view what);
+// Replaces this rank's note with `parts` joined (e.g. "adam",
+// " fuse(RS-C-AG)+asSlice(m,v)", ", stage fuse(RS-C-AG)"); outside a
+// supervised job nothing is joined or written.
+void note_rank_status(std::initializer_list<std::string_view> parts);
 
 // The last note of world rank `rank` in `dir` ("" when it left none).
 [[nodiscard]] std::string read_rank_status(const std::string& dir, int rank);

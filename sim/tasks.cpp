@@ -161,8 +161,8 @@ Task fused_task(const plan::Work& w, const Context& ctx, const model::Knobs& kno
   for (const model::Algo a : kAlgos)
     for (const model::Proto p : kProtos) {
       if ((knobs.algo != model::Algo::auto_ && a != knobs.algo) ||
-          (knobs.proto != model::Proto::auto_ && p != knobs.proto))
-        continue;
+          (knobs.proto != model::Proto::auto_ && p != knobs.proto) || (a == knobs.algo && p == knobs.proto))
+        continue;  // not a choice the knobs leave, or the knobs' own (priced first)
       model::Knobs k = knobs;
       k.algo = a;
       k.proto = p;

@@ -598,6 +598,14 @@ TEST_F(Cli, RunChecksItsArgumentsBeforeStartingRanks) {
   EXPECT_TRUE(contains(pipeline.err, "multiple of 2")) << pipeline.all();
 }
 
+// An mpirun that cannot be executed: the supervised start (exec/launch.h)
+// says so, naming the path, and exits 2; nothing of the job is left.
+TEST_F(Cli, AnMpirunThatCannotStartIsNamed) {
+  const Result r = run({"run", "sgd", "--ranks", "2", "--set", "N=64"}, {"COCONET_MPIRUN=/nonexistent/mpirun"});
+  EXPECT_EQ(r.code, 2) << r.all();
+  EXPECT_TRUE(contains(r.err, "could not start /nonexistent/mpirun")) << r.all();
+}
+
 // Errors that can be known before ranks start are reported before they start:
 // with no mpirun to be found, a relaunch would fail naming it.
 TEST_F(Cli, EveryArgumentErrorComesBeforeMpirun) {
