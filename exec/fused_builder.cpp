@@ -65,12 +65,7 @@ class CallBuilder {
         if (scratch(n) && gathered_into(n).empty()) temp_scratch_[n] = alloc(values_.at(n).type.dtype);
   }
 
-  // The allgather that gathers `n` ("" when none).
-  std::string gathered_into(const std::string& n) const {
-    for (const auto& g : form_.gathers)
-      if (p_.program.find_stmt(g)->operands.front() == n) return g;
-    return {};
-  }
+  std::string gathered_into(const std::string& n) const { return plan::gather_of(form_, p_.program, n); }
 
   FusedCall chunk_call(int chunk) {
     FusedCall call;

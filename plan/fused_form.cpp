@@ -159,6 +159,12 @@ class FormReader {
 
 }  // namespace
 
+std::string gather_of(const FusedForm& form, const model::Program& program, const std::string& value) {
+  for (const auto& g : form.gathers)
+    if (program.find_stmt(g)->operands.front() == value) return g;
+  return {};
+}
+
 std::optional<FusedForm> fused_form(const model::Program& program, const model::Stage& stage,
                                     const std::map<std::string, ValueView>& views, std::string& why) {
   if (stage.kind != model::StageKind::fused || stage.stmts.empty()) {

@@ -54,6 +54,9 @@ struct FusedForm {
   int pieces = 1;                       // pieces each chunk of the op is pipelined in
 };
 
+// The allgather of `form` that gathers `value` ("" when none gathers it).
+[[nodiscard]] std::string gather_of(const FusedForm& form, const model::Program& program, const std::string& value);
+
 // The fused form of `stage` (a StageKind::fused stage of `program`), or
 // nullopt with the reason in `why` when the stage is not of the shapes above
 // (a matmul among its computations, a computation over other rows than the

@@ -292,10 +292,7 @@ class Lowering {
   // the gather's output); another op what is read after it.
   bool written(const Op& op, const Stmt& s, const std::set<std::string>& inside) const {
     if (!op.fused) return outlives(s, inside);
-    if (!op.fused->scratch.contains(s.name)) return true;
-    for (const auto& g : op.fused->gathers)
-      if (stmt(g).operands.front() == s.name) return true;
-    return false;
+    return !op.fused->scratch.contains(s.name) || !gather_of(*op.fused, p_, s.name).empty();
   }
 
   void measure(Op& op) const {
@@ -308,14 +305,16 @@ class Lowering {
     // Values read from memory: those from before the op and, in a fused op,
     // its materialised results read by another pass or a norm.
     std::map<std::string, double> reads;
-    std::string reader;
+    const auto from_memory = [&](const std::string& n, const std::string& reader) {
+      if (!inside.contains(n)) return true;
+      const auto at = pass_of.find(n);
+      if (!op.fused || op.fused->scratch.contains(n) || at == pass_of.end()) return false;
+      const auto by = pass_of.find(reader);
+      return by == pass_of.end() || by->second != at->second;  // not a register of the same program
+    };
+    std::string reader;  // the statement whose reads are counted
     auto read = [&](const std::string& n, std::int64_t elems) {
-      if (inside.contains(n)) {
-        const auto at = pass_of.find(n);
-        if (!op.fused || op.fused->scratch.contains(n) || at == pass_of.end()) return;
-        const auto by = pass_of.find(reader);
-        if (by != pass_of.end() && by->second == at->second) return;  // a register of the same program
-      }
+      if (!from_memory(n, reader)) return;
       const double b = double(std::min(elems, view(n).local_numel())) * elem_bytes(n);
       reads[n] = std::max(reads[n], b);
     };
