@@ -65,6 +65,7 @@ struct RunArgs {
   KnobArgs knobs;
   int iters = -1;
   int warmup = -1;
+  std::int64_t interpreter_limit = exec::kDefaultInterpreterLimit;
   double timeout_s = kDefaultTimeoutS;
   Format format = Format::table;
 };
@@ -200,6 +201,7 @@ std::vector<Job> prepare_jobs(const RunArgs& a, exec::RunOptions& options, int w
   sizes_from_file(a, e, sets.workload);
   options.iters = a.iters > 0 ? a.iters : e.iters;
   options.warmup = a.warmup >= 0 ? a.warmup : e.warmup;
+  options.interpreter_limit = a.interpreter_limit;
   std::vector<Job> jobs;
   for (auto& pt : model::expand(e, point_options(sets.workload, topology, world_size))) {
     jobs.push_back(Job{std::move(pt), {}, {}, {}, std::nullopt, {}});
@@ -546,6 +548,11 @@ void register_run(CLI::App& app) {
   cmd->add_option("--iters", args->iters, "Timed steps (default: the experiment's, else 10)")
       ->check(at_least(1));
   cmd->add_option("--warmup", args->warmup, "Untimed steps first (default 2)")->check(at_least(0));
+  cmd->add_option("--interpreter-limit", args->interpreter_limit,
+                  "Total elements (every rank) up to which the reference interpreter also checks the run "
+                  "(double precision, every rank in each process: larger sizes cost seconds and memory)")
+      ->capture_default_str()
+      ->check(at_least(0));
   cmd->add_option("--timeout", args->timeout_s, "Seconds without progress before the job is aborted")
       ->capture_default_str()
       ->check(at_least(1));

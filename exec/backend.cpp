@@ -1,6 +1,9 @@
 // Backend factory: the backends this build was compiled with, by name.
 #include "exec/backend.h"
 
+#include <algorithm>
+#include <vector>
+
 #include "model/error.h"
 
 #if defined(COCONET_EXEC_HAVE_MPI)
@@ -23,6 +26,20 @@ std::vector<std::string> available_backends() {
 #if defined(COCONET_EXEC_HAVE_MPI)
 std::unique_ptr<Backend> make_cpu_backend() { return cpu::create(); }
 #endif
+
+// Elements computed on the host per write: 8 MiB of doubles, so a large
+// tensor never needs a host copy of itself.
+constexpr std::int64_t kHostFillBlock = std::int64_t{1} << 20;
+
+void Backend::fill_input(View dst, const model::InputPattern& pattern) {
+  std::vector<double> values;
+  for (std::int64_t begin = 0; begin < dst.count; begin += kHostFillBlock) {
+    const std::int64_t end = std::min(dst.count, begin + kHostFillBlock);
+    values.resize(static_cast<std::size_t>(end - begin));
+    for (std::int64_t i = begin; i < end; ++i) values[static_cast<std::size_t>(i - begin)] = model::input_at(pattern, i);
+    write(View{dst.buffer, dst.offset + begin, end - begin}, values);
+  }
+}
 
 double Backend::start_timer() {
   synchronize();

@@ -28,6 +28,10 @@
 //     that do not fit before anything is allocated.
 //   write(dst, values): host doubles -> buffer, converted to the buffer's
 //     dtype with round-to-nearest-even; values.size() == dst.count.
+//   fill_input(dst, pattern): the run's deterministic input values
+//     (model/input_pattern.h) into dst, element i = input_at(pattern, i).
+//     The default computes them on the host and writes them in blocks; a
+//     device backend generates them where the buffer lives.
 //   read(src): buffer -> host doubles (exact widening). write/read wait for
 //     all work queued before them (they synchronize).
 //   copy(dst, src): same dtype and count; queued on the compute stream.
@@ -126,6 +130,7 @@
 #include <vector>
 
 #include "kernels/elementwise_program.h"
+#include "model/input_pattern.h"
 #include "model/program.h"
 #include "plan/capabilities.h"
 #include "model/types.h"
@@ -230,6 +235,7 @@ class Backend {
   [[nodiscard]] virtual std::int64_t size_of(BufferId b) const = 0;
   [[nodiscard]] virtual std::int64_t available_bytes() const = 0;
   virtual void write(View dst, std::span<const double> values) = 0;
+  virtual void fill_input(View dst, const model::InputPattern& pattern);
   [[nodiscard]] virtual std::vector<double> read(View src) = 0;
   virtual void copy(View dst, View src) = 0;
 

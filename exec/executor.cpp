@@ -15,9 +15,6 @@ namespace {
 using model::OpKind;
 using model::Stmt;
 
-// Rows filled per write when loading inputs (bounds the host staging vector).
-constexpr std::int64_t kFillElements = 1 << 20;
-
 using plan::RowRange;
 
 std::int64_t head_elements(const HeadCall& h) {
@@ -271,19 +268,17 @@ void Executor::fill_inputs(std::uint64_t seed) {
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const auto& v = values_.at(inputs[i].name);
     if (!v.here) continue;
-    const std::int64_t rows_per_write = std::max<std::int64_t>(1, kFillElements / std::max<std::int64_t>(1, v.local_cols));
-    for (std::int64_t r0 = 0; r0 < v.local_rows; r0 += rows_per_write) {
-      const std::int64_t r1 = std::min(v.local_rows, r0 + rows_per_write);
-      std::vector<double> values;
-      values.reserve(static_cast<std::size_t>((r1 - r0) * v.local_cols));
-      for (std::int64_t r = r0; r < r1; ++r)
-        for (std::int64_t c = 0; c < v.local_cols; ++c)
-          values.push_back(model::input_value(inputs[i], static_cast<int>(i),
-                                              (v.row_begin + r) * v.cols + v.col_begin + c, backend_.world_rank(),
-                                              seed));
-      backend_.write(View{v.buffer, r0 * v.local_cols, (r1 - r0) * v.local_cols}, values);
-    }
+    model::InputPattern pattern;
+    pattern.key = model::input_key(seed, static_cast<int>(i));
+    pattern.local = inputs[i].type.layout.is_local();
+    pattern.rank = backend_.world_rank();
+    pattern.row_begin = v.row_begin;
+    pattern.col_begin = v.col_begin;
+    pattern.cols = v.cols;
+    pattern.local_cols = std::max<std::int64_t>(1, v.local_cols);
+    backend_.fill_input(View{v.buffer, 0, v.local_rows * v.local_cols}, pattern);
   }
+  backend_.synchronize();  // a device fill is queued on the compute stream; the comm stream reads inputs too
 }
 
 std::vector<double> Executor::read(const std::string& value) {

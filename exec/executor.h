@@ -1,6 +1,6 @@
 // Running a StepPlan (plan/step_plan.h) on a backend: every value of this
 // rank's process group allocated by its per-rank view, inputs filled with the
-// reference interpreter's values (model::input_value), then each step the
+// reference interpreter's values (model/input_pattern.h), then each step the
 // plan's units one after another, each unit's launches in the plan's issue
 // order (plan::issue_order), skipping the ops this rank takes no part in.
 //

@@ -22,6 +22,7 @@
 #include <limits>
 
 #include "model/error.h"
+#include "model/input_pattern.h"
 #include "model/ops.h"
 
 namespace coconet::model {
@@ -32,8 +33,6 @@ using Dims = std::vector<std::int64_t>;
 
 // Input values: small integers, so sums of up to hundreds of ranks stay exact
 // in every dtype (f16 represents integers up to 2048 exactly).
-constexpr std::int64_t kLocalMagnitude = 3;  // local tensors (gradients): [-3, 3]
-constexpr std::int64_t kPositiveMax = 4;     // replicated/sliced tensors (weights, moments): [1, 4]
 // At most this many mismatches are reported per tensor.
 constexpr std::size_t kMaxMismatchesPerTensor = 10;
 
@@ -404,14 +403,7 @@ bool same_value(double a, double b) { return a == b || (std::isnan(a) && std::is
 
 double input_value(const TensorDecl& decl, int decl_index, std::int64_t global_index, int rank,
                    std::uint64_t seed) {
-  std::uint64_t h = mix64(mix64(mix64(seed) ^ static_cast<std::uint64_t>(decl_index)) ^
-                          static_cast<std::uint64_t>(global_index));
-  if (decl.type.layout.is_local()) {
-    h = mix64(h ^ static_cast<std::uint64_t>(rank + 1));
-    return static_cast<double>(static_cast<std::int64_t>(h % (2 * kLocalMagnitude + 1)) -
-                               kLocalMagnitude);
-  }
-  return static_cast<double>(1 + static_cast<std::int64_t>(h % kPositiveMax));
+  return input_element(input_key(seed, decl_index), decl.type.layout.is_local(), rank, global_index);
 }
 
 State make_inputs(const Program& p, int ranks_per_group, const Bindings& b, std::uint64_t seed) {

@@ -86,6 +86,8 @@ def performance(rows):
     generic = time_us(f"BM_AdamGeneric/{LARGE_SHARD}")
     perf["adam_unfused_over_fused"] = rnd(unfused / fused) if fused and unfused else None
     perf["adam_generic_over_fused"] = rnd(generic / fused) if fused and generic else None
+    fill = rows.get(f"BM_FillInput/{1 << 30}", {}).get("items_per_second")
+    perf["fill_input_Gelems_per_s"] = rnd(fill / 1e9, 1) if fill else None  # inputs made on the GPU
     one = time_us("BM_MegatronGemm/chunks:1")
     perf["gemm_chunk_loss"] = {}
     for c in (2, 4, 8):
@@ -113,6 +115,9 @@ def runs(report, expected_skips):
         result[workload] = {
             "schedules": len(rows),
             "verified": sum(1 for r in rows if r.get("verified")),
+            # rows checked against the reference interpreter too (not only the
+            # unscheduled program on the same GPU, which a wrong GEMM shares)
+            "vs_interpreter": sum(1 for r in rows if "interpreter" in (r.get("checked_against") or "")),
             "mape_pct": rnd(100 * sum(errors) / len(errors), 1) if errors else None,
             # [schedule, predicted us, measured median us], fastest measured first
             "rows": [[r["schedule"], rnd(r.get("predicted_us"), 1), rnd(r["median_us"], 1)]
@@ -132,6 +137,9 @@ def status(mode, st, t_host, t_gpu, run_rows):
     correct = all(t.get("ran") and t["failed"] == 0 and t["skipped"] == 0 for t in (t_host, t_gpu))
     ran = all(rc == 0 for rc in st.values())
     verified = all(v == "expected_skip" or v["verified"] == v["schedules"] > 0 for v in run_rows.values())
+    # The GEMM blocks must be held to the interpreter (gpu-check.sh passes --interpreter-limit).
+    verified = verified and all(v == "expected_skip" or v["vs_interpreter"] == v["schedules"]
+                                for w, v in run_rows.items() if w.startswith("megatron_"))
     return "pass" if correct and ran and verified else "fail"
 
 

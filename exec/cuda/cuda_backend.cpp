@@ -43,6 +43,7 @@
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/collectives.h"
 #include "kernels/cuda/elementwise.h"
+#include "kernels/cuda/fill.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/norm.h"
 #include "kernels/cuda/rowreduce.h"
@@ -175,6 +176,11 @@ class CudaBackend final : public Backend {
     COCONET_CUDA_CHECK(cudaMemcpyAsync(address(dst), bytes.data(), bytes.size(), cudaMemcpyHostToDevice,
                                        compute_));
     COCONET_CUDA_CHECK(cudaStreamSynchronize(compute_));
+  }
+
+  // Generated where the buffer lives (kernels/cuda/fill.h): no host loop, no upload.
+  void fill_input(View dst, const model::InputPattern& pattern) override {
+    kc::fill_input(device_view(dst), pattern, compute_);
   }
 
   [[nodiscard]] std::vector<double> read(View src) override {

@@ -24,6 +24,7 @@ add_library(coconet_kernels_cuda STATIC
   ${COCONET_KCUDA_DIR}/epilogue.cu
   ${COCONET_KCUDA_DIR}/elementwise.cu
   ${COCONET_KCUDA_DIR}/rowreduce.cu
+  ${COCONET_KCUDA_DIR}/fill.cu
   ${COCONET_KCUDA_DIR}/fused_allreduce.cu
 )
 target_include_directories(coconet_kernels_cuda PUBLIC ${COCONET_KCUDA_ROOT} ${NCCL_INCLUDE_DIR})

@@ -14,6 +14,8 @@
 #include "exec/cuda/nccl_bootstrap.h"
 #include "exec/mpi_session.h"
 #include "exec/runtime.h"
+#include "../mpi/gpu_check_sizes.h"
+#include "../mpi/perturbing_backend.h"
 #include "gpu_test_util.h"
 #include "kernels/cuda/fused_allreduce.h"
 #include "model/catalog.h"
@@ -85,6 +87,54 @@ TEST_F(GpuTest, TimersMeasureTheDeviceWork) {
   const double mark = b.start_timer();
   for (int i = 0; i < 4; ++i) b.copy({y, 0, std::int64_t{1} << 26}, {x, 0, std::int64_t{1} << 26});
   EXPECT_GT(b.elapsed_us(mark), empty);
+  b.release_all();
+}
+
+// A GEMM that reads the wrong row of its left operand, run as gpu-check.sh
+// runs the Megatron blocks (its sizes and interpreter limit): the unscheduled
+// program on the GPU shares it with every schedule, so only the interpreter
+// can catch it, and does; without the fault the same run verifies.
+TEST_F(GpuTest, WrongGemmAtTheGpuCheckSizesIsCaughtByTheInterpreter) {
+  for (const std::string w : {"megatron_mlp", "megatron_attention"}) {
+    const model::Program p = model::load_program(model::resolve_workload(w));
+    const model::Bindings sizes = exec::testing::gpu_check_megatron_sizes(p, COCONET_SOURCE_ROOT);
+    exec::RunOptions options;
+    options.iters = 1;
+    options.warmup = 0;
+    options.interpreter_limit = exec::testing::gpu_check_interpreter_limit(COCONET_SOURCE_ROOT);
+    for (const auto fault : {exec::testing::Fault::none, exec::testing::Fault::wrong_gemm}) {
+      exec::testing::PerturbingBackend b(exec::make_backend("cuda"), fault, 0);
+      b.set_groups(1);
+      const exec::References refs = exec::compute_references(b, p, sizes, options);
+      ASSERT_TRUE(refs.interpreter.has_value()) << w;
+      const exec::Verdict v =
+          exec::verify(b, p.outputs, refs.program, *refs.interpreter, -1.0, "reference interpreter");
+      EXPECT_EQ(v.ok, fault == exec::testing::Fault::none) << w << ": " << v.first_mismatch;
+    }
+  }
+}
+
+// Inputs generated on the device equal the interpreter's, in every storage
+// type, for a block in the middle of a wider tensor.
+TEST_F(GpuTest, DeviceInputFillEqualsTheHostPattern) {
+  exec::Backend& b = backend();
+  b.set_groups(1);
+  model::InputPattern pattern;
+  pattern.key = model::input_key(5, 2);
+  pattern.row_begin = 3;
+  pattern.col_begin = 7;
+  pattern.cols = 1000;
+  pattern.local_cols = 333;
+  const std::int64_t n = 333 * 41;
+  for (const bool local : {false, true})
+    for (const auto dtype : {model::DType::f16, model::DType::bf16, model::DType::f32}) {
+      pattern.local = local;
+      const exec::BufferId id = b.allocate(dtype, n);
+      b.fill_input({id, 0, n}, pattern);
+      const std::vector<double> got = b.read({id, 0, n});
+      for (std::int64_t i = 0; i < n; ++i)
+        ASSERT_EQ(got[static_cast<std::size_t>(i)], model::input_at(pattern, i)) << "element " << i;
+    }
   b.release_all();
 }
 

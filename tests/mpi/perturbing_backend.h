@@ -1,7 +1,9 @@
 // A test-only backend: forwards everything to a real one, except that after
 // the n-th element-wise kernel it adds one to a single element of the
-// kernel's first output on one rank (a wrong kernel), or it fails on purpose
-// (throws, dies, or hangs) at the first allreduce, for the fault tests.
+// kernel's first output on one rank (a wrong kernel), or after every GEMM it
+// overwrites the first row of the product with the second (a GEMM that read
+// the wrong row of its left operand), or it fails on purpose (throws, dies,
+// or hangs) at the first allreduce, for the fault tests.
 #pragma once
 
 #include <csignal>
@@ -13,7 +15,7 @@
 
 namespace coconet::exec::testing {
 
-enum class Fault { none, perturb, throw_error, die, hang };
+enum class Fault { none, perturb, wrong_gemm, throw_error, die, hang };
 
 class PerturbingBackend : public Backend {
  public:
@@ -32,13 +34,19 @@ class PerturbingBackend : public Backend {
   std::int64_t size_of(BufferId b) const override { return inner_->size_of(b); }
   std::int64_t available_bytes() const override { return inner_->available_bytes(); }
   void write(View d, std::span<const double> v) override { inner_->write(d, v); }
+  void fill_input(View d, const model::InputPattern& p) override { inner_->fill_input(d, p); }
   std::vector<double> read(View s) override { return inner_->read(s); }
   void copy(View d, View s) override { inner_->copy(d, s); }
   Event record(StreamKind s) override { return inner_->record(s); }
   void wait(StreamKind s, Event e) override { inner_->wait(s, e); }
   void synchronize() override { inner_->synchronize(); }
   double now_us() const override { return inner_->now_us(); }
-  void matmul(const MatmulArgs& a) override { inner_->matmul(a); }
+  void matmul(const MatmulArgs& a) override {
+    inner_->matmul(a);
+    if (fault_ != Fault::wrong_gemm || world_rank() != rank_ || a.m < 2) return;
+    const auto second = inner_->read(View{a.out.buffer, a.out.offset + a.ldc, a.n});
+    inner_->write(View{a.out.buffer, a.out.offset, a.n}, second);
+  }
   void norm(View in, View out, bool across) override { inner_->norm(in, out, across); }
   void row_reduce(View in, View out, std::int64_t inner, ReduceOp op) override {
     inner_->row_reduce(in, out, inner, op);

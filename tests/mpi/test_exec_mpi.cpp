@@ -24,6 +24,7 @@
 #include "model/parse.h"
 #include "mpi_test_main.h"
 #include "fused_counting_backend.h"
+#include "gpu_check_sizes.h"
 #include "perturbing_backend.h"
 
 namespace coconet::exec {
@@ -114,6 +115,29 @@ TEST(CpuBackend, InjectedWrongKernelIsCaught) {
   EXPECT_FALSE(row.verified);
   EXPECT_NE(row.mismatch.find("on rank " + std::to_string(victim)), std::string::npos) << row.mismatch;
   EXPECT_NE(row.mismatch.find("expected"), std::string::npos);
+}
+
+// A GEMM that reads the wrong row, at the sizes gpu-check.sh runs the Megatron
+// blocks at on the GPU, with its interpreter limit: the unscheduled program
+// shares the wrong GEMM with every schedule, so only the interpreter can
+// catch it, and does. One rank, as on the GPU machine; the same backend
+// without the fault verifies.
+TEST(CpuBackend, WrongGemmAtTheGpuCheckSizesIsCaughtByTheInterpreter) {
+  if (shared_backend()->world_size() != 1) GTEST_SKIP() << "one rank, as gpu-check.sh runs it";
+  for (const std::string w : {"megatron_mlp", "megatron_attention"}) {
+    const auto p = model::load_program(workload_path(w));
+    const auto sizes = testing::gpu_check_megatron_sizes(p, COCONET_SOURCE_ROOT);
+    RunOptions options = quick();
+    options.interpreter_limit = testing::gpu_check_interpreter_limit(COCONET_SOURCE_ROOT);
+    for (const auto fault : {testing::Fault::none, testing::Fault::wrong_gemm}) {
+      testing::PerturbingBackend backend(make_backend("cpu"), fault, 0);
+      backend.set_groups(1);
+      const auto refs = compute_references(backend, p, sizes, options);
+      ASSERT_TRUE(refs.interpreter.has_value()) << w << ": past the interpreter limit gpu-check.sh passes";
+      const auto v = verify(backend, p.outputs, refs.program, *refs.interpreter, -1.0, "reference interpreter");
+      EXPECT_EQ(v.ok, fault == testing::Fault::none) << w << ": " << v.first_mismatch;
+    }
+  }
 }
 
 // Runs `schedule` of `workload` on a FusedCountingBackend; returns the row and the fused calls made.

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "model/builder.h"
+#include "model/input_pattern.h"
 #include "model/interpreter.h"
 #include "unit/test_sched_util.h"
 
@@ -61,6 +62,40 @@ TEST(Inputs, SameGlobalValueWhetherReplicatedOrSliced) {
   const Program rep = one_stmt(Layout::replicated(), "x * 2");
   const Program sli = one_stmt(Layout::sliced(0), "x * 2");
   EXPECT_EQ(input_global(rep, "x", 3), input_global(sli, "x", 3));
+}
+
+// The block pattern the executor hands a backend (model/input_pattern.h)
+// gives every rank's part of a tensor sliced along its columns exactly as the
+// interpreter's inputs: the same function on host and device.
+TEST(Inputs, BlockPatternOfAColumnSliceEqualsTheInterpretersPart) {
+  const Program p = ProgramBuilder("cols")
+                        .param("R", 5)
+                        .param("C", 11)
+                        .tensor("a", DType::f32, {"R", "C"}, Layout::replicated())
+                        .tensor("x", DType::f32, {"R", "C"}, Layout::sliced(1))
+                        .stmt("y = x + a")
+                        .output("y")
+                        .build();
+  const int ranks = 3;
+  const State in = make_inputs(p, ranks, p.bind(), 7);
+  std::int64_t col_begin = 0;
+  for (int r = 0; r < ranks; ++r) {
+    const auto& part = in.at("x").ranks.at(static_cast<std::size_t>(r));
+    InputPattern pattern;
+    pattern.key = input_key(7, 1);  // x is the second input
+    pattern.rank = r;
+    pattern.cols = 11;
+    pattern.col_begin = col_begin;
+    pattern.local_cols = static_cast<std::int64_t>(part.size()) / 5;
+    for (std::size_t i = 0; i < part.size(); ++i)
+      EXPECT_EQ(input_at(pattern, static_cast<std::int64_t>(i)), part[i]) << "rank " << r << " element " << i;
+    pattern.key = input_key(7, 0);  // another tensor's stream differs somewhere
+    bool differs = false;
+    for (std::size_t i = 0; i < part.size(); ++i) differs |= input_at(pattern, static_cast<std::int64_t>(i)) != part[i];
+    EXPECT_TRUE(differs);
+    col_begin += pattern.local_cols;
+  }
+  EXPECT_EQ(col_begin, 11);
 }
 
 TEST(Collectives, AllreduceSumsInRankOrder) {
