@@ -5,16 +5,18 @@
 # none of the Debian libraries coconet builds with):
 #
 #   BUNDLE/coconet test_gpu test_gpu_host bench_gpu   cuda-enabled, sm_90, Release,
-#                                                     rpath $ORIGIN/lib (DT_RPATH, so the
-#                                                     libraries' own needs resolve there too)
+#                                                     rpath $ORIGIN/lib set by patchelf (DT_RPATH,
+#                                                     so the libraries' own needs resolve there too)
 #   BUNDLE/lib/        every shared library they need that is not glibc, libstdc++,
 #                      libgcc_s, the CUDA driver, or one of FROM_IMAGE below
 #   BUNDLE/run.sh      the launcher: run.sh PROGRAM ARGS... finds the image's NCCL,
 #                      cuBLAS and CUDA runtime (scripts/gpu_env.py) and runs PROGRAM
 #   BUNDLE/gpu_env.py, manifest.json   (scripts/gpu-check.sh runs from the repository)
 #
-#   scripts/gpu-bundle.sh [BUNDLE]      (default gpu-bundle/, git-ignored)
-#   scripts/gpu-bundle.sh --check BUNDLE   only the closure check (the ctest)
+#   scripts/gpu-bundle.sh [BUNDLE]      (default gpu-bundle/, git-ignored): builds, then packs
+#   scripts/gpu-bundle.sh --from BUILD BUNDLE   packs the programs of an existing cuda-enabled
+#                                        build (the ctest packs `make test`'s build, seconds)
+#   scripts/gpu-bundle.sh --check BUNDLE   only the closure check
 #   env: BUILD_DIR (default build-bundle), CUDA_ARCH (90), JOBS (2)
 #
 # NCCL, cuBLAS and the CUDA runtime never travel (this machine's libnccl.so.2
@@ -69,25 +71,30 @@ if [ "${1:-}" = "--check" ]; then
   exit $?
 fi
 
-bundle="${1:-${root}/gpu-bundle}"
-build="${BUILD_DIR:-${root}/build-bundle}"
-arch="${CUDA_ARCH:-90}"
-jobs="${JOBS:-2}"
-
-configured=$(cmake -S "${root}" -B "${build}" -DCMAKE_BUILD_TYPE=Release -DCOCONET_CUDA_ARCHITECTURES="${arch}" \
-  -DCMAKE_BUILD_WITH_INSTALL_RPATH=ON '-DCMAKE_INSTALL_RPATH=$ORIGIN/lib' \
-  -DCMAKE_EXE_LINKER_FLAGS=-Wl,--disable-new-dtags)
-grep -q "CUDA backend ON" <<<"${configured}" ||
-  { echo "gpu-bundle: CMake found no CUDA/NCCL/MPI here; the bundle needs the cuda backend" >&2; exit 1; }
-cmake --build "${build}" -j"${jobs}" --target "${programs[@]}"
+if [ "${1:-}" = "--from" ]; then
+  build="$(cd "${2:?usage: gpu-bundle.sh --from BUILD BUNDLE}" && pwd)"
+  bundle="${3:?usage: gpu-bundle.sh --from BUILD BUNDLE}"
+  arch="$(sed -n 's/^COCONET_CUDA_ARCHITECTURES:STRING=//p' "${build}/CMakeCache.txt")"
+else
+  bundle="${1:-${root}/gpu-bundle}"
+  build="${BUILD_DIR:-${root}/build-bundle}"
+  arch="${CUDA_ARCH:-90}"
+  jobs="${JOBS:-2}"
+  configured=$(cmake -S "${root}" -B "${build}" -DCMAKE_BUILD_TYPE=Release -DCOCONET_CUDA_ARCHITECTURES="${arch}")
+  grep -q "CUDA backend ON" <<<"${configured}" ||
+    { echo "gpu-bundle: CMake found no CUDA/NCCL/MPI here; the bundle needs the cuda backend" >&2; exit 1; }
+  cmake --build "${build}" -j"${jobs}" --target "${programs[@]}"
+fi
+command -v patchelf >/dev/null || { echo "gpu-bundle: needs patchelf (scripts/install-deps.sh installs it)" >&2; exit 1; }
 
 rm -rf "${bundle}"
 mkdir -p "${bundle}/lib"
 bundle="$(cd "${bundle}" && pwd)"
 for p in "${programs[@]}"; do
-  src=$(find "${build}" -type f -name "$p" -perm -u+x | head -1)
+  src=$(find "${build}" -path "${bundle}" -prune -o -type f -name "$p" -perm -u+x -print | head -1)
   [ -n "${src}" ] || { echo "gpu-bundle: ${p} was not built" >&2; exit 1; }
   strip -o "${bundle}/${p}" "${src}"
+  patchelf --force-rpath --set-rpath '$ORIGIN/lib' "${bundle}/${p}"
 done
 from_image=()
 for p in "${programs[@]}"; do

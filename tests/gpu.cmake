@@ -25,12 +25,16 @@ if(COCONET_HAVE_CUDA AND TARGET coconet_exec AND TARGET coconet_kernels_cuda)
   endif()
 endif()
 
-# The bundle the first GPU run travels with (scripts/gpu-bundle.sh, built on
-# demand, not by this build): its library closure, and gpu-check.sh --dry-run
-# from it. Skipped, saying so, when no bundle has been built.
-foreach(mode closure dry_run)
+# The bundle the first GPU run travels with (scripts/gpu-bundle.sh): packed
+# from this build's cuda programs (or a bundle built at gpu-bundle/), its
+# library closure, and gpu-check.sh --dry-run from it. Skipped, saying so,
+# when this build has no cuda backend.
+set(COCONET_BUNDLE_TEST ${CMAKE_CURRENT_SOURCE_DIR}/gpu/bundle_test.sh)
+foreach(mode pack closure dry_run)
   add_test(NAME gpu_bundle.${mode}
-    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/gpu/bundle_test.sh ${mode} ${COCONET_SOURCE_ROOT}
-            ${CMAKE_CURRENT_BINARY_DIR}/gpu-check-dry-run)
+    COMMAND ${COCONET_BUNDLE_TEST} ${mode} ${COCONET_SOURCE_ROOT} ${CMAKE_BINARY_DIR}
+            ${CMAKE_CURRENT_BINARY_DIR}/gpu-bundle-test)
   set_tests_properties(gpu_bundle.${mode} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
 endforeach()
+set_tests_properties(gpu_bundle.pack PROPERTIES FIXTURES_SETUP gpu_bundle)
+set_tests_properties(gpu_bundle.closure gpu_bundle.dry_run PROPERTIES FIXTURES_REQUIRED gpu_bundle)
