@@ -1,38 +1,22 @@
 // Input generation kernel (see fill.h): grid-stride, one element per thread
 // per step; the hash is a handful of integer multiplies, so the kernel runs
 // at the speed of its stores.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/fill.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/occupancy.h"
+#include "kernels/cuda/vec.cuh"
 
 namespace coconet::kernels::cuda {
 namespace {
 
 template <typename T>
-__device__ __forceinline__ T from_double(double x);
-template <>
-__device__ __forceinline__ float from_double<float>(double x) {
-  return static_cast<float>(x);
-}
-template <>
-__device__ __forceinline__ __half from_double<__half>(double x) {
-  return __double2half(x);
-}
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_double<__nv_bfloat16>(double x) {
-  return __double2bfloat16(x);
-}
-
-template <typename T>
 __global__ void fill_input_kernel(T* dst, std::int64_t n, model::InputPattern pattern) {
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
-    dst[i] = from_double<T>(model::input_at(pattern, i));
+    dst[i] = from_f32<T>(static_cast<float>(model::input_at(pattern, i)));  // small integers: exact
 }
 
 template <typename T>
