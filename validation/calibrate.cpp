@@ -92,13 +92,14 @@ std::string regime_comments(const Calibration& c) {
   };
   std::string s = fmt::format("# Collectives ({} microbenchmarks), the fit's formulas: one regime {}", cs.size(),
                               errors(one));
-  if (two.large)
-    s += fmt::format("; two regimes split at {:.0f} bytes {}", two.threshold_bytes, errors(two));
-  else
-    s += "; a second regime did not explain the samples better than chance (one kept)";
-  s += two.fitted_threshold_bytes > 0
-           ? fmt::format(". Residual-minimising split: {:.0f} bytes.\n", two.fitted_threshold_bytes)
-           : ".\n";
+  const auto split = [&](double at, const std::string& what) {
+    if (const auto f = at > 0 ? fit_split(cs, at) : std::nullopt)
+      s += fmt::format(";\n#   two regimes split at {:.0f} bytes ({}) {}", at, what, errors(*f));
+  };
+  if (c.mpi_limit) split(c.mpi_limit->bytes, c.mpi_limit->source);
+  split(two.fitted_threshold_bytes, "the residual-minimising split");
+  s += two.large ? fmt::format(";\n#   kept: two regimes, split at {:.0f} bytes.\n", two.threshold_bytes)
+                 : ";\n#   kept: one regime (a second did not explain the samples better than its extra constants would by chance).\n";
   return s;
 }
 
@@ -270,8 +271,8 @@ Calibration calibrate(exec::Backend& backend, const CalibrateOptions& o, Progres
   progress.grow(static_cast<int>(c.samples.size()));
   run_microbenchmarks(backend, c.samples, micro, progress);
   // MPI's protocol switch, where the library says (the cpu backend's MPI): the threshold tried first.
-  const std::optional<MpiLimit> limit = backend.name() == "cpu" ? read_mpi_limit() : std::nullopt;
-  c.fit = fit_samples(c.samples, limit);
+  if (backend.name() == "cpu") c.mpi_limit = read_mpi_limit();
+  c.fit = fit_samples(c.samples, c.mpi_limit);
   const std::string body = topology_yaml(c.fit, o, backend.name(), backend.world_size());
   c.topology = sim::parse_topology(body, "<calibrated " + o.name + ">");
   for (const auto& s : c.samples) c.simulated_us.push_back(simulate_sample(s, c.topology));

@@ -6,6 +6,7 @@
 // the fitted topology, next to the measured times.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,7 @@ struct Calibration {
   std::string yaml;              // ends with the calibrated range's comment (validation/calibrated_range.h)
   sim::Topology topology;
   CalibratedRange range;
+  std::optional<MpiLimit> mpi_limit;  // MPI's protocol switch as the library states it, when read
 };
 
 // Fits the constants from measured samples (pure: no runs). The overlap

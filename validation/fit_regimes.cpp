@@ -35,8 +35,9 @@ double bic(double residual, std::size_t n, std::size_t constants) {
   return dn * std::log(std::max(residual, kTinyResidual) / dn) + static_cast<double>(constants) * std::log(dn);
 }
 
-// The two-regime model split at `threshold`; empty when a side has fewer samples than constants.
-std::optional<CollectiveRegimes> split_at(const std::vector<CollectiveSample>& s, double threshold) {
+}  // namespace
+
+std::optional<CollectiveRegimes> fit_split(const std::vector<CollectiveSample>& s, double threshold) {
   std::vector<CollectiveSample> below, above;
   for (const auto& c : s) (c.bytes < threshold ? below : above).push_back(c);
   if (below.size() < kRegimeConstants || above.size() < kRegimeConstants) return std::nullopt;
@@ -48,13 +49,15 @@ std::optional<CollectiveRegimes> split_at(const std::vector<CollectiveSample>& s
   return f;
 }
 
+namespace {
+
 // The candidate split with the smallest residual: every distinct sample size.
 std::optional<CollectiveRegimes> best_split(const std::vector<CollectiveSample>& s) {
   std::set<double> sizes;
   for (const auto& c : s) sizes.insert(c.bytes);
   std::optional<CollectiveRegimes> best;
   for (double t : sizes) {
-    auto f = split_at(s, t);
+    auto f = fit_split(s, t);
     if (f && (!best || f->residual < best->residual)) best = std::move(f);
   }
   return best;
@@ -79,7 +82,7 @@ CollectiveRegimes fit_collective_regimes(const std::vector<CollectiveSample>& s,
 
   std::optional<CollectiveRegimes> two;
   std::size_t constants = 2 * kRegimeConstants;  // a threshold read from the library is not fitted
-  if (library_threshold_bytes) two = split_at(s, *library_threshold_bytes);
+  if (library_threshold_bytes) two = fit_split(s, *library_threshold_bytes);
   if (two) {
     two->threshold_source = library_source;
   } else if (fitted) {

@@ -32,6 +32,10 @@ struct CollectiveRegimes {
 // down: time stays non-decreasing in size), as sim/collective.cpp prices it.
 [[nodiscard]] double regimes_model_us(const CollectiveRegimes& f, const std::string& op, double bytes, int ranks);
 
+// The two regimes split at `threshold` (no criterion applied); empty when a
+// side has fewer samples than a regime has constants.
+[[nodiscard]] std::optional<CollectiveRegimes> fit_split(const std::vector<CollectiveSample>& s, double threshold);
+
 // Fits one or two regimes. `library_threshold_bytes`: the MPI library's limit
 // (with `library_source` saying where it was read), tried instead of a fitted
 // threshold; absent, or leaving fewer samples than constants on a side: fitted.
