@@ -271,7 +271,10 @@ CollectiveCost large_message_cost(const Topology& t, const CollectiveRequest& r,
   CollectiveRequest at = r;
   at.bytes = l.from_bytes;
   const double step_floor_us = best_of(t, at, Env{t, at, channels}).time_us();
-  c.base_us += std::max(0.0, step_floor_us - c.time_us());
+  if (c.time_us() < step_floor_us) {  // the step's cost, as a fixed cost: exactly the floor, whatever the size
+    c.base_us = step_floor_us;
+    c.hops_us = c.transfer_us = c.reduce_us = 0;
+  }
   return c;
 }
 
