@@ -31,6 +31,7 @@ namespace {
 
 struct CalibrateArgs {
   std::string experiment = "cpu-local";
+  bool experiment_given = false;  // named on the command line (else the default)
   std::string backend = "cpu";
   int ranks = 0;
   bool oversubscribe = false;
@@ -77,10 +78,27 @@ Table constants_table(const validation::Calibration& c) {
   return t;
 }
 
+// The experiment whose sizes join the sweep: one named must fit the ranks (a
+// UserError says why not); the default is left out where it cannot run (one
+// rank: its pipeline needs two), with a note when `say`.
+std::string sweep_experiment(const CalibrateArgs& a, int world, bool say) {
+  if (a.experiment.empty()) return "";
+  try {
+    (void)validation::experiment_sizes(a.experiment, world, plan::cpu_capabilities());
+    return a.experiment;
+  } catch (const UserError& e) {
+    if (a.experiment_given) throw;
+    if (say)
+      fmt::print(stderr, "note: the default experiment {} does not run on {} rank(s) ({}); calibrating the sweep alone\n",
+                 a.experiment, world, e.what());
+    return "";
+  }
+}
+
 void calibrate_command(const CalibrateArgs& a) {
   model::check_output_file(a.out, "--out");  // before any rank starts
-  if (!exec::launched_by_mpirun() && !a.experiment.empty())  // a bad experiment: said once, before any rank starts
-    (void)validation::experiment_sizes(a.experiment, std::max(a.ranks, 1), plan::cpu_capabilities());
+  if (!exec::launched_by_mpirun())  // a bad experiment: said once, before any rank starts
+    (void)sweep_experiment(a, std::max(a.ranks, 1), false);
   if (!exec::launched_by_mpirun() && a.ranks > 1) {
     exec::check_cores(a.ranks, a.oversubscribe, true);
     validation::run_under_mpirun(a.ranks);
@@ -93,7 +111,7 @@ void calibrate_command(const CalibrateArgs& a) {
     validation::CalibrateOptions o;
     o.name = a.name.empty() ? std::filesystem::path(a.out).stem().string() : a.name;
     o.command = command_line(a);
-    o.experiment = a.experiment;
+    o.experiment = sweep_experiment(a, backend->world_size(), backend->world_rank() == 0);
     o.micro.iters = a.iters;
     o.micro.quick = a.quick;
     const bool lead = backend->world_rank() == 0;
@@ -117,7 +135,7 @@ void register_calibrate(CLI::App& app) {
   auto args = std::make_shared<CalibrateArgs>();
   auto* cmd = app.add_subcommand(
       "calibrate", "Fit the cost model's constants to microbenchmarks on this machine; write a topology YAML");
-  cmd->add_option("experiment", args->experiment,
+  auto* experiment = cmd->add_option("experiment", args->experiment,
                   "Experiment whose sizes join the sweep (a name in configs/experiments/ or a YAML path; \"\": none)")
       ->capture_default_str();
   cmd->add_option("--backend", args->backend, "Backend to measure: cpu (MPI) or cuda")->capture_default_str()
@@ -133,7 +151,10 @@ void register_calibrate(CLI::App& app) {
   cmd->add_option("--iters", args->iters, "Timed steps per microbenchmark")->capture_default_str()->check(at_least(1));
   add_format_option(cmd, args->format);
 #ifdef COCONET_VALIDATION_HAVE_RUN
-  cmd->callback([args] { calibrate_command(*args); });
+  cmd->callback([args, experiment] {
+    args->experiment_given = experiment->count() > 0;
+    calibrate_command(*args);
+  });
 #else
   cmd->callback([] { throw UserError("coconet calibrate needs the simulator and the executor, absent from this build"); });
 #endif
