@@ -1,6 +1,7 @@
 // coconet calibrate: microbenchmarks on the machine at hand, a least-squares fit
 // of the cost model's constants, and a topology YAML that predict and validate
 // accept (validation/calibrate.h). Outside mpirun, --ranks N starts N ranks.
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 
@@ -18,6 +19,8 @@
 #include "model/catalog.h"
 #include "model/safe_write.h"
 #include "validation/calibrate.h"
+#include "validation/experiment_sizes.h"
+#include "plan/capabilities.h"
 #include "exec/launch.h"
 #include "validation/launch.h"
 #endif
@@ -27,6 +30,8 @@ namespace coconet::cli {
 namespace {
 
 struct CalibrateArgs {
+  std::string experiment = "cpu-local";
+  bool experiment_given = false;  // named on the command line (else the default)
   std::string backend = "cpu";
   int ranks = 0;
   bool oversubscribe = false;
@@ -39,7 +44,7 @@ struct CalibrateArgs {
 
 #ifdef COCONET_VALIDATION_HAVE_RUN
 std::string command_line(const CalibrateArgs& a) {
-  return fmt::format("coconet calibrate --backend {}{} --out {}{}", a.backend,
+  return fmt::format("coconet calibrate {} --backend {}{} --out {}{}", a.experiment, a.backend,
                      a.ranks > 0 ? fmt::format(" --ranks {}", a.ranks) : "", a.out, a.quick ? " --quick" : "");
 }
 
@@ -53,18 +58,47 @@ Table constants_table(const validation::Calibration& c) {
   t.add({std::string("element-wise rate"), f.elementwise.GFLOPs, std::string("GFLOP/s"), std::string("element-wise fit")});
   t.add({std::string("GEMM f16"), f.gemm_f16_GFLOPs, std::string("GFLOP/s"), std::string("GEMM fit")});
   t.add({std::string("GEMM bf16"), f.gemm_bf16_GFLOPs, std::string("GFLOP/s"), std::string("GEMM fit")});
-  t.add({std::string("collective base"), f.collectives.base_us, std::string("us"), std::string("collective fit")});
-  t.add({std::string("ring step"), f.collectives.hop_us, std::string("us"), std::string("collective fit")});
-  t.add({std::string("link bus bandwidth"), f.collectives.GBps, std::string("GB/s"), std::string("collective fit")});
-  t.add({std::string("reduction rate"), f.collectives.reduce_GBps, std::string("GB/s"),
-         std::string("collective fit (reducing collectives)")});
+  const auto regime = [&](const validation::CollectiveFit& r, const std::string& from) {
+    t.add({std::string("collective base"), r.base_us, std::string("us"), from});
+    t.add({std::string("ring step"), r.hop_us, std::string("us"), from});
+    t.add({std::string("link bus bandwidth"), r.GBps, std::string("GB/s"), from});
+    t.add({std::string("reduction rate"), r.reduce_GBps, std::string("GB/s"), from + " (reducing collectives)"});
+  };
+  const auto& cr = f.collectives;
+  if (cr.large) {
+    const std::string below = fmt::format("collective fit, below {:.0f} bytes", cr.threshold_bytes);
+    regime(cr.small, below);
+    t.add({std::string("large-message threshold"), cr.threshold_bytes, std::string("bytes"), cr.threshold_source});
+    regime(*cr.large, fmt::format("collective fit, from {:.0f} bytes", cr.threshold_bytes));
+  } else {
+    regime(cr.small, "collective fit");
+  }
   t.add({std::string("compute held by a collective"), f.sms_per_channel, std::string("units"),
          std::string("overlap fit, through the simulator")});
   return t;
 }
 
+// The experiment whose sizes join the sweep: one named must fit the ranks (a
+// UserError says why not); the default is left out where it cannot run (one
+// rank: its pipeline needs two), with a note when `say`.
+std::string sweep_experiment(const CalibrateArgs& a, int world, bool say) {
+  if (a.experiment.empty()) return "";
+  try {
+    (void)validation::experiment_sizes(a.experiment, world, plan::cpu_capabilities());
+    return a.experiment;
+  } catch (const UserError& e) {
+    if (a.experiment_given) throw;
+    if (say)
+      fmt::print(stderr, "note: the default experiment {} does not run on {} rank(s) ({}); calibrating the sweep alone\n",
+                 a.experiment, world, e.what());
+    return "";
+  }
+}
+
 void calibrate_command(const CalibrateArgs& a) {
   model::check_output_file(a.out, "--out");  // before any rank starts
+  if (!exec::launched_by_mpirun())  // a bad experiment: said once, before any rank starts
+    (void)sweep_experiment(a, std::max(a.ranks, 1), false);
   if (!exec::launched_by_mpirun() && a.ranks > 1) {
     exec::check_cores(a.ranks, a.oversubscribe, true);
     validation::run_under_mpirun(a.ranks);
@@ -77,6 +111,7 @@ void calibrate_command(const CalibrateArgs& a) {
     validation::CalibrateOptions o;
     o.name = a.name.empty() ? std::filesystem::path(a.out).stem().string() : a.name;
     o.command = command_line(a);
+    o.experiment = sweep_experiment(a, backend->world_size(), backend->world_rank() == 0);
     o.micro.iters = a.iters;
     o.micro.quick = a.quick;
     const bool lead = backend->world_rank() == 0;
@@ -100,6 +135,9 @@ void register_calibrate(CLI::App& app) {
   auto args = std::make_shared<CalibrateArgs>();
   auto* cmd = app.add_subcommand(
       "calibrate", "Fit the cost model's constants to microbenchmarks on this machine; write a topology YAML");
+  auto* experiment = cmd->add_option("experiment", args->experiment,
+                  "Experiment whose sizes join the sweep (a name in configs/experiments/ or a YAML path; \"\": none)")
+      ->capture_default_str();
   cmd->add_option("--backend", args->backend, "Backend to measure: cpu (MPI) or cuda")->capture_default_str()
       ->check(one_of({"cpu", "cuda"}))
       ->type_name("cpu|cuda");
@@ -113,7 +151,10 @@ void register_calibrate(CLI::App& app) {
   cmd->add_option("--iters", args->iters, "Timed steps per microbenchmark")->capture_default_str()->check(at_least(1));
   add_format_option(cmd, args->format);
 #ifdef COCONET_VALIDATION_HAVE_RUN
-  cmd->callback([args] { calibrate_command(*args); });
+  cmd->callback([args, experiment] {
+    args->experiment_given = experiment->count() > 0;
+    calibrate_command(*args);
+  });
 #else
   cmd->callback([] { throw UserError("coconet calibrate needs the simulator and the executor, absent from this build"); });
 #endif

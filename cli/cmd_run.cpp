@@ -47,6 +47,7 @@
 #include "plan/capabilities.h"
 #include "sim/topology.h"
 #include "sim/tuner.h"
+#include "validation/progress.h"
 
 namespace coconet::cli {
 namespace {
@@ -452,6 +453,10 @@ void test_fault_hook(int world_rank) {
 
 std::vector<exec::RunRow> run_jobs(exec::Backend& backend, std::vector<Job>& jobs, const exec::RunOptions& options,
                                    double timeout_s) {
+  int total = 0;
+  for (const auto& j : jobs) total += static_cast<int>(j.schedules.size());
+  // On a terminal, rank 0 draws which point and schedule runs, how many are left and the time taken.
+  validation::Progress progress(backend.world_rank() == 0 && validation::progress_wanted(), total);
   exec::Watchdog watchdog(timeout_s, [&backend, timeout_s] {
     fmt::print(stderr, "coconet: rank {} made no progress for {:.0f} s (a peer died or hangs); aborting the job\n",
                backend.world_rank(), timeout_s);
@@ -466,11 +471,16 @@ std::vector<exec::RunRow> run_jobs(exec::Backend& backend, std::vector<Job>& job
       const auto refs = exec::compute_references(backend, j.point.program, j.point.sizes, options);
       watchdog.kick();
       for (const auto& s : j.schedules) {
+        const std::string what = fmt::format("{} {} {}", j.point.program.name, j.point.label, s.name());
+        progress.note(what);
         rows.push_back(exec::run_schedule(backend, s, j.point.sizes, refs, options));
+        progress.step(what);
         watchdog.kick();
       }
     }
+    progress.finish();
   } catch (const std::exception& e) {
+    progress.finish();
     abort_from_rank(backend, e);
   }
   return rows;
@@ -482,6 +492,7 @@ void run_command(const RunArgs& a) {
     (void)prepare_jobs(a, checked, std::max(a.ranks, 1));  // bad input is reported once, before any rank starts
     if (a.ranks > 0) {
       exec::check_cores(a.ranks, a.oversubscribe, true);
+      ::setenv(validation::kProgressEnv, ::isatty(STDERR_FILENO) ? "1" : "0", 1);  // the ranks draw for this terminal
       exec::relaunch_under_mpirun(a.ranks);
     }
   }

@@ -254,6 +254,30 @@ CollectiveCost best_of(const Topology& t, const CollectiveRequest& r, const Env&
   return best;
 }
 
+// MPI's large-message regime (nccl.large_messages): the same formulas on the
+// topology with the second regime's constants, every algorithm and protocol
+// alike, never below the first regime at the threshold (the step goes up).
+CollectiveCost large_message_cost(const Topology& t, const CollectiveRequest& r, int channels) {
+  const LargeMessages& l = *t.nccl.large_messages;
+  Topology big = t;
+  big.nccl.large_messages.reset();
+  const ProtoTable base{l.base_latency_us, l.base_latency_us, l.base_latency_us};
+  const ProtoTable hop{l.hop_latency_us, l.hop_latency_us, l.hop_latency_us};
+  big.nccl.ring_base_us = big.nccl.tree_base_us = big.nccl.nvls_base_us = base;
+  big.node.hop_latency_us = big.node.tree_hop_latency_us = hop;
+  big.node.nvlink_link_GBps = big.node.nccl_link_GBps = l.link_GBps;
+  big.nccl.reduce_GBps = l.reduce_GBps;
+  CollectiveCost c = best_of(big, r, Env{big, r, channels});
+  CollectiveRequest at = r;
+  at.bytes = l.from_bytes;
+  const double step_floor_us = best_of(t, at, Env{t, at, channels}).time_us();
+  if (c.time_us() < step_floor_us) {  // the step's cost, as a fixed cost: exactly the floor, whatever the size
+    c.base_us = step_floor_us;
+    c.hops_us = c.transfer_us = c.reduce_us = 0;
+  }
+  return c;
+}
+
 }  // namespace
 
 bool supported(const Topology& t, model::OpKind op, const Placement& where, Algo algo, Proto proto, int channels) {
@@ -294,7 +318,8 @@ CollectiveCost predict_collective(const Topology& t, const CollectiveRequest& r)
           r.proto == Proto::auto_ ? "" : " with protocol " + model::to_string(r.proto), r.where.ranks,
           r.where.nodes, t.name));
   }
-  CollectiveCost c = best_of(t, r, e);
+  const bool large = t.nccl.large_messages && r.bytes >= t.nccl.large_messages->from_bytes;
+  CollectiveCost c = large ? large_message_cost(t, r, channels) : best_of(t, r, e);
   c.channels = channels;
   return c;
 }

@@ -201,7 +201,8 @@ NcclSpec read_nccl(const Reader& r, const YAML::Node& root) {
                                  {"channels", "channel_GBps", "ll_max_GBps", "ll_efficiency",
                                   "ll128_efficiency", "tree_efficiency", "tree_ll_efficiency",
                                   "tree_ll128_efficiency", "base_latency_us",
-                                  "hbm_bytes_per_link_byte", "reduce_GBps", "sms_per_channel"});
+                                  "hbm_bytes_per_link_byte", "reduce_GBps", "sms_per_channel",
+                                  "large_messages"});
   NcclSpec s;
   s.channels = r.positive_int(n, "nccl", "channels", model::kMaxChannels);
   s.channel_GBps = r.positive(n, "nccl", "channel_GBps");
@@ -227,6 +228,14 @@ NcclSpec read_nccl(const Reader& r, const YAML::Node& root) {
   s.hbm_bytes_per_link_byte = r.non_negative(n, "nccl", "hbm_bytes_per_link_byte");
   s.reduce_GBps = r.positive(n, "nccl", "reduce_GBps");
   s.sms_per_channel = r.positive(n, "nccl", "sms_per_channel");
+  if (n["large_messages"]) {
+    const char* p = "nccl.large_messages";
+    const YAML::Node l = r.section(n, "nccl", "large_messages",
+                                   {"from_bytes", "base_latency_us", "hop_latency_us", "link_GBps", "reduce_GBps"});
+    s.large_messages = LargeMessages{r.positive(l, p, "from_bytes"), r.non_negative(l, p, "base_latency_us"),
+                                     r.non_negative(l, p, "hop_latency_us"), r.positive(l, p, "link_GBps"),
+                                     r.positive(l, p, "reduce_GBps")};
+  }
   return s;
 }
 
@@ -298,6 +307,9 @@ Topology parse_topology(const std::string& yaml_text, const std::string& origin,
                                         t.node.gpus, std::int64_t(t.nodes) * t.node.gpus, model::kMaxGpus));
   t.network = read_network(r, root);
   t.nccl = read_nccl(r, root);
+  if (t.nccl.large_messages && t.device != Device::cpu)
+    ctx.fail(root["nccl"]["large_messages"],
+             "nccl.large_messages is MPI's second regime: it needs `device: cpu` (NCCL's protocols are ll, ll128, simple)");
   return t;
 }
 

@@ -5,6 +5,7 @@
 // UserErrors naming file:line.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -64,6 +65,20 @@ struct NetworkSpec {
   [[nodiscard]] double nic_GBps() const;  // achievable per NIC per direction
 };
 
+// MPI's large-message regime (optional `nccl.large_messages`, device: cpu):
+// MPI's transport changes protocol at a message size, and a collective's cost
+// jumps there. From `from_bytes` on (the nccl-tests size, sim/collective.h) a
+// collective takes these constants, every algorithm and protocol alike, in
+// place of the base latencies, node hop latencies, link rates and reduction
+// rate; never priced below the first regime at the threshold (a step up).
+struct LargeMessages {
+  double from_bytes = 0;
+  double base_latency_us = 0;
+  double hop_latency_us = 0;
+  double link_GBps = 0;  // as node.nvlink_link_GBps and nccl_link_GBps
+  double reduce_GBps = 0;
+};
+
 struct NcclSpec {
   int channels = 0;
   double channel_GBps = 0;
@@ -96,6 +111,7 @@ struct NcclSpec {
   // a GEMM or kernel beside it gets the units left, and with less than one unit
   // left runs at that fraction of its speed (1 on a GPU: one CTA per channel).
   double sms_per_channel = 0;
+  std::optional<LargeMessages> large_messages;  // absent: one regime for every size
 };
 
 // The processor a rank runs on: a GPU, or a CPU core (a calibrated cpu-backend topology).

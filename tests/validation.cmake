@@ -39,9 +39,12 @@ add_executable(test_validation
   ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_validation_stats.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_validation_report.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_validation_fit.cpp
+  ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_validation_regimes.cpp
+  ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_validation_progress.cpp
 )
 if(TARGET coconet_exec)  # the calibrated range reads microbenchmark samples: built with the executor
   target_sources(test_validation PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_validation_range.cpp
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_validation_sweep.cpp
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_validation_trace.cpp)
 endif()
 target_link_libraries(test_validation PRIVATE coconet_validation nlohmann_json::nlohmann_json GTest::gtest_main

@@ -13,6 +13,7 @@
 //   device: cpu                       predictions default to the cpu backend's capabilities (plan/capabilities.h)
 #include "validation/calibrate.h"
 #include "validation/calibrated_range.h"
+#include "validation/experiment_sizes.h"
 
 #include <algorithm>
 #include <cmath>
@@ -70,6 +71,38 @@ double gemm_rate(const std::vector<MicroSample>& s, model::DType t, double launc
   return g.empty() ? 0.0 : fit_gemm_GFLOPs(g, launch_us);
 }
 
+// The collectives' fit with one regime against the written one, on the same
+// samples (the fit's own formulas, fit_regimes.h): what the second regime buys.
+std::string regime_comments(const Calibration& c) {
+  std::vector<CollectiveSample> cs;
+  for (const auto& s : c.samples)
+    if (s.kind == MicroKind::collective) cs.push_back({s.op, s.bytes, s.ranks, s.measured_us});
+  if (cs.empty()) return "";
+  const CollectiveRegimes& two = c.fit.collectives;
+  CollectiveRegimes one;
+  one.small = fit_collectives(cs);
+  const auto errors = [&](const CollectiveRegimes& f) {
+    double sum = 0, worst = 0;
+    for (const auto& x : cs) {
+      const double e = std::abs(regimes_model_us(f, x.op, x.bytes, x.ranks) / x.measured_us - 1.0) * 100.0;
+      sum += e;
+      worst = std::max(worst, e);
+    }
+    return fmt::format("mean |error| {:.1f}%, worst {:.1f}%", sum / double(cs.size()), worst);
+  };
+  std::string s = fmt::format("# Collectives ({} microbenchmarks), the fit's formulas: one regime {}", cs.size(),
+                              errors(one));
+  const auto split = [&](double at, const std::string& what) {
+    if (const auto f = at > 0 ? fit_split(cs, at) : std::nullopt)
+      s += fmt::format(";\n#   two regimes split at {:.0f} bytes ({}) {}", at, what, errors(*f));
+  };
+  if (c.mpi_limit) split(c.mpi_limit->bytes, c.mpi_limit->source);
+  split(two.fitted_threshold_bytes, "the residual-minimising split");
+  s += two.large ? fmt::format(";\n#   kept: two regimes, split at {:.0f} bytes.\n", two.threshold_bytes)
+                 : ";\n#   kept: one regime (a second did not explain the samples better than its extra constants would by chance).\n";
+  return s;
+}
+
 std::string residual_comments(const Calibration& c) {
   std::string s = "# Residuals: each microbenchmark predicted by the simulator with this file, against its\n"
                   "# measured median (error = predicted / measured - 1).\n";
@@ -84,7 +117,7 @@ std::string residual_comments(const Calibration& c) {
   if (!c.samples.empty())
     s += fmt::format("# Mean |error| {:.1f}%, worst {:.1f}%, over {} microbenchmarks.\n",
                      sum / double(c.samples.size()), worst, c.samples.size());
-  return s;
+  return s + regime_comments(c);
 }
 
 double simulate_sample(const MicroSample& s, const sim::Topology& t) {
@@ -122,7 +155,7 @@ double bounded(double rate) { return std::isfinite(rate) && rate > 0 ? std::min(
 
 }  // namespace
 
-Fitted fit_samples(const std::vector<MicroSample>& samples) {
+Fitted fit_samples(const std::vector<MicroSample>& samples, const std::optional<MpiLimit>& limit) {
   Fitted f;
   std::vector<ElementwiseSample> ew;
   std::vector<CollectiveSample> cs;
@@ -133,8 +166,10 @@ Fitted fit_samples(const std::vector<MicroSample>& samples) {
   f.elementwise = fit_elementwise(ew);
   f.gemm_f16_GFLOPs = gemm_rate(samples, model::DType::f16, f.elementwise.launch_us);
   f.gemm_bf16_GFLOPs = gemm_rate(samples, model::DType::bf16, f.elementwise.launch_us);
-  if (!cs.empty()) f.collectives = fit_collectives(cs);
-  else f.collectives = {0.0, 0.0, f.elementwise.GBps, kUncappedGBps};  // one rank: no collective ever runs
+  if (!cs.empty())
+    f.collectives = fit_collective_regimes(cs, limit ? std::optional(limit->bytes) : std::nullopt,
+                                           limit ? limit->source : "");
+  else f.collectives.small = {0.0, 0.0, f.elementwise.GBps, kUncappedGBps};  // one rank: no collective ever runs
   f.sms_per_channel = fit_overlap_units(samples, f);
   return f;
 }
@@ -154,12 +189,26 @@ std::string comment_text(std::string text) {
   return text;
 }
 
+// The second regime of the collectives (validation/fit_regimes.h), when the fit kept one.
+std::string large_messages_yaml(const CollectiveRegimes& r) {
+  if (!r.large) return "";
+  const CollectiveFit& l = *r.large;
+  std::string y = "  large_messages:                # fit: the collectives from MPI's protocol switch on (a step up in time)\n";
+  y += fmt::format("    from_bytes: {:.0f}             # source: {}\n", r.threshold_bytes, comment_text(r.threshold_source));
+  y += fmt::format("    base_latency_us: {:.4g}        # fit: per-collective fixed cost, large messages\n", l.base_us);
+  y += fmt::format("    hop_latency_us: {:.4g}         # fit: per ring step, large messages\n", l.hop_us);
+  y += fmt::format("    link_GBps: {:.4g}              # fit: bus bandwidth, large messages\n", bounded(l.GBps));
+  y += fmt::format("    reduce_GBps: {:.4g}            # fit: reduction rate, large messages (f16 sums)\n",
+                   bounded(l.reduce_GBps));
+  return y;
+}
+
 std::string topology_yaml(const Fitted& f, const CalibrateOptions& o, const std::string& backend, int ranks) {
   ElementwiseFit e = f.elementwise;
   e.GBps = bounded(e.GBps);
   e.GFLOPs = bounded(e.GFLOPs);
-  const auto& c = f.collectives;
-  const double link = c.GBps;
+  const auto& c = f.collectives.small;
+  const double link = bounded(c.GBps);
   std::string y = fmt::format(
       "# {0}: calibrated on this machine by `{1}` on {2}.\n"
       "# Every constant below is fitted (least squares on relative error) to microbenchmarks run\n"
@@ -210,15 +259,20 @@ std::string topology_yaml(const Fitted& f, const CalibrateOptions& o, const std:
                    bounded(c.reduce_GBps));
   y += fmt::format("  sms_per_channel: {:.3g}          # fit: share of the rank's compute a collective's progress takes (overlapped GEMM + allreduce)\n",
                    std::max(f.sms_per_channel, kMinPositiveUnits));
-  return y;
+  return y + large_messages_yaml(f.collectives);
 }
 
 Calibration calibrate(exec::Backend& backend, const CalibrateOptions& o, Progress& progress) {
   Calibration c;
-  c.samples = microbenchmark_plan(backend.world_size(), o.micro);
+  MicroOptions micro = o.micro;
+  if (!o.experiment.empty())
+    micro.extra = experiment_sizes(o.experiment, backend.world_size(), backend.capabilities(), o.sets);
+  c.samples = microbenchmark_plan(backend.world_size(), micro);
   progress.grow(static_cast<int>(c.samples.size()));
-  run_microbenchmarks(backend, c.samples, o.micro, progress);
-  c.fit = fit_samples(c.samples);
+  run_microbenchmarks(backend, c.samples, micro, progress);
+  // MPI's protocol switch, where the library says (the cpu backend's MPI): the threshold tried first.
+  if (backend.name() == "cpu") c.mpi_limit = read_mpi_limit();
+  c.fit = fit_samples(c.samples, c.mpi_limit);
   const std::string body = topology_yaml(c.fit, o, backend.name(), backend.world_size());
   c.topology = sim::parse_topology(body, "<calibrated " + o.name + ">");
   for (const auto& s : c.samples) c.simulated_us.push_back(simulate_sample(s, c.topology));

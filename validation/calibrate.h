@@ -6,13 +6,17 @@
 // the fitted topology, next to the measured times.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "exec/backend.h"
+#include "model/assign.h"
 #include "sim/topology.h"
 #include "validation/calibrated_range.h"
 #include "validation/fit.h"
+#include "validation/fit_regimes.h"
+#include "validation/mpi_limits.h"
 #include "validation/microbench.h"
 #include "validation/progress.h"
 
@@ -21,6 +25,8 @@ namespace coconet::validation {
 struct CalibrateOptions {
   std::string name = "cpu-local";  // the topology's name
   std::string command;             // the command line, recorded in the YAML
+  std::string experiment;          // its sizes join the sweep (validation/experiment_sizes.h); empty: none
+  model::Assignments sets;         // --set sizes of that experiment
   MicroOptions micro;
 };
 
@@ -28,7 +34,7 @@ struct Fitted {
   ElementwiseFit elementwise;
   double gemm_f16_GFLOPs = 0;
   double gemm_bf16_GFLOPs = 0;
-  CollectiveFit collectives;
+  CollectiveRegimes collectives;  // one regime, or two split at MPI's protocol switch
   // Compute units (of gpu.sms = 1: the rank's share of the cores) a collective's
   // progress occupies while a kernel runs beside it; fitted through the
   // simulator from the overlapped microbenchmarks.
@@ -42,12 +48,14 @@ struct Calibration {
   std::string yaml;              // ends with the calibrated range's comment (validation/calibrated_range.h)
   sim::Topology topology;
   CalibratedRange range;
+  std::optional<MpiLimit> mpi_limit;  // MPI's protocol switch as the library states it, when read
 };
 
 // Fits the constants from measured samples (pure: no runs). The overlap
 // constant needs the rest of the topology: fit_samples fits it last, with the
 // simulator on the topology of the other constants.
-[[nodiscard]] Fitted fit_samples(const std::vector<MicroSample>& samples);
+// `limit`: the MPI library's protocol switch, the threshold tried first (validation/fit_regimes.h).
+[[nodiscard]] Fitted fit_samples(const std::vector<MicroSample>& samples, const std::optional<MpiLimit>& limit = {});
 
 // The topology YAML of a fit, for `ranks` ranks on one machine, without residuals.
 [[nodiscard]] std::string topology_yaml(const Fitted& f, const CalibrateOptions& o, const std::string& backend,

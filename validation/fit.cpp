@@ -149,7 +149,7 @@ double fit_scalar(const std::vector<double>& measured, const std::function<std::
   return best;
 }
 
-CollectiveFit fit_collectives(const std::vector<CollectiveSample>& s) {
+CollectiveFit fit_collectives(const std::vector<CollectiveSample>& s, bool need_rate) {
   std::vector<std::vector<double>> a;
   std::vector<double> y;
   for (const auto& c : s) {
@@ -158,9 +158,12 @@ CollectiveFit fit_collectives(const std::vector<CollectiveSample>& s) {
     y.push_back(c.measured_us);
   }
   const auto x = fit_relative_nonnegative(a, y);
-  if (!(x[2] > 0)) throw UserError("the collective microbenchmarks show no cost per byte: use larger sizes");
-  const double reduce = x[3] > 0 ? 1.0 / (x[3] * kBytesPerGBpsUs) : std::numeric_limits<double>::infinity();
-  return {x[0], x[1], 1.0 / (x[2] * kBytesPerGBpsUs), reduce};
+  if (need_rate && !(x[2] > 0))
+    throw UserError("the collective microbenchmarks show no cost per byte: use larger sizes");
+  const auto rate = [](double us_per_byte) {
+    return us_per_byte > 0 ? 1.0 / (us_per_byte * kBytesPerGBpsUs) : std::numeric_limits<double>::infinity();
+  };
+  return {x[0], x[1], rate(x[2]), rate(x[3])};
 }
 
 }  // namespace coconet::validation

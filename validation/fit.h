@@ -70,7 +70,8 @@ struct CollectiveFit {
 [[nodiscard]] int ring_steps(const std::string& op, int ranks);
 [[nodiscard]] double ring_bus_factor(const std::string& op, int ranks);
 [[nodiscard]] double ring_reduce_factor(const std::string& op, int ranks);
-[[nodiscard]] CollectiveFit fit_collectives(const std::vector<CollectiveSample>& s);
+// `need_rate`: throw when the samples show no cost per byte (else the link rate is infinite).
+[[nodiscard]] CollectiveFit fit_collectives(const std::vector<CollectiveSample>& s, bool need_rate = true);
 [[nodiscard]] double collective_model_us(const CollectiveFit& f, const std::string& op, double bytes, int ranks);
 
 // The one-dimensional least-squares fit of a constant the simulator needs (the

@@ -5,6 +5,9 @@
 // optimizer and epilogue kernels do.
 #include "validation/microbench.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include <fmt/core.h>
 
 #include "exec/runtime.h"
@@ -135,6 +138,38 @@ MicroSample overlap_sample(std::int64_t rows, int world) {
   return s;
 }
 
+// Bytes per element of the `add f32` kernel: two f32 operands read, one written.
+constexpr double kAddBytesPerElem = 12.0;
+
+bool has(const std::vector<MicroSample>& out, const std::string& label) {
+  return std::any_of(out.begin(), out.end(), [&](const MicroSample& s) { return s.label == label; });
+}
+
+// The experiment's sizes the sweep lacks: its GEMMs, its collectives (f16
+// buffers of the same bytes) and, past the sweep's largest, its largest
+// element-wise op (as `add f32` of as many bytes).
+void add_extra(std::vector<MicroSample>& out, int world, const ExtraSizes& x) {
+  const auto add = [&](MicroKind kind, const std::string& label, const std::string& yaml, model::Bindings sizes) {
+    MicroSample s = make_sample(kind, label, yaml, std::move(sizes), world);
+    if (!has(out, s.label)) out.push_back(std::move(s));
+  };
+  const double swept = kLargeElems * kAddBytesPerElem;
+  if (x.elementwise_bytes > swept) {
+    const auto n = static_cast<std::int64_t>(std::ceil(x.elementwise_bytes / kAddBytesPerElem));
+    add(MicroKind::elementwise, "add f32", elementwise_specs().front().yaml, {{"N", n}});
+  }
+  for (const auto& g : x.gemms) {
+    const char* dtype = g.dtype == model::DType::bf16 ? "bf16" : "f16";
+    add(MicroKind::gemm, fmt::format("gemm {}", dtype), gemm_yaml(dtype), {{"M", g.m}, {"K", g.k}, {"N", g.n}});
+  }
+  if (world < 2) return;
+  for (const auto& [op, n] : x.collectives) {
+    if (op == "send" && world % 2 != 0) continue;
+    if (op == "allgather" && n % world != 0) continue;  // the sliced operand needs equal parts
+    add(MicroKind::collective, fmt::format("{} f16", op), collective_yaml(op, "f16"), {{"N", n}});
+  }
+}
+
 }  // namespace
 
 std::vector<MicroSample> microbenchmark_plan(int world, const MicroOptions& o) {
@@ -146,7 +181,10 @@ std::vector<MicroSample> microbenchmark_plan(int world, const MicroOptions& o) {
     for (auto e : sweep(kSmallEdge, kLargeEdge, kEdgeFactor, o.quick))
       out.push_back(make_sample(MicroKind::gemm, fmt::format("gemm {}", dtype), gemm_yaml(dtype),
                                 {{"M", e}, {"K", e}, {"N", e}}, world));
-  if (world < 2) return out;
+  if (world < 2) {
+    add_extra(out, world, o.extra);
+    return out;
+  }
   const std::vector<std::pair<std::string, const char*>> colls = {
       {"allreduce", "f16"}, {"reducescatter", "f16"}, {"allgather", "f32"}, {"allgather", "f16"}, {"send", "f16"}};
   for (const auto& [op, dtype] : colls) {
@@ -156,6 +194,7 @@ std::vector<MicroSample> microbenchmark_plan(int world, const MicroOptions& o) {
                                 {{"N", n}}, world));
   }
   for (auto rows : kOverlapRows) out.push_back(overlap_sample(rows, world));
+  add_extra(out, world, o.extra);
   return out;
 }
 

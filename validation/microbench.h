@@ -33,10 +33,23 @@ struct MicroSample {
   double measured_us = 0;     // median step time
 };
 
+// Sizes an experiment's points will run (validation/experiment_sizes.h),
+// measured besides the sweep's own.
+struct ExtraSizes {
+  struct Gemm {
+    std::int64_t m = 0, k = 0, n = 0;
+    model::DType dtype = model::DType::f16;
+  };
+  std::vector<std::pair<std::string, std::int64_t>> collectives;  // op, f16 elements (the buffer's bytes / 2)
+  std::vector<Gemm> gemms;                                         // [m x k] x [k x n] per rank, f16 or bf16
+  double elementwise_bytes = 0;                                    // the largest element-wise op's bytes
+};
+
 struct MicroOptions {
   int iters = 5;
   int warmup = 1;
   bool quick = false;  // fewer sizes: what `validate` runs when it calibrates on the fly
+  ExtraSizes extra;    // added to the sweep where it lacks them
 };
 
 // Builds the sweep (programs and sizes) for a world of `world` ranks; no run.

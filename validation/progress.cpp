@@ -38,14 +38,18 @@ void Progress::note(const std::string& what) {
   draw();
 }
 
+std::string progress_line(int done, int total, long long elapsed_s, const std::string& what) {
+  const int filled = total > 0 ? std::clamp(done, 0, total) * kBarWidth / total : 0;
+  const std::string label = what.size() > kMaxLabel ? what.substr(0, kMaxLabel) : what;
+  return fmt::format("[{}{}] {}/{}, {} left, {}:{:02} {:<{}}", std::string(filled, '#'),
+                     std::string(kBarWidth - filled, '.'), done, total, std::max(0, total - done), elapsed_s / 60,
+                     elapsed_s % 60, label, kMaxLabel);
+}
+
 void Progress::draw() const {
   if (!enabled_ || total_ <= 0 || finished_) return;
-  const int filled = std::min(done_, total_) * kBarWidth / total_;
-  const std::string label = what_.size() > kMaxLabel ? what_.substr(0, kMaxLabel) : what_;
   const auto s = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - start_).count();
-  fmt::print(stderr, "\r[{}{}] {}/{}, {} left, {}:{:02} {:<{}}", std::string(filled, '#'),
-             std::string(kBarWidth - filled, '.'), done_, total_, std::max(0, total_ - done_), s / 60, s % 60, label,
-             kMaxLabel);
+  fmt::print(stderr, "\r{}", progress_line(done_, total_, static_cast<long long>(s), what_));
   std::fflush(stderr);
 }
 

@@ -12,6 +12,10 @@ namespace coconet::validation {
 // Set to "1" in the environment of ranks whose launcher had a terminal on stderr.
 inline constexpr const char* kProgressEnv = "COCONET_PROGRESS_TTY";
 
+// The line drawn (without the leading carriage return): bar, done/total, left,
+// elapsed m:ss, and what runs (cut to a fixed width).
+[[nodiscard]] std::string progress_line(int done, int total, long long elapsed_s, const std::string& what);
+
 // True when a progress bar should be drawn by this process.
 [[nodiscard]] bool progress_wanted();
 

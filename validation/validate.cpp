@@ -332,6 +332,8 @@ TopologyChoice choose_topology(exec::Backend& backend, const ValidateOptions& o,
   co.name = "calibrated";
   co.command = "coconet validate (calibrating on the spot, quick sweep)";
   co.micro = o.calibration;
+  co.experiment = o.experiment;  // its sizes join the quick sweep
+  co.sets = o.sets;
   Calibration c = calibrate(backend, co, progress);
   return {c.topology, c.yaml,
           "topology calibrated on the spot from a quick microbenchmark sweep (inputs/topology.yaml has the fit and "

@@ -1,0 +1,222 @@
+// The two-regime collective model: the fit (validation/fit_regimes.h) on
+// synthetic samples, the MPI library's limit (validation/mpi_limits.h), the
+// topology's optional `nccl.large_messages` keys (sim/topology.h) with their
+// errors, and the property that a prediction never falls as the size grows.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <fmt/core.h>
+
+#include "model/catalog.h"
+#include "model/error.h"
+#include "sim/collective.h"
+#include "sim/topology.h"
+#include "validation/fit_regimes.h"
+#include "validation/mpi_limits.h"
+
+namespace coconet::validation {
+namespace {
+
+const char* const kOps[] = {"allreduce", "reducescatter", "allgather", "send"};
+constexpr int kRanks = 2;
+
+// Every op at sizes 1 KiB .. 1 MiB (x2), timed by `f`, each time x (1 + noise_i).
+std::vector<CollectiveSample> samples_of(const CollectiveRegimes& f, double noise = 0.0) {
+  std::vector<CollectiveSample> s;
+  int i = 0;
+  for (const char* op : kOps)
+    for (double bytes = 1024; bytes <= 1 << 20; bytes *= 2, ++i) {
+      // A fixed pattern of +-noise (no random generator: the test is the same every run).
+      const double wobble = noise * ((i * 7) % 5 - 2) / 2.0;
+      s.push_back({op, bytes, kRanks, regimes_model_us(f, op, bytes, kRanks) * (1.0 + wobble)});
+    }
+  return s;
+}
+
+// A shared-memory MPI as measured: cheap small messages, an expensive step
+// and a slow reduction from 32 KiB on.
+CollectiveRegimes truth() {
+  CollectiveRegimes t;
+  t.small = {14.0, 1.0, 20.0, 2.0};
+  t.large = CollectiveFit{150.0, 5.0, 10.0, 0.2};
+  t.threshold_bytes = 32768;
+  return t;
+}
+
+void expect_fit(const CollectiveFit& got, const CollectiveFit& want) {
+  EXPECT_NEAR(got.base_us, want.base_us, 1e-6 * want.base_us + 1e-9);
+  EXPECT_NEAR(got.hop_us, want.hop_us, 1e-6 * want.hop_us + 1e-9);
+  EXPECT_NEAR(got.GBps, want.GBps, 1e-6 * want.GBps);
+  EXPECT_NEAR(got.reduce_GBps, want.reduce_GBps, 1e-6 * want.reduce_GBps);
+}
+
+TEST(ValidationRegimes, RecoversBothRegimesAndTheThreshold) {
+  const CollectiveRegimes f = fit_collective_regimes(samples_of(truth()));
+  ASSERT_TRUE(f.large.has_value());
+  EXPECT_DOUBLE_EQ(f.threshold_bytes, 32768);
+  EXPECT_EQ(f.threshold_source.rfind("fit", 0), 0u) << f.threshold_source;
+  expect_fit(f.small, truth().small);
+  expect_fit(*f.large, *truth().large);
+  EXPECT_LT(f.residual, 1e-12);
+  EXPECT_GT(f.one_regime_residual, 1.0);  // one regime cannot follow the step
+}
+
+TEST(ValidationRegimes, TakesTheLibrarysThresholdWhenItFits) {
+  const CollectiveRegimes f = fit_collective_regimes(samples_of(truth()), 32768.0, "ompi_info: btl_sm_max_send_size");
+  ASSERT_TRUE(f.large.has_value());
+  EXPECT_EQ(f.threshold_source, "ompi_info: btl_sm_max_send_size");
+  EXPECT_DOUBLE_EQ(f.fitted_threshold_bytes, 32768);
+  // A library limit far from the step explains the samples worse than the fitted split.
+  const CollectiveRegimes off = fit_collective_regimes(samples_of(truth()), 4096.0, "elsewhere");
+  EXPECT_GT(off.residual, f.residual);
+}
+
+TEST(ValidationRegimes, OneRegimeDataGetsNoThreshold) {
+  CollectiveRegimes one;
+  one.small = truth().small;
+  for (double noise : {0.0, 0.05}) {
+    const CollectiveRegimes f = fit_collective_regimes(samples_of(one, noise));
+    EXPECT_FALSE(f.large.has_value()) << "noise " << noise << ": split at " << f.threshold_bytes;
+    EXPECT_DOUBLE_EQ(f.threshold_bytes, 0.0);
+  }
+  // Not even a library limit adds a regime the samples do not show.
+  EXPECT_FALSE(fit_collective_regimes(samples_of(one, 0.05), 32768.0, "ompi_info").large.has_value());
+}
+
+TEST(ValidationRegimes, ModelStepsUpNeverDown) {
+  CollectiveRegimes f = truth();
+  f.large = CollectiveFit{0.0, 0.0, 1000.0, 1000.0};  // a large regime faster than the small one at its threshold
+  const double below = regimes_model_us(f, "allreduce", 32767, kRanks);
+  EXPECT_GE(regimes_model_us(f, "allreduce", 32768, kRanks), below);
+  EXPECT_DOUBLE_EQ(regimes_model_us(f, "allreduce", 32768, kRanks),
+                   collective_model_us(f.small, "allreduce", 32768, kRanks));
+}
+
+TEST(ValidationRegimes, ReadsTheSharedMemoryLimitFromOmpiInfo) {
+  const auto v4 = parse_ompi_info(
+      "mca:btl:vader:param:btl_vader_eager_limit:value:4096\n"
+      "mca:btl:vader:param:btl_vader_max_send_size:value:32768\n");
+  ASSERT_TRUE(v4.has_value());
+  EXPECT_DOUBLE_EQ(v4->bytes, 32768);
+  EXPECT_NE(v4->source.find("btl_vader_max_send_size"), std::string::npos) << v4->source;
+  EXPECT_NE(v4->source.find(kOmpiInfoCommand), std::string::npos) << v4->source;
+  const auto v5 = parse_ompi_info("mca:btl:sm:param:btl_sm_max_send_size:value:65536\n");
+  ASSERT_TRUE(v5.has_value());
+  EXPECT_DOUBLE_EQ(v5->bytes, 65536);
+  EXPECT_FALSE(parse_ompi_info("mca:btl:vader:param:btl_vader_eager_limit:value:4096\n").has_value());
+  EXPECT_FALSE(parse_ompi_info("mca:btl:vader:param:btl_vader_max_send_size:value:lots\n").has_value());
+  EXPECT_FALSE(parse_ompi_info("mca:btl:vader:param:btl_vader_max_send_size:value:0\n").has_value());
+  EXPECT_FALSE(parse_ompi_info("").has_value());
+}
+
+// --- the topology's keys ---------------------------------------------------
+
+std::string cpu_local_text() {
+  return model::read_file(std::string(COCONET_SOURCE_ROOT) + "/configs/topologies/cpu-local.yaml");
+}
+
+// cpu-local.yaml with a large-message block (its `nccl:` section is the file's last).
+std::string with_large(const std::string& block) {
+  std::string text = cpu_local_text();
+  const auto comments = text.find("\n# Residuals");
+  return text.substr(0, comments + 1) + block + text.substr(comments + 1);
+}
+
+const char* const kLarge =
+    "  large_messages:\n    from_bytes: 32768\n    base_latency_us: 150\n    hop_latency_us: 5\n"
+    "    link_GBps: 10\n    reduce_GBps: 0.2\n";
+
+// The message of the UserError parsing `text` throws ("" when none).
+std::string error_of(const std::string& text) {
+  try {
+    (void)sim::parse_topology(text, "calibrated.yaml");
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+int line_of(const std::string& text, const std::string& needle) {
+  const auto at = text.find(needle);
+  return 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+}
+
+TEST(ValidationRegimes, TopologyKeysAreOptional) {
+  EXPECT_FALSE(sim::parse_topology(cpu_local_text(), "cpu-local").nccl.large_messages.has_value());
+  for (const char* gpu : {"dgx-a100", "dgx-h100", "dgx-h200", "dgx2-v100"})
+    EXPECT_FALSE(sim::load_topology(std::string(COCONET_SOURCE_ROOT) + "/configs/topologies/" + gpu + ".yaml")
+                     .nccl.large_messages.has_value());
+  const sim::Topology t = sim::parse_topology(with_large(kLarge), "calibrated.yaml");
+  ASSERT_TRUE(t.nccl.large_messages.has_value());
+  EXPECT_DOUBLE_EQ(t.nccl.large_messages->from_bytes, 32768);
+  EXPECT_DOUBLE_EQ(t.nccl.large_messages->reduce_GBps, 0.2);
+}
+
+TEST(ValidationRegimes, TopologyKeyErrorsNameFileAndLine) {
+  std::string text = with_large(
+      "  large_messages:\n    from_bytes: 0\n    base_latency_us: 150\n    hop_latency_us: 5\n"
+      "    link_GBps: 10\n    reduce_GBps: 0.2\n");
+  std::string e = error_of(text);
+  EXPECT_NE(e.find(fmt::format("calibrated.yaml:{}", line_of(text, "from_bytes: 0"))), std::string::npos) << e;
+  EXPECT_NE(e.find("nccl.large_messages.from_bytes"), std::string::npos) << e;
+  EXPECT_NE(e.find("positive"), std::string::npos) << e;
+
+  text = with_large(
+      "  large_messages:\n    from_bytes: 32768\n    base_latency_us: 150\n    hop_latency_us: 5\n"
+      "    link_GBps: 10\n");
+  e = error_of(text);
+  EXPECT_NE(e.find("needs the key 'reduce_GBps'"), std::string::npos) << e;
+  EXPECT_NE(e.find(fmt::format("calibrated.yaml:{}", line_of(text, "large_messages:") + 1)), std::string::npos) << e;
+
+  text = with_large(std::string(kLarge) + "    eager: 1\n");
+  EXPECT_NE(error_of(text).find("eager"), std::string::npos) << error_of(text);
+
+  const std::string gpu = with_large(kLarge);
+  const auto at = gpu.find("device: cpu");
+  text = gpu.substr(0, at) + "device: gpu" + gpu.substr(at + std::string("device: cpu").size());
+  EXPECT_NE(error_of(text).find("needs `device: cpu`"), std::string::npos) << error_of(text);
+}
+
+// --- the property ----------------------------------------------------------
+
+double predicted_us(const sim::Topology& t, model::OpKind op, double bytes) {
+  sim::CollectiveRequest r;
+  r.op = op;
+  r.bytes = bytes;
+  r.where = sim::place(t, kRanks);
+  return sim::predict_collective(t, r).time_us();
+}
+
+TEST(ValidationRegimes, PredictionNeverFallsAsTheSizeGrows) {
+  // As calibrated (a step up), and with a large regime faster than the small one at the threshold.
+  for (const char* block : {kLarge, "  large_messages:\n    from_bytes: 32768\n    base_latency_us: 0\n"
+                                    "    hop_latency_us: 0\n    link_GBps: 1000\n    reduce_GBps: 1000\n"}) {
+    const sim::Topology t = sim::parse_topology(with_large(block), "calibrated.yaml");
+    for (model::OpKind op : {model::OpKind::allreduce, model::OpKind::reducescatter, model::OpKind::allgather,
+                             model::OpKind::send}) {
+      double last = 0;
+      for (double bytes = 64; bytes <= (1 << 22); bytes = std::ceil(bytes * 1.07)) {
+        const double now = predicted_us(t, op, bytes);
+        EXPECT_GE(now, last) << model::to_string(op) << " at " << bytes << " bytes";
+        last = now;
+      }
+    }
+  }
+}
+
+TEST(ValidationRegimes, SmallMessagesPricedAsWithoutTheKeys) {
+  const sim::Topology one = sim::parse_topology(cpu_local_text(), "cpu-local");
+  const sim::Topology two = sim::parse_topology(with_large(kLarge), "calibrated.yaml");
+  for (double bytes : {1024.0, 8192.0, 32767.0})
+    EXPECT_DOUBLE_EQ(predicted_us(one, model::OpKind::allreduce, bytes), predicted_us(two, model::OpKind::allreduce, bytes));
+  // From the threshold on, the second regime: 150 us of base alone.
+  EXPECT_GT(predicted_us(two, model::OpKind::allreduce, 32768), 150.0);
+  EXPECT_LT(predicted_us(one, model::OpKind::allreduce, 32768), 150.0);
+}
+
+}  // namespace
+}  // namespace coconet::validation

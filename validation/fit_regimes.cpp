@@ -1,0 +1,101 @@
+// The two-regime fit: every candidate threshold splits the samples by size,
+// each side is fitted on its own, and the split with the smallest residual of
+// the whole model (step-up rule included) wins; then the information criterion
+// decides between it and one regime.
+#include "validation/fit_regimes.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include <fmt/core.h>
+
+namespace coconet::validation {
+
+namespace {
+
+// Constants of one regime: base, hop, link rate, reduction rate.
+constexpr std::size_t kRegimeConstants = 4;
+// A one-regime fit this close to every sample (root mean square relative
+// error) leaves nothing for a second regime to explain but rounding.
+constexpr double kExactFitRms = 1e-3;
+// Keeps log() finite for a residual of exactly zero.
+constexpr double kTinyResidual = 1e-300;
+
+double residual_of(const CollectiveRegimes& f, const std::vector<CollectiveSample>& s) {
+  double sum = 0;
+  for (const auto& c : s) sum += std::pow(regimes_model_us(f, c.op, c.bytes, c.ranks) / c.measured_us - 1.0, 2);
+  return sum;
+}
+
+// Schwarz's criterion for `constants` constants and a residual over n samples (lower is better).
+double bic(double residual, std::size_t n, std::size_t constants) {
+  const double dn = static_cast<double>(n);
+  return dn * std::log(std::max(residual, kTinyResidual) / dn) + static_cast<double>(constants) * std::log(dn);
+}
+
+}  // namespace
+
+std::optional<CollectiveRegimes> fit_split(const std::vector<CollectiveSample>& s, double threshold) {
+  std::vector<CollectiveSample> below, above;
+  for (const auto& c : s) (c.bytes < threshold ? below : above).push_back(c);
+  if (below.size() < kRegimeConstants || above.size() < kRegimeConstants) return std::nullopt;
+  CollectiveRegimes f;
+  f.small = fit_collectives(below, false);
+  f.large = fit_collectives(above, false);
+  f.threshold_bytes = threshold;
+  f.residual = residual_of(f, s);
+  return f;
+}
+
+namespace {
+
+// The candidate split with the smallest residual: every distinct sample size.
+std::optional<CollectiveRegimes> best_split(const std::vector<CollectiveSample>& s) {
+  std::set<double> sizes;
+  for (const auto& c : s) sizes.insert(c.bytes);
+  std::optional<CollectiveRegimes> best;
+  for (double t : sizes) {
+    auto f = fit_split(s, t);
+    if (f && (!best || f->residual < best->residual)) best = std::move(f);
+  }
+  return best;
+}
+
+}  // namespace
+
+double regimes_model_us(const CollectiveRegimes& f, const std::string& op, double bytes, int ranks) {
+  if (!f.large || bytes < f.threshold_bytes) return collective_model_us(f.small, op, bytes, ranks);
+  return std::max(collective_model_us(*f.large, op, bytes, ranks),
+                  collective_model_us(f.small, op, f.threshold_bytes, ranks));
+}
+
+CollectiveRegimes fit_collective_regimes(const std::vector<CollectiveSample>& s,
+                                         std::optional<double> library_threshold_bytes,
+                                         const std::string& library_source) {
+  CollectiveRegimes one;
+  one.small = fit_collectives(s);
+  one.residual = one.one_regime_residual = residual_of(one, s);
+  const auto fitted = best_split(s);
+  one.fitted_threshold_bytes = fitted ? fitted->threshold_bytes : 0.0;
+
+  std::optional<CollectiveRegimes> two;
+  std::size_t constants = 2 * kRegimeConstants;  // a threshold read from the library is not fitted
+  if (library_threshold_bytes) two = fit_split(s, *library_threshold_bytes);
+  if (two) {
+    two->threshold_source = library_source;
+  } else if (fitted) {
+    two = fitted;
+    two->threshold_source = "fit: the sample size that minimises the residual";
+    ++constants;
+  }
+  const double rms = std::sqrt(one.residual / static_cast<double>(s.size()));
+  if (!two || rms <= kExactFitRms || bic(two->residual, s.size(), constants) >= bic(one.residual, s.size(), kRegimeConstants))
+    return one;
+  two->one_regime_residual = one.residual;
+  two->fitted_threshold_bytes = one.fitted_threshold_bytes;
+  return *two;
+}
+
+}  // namespace coconet::validation
