@@ -220,6 +220,12 @@ NcclSpec::MeasuredLatency read_measured_latency(const Reader& r, const YAML::Nod
   }
   if (m.algo == model::Algo::auto_ || m.proto == model::Proto::auto_)
     r.fail(n, path, "algo and proto must be the ones the measurement ran, not auto");
+  const bool allreduce = m.op == model::OpKind::allreduce;
+  if (m.algo == model::Algo::hierarchical || (m.algo != model::Algo::ring && !allreduce) ||
+      (m.algo == model::Algo::nvls && m.proto != model::Proto::simple))
+    r.fail(n, path, fmt::format("NCCL does not run {} {} with {} on one node: name ring (any collective), tree "
+                                "(allreduce) or nvls (allreduce, simple)", op, model::to_string(m.algo),
+                                model::to_string(m.proto)));
   m.ranks = r.positive_int(n, path, "ranks", model::kMaxGpusPerNode);
   if (m.ranks < 2 && m.op != model::OpKind::send)
     r.fail(n["ranks"], path + ".ranks", fmt::format("a {} needs at least 2 ranks", op));
@@ -332,6 +338,8 @@ Topology parse_topology(const std::string& yaml_text, const std::string& origin,
                                         t.node.gpus, std::int64_t(t.nodes) * t.node.gpus, model::kMaxGpus));
   t.network = read_network(r, root);
   t.nccl = read_nccl(r, root);
+  if (t.nccl.measured_latency && t.nccl.measured_latency->algo == model::Algo::nvls && !t.node.nvls)
+    ctx.fail(root["nccl"]["measured_latency"], "nccl.measured_latency: an nvls measurement needs node.nvls: true");
   return t;
 }
 

@@ -360,6 +360,9 @@ TEST(CollectiveModel, MeasuredLatencyErrorsNameThePlace) {
   EXPECT_THROW((void)parse_topology(bad("op: allreduce, algo: ring", "op: alltoall, algo: ring"), "x.yaml"), UserError);
   EXPECT_THROW((void)parse_topology(bad("algo: ring, proto: ll", "algo: auto, proto: ll"), "x.yaml"), UserError);
   EXPECT_THROW((void)parse_topology(bad("time_us: 3.5", "time_us: -1"), "x.yaml"), UserError);
+  EXPECT_THROW((void)parse_topology(bad("algo: ring, proto: ll", "algo: hierarchical, proto: ll"), "x.yaml"), UserError);
+  EXPECT_THROW((void)parse_topology(bad("op: allreduce, algo: ring", "op: allgather, algo: tree"), "x.yaml"), UserError);
+  EXPECT_THROW((void)parse_topology(bad("algo: ring, proto: ll", "algo: nvls, proto: ll"), "x.yaml"), UserError);
   try {
     (void)parse_topology(bad("ranks: 4,", "ranks: 1,"), "x.yaml");
     FAIL() << "one rank accepted";
