@@ -268,7 +268,7 @@ class TaskBuilder {
     std::vector<Task> best;
     double best_us = 0;
     for (const model::Knobs& k : unit_choices(p_, u, ctx_)) {
-      std::vector<Task> tasks = unit_tasks(unit, order, k);
+      std::vector<Task> tasks = unit_tasks(unit, order, k, best);
       const double us = unit_span_us(tasks, first);
       if (best.empty() || us < best_us) {
         best = std::move(tasks);
@@ -283,14 +283,26 @@ class TaskBuilder {
     if (!mine.empty()) previous_unit_ = std::move(mine);
   }
 
-  std::vector<Task> unit_tasks(int unit, const std::vector<plan::Launch>& order, const model::Knobs& knobs) const {
+  // The unit's tasks under `knobs`; a launch that calls no collective is the
+  // same under every choice and is copied from `built` when given.
+  std::vector<Task> unit_tasks(int unit, const std::vector<plan::Launch>& order, const model::Knobs& knobs,
+                               const std::vector<Task>& built) const {
     const plan::Unit& u = p_.units[std::size_t(unit)];
     const int first = int(tasks_.size());
     std::vector<Task> out;
+    out.reserve(order.size());
     std::map<std::pair<int, int>, int> last_on;  // (rank, stream) -> task
     std::map<std::pair<int, int>, int> launched;  // (op, chunk) -> task
     for (const plan::Launch& l : order) {
       const plan::Op& op = p_.op(l.op);
+      const int id = first + int(out.size());
+      if (!built.empty() && !calls_collectives(op)) {
+        out.push_back(built[out.size()]);
+        for (int rank : {op.group, op.dest_group})
+          if (rank >= 0) last_on[std::make_pair(rank, int(op.stream))] = id;
+        launched[{op.id, l.chunk}] = id;
+        continue;
+      }
       Task k = launch_task(p_, u, op, l.chunk, ctx_, knobs);
       k.op = op.id;
       k.unit = unit;
@@ -302,7 +314,6 @@ class TaskBuilder {
       k.stream = int(op.stream);
       k.name = chunk_name(op.code, l.chunk, u.chunks);
       if (u.chunks > 1 && k.is_comm) k.detail += fmt::format(" per chunk of {}", u.chunks);
-      const int id = first + int(out.size());
       for (int rank : {op.group, op.dest_group}) {
         if (rank < 0) continue;
         const auto key = std::make_pair(rank, k.stream);
