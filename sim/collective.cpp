@@ -278,7 +278,23 @@ CollectiveCost large_message_cost(const Topology& t, const CollectiveRequest& r,
   return c;
 }
 
+// The cost at the measured latency level: the latency lowered by the
+// correction, never below zero.
+CollectiveCost at_measured_level(double correction, CollectiveCost c) {
+  c.table_latency_us = c.latency_us();
+  c.base_us -= std::min(correction, c.table_latency_us);
+  return c;
+}
+
 }  // namespace
+
+double latency_correction_us(const Topology& t) {
+  if (!t.nccl.measured_latency) return 0.0;
+  const NcclSpec::MeasuredLatency& m = *t.nccl.measured_latency;
+  const CollectiveRequest r{m.op, m.bytes, Placement{m.ranks, 1, m.ranks, false}, m.algo, m.proto};
+  const CollectiveCost table = cost_of(Env{t, r, t.nccl.channels}, m.algo, m.proto);
+  return table.latency_us() - m.time_us;
+}
 
 bool supported(const Topology& t, model::OpKind op, const Placement& where, Algo algo, Proto proto, int channels) {
   if (algo == Algo::auto_ || proto == Proto::auto_) return true;
@@ -318,8 +334,10 @@ CollectiveCost predict_collective(const Topology& t, const CollectiveRequest& r)
           r.proto == Proto::auto_ ? "" : " with protocol " + model::to_string(r.proto), r.where.ranks,
           r.where.nodes, t.name));
   }
+  // The second regime of an MPI topology past its threshold; chosen by the
+  // tuning table, as NCCL chooses, and timed at the measured latency level.
   const bool large = t.nccl.large_messages && r.bytes >= t.nccl.large_messages->from_bytes;
-  CollectiveCost c = large ? large_message_cost(t, r, channels) : best_of(t, r, e);
+  CollectiveCost c = at_measured_level(latency_correction_us(t), large ? large_message_cost(t, r, channels) : best_of(t, r, e));
   c.channels = channels;
   return c;
 }

@@ -1,6 +1,10 @@
 // The analytic cost of one collective, NCCL's way: time = latency + bytes over
 // bandwidth, for each algorithm (ring, tree, NVLS, hierarchical) and protocol
-// (LL, LL128, Simple); `auto` picks the fastest pair as NCCL's tuner does.
+// (LL, LL128, Simple); `auto` picks the fastest pair as NCCL's tuner does, by
+// NCCL's tuning table. The time reported is at the measured latency level where
+// the topology states a measurement (nccl.measured_latency): every latency of
+// the table moved by the one correction that makes the measured point's time
+// the measured one, so choices stay NCCL's and times follow the measurement.
 // Bandwidths are reported like nccl-tests: algbw = bytes / time, busbw =
 // algbw x the collective's bus factor (2(n-1)/n for allreduce, (n-1)/n for
 // reduce-scatter and all-gather, 1 otherwise), so they compare with measurements.
@@ -46,13 +50,14 @@ enum class Link { nvlink, network };
 struct CollectiveCost {
   model::Algo algo = model::Algo::ring;
   model::Proto proto = model::Proto::simple;
-  double base_us = 0;      // launch and setup, paid once per collective
+  double base_us = 0;      // launch and setup, paid once per collective (at the measured level)
   double hops_us = 0;      // per-step latencies along the algorithm's path
   double transfer_us = 0;  // bytes over the bottleneck bandwidth, plus reduce_us
   double reduce_us = 0;    // combining what a reducing collective receives (part of transfer_us)
   double link_GBps = 0;    // the bottleneck bandwidth (algorithm bandwidth)
   Link bottleneck = Link::nvlink;
   int channels = 0;        // channels (one SM each) the collective occupies
+  double table_latency_us = 0;  // NCCL's tuning-table latency (base + hops): what `auto` ranked by
 
   [[nodiscard]] double latency_us() const { return base_us + hops_us; }
   [[nodiscard]] double time_us() const { return base_us + hops_us + transfer_us; }
@@ -62,6 +67,12 @@ struct CollectiveCost {
 // `channels` channels (0: the topology's default; NVLS needs at least 2).
 [[nodiscard]] bool supported(const Topology& t, model::OpKind op, const Placement& where, model::Algo algo,
                              model::Proto proto, int channels = 0);
+// What the tuning table's latency of every collective is lowered by (raised
+// by, when negative) to meet the topology's measured small-message time: the
+// table's latency of the measured collective minus its measured time (taken
+// as all latency: at a few KB its transfer is a few ns). 0 without a measurement.
+[[nodiscard]] double latency_correction_us(const Topology& t);
+
 // The cost of one collective. `auto` algorithm or protocol: the fastest
 // supported choice among NCCL's own (ring, tree, NVLS: never hierarchical,
 // which is not an NCCL algorithm but three NCCL calls, chosen only by name).

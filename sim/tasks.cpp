@@ -117,8 +117,9 @@ Task comm_task(const plan::Work& w, const Context& ctx, const model::Knobs& knob
     traffic.hbm += calls * one.hbm;
     if (cost.transfer_us > 0 && cost.bottleneck == Link::network) link = Link::network;
     channels = std::max(channels, cost.channels);
-    detail += fmt::format("{}{} {} {}/{}", detail.empty() ? "" : ", ", model::to_string(c.op), bytes_text(bytes),
-                          model::to_string(cost.algo), model::to_string(cost.proto));
+    detail += fmt::format("{}{} {} {}/{}{}", detail.empty() ? "" : ", ", model::to_string(c.op), bytes_text(bytes),
+                          model::to_string(cost.algo), model::to_string(cost.proto),
+                          cost.channels == t.nccl.channels ? "" : fmt::format(" x{} channels", cost.channels));
   }
   k.sms_held = channels * t.nccl.sms_per_channel;
   const double compute = fused_compute_us(t, w, share);
@@ -145,42 +146,15 @@ Task comm_task(const plan::Work& w, const Context& ctx, const model::Knobs& knob
   return k;
 }
 
-// A fused op whose algorithm or protocol is left to `auto`: NCCL's choice
-// for the collective alone ignores the computation it hides, so the pair is
-// chosen for the whole op (the collective's latency per piece against the
-// transfer the computation hides under). Each fixed pair is priced as is;
-// the fastest wins, so making any pair faster never makes the op slower.
-Task fused_task(const plan::Work& w, const Context& ctx, const model::Knobs& knobs, bool pays_latency, double share,
-                int calls) {
-  constexpr std::array<model::Algo, 4> kAlgos = {model::Algo::auto_, model::Algo::ring, model::Algo::tree,
-                                                 model::Algo::nvls};
-  constexpr std::array<model::Proto, 4> kProtos = {model::Proto::auto_, model::Proto::ll, model::Proto::ll128,
-                                                   model::Proto::simple};
-  Task best = comm_task(w, ctx, knobs, pays_latency, share, calls);
-  if (w.hbm_bytes <= 0 && w.flops <= 0) return best;
-  for (const model::Algo a : kAlgos)
-    for (const model::Proto p : kProtos) {
-      if ((knobs.algo != model::Algo::auto_ && a != knobs.algo) ||
-          (knobs.proto != model::Proto::auto_ && p != knobs.proto) || (a == knobs.algo && p == knobs.proto))
-        continue;  // not a choice the knobs leave, or the knobs' own (priced first)
-      model::Knobs k = knobs;
-      k.algo = a;
-      k.proto = p;
-      Task t = comm_task(w, ctx, k, pays_latency, share, calls);
-      if (t.latency_us + t.work_us < best.latency_us + best.work_us) best = std::move(t);
-    }
-  return best;
-}
-
-Task launch_task(const plan::StepPlan& p, const plan::Unit& u, const plan::Op& op, int chunk, const Context& ctx) {
+Task launch_task(const plan::StepPlan& p, const plan::Unit& u, const plan::Op& op, int chunk, const Context& ctx,
+                 const model::Knobs& knobs) {
   const double share = plan::chunk_share(u, chunk);
   const int calls = op.calls.at(std::size_t(chunk));
   if (calls == 0) return Task{};  // this chunk holds no rows of the op's value on rank 0: nothing is called
   switch (op.cls) {
     case plan::OpClass::collective:
-      return comm_task(op.work, ctx, p.knobs, chunk == 0 || !p.caps.resident_overlap, share, calls);
     case plan::OpClass::fused:
-      return fused_task(op.work, ctx, p.knobs, chunk == 0 || !p.caps.resident_overlap, share, calls);
+      return comm_task(op.work, ctx, knobs, chunk == 0 || !p.caps.resident_overlap, share, calls);
     case plan::OpClass::matmul: return gemm_task(*op.work.gemm, ctx, share, calls);
     case plan::OpClass::elementwise:
     case plan::OpClass::norm:
@@ -189,9 +163,94 @@ Task launch_task(const plan::StepPlan& p, const plan::Unit& u, const plan::Op& o
   throw InternalError("launch_task: unknown op class");
 }
 
+// Whether `op` of the unit makes collective calls, and whether the unit
+// computes beside them (a fused op's element-wise part, or a kernel of the
+// unit): then the channels the collectives hold matter to the unit's time.
+bool calls_collectives(const plan::Op& op) {
+  return op.cls == plan::OpClass::collective || op.cls == plan::OpClass::fused;
+}
+bool computes_beside(const plan::StepPlan& p, const plan::Unit& u) {
+  bool comm = false, compute = false;
+  for (int id : u.ops) {
+    const plan::Op& op = p.op(id);
+    comm = comm || calls_collectives(op);
+    compute = compute || !calls_collectives(op) ||
+              (op.cls == plan::OpClass::fused && (op.work.hbm_bytes > 0 || op.work.flops > 0));
+  }
+  return comm && compute;
+}
+
+// Whether some collective of the unit can run algorithm `a` with protocol
+// `pr` (either may be auto: some concrete choice for it).
+bool usable(const plan::StepPlan& p, const plan::Unit& u, const Context& ctx, model::Algo a, model::Proto pr) {
+  const Placement where = ctx.placement();
+  constexpr std::array<model::Algo, 3> kNccl = {model::Algo::ring, model::Algo::tree, model::Algo::nvls};
+  constexpr std::array<model::Proto, 3> kProtos = {model::Proto::ll, model::Proto::ll128, model::Proto::simple};
+  for (int id : u.ops)
+    for (const auto& c : p.op(id).work.collectives)
+      for (model::Algo x : kNccl)
+        for (model::Proto y : kProtos)
+          if ((a == model::Algo::auto_ || a == x) && (pr == model::Proto::auto_ || pr == y) &&
+              supported(ctx.topology, c.op, where, x, y))
+            return true;
+  return false;
+}
+
+// The knobs a unit may run under: the plan's first, then every choice they
+// leave open: NCCL's algorithms (ring, tree, NVLS: never hierarchical, which
+// is three NCCL calls, run only by name) and protocols that some collective of
+// the unit can use, and, where the unit computes beside its collectives and
+// the channels are left to the default, half and twice the default channels.
+std::vector<model::Knobs> unit_choices(const plan::StepPlan& p, const plan::Unit& u, const Context& ctx) {
+  const model::Knobs& k = p.knobs;
+  std::vector<model::Knobs> out = {k};
+  if (!std::any_of(u.ops.begin(), u.ops.end(), [&](int id) { return calls_collectives(p.op(id)); })) return out;
+  using model::Algo;
+  using model::Proto;
+  const std::vector<Algo> algos = k.algo == Algo::auto_
+                                      ? std::vector<Algo>{Algo::auto_, Algo::ring, Algo::tree, Algo::nvls}
+                                      : std::vector<Algo>{k.algo};
+  const std::vector<Proto> protos = k.proto == Proto::auto_
+                                        ? std::vector<Proto>{Proto::auto_, Proto::ll, Proto::ll128, Proto::simple}
+                                        : std::vector<Proto>{k.proto};
+  constexpr int kChannelSpread = 2;  // as the tuner's: half and twice NCCL's default
+  const int ch = ctx.topology.nccl.channels;
+  const std::vector<int> channels = k.channels == 0 && computes_beside(p, u)
+                                        ? std::vector<int>{0, std::max(1, ch / kChannelSpread), ch * kChannelSpread}
+                                        : std::vector<int>{k.channels};
+  for (Algo a : algos)
+    for (Proto pr : protos) {
+      if ((a != Algo::auto_ || pr != Proto::auto_) && !usable(p, u, ctx, a, pr)) continue;
+      for (int c : channels) {
+        const model::Knobs choice{k.chunks, a, pr, c};
+        if (!(choice == k)) out.push_back(choice);
+      }
+    }
+  return out;
+}
+
+// The time a unit's tasks take alone, from the unit's start (tasks of the
+// unit before count as done).
+double unit_span_us(const std::vector<Task>& tasks, int first_id) {
+  std::vector<double> end(tasks.size(), 0.0);
+  double span = 0;
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    double start = 0;
+    for (int a : tasks[i].after)
+      if (a >= first_id) start = std::max(start, end[std::size_t(a - first_id)]);
+    end[i] = start + tasks[i].duration_us();
+    span = std::max(span, end[i]);
+  }
+  return span;
+}
+
 // Builds a unit's tasks with their waits: stream order on each rank taking
 // part, producers' same chunk, and the unit before when nothing earlier in
-// this unit orders the task.
+// this unit orders the task. Where the plan's knobs leave the algorithm,
+// protocol or channels open, each unit runs under the choice that makes it
+// fastest alone: the choice is the unit's (its collectives and the compute
+// beside them together), not each collective's by its own time. Units run one
+// after another, so no unit's choice changes another's time.
 class TaskBuilder {
  public:
   TaskBuilder(const plan::StepPlan& p, const Context& ctx) : p_(p), ctx_(ctx) {}
@@ -204,12 +263,47 @@ class TaskBuilder {
  private:
   void add_unit(int unit) {
     const plan::Unit& u = p_.units[std::size_t(unit)];
+    const int first = int(tasks_.size());
+    const std::vector<plan::Launch> order = plan::issue_order(p_, u);
+    std::vector<Task> best;
+    double best_us = 0;
+    for (const model::Knobs& k : unit_choices(p_, u, ctx_)) {
+      std::vector<Task> tasks = unit_tasks(unit, order, k, best);
+      const double us = unit_span_us(tasks, first);
+      if (best.empty() || us < best_us) {
+        best = std::move(tasks);
+        best_us = us;
+      }
+    }
+    std::vector<int> mine;
+    for (Task& k : best) {
+      mine.push_back(int(tasks_.size()));
+      tasks_.push_back(std::move(k));
+    }
+    if (!mine.empty()) previous_unit_ = std::move(mine);
+  }
+
+  // The unit's tasks under `knobs`; a launch that calls no collective is the
+  // same under every choice and is copied from `built` when given.
+  std::vector<Task> unit_tasks(int unit, const std::vector<plan::Launch>& order, const model::Knobs& knobs,
+                               const std::vector<Task>& built) const {
+    const plan::Unit& u = p_.units[std::size_t(unit)];
+    const int first = int(tasks_.size());
+    std::vector<Task> out;
+    out.reserve(order.size());
     std::map<std::pair<int, int>, int> last_on;  // (rank, stream) -> task
     std::map<std::pair<int, int>, int> launched;  // (op, chunk) -> task
-    std::vector<int> mine;
-    for (const plan::Launch& l : plan::issue_order(p_, u)) {
+    for (const plan::Launch& l : order) {
       const plan::Op& op = p_.op(l.op);
-      Task k = launch_task(p_, u, op, l.chunk, ctx_);
+      const int id = first + int(out.size());
+      if (!built.empty() && !calls_collectives(op)) {
+        out.push_back(built[out.size()]);
+        for (int rank : {op.group, op.dest_group})
+          if (rank >= 0) last_on[std::make_pair(rank, int(op.stream))] = id;
+        launched[{op.id, l.chunk}] = id;
+        continue;
+      }
+      Task k = launch_task(p_, u, op, l.chunk, ctx_, knobs);
       k.op = op.id;
       k.unit = unit;
       k.stage = op.stage;
@@ -220,7 +314,6 @@ class TaskBuilder {
       k.stream = int(op.stream);
       k.name = chunk_name(op.code, l.chunk, u.chunks);
       if (u.chunks > 1 && k.is_comm) k.detail += fmt::format(" per chunk of {}", u.chunks);
-      const int id = int(tasks_.size());
       for (int rank : {op.group, op.dest_group}) {
         if (rank < 0) continue;
         const auto key = std::make_pair(rank, k.stream);
@@ -233,10 +326,9 @@ class TaskBuilder {
       std::sort(k.after.begin(), k.after.end());
       k.after.erase(std::unique(k.after.begin(), k.after.end()), k.after.end());
       launched[{op.id, l.chunk}] = id;
-      mine.push_back(id);
-      tasks_.push_back(std::move(k));
+      out.push_back(std::move(k));
     }
-    if (!mine.empty()) previous_unit_ = std::move(mine);
+    return out;
   }
 
   const plan::StepPlan& p_;

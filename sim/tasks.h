@@ -63,7 +63,9 @@ struct Prediction {
   std::vector<StageCost> stages;
 };
 
-// The tasks of a plan (its knobs: algorithm, protocol, channels), unit by unit in issue order.
+// The tasks of a plan, unit by unit in issue order, under its knobs (algorithm,
+// protocol, channels); what they leave open is chosen per unit, for the unit's
+// time alone (sim/tasks.cpp TaskBuilder).
 [[nodiscard]] std::vector<Task> make_tasks(const plan::StepPlan& p, const Context& ctx);
 
 // The analytic model: the longest path through the tasks, each alone.

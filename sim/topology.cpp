@@ -5,6 +5,7 @@
 // and their errors name the override.
 #include "sim/topology.h"
 
+#include <algorithm>
 #include <limits>
 
 #include <cmath>
@@ -196,13 +197,50 @@ NetworkSpec read_network(const Reader& r, const YAML::Node& root) {
   return s;
 }
 
+// `nccl.measured_latency`: one published small-message time on one node, named
+// by its collective, the algorithm and protocol it ran, its ranks and bytes.
+NcclSpec::MeasuredLatency read_measured_latency(const Reader& r, const YAML::Node& nccl) {
+  const std::string path = "nccl.measured_latency";
+  const YAML::Node n =
+      r.section(nccl, "nccl", "measured_latency", {"op", "algo", "proto", "ranks", "bytes", "time_us"});
+  NcclSpec::MeasuredLatency m;
+  const std::string op = r.value<std::string>(n, path, "op");
+  const auto ops = {model::OpKind::allreduce, model::OpKind::reducescatter, model::OpKind::allgather,
+                    model::OpKind::broadcast, model::OpKind::reduce, model::OpKind::send};
+  const auto it = std::find_if(ops.begin(), ops.end(), [&](model::OpKind k) { return model::to_string(k) == op; });
+  if (it == ops.end())
+    r.fail(n["op"], path + ".op", fmt::format("'{}' is not a collective: write allreduce, reducescatter, "
+                                              "allgather, broadcast, reduce or send", op));
+  m.op = *it;
+  try {
+    m.algo = model::parse_algo(r.value<std::string>(n, path, "algo"));
+    m.proto = model::parse_proto(r.value<std::string>(n, path, "proto"));
+  } catch (const UserError& e) {
+    r.fail(n, path, fmt::format("{}: name the algorithm and protocol the measurement ran", e.what()));
+  }
+  if (m.algo == model::Algo::auto_ || m.proto == model::Proto::auto_)
+    r.fail(n, path, "algo and proto must be the ones the measurement ran, not auto");
+  const bool allreduce = m.op == model::OpKind::allreduce;
+  if (m.algo == model::Algo::hierarchical || (m.algo != model::Algo::ring && !allreduce) ||
+      (m.algo == model::Algo::nvls && m.proto != model::Proto::simple))
+    r.fail(n, path, fmt::format("NCCL does not run {} {} with {} on one node: name ring (any collective), tree "
+                                "(allreduce) or nvls (allreduce, simple)", op, model::to_string(m.algo),
+                                model::to_string(m.proto)));
+  m.ranks = r.positive_int(n, path, "ranks", model::kMaxGpusPerNode);
+  if (m.ranks < 2 && m.op != model::OpKind::send)
+    r.fail(n["ranks"], path + ".ranks", fmt::format("a {} needs at least 2 ranks", op));
+  m.bytes = r.non_negative(n, path, "bytes");
+  m.time_us = r.positive(n, path, "time_us");
+  return m;
+}
+
 NcclSpec read_nccl(const Reader& r, const YAML::Node& root) {
   const YAML::Node n = r.section(root, "", "nccl",
                                  {"channels", "channel_GBps", "ll_max_GBps", "ll_efficiency",
                                   "ll128_efficiency", "tree_efficiency", "tree_ll_efficiency",
                                   "tree_ll128_efficiency", "base_latency_us",
                                   "hbm_bytes_per_link_byte", "reduce_GBps", "sms_per_channel",
-                                  "large_messages"});
+                                  "large_messages", "measured_latency"});
   NcclSpec s;
   s.channels = r.positive_int(n, "nccl", "channels", model::kMaxChannels);
   s.channel_GBps = r.positive(n, "nccl", "channel_GBps");
@@ -236,6 +274,7 @@ NcclSpec read_nccl(const Reader& r, const YAML::Node& root) {
                                      r.non_negative(l, p, "hop_latency_us"), r.positive(l, p, "link_GBps"),
                                      r.positive(l, p, "reduce_GBps")};
   }
+  if (n["measured_latency"]) s.measured_latency = read_measured_latency(r, n);
   return s;
 }
 
@@ -310,6 +349,8 @@ Topology parse_topology(const std::string& yaml_text, const std::string& origin,
   if (t.nccl.large_messages && t.device != Device::cpu)
     ctx.fail(root["nccl"]["large_messages"],
              "nccl.large_messages is MPI's second regime: it needs `device: cpu` (NCCL's protocols are ll, ll128, simple)");
+  if (t.nccl.measured_latency && t.nccl.measured_latency->algo == model::Algo::nvls && !t.node.nvls)
+    ctx.fail(root["nccl"]["measured_latency"], "nccl.measured_latency: an nvls measurement needs node.nvls: true");
   return t;
 }
 

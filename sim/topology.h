@@ -112,6 +112,17 @@ struct NcclSpec {
   // left runs at that fraction of its speed (1 on a GPU: one CTA per channel).
   double sms_per_channel = 0;
   std::optional<LargeMessages> large_messages;  // absent: one regime for every size
+  // A published small-message time (nccl-tests, one node): it sets the level
+  // of every collective's latency (sim/collective.h); absent, the tuning table's.
+  struct MeasuredLatency {
+    model::OpKind op = model::OpKind::allreduce;
+    model::Algo algo = model::Algo::ring;
+    model::Proto proto = model::Proto::ll;
+    int ranks = 2;
+    double bytes = 0;
+    double time_us = 0;
+  };
+  std::optional<MeasuredLatency> measured_latency;
 };
 
 // The processor a rank runs on: a GPU, or a CPU core (a calibrated cpu-backend topology).

@@ -43,6 +43,7 @@ constexpr SystemMap kSystems[] = {
     {"8x H100", "dgx-h100", 8, 1, 8, ""},
     {"8x A100", "dgx-a100", 8, 1, 8, ""},
     {"4x H800", "dgx-h100", 4, 1, 4, "H800 modelled as H100 (same GPU, NVLink cut to 400 GB/s)"},
+    {"2x A100", "dgx-a100", 2, 1, 2, "A100 over NVLink3 links modelled as DGX A100 (one NVLink hop either way)"},
     {"InfiniBand NDR", "dgx-h100", 2, 2, 1, "one GPU on each of 2 DGX H100 nodes: the ring crosses one NDR NIC"},
 };
 
@@ -103,21 +104,22 @@ void add_collectives(const YAML::Node& list, ReferenceValidation& v) {
   }
 }
 
+// A small-message time: its collective (op, bytes, algo or auto) on the
+// system's topology, next to the published time.
 void add_latencies(const YAML::Node& list, ReferenceValidation& v) {
-  static const std::regex kBytes(R"((\d+)\s*KB)");
   for (const auto& f : list) {
-    const std::string system = text(f, "system");
+    const std::string system = text(f, "system"), op = text(f, "op"), algo = text(f, "algo");
     const SystemMap* s = find_system(system);
-    std::smatch m;
-    if (!s || !std::regex_search(system, m, kBytes) || !f["time_us"]) {
-      v.skipped.push_back(fmt::format("latency on '{}': no topology or message size found", system));
+    if (!s || op.empty() || !f["bytes"] || !f["time_us"]) {
+      v.skipped.push_back(fmt::format("latency on '{}': no topology, op, bytes or time_us", system));
       continue;
     }
-    const double bytes = std::stod(m[1]) * 1000;
-    const double predicted = model_time_us(*s, "allreduce", "ring", bytes);
+    const double bytes = f["bytes"].as<double>();
+    const double predicted = model_time_us(*s, op, algo, bytes);
     std::string source = text(f, "source");
     if (*s->note) source += fmt::format(" [model: {}]", s->note);
-    v.report.rows.push_back(figure_row("allreduce latency", system, "ring", predicted, f["time_us"].as<double>(), source));
+    v.report.rows.push_back(figure_row(fmt::format("{} latency", op), fmt::format("{} ({} B)", system, bytes),
+                                       algo.empty() ? "auto" : algo, predicted, f["time_us"].as<double>(), source));
   }
 }
 

@@ -5,10 +5,12 @@
 // choice.
 #include <cmath>
 #include <limits>
+#include <sstream>
 
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
+#include "model/catalog.h"
 #include "model/error.h"
 #include "sim/collective.h"
 #include "sim/topology.h"
@@ -254,6 +256,120 @@ TEST(NcclTuning, LlCeilingByNodeCount) {
   EXPECT_DOUBLE_EQ(t.nccl.ll_max_GBps(2), 39.0);
   EXPECT_DOUBLE_EQ(t.nccl.ll_max_GBps(3), 20.4);
   EXPECT_DOUBLE_EQ(t.nccl.ll128_efficiency, 0.92);
+}
+
+// Small-message latency (issue 11, item 6): each published small-message time
+// of validation/reference/published.yaml against the model on the topology
+// standing for its system, within 50%.
+constexpr double kLatencyTolerance = 0.5;
+
+struct LatencyFigure {
+  std::string system;
+  model::OpKind op = model::OpKind::allreduce;
+  Algo algo = Algo::auto_;
+  double bytes = 0;
+  double time_us = 0;
+};
+
+std::vector<LatencyFigure> published_latencies() {
+  const YAML::Node root = YAML::LoadFile(std::string(COCONET_SOURCE_ROOT) + "/validation/reference/published.yaml");
+  std::vector<LatencyFigure> out;
+  for (const auto& f : root["latency"])
+    out.push_back({f["system"].as<std::string>(), parse_coll_op(f["op"].as<std::string>()),
+                   f["algo"] ? model::parse_algo(f["algo"].as<std::string>()) : Algo::auto_, f["bytes"].as<double>(),
+                   f["time_us"].as<double>()});
+  return out;
+}
+
+// The topology standing for a system ("4x H800, ..."): Hopper -> dgx-h100,
+// A100 -> dgx-a100; its leading count is the ranks, all on one node.
+std::string topology_of(const std::string& system) {
+  return system.find("A100") != std::string::npos ? "dgx-a100" : "dgx-h100";
+}
+int ranks_of(const std::string& system) { return std::stoi(system.substr(0, system.find('x'))); }
+
+// A shipped topology without its measured latency (the tuning table's alone).
+Topology without_measurement(const std::string& name) {
+  std::istringstream in(model::read_file(model::resolve_topology(name)));
+  std::string text, line;
+  while (std::getline(in, line))
+    if (line.find("measured_latency:") == std::string::npos) text += line + "\n";
+  return parse_topology(text, name + " (no measured latency)", {{"nodes", "1"}});
+}
+
+double latency_of(const Topology& t, const LatencyFigure& f) {
+  const int n = ranks_of(f.system);
+  return predict_collective(t, {f.op, f.bytes, nodes_of(1, n), f.algo}).time_us();
+}
+
+TEST(CollectiveAccuracy, PublishedSmallMessageLatencies) {
+  const auto figures = published_latencies();
+  ASSERT_GE(figures.size(), 2u);  // at least two systems
+  for (const auto& f : figures) {
+    const double p = latency_of(load_topology(topology_of(f.system), {{"nodes", "1"}}), f);
+    EXPECT_TRUE(within(p, f.time_us, kLatencyTolerance))
+        << f.system << ": predicted " << p << " us, published " << f.time_us;
+  }
+  // The acceptance case of issue 11: 4x H800, 1 KB allreduce, 3.5 us.
+  const Topology h = load_topology("dgx-h100", {{"nodes", "1"}, {"node.gpus", "4"}});
+  EXPECT_TRUE(within(predict_collective(h, {model::OpKind::allreduce, 1024, nodes_of(1, 4)}).time_us(), 3.5,
+                     kLatencyTolerance));
+}
+
+// The verdict fails on the tuning table's latencies alone: 10.2 us for the
+// H800 figure, 7.2 us for the A100 one (9.85 published: inside 50%, so the
+// H800 figure is the one that shows it).
+TEST(CollectiveAccuracy, SmallMessageVerdictCanFail) {
+  const auto figures = published_latencies();
+  int failed = 0;
+  for (const auto& f : figures)
+    failed += within(latency_of(without_measurement(topology_of(f.system)), f), f.time_us, kLatencyTolerance) ? 0 : 1;
+  EXPECT_GE(failed, 1);
+}
+
+// The measurement moves times, not choices: `auto` picks what NCCL's tuning
+// table picks, and every choice is moved by the same correction.
+TEST(CollectiveModel, MeasuredLatencyKeepsNcclsChoices) {
+  for (const char* name : {"dgx-h100", "dgx-a100", "dgx-h200"}) {
+    const Topology t = load_topology(name);
+    const Topology table = without_measurement(name);
+    const double correction = latency_correction_us(t);
+    EXPECT_NE(correction, 0.0) << name;
+    EXPECT_EQ(latency_correction_us(table), 0.0);
+    for (int nodes : {1, 2, 16})
+      for (model::OpKind op : {model::OpKind::allreduce, model::OpKind::allgather, model::OpKind::send})
+        for (double bytes = 8; bytes <= 1e10; bytes *= 8) {
+          const Placement where = nodes_of(nodes, t.node.gpus);
+          const CollectiveCost a = predict_collective(t, {op, bytes, where});
+          const CollectiveCost b = predict_collective(table, {op, bytes, where});
+          EXPECT_EQ(a.algo, b.algo) << name << " " << bytes;
+          EXPECT_EQ(a.proto, b.proto) << name << " " << bytes;
+          EXPECT_NEAR(a.table_latency_us, b.latency_us(), 1e-9);
+          EXPECT_NEAR(a.latency_us(), std::max(0.0, b.latency_us() - correction), 1e-9);
+        }
+  }
+}
+
+TEST(CollectiveModel, MeasuredLatencyErrorsNameThePlace) {
+  std::string text = model::read_file(model::resolve_topology("dgx-h100"));
+  const auto bad = [&](const std::string& from, const std::string& to) {
+    std::string s = text;
+    s.replace(s.find(from), from.size(), to);
+    return s;
+  };
+  EXPECT_THROW((void)parse_topology(bad("op: allreduce, algo: ring", "op: alltoall, algo: ring"), "x.yaml"), UserError);
+  EXPECT_THROW((void)parse_topology(bad("algo: ring, proto: ll", "algo: auto, proto: ll"), "x.yaml"), UserError);
+  EXPECT_THROW((void)parse_topology(bad("time_us: 3.5", "time_us: -1"), "x.yaml"), UserError);
+  EXPECT_THROW((void)parse_topology(bad("algo: ring, proto: ll", "algo: hierarchical, proto: ll"), "x.yaml"), UserError);
+  EXPECT_THROW((void)parse_topology(bad("op: allreduce, algo: ring", "op: allgather, algo: tree"), "x.yaml"), UserError);
+  EXPECT_THROW((void)parse_topology(bad("algo: ring, proto: ll", "algo: nvls, proto: ll"), "x.yaml"), UserError);
+  try {
+    (void)parse_topology(bad("ranks: 4,", "ranks: 1,"), "x.yaml");
+    FAIL() << "one rank accepted";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("x.yaml:"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("nccl.measured_latency.ranks"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
