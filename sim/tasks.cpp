@@ -189,12 +189,22 @@ Task launch_task(const plan::StepPlan& p, const plan::Unit& u, const plan::Op& o
   throw InternalError("launch_task: unknown op class");
 }
 
-// Builds a unit's tasks with their waits: stream order on each rank taking
+// Builds a unit's tasks with their waits: stream order on each class taking
 // part, producers' same chunk, and the unit before when nothing earlier in
-// this unit orders the task.
+// this unit orders the task. A kernel is one task per class of its group
+// (priced with the class's scales); a collective or send is one task over
+// every class of its group(s), priced with their slowest rates.
 class TaskBuilder {
  public:
-  TaskBuilder(const plan::StepPlan& p, const Context& ctx) : p_(p), ctx_(ctx) {}
+  TaskBuilder(const plan::StepPlan& p, const Context& ctx, const std::vector<RankClass>& classes)
+      : p_(p), ctx_(ctx), classes_(classes), slots_of_(std::size_t(std::max(1, p.groups))) {
+    for (std::size_t c = 0; c < classes.size(); ++c) {
+      const int g = classes[c].group;
+      if (g >= int(slots_of_.size())) slots_of_.resize(std::size_t(g) + 1);
+      slots_of_[std::size_t(g)].push_back(int(c));
+    }
+    gated_ = classes.size() > slots_of_.size();  // not one class per group: join units through a gate
+  }
 
   std::vector<Task> run() {
     for (std::size_t u = 0; u < p_.units.size(); ++u) add_unit(int(u));
@@ -202,45 +212,117 @@ class TaskBuilder {
   }
 
  private:
+  const std::vector<int>& slots(int group) const {
+    static const std::vector<int> kNone;
+    return group >= 0 && group < int(slots_of_.size()) ? slots_of_[std::size_t(group)] : kNone;
+  }
+
+  // The context for rates `s`, made once per distinct scales.
+  const Context& context(const RankScales& s) {
+    auto it = contexts_.find(s);
+    if (it == contexts_.end()) it = contexts_.emplace(s, class_context(ctx_, s)).first;
+    return it->second;
+  }
+
   void add_unit(int unit) {
     const plan::Unit& u = p_.units[std::size_t(unit)];
-    std::map<std::pair<int, int>, int> last_on;  // (rank, stream) -> task
-    std::map<std::pair<int, int>, int> launched;  // (op, chunk) -> task
+    last_on_.assign(classes_.size() * 2, -1);  // (class, stream) -> task
+    std::map<std::pair<int, int>, std::vector<int>> launched;  // (op, chunk) -> task per class (-1: none)
     std::vector<int> mine;
+    int gate = -1;
     for (const plan::Launch& l : plan::issue_order(p_, u)) {
       const plan::Op& op = p_.op(l.op);
-      Task k = launch_task(p_, u, op, l.chunk, ctx_);
-      k.op = op.id;
-      k.unit = unit;
-      k.stage = op.stage;
-      k.chunk = l.chunk;
-      k.chunks = u.chunks;
-      k.rank = op.group;
-      k.peer = op.dest_group;
-      k.stream = int(op.stream);
-      k.name = chunk_name(op.code, l.chunk, u.chunks);
-      if (u.chunks > 1 && k.is_comm) k.detail += fmt::format(" per chunk of {}", u.chunks);
-      const int id = int(tasks_.size());
-      for (int rank : {op.group, op.dest_group}) {
-        if (rank < 0) continue;
-        const auto key = std::make_pair(rank, k.stream);
-        if (const auto it = last_on.find(key); it != last_on.end()) k.after.push_back(it->second);
-        last_on[key] = id;
+      std::vector<int>& done = launched[{op.id, l.chunk}];
+      done.assign(classes_.size(), -1);
+      const bool joint = op.cls == plan::OpClass::collective || op.cls == plan::OpClass::fused ||
+                         op.dest_group >= 0;
+      std::map<RankScales, Task> made;  // a kernel per distinct scales, copied to each class
+      const auto one = [&](std::vector<int> on, std::vector<int> to, const Task& proto) {
+        Task k = proto;
+        k.op = op.id;
+        k.unit = unit;
+        k.stage = op.stage;
+        k.chunk = l.chunk;
+        k.chunks = u.chunks;
+        k.stream = int(op.stream);
+        k.name = chunk_name(op.code, l.chunk, u.chunks);
+        if (u.chunks > 1 && k.is_comm) k.detail += fmt::format(" per chunk of {}", u.chunks);
+        k.ranks = std::move(on);
+        k.peers = std::move(to);
+        k.rank = k.ranks.empty() ? -1 : k.ranks.front();
+        k.peer = k.peers.empty() ? -1 : k.peers.front();
+        const int id = int(tasks_.size());
+        for (const auto* side : {&k.ranks, &k.peers})
+          for (int c : *side) {
+            int& last = last_on_[std::size_t(c) * 2 + std::size_t(k.stream)];
+            if (last >= 0) k.after.push_back(last);
+            last = id;
+            for (int producer : op.producers) add_producer(k, launched, producer, l.chunk, c);
+            done[std::size_t(c)] = id;
+          }
+        if (k.after.empty()) {
+          if (gated_ && !previous_unit_.empty() && gate < 0) gate = add_gate(unit, op.stage);
+          if (gated_ && gate >= 0) k.after = {gate};
+          else k.after = previous_unit_;
+        }
+        std::sort(k.after.begin(), k.after.end());
+        k.after.erase(std::unique(k.after.begin(), k.after.end()), k.after.end());
+        mine.push_back(id);
+        tasks_.push_back(std::move(k));
+      };
+      if (joint) {
+        RankScales slowest;
+        for (int g : {op.group, op.dest_group})
+          for (int c : slots(g)) slowest = slowest.slowest(classes_[std::size_t(c)].scales);
+        one(slots(op.group), op.dest_group >= 0 ? slots(op.dest_group) : std::vector<int>{},
+            launch_task(p_, u, op, l.chunk, context(slowest)));
+        continue;
       }
-      for (int producer : op.producers)
-        if (const auto it = launched.find({producer, l.chunk}); it != launched.end()) k.after.push_back(it->second);
-      if (k.after.empty()) k.after = previous_unit_;
-      std::sort(k.after.begin(), k.after.end());
-      k.after.erase(std::unique(k.after.begin(), k.after.end()), k.after.end());
-      launched[{op.id, l.chunk}] = id;
-      mine.push_back(id);
-      tasks_.push_back(std::move(k));
+      for (int c : slots(op.group)) {
+        const RankScales& s = classes_[std::size_t(c)].scales;
+        auto it = made.find(s);
+        if (it == made.end()) it = made.emplace(s, launch_task(p_, u, op, l.chunk, context(s))).first;
+        one({c}, {}, it->second);
+      }
     }
     if (!mine.empty()) previous_unit_ = std::move(mine);
   }
 
+  // A wait on the producer's same chunk on class `c`; a producer that did not
+  // run on `c` (another group's op) is waited for wherever it ran.
+  static void add_producer(Task& k, const std::map<std::pair<int, int>, std::vector<int>>& launched, int producer,
+                           int chunk, int c) {
+    const auto it = launched.find({producer, chunk});
+    if (it == launched.end()) return;
+    if (it->second[std::size_t(c)] >= 0) {
+      k.after.push_back(it->second[std::size_t(c)]);
+      return;
+    }
+    for (int t : it->second)
+      if (t >= 0) k.after.push_back(t);
+  }
+
+  // The join of the unit before: one task without work that every task
+  // starting the unit waits for (instead of each waiting for all of it).
+  int add_gate(int unit, int stage) {
+    Task g;
+    g.is_gate = true;
+    g.unit = unit;
+    g.stage = stage;
+    g.rank = -1;
+    g.name = "unit sync";
+    g.after = previous_unit_;
+    tasks_.push_back(std::move(g));
+    return int(tasks_.size()) - 1;
+  }
+
   const plan::StepPlan& p_;
   const Context& ctx_;
+  const std::vector<RankClass>& classes_;
+  std::vector<std::vector<int>> slots_of_;  // group -> its classes
+  std::map<RankScales, Context> contexts_;
+  bool gated_ = false;
+  std::vector<int> last_on_;
   std::vector<Task> tasks_;
   std::vector<int> previous_unit_;
 };
@@ -261,10 +343,33 @@ double capacity_GBps(const Context& ctx, Resource r) {
   return 0.0;
 }
 
-std::vector<Task> make_tasks(const plan::StepPlan& p, const Context& ctx) { return TaskBuilder(p, ctx).run(); }
+double capacity_GBps(const Context& ctx, const RankClass& c, Resource r) {
+  const Context own = class_context(ctx, c.scales);
+  if (r != Resource::network) return capacity_GBps(own, r);
+  const NetworkSpec& n = own.topology.network;
+  return std::min(n.nics, c.node_peers) * n.nic_GBps() / c.node_peers;
+}
+
+Context class_context(const Context& ctx, const RankScales& s) {
+  Context c = ctx;
+  c.topology = ctx.topology.scaled(s);
+  return c;
+}
+
+std::vector<Task> make_tasks(const plan::StepPlan& p, const Context& ctx, const std::vector<RankClass>& classes) {
+  return TaskBuilder(p, ctx, classes).run();
+}
+
+std::vector<Task> make_tasks(const plan::StepPlan& p, const Context& ctx) {
+  return make_tasks(p, ctx, rank_classes(ctx.topology, p.ranks_per_group, p.groups, ctx.rank_mode));
+}
 
 Prediction predict_analytic(const plan::StepPlan& p, const Context& ctx) {
-  const std::vector<Task> tasks = make_tasks(p, ctx);
+  return predict_analytic(p, ctx, rank_classes(ctx.topology, p.ranks_per_group, p.groups, ctx.rank_mode));
+}
+
+Prediction predict_analytic(const plan::StepPlan& p, const Context& ctx, const std::vector<RankClass>& classes) {
+  const std::vector<Task> tasks = make_tasks(p, ctx, classes);
   Prediction out;
   out.stages.resize(p.stage_codes.size());
   for (std::size_t s = 0; s < p.stage_codes.size(); ++s) out.stages[s].code = p.stage_codes[s];
@@ -275,6 +380,7 @@ Prediction predict_analytic(const plan::StepPlan& p, const Context& ctx) {
     for (int a : k.after) start = std::max(start, end[std::size_t(a)]);
     end[i] = start + k.duration_us();
     out.time_us = std::max(out.time_us, end[i]);
+    if (k.is_gate) continue;
     StageCost& c = out.stages[std::size_t(k.stage)];
     c.time_us += k.duration_us();
     c.latency_us += k.latency_us;
