@@ -229,7 +229,7 @@ class TaskBuilder {
     last_on_.assign(classes_.size() * 2, -1);  // (class, stream) -> task
     std::map<std::pair<int, int>, std::vector<int>> launched;  // (op, chunk) -> task per class (-1: none)
     std::vector<int> mine;
-    int gate = -1;
+    const int gate = gated_ && !previous_unit_.empty() ? add_gate(unit, u.first_stage) : -1;
     for (const plan::Launch& l : plan::issue_order(p_, u)) {
       const plan::Op& op = p_.op(l.op);
       std::vector<int>& done = launched[{op.id, l.chunk}];
@@ -260,11 +260,7 @@ class TaskBuilder {
             for (int producer : op.producers) add_producer(k, launched, producer, l.chunk, c);
             done[std::size_t(c)] = id;
           }
-        if (k.after.empty()) {
-          if (gated_ && !previous_unit_.empty() && gate < 0) gate = add_gate(unit, op.stage);
-          if (gated_ && gate >= 0) k.after = {gate};
-          else k.after = previous_unit_;
-        }
+        if (k.after.empty()) k.after = gate >= 0 ? std::vector<int>{gate} : previous_unit_;
         std::sort(k.after.begin(), k.after.end());
         k.after.erase(std::unique(k.after.begin(), k.after.end()), k.after.end());
         mine.push_back(id);
