@@ -132,15 +132,16 @@ class Engine {
     return fair_shares(cap, sharing);
   }
 
-  // nccl.interference: on a GPU where a kernel and a collective both work
-  // (past their latency), each runs at 1 / (1 + interference) of its rate; a
+  // nccl.interference: on a GPU where a collective's kernel is resident (its
+  // CTAs hold their SMs from launch to end, latency phase included) a kernel
+  // in its work phase runs at 1 / (1 + interference) of its rate, and a
+  // collective in its work phase beside a working kernel likewise; a
   // collective over several classes is slowed when any of them computes.
   void interfere(std::vector<double>& cap) const {
     std::vector<char> computing(std::size_t(ranks_), 0), communicating(std::size_t(ranks_), 0);
     for (const Running& r : running_) {
       const Task& k = tasks_[r.task];
-      if (r.latency_left > kDone) continue;
-      if (k.is_compute) computing[std::size_t(k.rank)] = 1;
+      if (k.is_compute && r.latency_left <= kDone) computing[std::size_t(k.rank)] = 1;
       if (k.is_comm)
         for (int c : k.ranks) communicating[std::size_t(c)] = 1;
     }
