@@ -167,8 +167,7 @@ class Engine {
         if (k.demand_GBps[x] > 0) f(std::size_t(rank) * kResources + std::size_t(x), k.demand_GBps[x]);
     };
     for (int c : k.ranks) on(c);
-    for (int c : k.peers)
-      if (std::find(k.ranks.begin(), k.ranks.end(), c) == k.ranks.end()) on(c);
+    for (int c : k.peers) on(c);  // never one of k.ranks (tasks.cpp)
   }
 
   // Max-min fair shares in bytes: each resource is water-filled among the

@@ -195,6 +195,12 @@ Task launch_task(const plan::StepPlan& p, const plan::Unit& u, const plan::Op& o
 // (priced with the class's scales); a collective or send is one task over
 // every class of its group(s), priced with their slowest rates.
 class TaskBuilder {
+  // A launch's tasks: the one on each class (-1: none there), and all of them.
+  struct Launched {
+    std::vector<int> on;
+    std::vector<int> tasks;
+  };
+
  public:
   TaskBuilder(const plan::StepPlan& p, const Context& ctx, const std::vector<RankClass>& classes)
       : p_(p), ctx_(ctx), classes_(classes), slots_of_(std::size_t(std::max(1, p.groups))) {
@@ -227,13 +233,13 @@ class TaskBuilder {
   void add_unit(int unit) {
     const plan::Unit& u = p_.units[std::size_t(unit)];
     last_on_.assign(classes_.size() * 2, -1);  // (class, stream) -> task
-    std::map<std::pair<int, int>, std::vector<int>> launched;  // (op, chunk) -> task per class (-1: none)
+    std::map<std::pair<int, int>, Launched> launched;  // (op, chunk) -> its tasks
     std::vector<int> mine;
     const int gate = gated_ && !previous_unit_.empty() ? add_gate(unit, u.first_stage) : -1;
     for (const plan::Launch& l : plan::issue_order(p_, u)) {
       const plan::Op& op = p_.op(l.op);
-      std::vector<int>& done = launched[{op.id, l.chunk}];
-      done.assign(classes_.size(), -1);
+      Launched& done = launched[{op.id, l.chunk}];
+      done.on.assign(classes_.size(), -1);
       const bool joint = op.cls == plan::OpClass::collective || op.cls == plan::OpClass::fused ||
                          op.dest_group >= 0;
       std::map<RankScales, Task> made;  // a kernel per distinct scales, copied to each class
@@ -247,10 +253,16 @@ class TaskBuilder {
         k.stream = int(op.stream);
         k.name = chunk_name(op.code, l.chunk, u.chunks);
         if (u.chunks > 1 && k.is_comm) k.detail += fmt::format(" per chunk of {}", u.chunks);
+        k.rank = on.empty() ? -1 : on.front();
+        k.peer = to.empty() ? -1 : to.front();
+        // A receiving class that also sends (a send within a group) is counted once, as a sender.
+        if (!to.empty()) {
+          std::vector<char> sends(classes_.size(), 0);
+          for (int c : on) sends[std::size_t(c)] = 1;
+          std::erase_if(to, [&](int c) { return sends[std::size_t(c)] != 0; });
+        }
         k.ranks = std::move(on);
         k.peers = std::move(to);
-        k.rank = k.ranks.empty() ? -1 : k.ranks.front();
-        k.peer = k.peers.empty() ? -1 : k.peers.front();
         const int id = int(tasks_.size());
         for (const auto* side : {&k.ranks, &k.peers})
           for (int c : *side) {
@@ -258,8 +270,9 @@ class TaskBuilder {
             if (last >= 0) k.after.push_back(last);
             last = id;
             for (int producer : op.producers) add_producer(k, launched, producer, l.chunk, c);
-            done[std::size_t(c)] = id;
+            done.on[std::size_t(c)] = id;
           }
+        done.tasks.push_back(id);
         if (k.after.empty()) k.after = gate >= 0 ? std::vector<int>{gate} : previous_unit_;
         std::sort(k.after.begin(), k.after.end());
         k.after.erase(std::unique(k.after.begin(), k.after.end()), k.after.end());
@@ -286,16 +299,15 @@ class TaskBuilder {
 
   // A wait on the producer's same chunk on class `c`; a producer that did not
   // run on `c` (another group's op) is waited for wherever it ran.
-  static void add_producer(Task& k, const std::map<std::pair<int, int>, std::vector<int>>& launched, int producer,
+  static void add_producer(Task& k, const std::map<std::pair<int, int>, Launched>& launched, int producer,
                            int chunk, int c) {
     const auto it = launched.find({producer, chunk});
     if (it == launched.end()) return;
-    if (it->second[std::size_t(c)] >= 0) {
-      k.after.push_back(it->second[std::size_t(c)]);
+    if (it->second.on[std::size_t(c)] >= 0) {
+      k.after.push_back(it->second.on[std::size_t(c)]);
       return;
     }
-    for (int t : it->second)
-      if (t >= 0) k.after.push_back(t);
+    k.after.insert(k.after.end(), it->second.tasks.begin(), it->second.tasks.end());
   }
 
   // The join of the unit before: one task without work that every task
