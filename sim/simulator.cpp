@@ -30,7 +30,7 @@ struct Running {
 class Engine {
  public:
   Engine(const std::vector<Task>& tasks, const Context& ctx, const std::vector<RankClass>& classes)
-      : tasks_(tasks), ctx_(ctx), ranks_(std::max<int>(1, int(classes.size()))) {
+      : tasks_(tasks), ranks_(std::max<int>(1, int(classes.size()))) {
     build_dependencies();
     capacity_.assign(std::size_t(ranks_) * kResources, 0.0);
     std::map<RankScales, std::size_t> seen;  // a topology per distinct scales
@@ -73,7 +73,7 @@ class Engine {
   void start(int i, std::vector<SimEvent>& events) {
     const Task& k = tasks_[i];
     waiting_[i] = -1;
-    events[i] = SimEvent{i, k.rank, k.peer, k.stream, k.stage, k.name, k.detail, now_, now_, k.duration_us()};
+    events[i] = SimEvent{i, k.rank, k.peer, k.stream, k.stage, k.name, k.detail, now_, now_, k.duration_us(), {}, {}};
     if (k.is_gate) {  // a join without work: done as soon as it may start
       finish(i, events);
       return;
@@ -248,7 +248,6 @@ class Engine {
   }
 
   const std::vector<Task>& tasks_;
-  const Context& ctx_;
   int ranks_ = 1;  // classes simulated
   int full_sms_ = 1;
   double interference_ = 0;
