@@ -449,7 +449,10 @@ Topology load_topology(const std::string& name_or_path, const Overrides& overrid
   return parse_topology(model::read_file(path), path, overrides);
 }
 
-std::string describe(const Topology& t) {
+namespace {
+
+// The symmetric cluster: nodes, GPU, NVLink, network.
+std::string describe_symmetric(const Topology& t) {
   return fmt::format(
       "{}: {}\n"
       "  {} nodes x {} GPUs ({}), {} GPUs in all\n"
@@ -462,6 +465,25 @@ std::string describe(const Topology& t) {
       t.node.nvlink_links, std::min(t.node.nccl_link_GBps, t.node.nvlink_link_GBps), t.node.nvlink_GBps(),
       t.node.nvls ? ", NVLS in-switch reduction" : "", t.network.nics, t.network.nic_Gbps,
       t.network.nic_efficiency, t.network.nic_GBps());
+}
+
+// One line per asymmetry key set (none on a symmetric cluster).
+std::string describe_asymmetry(const Topology& t) {
+  const auto scales = [](const RankScales& s) {
+    return fmt::format("compute x{:g}, HBM x{:g}, NVLink x{:g}, network x{:g}", s.compute, s.hbm, s.nvlink, s.network);
+  };
+  std::string out;
+  if (t.asymmetry.last_node_gpus > 0)
+    out += fmt::format("  last node: {} GPUs\n", t.asymmetry.last_node_gpus);
+  for (const NodeOverride& o : t.asymmetry.nodes) out += fmt::format("  node {}: {}\n", o.node, scales(o.scales));
+  for (const Straggler& g : t.asymmetry.stragglers) out += fmt::format("  rank {}: {}\n", g.rank, scales(g.scales));
+  return out;
+}
+
+}  // namespace
+
+std::string describe(const Topology& t) {
+  return describe_symmetric(t) + describe_asymmetry(t);
 }
 
 }  // namespace coconet::sim

@@ -121,6 +121,10 @@ TEST(TopologyErrors, AsymmetryParses) {
   EXPECT_EQ(t.scales_of(3 * t.node.gpus).network, 0.25);
   EXPECT_EQ(t.scales_of(17).hbm, 0.5);
   EXPECT_EQ(t.scales_of(16), RankScales{});
+  const std::string d = describe(t);
+  EXPECT_NE(d.find("last node: 4 GPUs"), std::string::npos) << d;
+  EXPECT_NE(d.find("rank 17: compute x1, HBM x0.5"), std::string::npos) << d;
+  EXPECT_EQ(describe(parse_topology(shipped(), "t.yaml")).find("rank "), std::string::npos);
 }
 
 TEST(TopologyErrors, BadAsymmetryNamesFileAndLine) {
