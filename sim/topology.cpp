@@ -368,14 +368,11 @@ bool is_asymmetry_key(const std::string& key) {
   return key == "last_node_gpus" || key == "node_overrides" || key == "stragglers";
 }
 
+// The value is loaded as a document of its own, with the limits a file has
+// (size, depth, repeated keys); its errors name the --set.
 void set_asymmetry(YAML::Node root, const std::string& origin, const std::string& key, const std::string& value) {
-  try {
-    root[key] = YAML::Load(value);
-  } catch (const YAML::Exception& e) {
-    throw UserError(fmt::format("{}: --set {}={}: not a YAML value ({}); write e.g. --set "
-                                "'stragglers=[{{rank: 17, compute_scale: 0.5}}]'",
-                                origin, key, value, e.msg));
-  }
+  const model::YamlContext ctx{fmt::format("{}: --set {}", origin, key)};
+  root[key] = ctx.load(value);
 }
 
 // Replaces the value at a dotted path; the path must name an existing scalar

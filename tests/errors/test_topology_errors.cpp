@@ -170,7 +170,9 @@ TEST(TopologyErrors, AsymmetryThroughSet) {
   EXPECT_NE(range.find("not a rank"), std::string::npos) << range;
   const std::string yaml = error_of(shipped(), {{"node_overrides", "[{node: 1"}});
   EXPECT_NE(yaml.find("--set node_overrides"), std::string::npos) << yaml;
-  EXPECT_NE(yaml.find("not a YAML value"), std::string::npos) << yaml;
+  EXPECT_NE(yaml.find("malformed YAML"), std::string::npos) << yaml;
+  const std::string deep = error_of(shipped(), {{"stragglers", std::string(5000, '[') + std::string(5000, ']')}});
+  EXPECT_NE(deep.find("--set stragglers"), std::string::npos) << deep.substr(0, 300);
   const std::string scale = error_of(shipped(), {{"node_overrides", "[{node: 1, nvlink_scale: 0}]"}});
   EXPECT_NE(scale.find("--set node_overrides: node_overrides[0].nvlink_scale"), std::string::npos) << scale;
 }
