@@ -30,6 +30,7 @@ namespace {
 struct Args {
   SimulateArgs simulate;
   std::string trace;
+  std::string trace_ranks = "classes";
   Format format = Format::table;
 };
 
@@ -53,11 +54,11 @@ std::string title_of(const SimulatedPoint& s, const sim::Topology& t) {
                      s.point.groups > 1 ? fmt::format(" x {} groups", s.point.groups) : "");
 }
 
-void write_traces(const Simulation& sim, const std::string& trace) {
+void write_traces(const Simulation& sim, const std::string& trace, sim::TraceRanks ranks) {
   for (std::size_t i = 0; i < sim.points.size(); ++i) {
     const SimulatedPoint& p = sim.points[i];
     const std::string path = i == 0 ? trace : fmt::format("{}.{}", trace, i);
-    model::write_file_safely(path, sim::chrome_trace_json(p.result, title_of(p, sim.topology)),
+    model::write_file_safely(path, sim::chrome_trace_json(p.result, title_of(p, sim.topology), ranks),
                              "--trace");
     fmt::print(stderr, "wrote trace {}\n", path);
   }
@@ -66,8 +67,9 @@ void write_traces(const Simulation& sim, const std::string& trace) {
 void run(const Args& a) {
   a.simulate.knobs.check();
   if (!a.trace.empty()) model::check_output_file(a.trace, "--trace");  // before any work
+  const sim::TraceRanks ranks = sim::parse_trace_ranks(a.trace_ranks);
   const Simulation sim = simulate_points(a.simulate);
-  if (!a.trace.empty()) write_traces(sim, a.trace);
+  if (!a.trace.empty()) write_traces(sim, a.trace, ranks);
   if (a.format == Format::json) {
     print_json(simulation_json(sim));
     return;
@@ -98,6 +100,8 @@ void register_simulate(CLI::App& app) {
       ->required();
   add_knob_flags(cmd, a->simulate.knobs);
   cmd->add_option("--trace", a->trace, "Write a Chrome trace (Perfetto) JSON here");
+  cmd->add_option("--trace-ranks", a->trace_ranks,
+                  "The trace's processes: classes (one per class of identical ranks, default) or all (one per rank)");
   add_format_option(cmd, a->format);
   cmd->callback([a] { run(*a); });
 }

@@ -92,7 +92,9 @@ SetArgs split_sets(const std::vector<std::string>& texts) {
   SetArgs out;
   for (const auto& text : texts) {
     auto kv = parse_assignment(text);
-    const bool topology = kv.first.find('.') != std::string::npos || kv.first == "nodes";
+    // Dotted keys, `nodes` and the topology's asymmetry lists (sim/topology.h) are the topology's.
+    const bool topology = kv.first.find('.') != std::string::npos || kv.first == "nodes" ||
+                          kv.first == "last_node_gpus" || kv.first == "node_overrides" || kv.first == "stragglers";
     (topology ? out.topology : out.workload).push_back(std::move(kv));
   }
   return out;
@@ -166,7 +168,7 @@ UserError unknown_name(const std::string& name, const std::string& value,
           : fmt::format("no workload of the experiment has a size or scalar '{}'", name);
   return UserError(fmt::format(
       "--set {}={}: {} (sizes: {}; scalars: {}); topology values are dotted, e.g. gpu.hbm_GBps, "
-      "or nodes",
+      "or nodes, last_node_gpus, node_overrides, stragglers",
       name, value, missing, list(sizes), list(scalars)));
 }
 

@@ -1,7 +1,8 @@
 // Where a schedule is priced: the cluster, the ranks of each process group,
-// the values of the program's symbolic sizes, and the backend whose StepPlan
+// the values of the program's symbolic sizes, the backend whose StepPlan
 // is priced (by default the one that runs on the topology's device: cuda on
-// GPUs, cpu on a calibrated CPU topology).
+// GPUs, cpu on a calibrated CPU topology), and whether ranks that are alike
+// are simulated once (sim/ranks.h).
 #pragma once
 
 #include <optional>
@@ -9,6 +10,7 @@
 #include "model/program.h"
 #include "plan/capabilities.h"
 #include "sim/collective.h"
+#include "sim/ranks.h"
 #include "sim/topology.h"
 
 namespace coconet::sim {
@@ -18,6 +20,7 @@ struct Context {
   int ranks = 1;  // ranks per process group
   model::Bindings sizes;
   std::optional<plan::BackendKind> backend;  // nullopt: default_backend(topology)
+  RankMode rank_mode = RankMode::classes;    // every_rank: each rank simulated on its own
 
   [[nodiscard]] Placement placement() const { return place(topology, ranks); }
   [[nodiscard]] plan::Capabilities capabilities() const;

@@ -29,11 +29,21 @@ struct Running {
 
 class Engine {
  public:
-  Engine(const std::vector<Task>& tasks, const Context& ctx) : tasks_(tasks), ctx_(ctx) {
-    for (const Task& k : tasks) ranks_ = std::max({ranks_, k.rank + 1, k.peer + 1});
+  Engine(const std::vector<Task>& tasks, const Context& ctx, const std::vector<RankClass>& classes)
+      : tasks_(tasks), ranks_(std::max<int>(1, int(classes.size()))) {
     build_dependencies();
-    for (int r = 0; r < kResources; ++r) capacity_[r] = capacity_GBps(ctx, Resource(r));
+    capacity_.assign(std::size_t(ranks_) * kResources, 0.0);
+    std::map<RankScales, std::size_t> seen;  // a topology per distinct scales
+    for (std::size_t c = 0; c < classes.size(); ++c) {
+      for (int r = 0; r < kResources; ++r)
+        capacity_[c * kResources + std::size_t(r)] = capacity_GBps(ctx, classes[c], Resource(r));
+      const auto [it, fresh] = seen.try_emplace(classes[c].scales, topologies_.size());
+      if (fresh) topologies_.push_back(ctx.topology.scaled(classes[c].scales));
+      topology_of_.push_back(it->second);
+    }
     full_sms_ = ctx.topology.gpu.sms;
+    interference_ = ctx.topology.nccl.interference;
+    asks_.resize(capacity_.size());
   }
 
   std::vector<SimEvent> run() {
@@ -62,9 +72,19 @@ class Engine {
 
   void start(int i, std::vector<SimEvent>& events) {
     const Task& k = tasks_[i];
-    running_.push_back({i, k.latency_us, k.work_us});
     waiting_[i] = -1;
-    events[i] = SimEvent{i, k.rank, k.peer, k.stream, k.stage, k.name, k.detail, now_, now_, k.duration_us()};
+    events[i] = SimEvent{i, k.rank, k.peer, k.stream, k.stage, k.name, k.detail, now_, now_, k.duration_us(), {}, {}};
+    if (k.is_gate) {  // a join without work: done as soon as it may start
+      finish(i, events);
+      return;
+    }
+    running_.push_back({i, k.latency_us, k.work_us});
+  }
+
+  void finish(int i, std::vector<SimEvent>& events) {
+    events[i].end_us = now_;
+    for (int d : dependents_[i])
+      if (--waiting_[d] == 0) start(d, events);
   }
 
   // A kernel's speed on the compute units the running collectives leave it: a
@@ -77,8 +97,9 @@ class Engine {
     const double fraction = std::clamp(sms_free, 0.0, 1.0);
     double rate = 1.0;
     if (k.is_gemm) {
-      const double alone = gemm_body_us(ctx_.topology, k.gemm, full_sms_);
-      const double shared = gemm_body_us(ctx_.topology, k.gemm, int(whole));
+      const Topology& t = topologies_[topology_of_[std::size_t(k.rank)]];
+      const double alone = gemm_body_us(t, k.gemm, full_sms_);
+      const double shared = gemm_body_us(t, k.gemm, int(whole));
       rate = shared > 0 ? alone / shared : 1.0;
     }
     return sms_free >= 1.0 ? rate : rate * fraction;
@@ -88,9 +109,11 @@ class Engine {
   // compute units); in its work phase, its cap (the compute units left to it,
   // or its turn on them) lowered to its max-min fair share of the bandwidths it
   // uses (fair_shares).
-  std::vector<double> rates() const {
+  std::vector<double> rates() {
     std::vector<double> sms_held(ranks_, 0.0);
-    for (const Running& r : running_) sms_held[tasks_[r.task].rank] += tasks_[r.task].sms_held;
+    for (const Running& r : running_)
+      if (tasks_[r.task].sms_held > 0)
+        for (int c : tasks_[r.task].ranks) sms_held[c] += tasks_[r.task].sms_held;
     std::vector<double> cap(running_.size(), 1.0);
     std::vector<bool> sharing(running_.size(), false);  // in its work phase, using some bandwidth
     for (std::size_t j = 0; j < running_.size(); ++j) {
@@ -105,7 +128,34 @@ class Engine {
       cap[j] = k.is_compute ? compute_rate(k, full_sms_ - sms_held[k.rank]) : k.sms_held > 0 ? comm_rate : 1.0;
       sharing[j] = std::any_of(std::begin(k.demand_GBps), std::end(k.demand_GBps), [](double d) { return d > 0; });
     }
+    if (interference_ > 0) interfere(cap);
     return fair_shares(cap, sharing);
+  }
+
+  // nccl.interference: on a GPU where a collective's kernel is resident (its
+  // CTAs hold their SMs from launch to end, latency phase included) a kernel
+  // in its work phase runs at 1 / (1 + interference) of its rate, and a
+  // collective in its work phase beside a working kernel likewise; a
+  // collective over several classes is slowed when any of them computes.
+  void interfere(std::vector<double>& cap) const {
+    std::vector<char> computing(std::size_t(ranks_), 0), communicating(std::size_t(ranks_), 0);
+    for (const Running& r : running_) {
+      const Task& k = tasks_[r.task];
+      if (k.is_compute && r.latency_left <= kDone) computing[std::size_t(k.rank)] = 1;
+      if (k.is_comm)
+        for (int c : k.ranks) communicating[std::size_t(c)] = 1;
+    }
+    const double slow = 1.0 / (1.0 + interference_);
+    for (std::size_t j = 0; j < running_.size(); ++j) {
+      const Running& r = running_[j];
+      const Task& k = tasks_[r.task];
+      if (r.latency_left > kDone) continue;
+      const bool hit = k.is_compute ? communicating[std::size_t(k.rank)] != 0
+                                    : k.is_comm && std::any_of(k.ranks.begin(), k.ranks.end(), [&](int c) {
+                                        return computing[std::size_t(c)] != 0;
+                                      });
+      if (hit) cap[j] *= slow;
+    }
   }
 
   // Each of a task's demands, by resource slot (rank x resource), on its rank
@@ -116,8 +166,8 @@ class Engine {
       for (int x = 0; x < kResources; ++x)
         if (k.demand_GBps[x] > 0) f(std::size_t(rank) * kResources + std::size_t(x), k.demand_GBps[x]);
     };
-    on(k.rank);
-    if (k.peer >= 0 && k.peer != k.rank) on(k.peer);
+    for (int c : k.ranks) on(c);
+    for (int c : k.peers) on(c);  // never one of k.ranks (tasks.cpp)
   }
 
   // Max-min fair shares in bytes: each resource is water-filled among the
@@ -127,24 +177,25 @@ class Engine {
   // smallest fraction of its demand any of its resources grants, and what a
   // task cannot use because another resource holds it back goes to the others
   // (repeated until no rate changes; rates only fall, so this ends).
-  std::vector<double> fair_shares(const std::vector<double>& cap, const std::vector<bool>& sharing) const {
+  std::vector<double> fair_shares(const std::vector<double>& cap, const std::vector<bool>& sharing) {
     const std::size_t n = running_.size();
-    const std::size_t slots = std::size_t(ranks_) * kResources;
     std::vector<double> rate(cap);
     constexpr int kMaxRounds = 64;
     for (int round = 0; round < kMaxRounds; ++round) {
-      // Each slot's users and what they ask at their present rate.
-      std::vector<std::vector<std::pair<double, std::size_t>>> asks(slots);
+      // Each slot's users and what they ask at their present rate (only the slots in use are visited).
+      std::vector<std::size_t> used;
       for (std::size_t j = 0; j < n; ++j)
         if (sharing[j])
-          for_each_demand(tasks_[running_[j].task],
-                          [&](std::size_t slot, double d) { asks[slot].push_back({rate[j] * d, j}); });
+          for_each_demand(tasks_[running_[j].task], [&](std::size_t slot, double d) {
+            if (asks_[slot].empty()) used.push_back(slot);
+            asks_[slot].push_back({rate[j] * d, j});
+          });
+      std::sort(used.begin(), used.end());
       std::vector<double> next(cap);
       for (std::size_t j = 0; j < n; ++j)
         if (sharing[j]) next[j] = rate[j];
-      for (std::size_t slot = 0; slot < slots; ++slot) {
-        auto& a = asks[slot];
-        if (a.empty()) continue;
+      for (std::size_t slot : used) {
+        auto& a = asks_[slot];
         // Communication first (its stream has the higher priority, and a kernel
         // beside it must not make it slower by getting faster), then the rest.
         const auto comm_first = [&](const auto& x, const auto& y) {
@@ -152,7 +203,7 @@ class Engine {
           return cx != cy ? cx : x < y;
         };
         std::sort(a.begin(), a.end(), comm_first);
-        double left = capacity_[slot % kResources];
+        double left = capacity_[slot];
         std::size_t comm = 0;
         while (comm < a.size() && tasks_[running_[a[comm].second].task].is_comm) ++comm;
         for (std::size_t i = 0; i < a.size(); ++i) {
@@ -164,6 +215,7 @@ class Engine {
           const double d = tasks_[running_[j].task].demand_GBps[slot % kResources];
           next[j] = std::min(next[j], granted / d);
         }
+        a.clear();
       }
       bool changed = false;
       for (std::size_t j = 0; j < n; ++j) changed = changed || std::abs(next[j] - rate[j]) > kDone * kDone;
@@ -192,45 +244,42 @@ class Engine {
       if (r.latency_left <= kDone && r.work_left <= kDone) finished.push_back(r.task);
     }
     std::erase_if(running_, [](const Running& r) { return r.latency_left <= kDone && r.work_left <= kDone; });
-    for (int i : finished) {
-      events[i].end_us = now_;
-      for (int d : dependents_[i])
-        if (--waiting_[d] == 0) start(d, events);
-    }
+    for (int i : finished) finish(i, events);
   }
 
   const std::vector<Task>& tasks_;
-  const Context& ctx_;
-  int ranks_ = 1;
+  int ranks_ = 1;  // classes simulated
   int full_sms_ = 1;
-  double capacity_[kResources] = {0, 0, 0};
+  double interference_ = 0;
+  std::vector<double> capacity_;            // class x resource
+  std::vector<Topology> topologies_;        // one per distinct scales
+  std::vector<std::size_t> topology_of_;    // class -> its topology
+  std::vector<std::vector<std::pair<double, std::size_t>>> asks_;  // per slot, reused
   std::vector<std::vector<int>> dependents_;
   std::vector<int> waiting_;
   std::vector<Running> running_;
   double now_ = 0;
 };
 
-std::string rank_name(int group, const Context& ctx) {
-  const int first = group * ctx.ranks;
-  if (ctx.ranks == 1) return fmt::format("rank {} (group {})", first, group);
-  return fmt::format("rank {} (group {}, for ranks {}-{})", first, group, first, first + ctx.ranks - 1);
-}
-
 }  // namespace
 
 std::string stream_name(int i) { return plan::to_string(plan::Stream(i)); }
 
 SimResult simulate(const plan::StepPlan& p, const Context& ctx) {
-  const std::vector<Task> tasks = make_tasks(p, ctx);
+  const std::vector<RankClass> classes = rank_classes(ctx.topology, p.ranks_per_group, p.groups, ctx.rank_mode);
+  const std::vector<Task> tasks = make_tasks(p, ctx, classes);
   SimResult out;
-  out.events = Engine(tasks, ctx).run();
+  out.events = Engine(tasks, ctx, classes).run();
+  std::erase_if(out.events, [&](const SimEvent& e) { return tasks[std::size_t(e.task)].is_gate; });
   out.stages.resize(p.stage_codes.size());
   for (std::size_t s = 0; s < p.stage_codes.size(); ++s) {
     out.stages[s].code = p.stage_codes[s];
     out.stages[s].start_us = std::numeric_limits<double>::infinity();
   }
-  int ranks = 1;
-  for (const SimEvent& e : out.events) {
+  for (SimEvent& e : out.events) {
+    const Task& k = tasks[std::size_t(e.task)];
+    if (k.ranks.size() > 1) e.also.assign(k.ranks.begin() + 1, k.ranks.end());
+    if (k.peers.size() > 1) e.also_peers.assign(k.peers.begin() + 1, k.peers.end());
     StageTiming& st = out.stages[e.stage];
     if (st.detail.empty()) st.detail = e.detail;
     st.start_us = std::min(st.start_us, e.start_us);
@@ -238,9 +287,9 @@ SimResult simulate(const plan::StepPlan& p, const Context& ctx) {
     st.alone_us += e.alone_us;
     out.time_us = std::max(out.time_us, e.end_us);
     out.streams = std::max(out.streams, e.stream + 1);
-    ranks = std::max({ranks, e.rank + 1, tasks[e.task].peer + 1});
   }
-  for (int r = 0; r < ranks; ++r) out.rank_names.push_back(rank_name(r, ctx));
+  for (const RankClass& c : classes) out.rank_names.push_back(c.label);
+  out.classes = classes;
   return out;
 }
 

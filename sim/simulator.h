@@ -6,23 +6,28 @@
 // together, a collective keeps its channels' SMs (a GEMM beside it gets the
 // rest, with its waves re-quantised) and each bandwidth is shared max-min
 // fairly in bytes (a task asking less than an equal split keeps what it
-// asks). At scale one representative rank per process group is simulated: in
-// an SPMD step every rank of a group does the same work, and rank 0 holds the
-// largest ragged slice.
+// asks). Ranks that are provably alike (sim/ranks.h: the same group, scales
+// and node) are one class simulated once, so a symmetric cluster costs one
+// rank per group; ranks that differ (a straggler, a slower or smaller node)
+// are simulated apart, and a collective over a group is one bulk-synchronous
+// task on all its classes: it starts when each is ready, ends for all
+// together and goes at the rate its slowest member is granted. Every rank of
+// a class is priced with rank 0's work (the largest ragged slice).
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "model/schedule.h"
+#include "sim/ranks.h"
 #include "sim/tasks.h"
 
 namespace coconet::sim {
 
 struct SimEvent {
   int task = 0;
-  int rank = 0;
-  int peer = -1;  // a send's receiving rank
+  int rank = 0;   // the class it ran on (SimResult::classes), the first of several
+  int peer = -1;  // a send's receiving class
   int stream = 0;
   int stage = 0;
   std::string name;
@@ -30,6 +35,8 @@ struct SimEvent {
   double start_us = 0;
   double end_us = 0;
   double alone_us = 0;  // its duration with nothing beside it
+  std::vector<int> also;        // the other classes a collective ran on
+  std::vector<int> also_peers;  // the other receiving classes
 };
 
 struct StageTiming {
@@ -44,7 +51,8 @@ struct SimResult {
   double time_us = 0;
   std::vector<StageTiming> stages;
   std::vector<SimEvent> events;
-  std::vector<std::string> rank_names;  // one per representative rank
+  std::vector<std::string> rank_names;  // one per class of ranks: what it stands for
+  std::vector<RankClass> classes;      // the classes simulated (a SimEvent's rank indexes them)
   int streams = 1;
 };
 

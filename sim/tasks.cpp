@@ -8,6 +8,8 @@
 #include <array>
 #include <cmath>
 #include <map>
+#include <span>
+#include <tuple>
 
 #include <fmt/core.h>
 
@@ -231,7 +233,7 @@ std::vector<model::Knobs> unit_choices(const plan::StepPlan& p, const plan::Unit
 
 // The time a unit's tasks take alone, from the unit's start (tasks of the
 // unit before count as done).
-double unit_span_us(const std::vector<Task>& tasks, int first_id) {
+double unit_span_us(std::span<const Task> tasks, int first_id) {
   std::vector<double> end(tasks.size(), 0.0);
   double span = 0;
   for (std::size_t i = 0; i < tasks.size(); ++i) {
@@ -244,16 +246,33 @@ double unit_span_us(const std::vector<Task>& tasks, int first_id) {
   return span;
 }
 
-// Builds a unit's tasks with their waits: stream order on each rank taking
+// Builds a unit's tasks with their waits: stream order on each class taking
 // part, producers' same chunk, and the unit before when nothing earlier in
-// this unit orders the task. Where the plan's knobs leave the algorithm,
-// protocol or channels open, each unit runs under the choice that makes it
-// fastest alone: the choice is the unit's (its collectives and the compute
-// beside them together), not each collective's by its own time. Units run one
-// after another, so no unit's choice changes another's time.
+// this unit orders the task. A kernel is one task per class of its group
+// (priced with the class's scales); a collective or send is one task over
+// every class of its group(s), priced with their slowest rates. Where the
+// plan's knobs leave the algorithm, protocol or channels open, each unit runs
+// under the choice that makes it fastest alone: the choice is the unit's (its
+// collectives and the compute beside them together), not each collective's by
+// its own time. Units run one after another, so no unit's choice changes
+// another's time.
 class TaskBuilder {
+  // A launch's tasks: the one on each class (-1: none there), and all of them.
+  struct Launched {
+    std::vector<int> on;
+    std::vector<int> tasks;
+  };
+
  public:
-  TaskBuilder(const plan::StepPlan& p, const Context& ctx) : p_(p), ctx_(ctx) {}
+  TaskBuilder(const plan::StepPlan& p, const Context& ctx, const std::vector<RankClass>& classes)
+      : p_(p), ctx_(ctx), classes_(classes), slots_of_(std::size_t(std::max(1, p.groups))) {
+    for (std::size_t c = 0; c < classes.size(); ++c) {
+      const int g = classes[c].group;
+      if (g >= int(slots_of_.size())) slots_of_.resize(std::size_t(g) + 1);
+      slots_of_[std::size_t(g)].push_back(int(c));
+    }
+    gated_ = classes.size() > slots_of_.size();  // not one class per group: join units through a gate
+  }
 
   std::vector<Task> run() {
     for (std::size_t u = 0; u < p_.units.size(); ++u) add_unit(int(u));
@@ -261,78 +280,142 @@ class TaskBuilder {
   }
 
  private:
+  const std::vector<int>& slots(int group) const {
+    static const std::vector<int> kNone;
+    return group >= 0 && group < int(slots_of_.size()) ? slots_of_[std::size_t(group)] : kNone;
+  }
+
+  // The context for rates `s`, made once per distinct scales.
+  const Context& context(const RankScales& s) {
+    auto it = contexts_.find(s);
+    if (it == contexts_.end()) it = contexts_.emplace(s, class_context(ctx_, s)).first;
+    return it->second;
+  }
+
   void add_unit(int unit) {
     const plan::Unit& u = p_.units[std::size_t(unit)];
     const int first = int(tasks_.size());
-    const std::vector<plan::Launch> order = plan::issue_order(p_, u);
-    std::vector<Task> best;
+    kernels_.clear();
+    const std::vector<model::Knobs> choices = unit_choices(p_, u, ctx_);
+    std::size_t best = 0;
     double best_us = 0;
-    for (const model::Knobs& k : unit_choices(p_, u, ctx_)) {
-      std::vector<Task> tasks = unit_tasks(unit, order, k, best);
-      const double us = unit_span_us(tasks, first);
-      if (best.empty() || us < best_us) {
-        best = std::move(tasks);
+    for (std::size_t i = 0; choices.size() > 1 && i < choices.size(); ++i) {
+      (void)build_unit(unit, choices[i]);
+      const double us = unit_span_us(std::span<const Task>(tasks_).subspan(std::size_t(first)), first);
+      tasks_.resize(std::size_t(first));
+      if (i == 0 || us < best_us) {
+        best = i;
         best_us = us;
       }
     }
-    std::vector<int> mine;
-    for (Task& k : best) {
-      mine.push_back(int(tasks_.size()));
-      tasks_.push_back(std::move(k));
-    }
+    std::vector<int> mine = build_unit(unit, choices[best]);
     if (!mine.empty()) previous_unit_ = std::move(mine);
   }
 
-  // The unit's tasks under `knobs`; a launch that calls no collective is the
-  // same under every choice and is copied from `built` when given.
-  std::vector<Task> unit_tasks(int unit, const std::vector<plan::Launch>& order, const model::Knobs& knobs,
-                               const std::vector<Task>& built) const {
+  // Appends the unit's tasks under `knobs`; returns their ids (the gate's not included).
+  std::vector<int> build_unit(int unit, const model::Knobs& knobs) {
     const plan::Unit& u = p_.units[std::size_t(unit)];
-    const int first = int(tasks_.size());
-    std::vector<Task> out;
-    out.reserve(order.size());
-    std::map<std::pair<int, int>, int> last_on;  // (rank, stream) -> task
-    std::map<std::pair<int, int>, int> launched;  // (op, chunk) -> task
-    for (const plan::Launch& l : order) {
+    last_on_.assign(classes_.size() * 2, -1);  // (class, stream) -> task
+    std::map<std::pair<int, int>, Launched> launched;  // (op, chunk) -> its tasks
+    std::vector<int> mine;
+    const int gate = gated_ && !previous_unit_.empty() ? add_gate(unit, u.first_stage) : -1;
+    for (const plan::Launch& l : plan::issue_order(p_, u)) {
       const plan::Op& op = p_.op(l.op);
-      const int id = first + int(out.size());
-      if (!built.empty() && !calls_collectives(op)) {
-        out.push_back(built[out.size()]);
-        for (int rank : {op.group, op.dest_group})
-          if (rank >= 0) last_on[std::make_pair(rank, int(op.stream))] = id;
-        launched[{op.id, l.chunk}] = id;
+      Launched& done = launched[{op.id, l.chunk}];
+      done.on.assign(classes_.size(), -1);
+      const bool joint = op.cls == plan::OpClass::collective || op.cls == plan::OpClass::fused ||
+                         op.dest_group >= 0;
+      const auto one = [&](std::vector<int> on, std::vector<int> to, const Task& proto) {
+        Task k = proto;
+        k.op = op.id;
+        k.unit = unit;
+        k.stage = op.stage;
+        k.chunk = l.chunk;
+        k.chunks = u.chunks;
+        k.stream = int(op.stream);
+        k.name = chunk_name(op.code, l.chunk, u.chunks);
+        if (u.chunks > 1 && k.is_comm) k.detail += fmt::format(" per chunk of {}", u.chunks);
+        k.rank = on.empty() ? -1 : on.front();
+        k.peer = to.empty() ? -1 : to.front();
+        // A receiving class that also sends (a send within a group) is counted once, as a sender.
+        if (!to.empty()) {
+          std::vector<char> sends(classes_.size(), 0);
+          for (int c : on) sends[std::size_t(c)] = 1;
+          std::erase_if(to, [&](int c) { return sends[std::size_t(c)] != 0; });
+        }
+        k.ranks = std::move(on);
+        k.peers = std::move(to);
+        const int id = int(tasks_.size());
+        for (const auto* side : {&k.ranks, &k.peers})
+          for (int c : *side) {
+            int& last = last_on_[std::size_t(c) * 2 + std::size_t(k.stream)];
+            if (last >= 0) k.after.push_back(last);
+            last = id;
+            for (int producer : op.producers) add_producer(k, launched, producer, l.chunk, c);
+            done.on[std::size_t(c)] = id;
+          }
+        done.tasks.push_back(id);
+        if (k.after.empty()) k.after = gate >= 0 ? std::vector<int>{gate} : previous_unit_;
+        std::sort(k.after.begin(), k.after.end());
+        k.after.erase(std::unique(k.after.begin(), k.after.end()), k.after.end());
+        mine.push_back(id);
+        tasks_.push_back(std::move(k));
+      };
+      if (joint) {
+        RankScales slowest;
+        for (int g : {op.group, op.dest_group})
+          for (int c : slots(g)) slowest = slowest.slowest(classes_[std::size_t(c)].scales);
+        one(slots(op.group), op.dest_group >= 0 ? slots(op.dest_group) : std::vector<int>{},
+            launch_task(p_, u, op, l.chunk, context(slowest), knobs));
         continue;
       }
-      Task k = launch_task(p_, u, op, l.chunk, ctx_, knobs);
-      k.op = op.id;
-      k.unit = unit;
-      k.stage = op.stage;
-      k.chunk = l.chunk;
-      k.chunks = u.chunks;
-      k.rank = op.group;
-      k.peer = op.dest_group;
-      k.stream = int(op.stream);
-      k.name = chunk_name(op.code, l.chunk, u.chunks);
-      if (u.chunks > 1 && k.is_comm) k.detail += fmt::format(" per chunk of {}", u.chunks);
-      for (int rank : {op.group, op.dest_group}) {
-        if (rank < 0) continue;
-        const auto key = std::make_pair(rank, k.stream);
-        if (const auto it = last_on.find(key); it != last_on.end()) k.after.push_back(it->second);
-        last_on[key] = id;
+      for (int c : slots(op.group)) {
+        const RankScales& s = classes_[std::size_t(c)].scales;
+        // A kernel per distinct scales, the same under every choice of the unit's knobs.
+        const auto key = std::make_tuple(op.id, l.chunk, s);
+        auto it = kernels_.find(key);
+        if (it == kernels_.end()) it = kernels_.emplace(key, launch_task(p_, u, op, l.chunk, context(s), knobs)).first;
+        one({c}, {}, it->second);
       }
-      for (int producer : op.producers)
-        if (const auto it = launched.find({producer, l.chunk}); it != launched.end()) k.after.push_back(it->second);
-      if (k.after.empty()) k.after = previous_unit_;
-      std::sort(k.after.begin(), k.after.end());
-      k.after.erase(std::unique(k.after.begin(), k.after.end()), k.after.end());
-      launched[{op.id, l.chunk}] = id;
-      out.push_back(std::move(k));
     }
-    return out;
+    return mine;
+  }
+
+  // A wait on the producer's same chunk on class `c`; a producer that did not
+  // run on `c` (another group's op) is waited for wherever it ran.
+  static void add_producer(Task& k, const std::map<std::pair<int, int>, Launched>& launched, int producer,
+                           int chunk, int c) {
+    const auto it = launched.find({producer, chunk});
+    if (it == launched.end()) return;
+    if (it->second.on[std::size_t(c)] >= 0) {
+      k.after.push_back(it->second.on[std::size_t(c)]);
+      return;
+    }
+    k.after.insert(k.after.end(), it->second.tasks.begin(), it->second.tasks.end());
+  }
+
+  // The join of the unit before: one task without work that every task
+  // starting the unit waits for (instead of each waiting for all of it).
+  int add_gate(int unit, int stage) {
+    Task g;
+    g.is_gate = true;
+    g.unit = unit;
+    g.stage = stage;
+    g.rank = -1;
+    g.name = "unit sync";
+    g.after = previous_unit_;
+    tasks_.push_back(std::move(g));
+    return int(tasks_.size()) - 1;
   }
 
   const plan::StepPlan& p_;
   const Context& ctx_;
+  const std::vector<RankClass>& classes_;
+  std::vector<std::vector<int>> slots_of_;  // group -> its classes
+  std::map<RankScales, Context> contexts_;
+  std::map<std::tuple<int, int, RankScales>, Task> kernels_;  // (op, chunk, scales) -> the unit's kernel
+  bool gated_ = false;
+  std::vector<int> last_on_;
   std::vector<Task> tasks_;
   std::vector<int> previous_unit_;
 };
@@ -353,10 +436,33 @@ double capacity_GBps(const Context& ctx, Resource r) {
   return 0.0;
 }
 
-std::vector<Task> make_tasks(const plan::StepPlan& p, const Context& ctx) { return TaskBuilder(p, ctx).run(); }
+double capacity_GBps(const Context& ctx, const RankClass& c, Resource r) {
+  const Context own = class_context(ctx, c.scales);
+  if (r != Resource::network) return capacity_GBps(own, r);
+  const NetworkSpec& n = own.topology.network;
+  return std::min(n.nics, c.node_peers) * n.nic_GBps() / c.node_peers;
+}
+
+Context class_context(const Context& ctx, const RankScales& s) {
+  Context c = ctx;
+  c.topology = ctx.topology.scaled(s);
+  return c;
+}
+
+std::vector<Task> make_tasks(const plan::StepPlan& p, const Context& ctx, const std::vector<RankClass>& classes) {
+  return TaskBuilder(p, ctx, classes).run();
+}
+
+std::vector<Task> make_tasks(const plan::StepPlan& p, const Context& ctx) {
+  return make_tasks(p, ctx, rank_classes(ctx.topology, p.ranks_per_group, p.groups, ctx.rank_mode));
+}
 
 Prediction predict_analytic(const plan::StepPlan& p, const Context& ctx) {
-  const std::vector<Task> tasks = make_tasks(p, ctx);
+  return predict_analytic(p, ctx, rank_classes(ctx.topology, p.ranks_per_group, p.groups, ctx.rank_mode));
+}
+
+Prediction predict_analytic(const plan::StepPlan& p, const Context& ctx, const std::vector<RankClass>& classes) {
+  const std::vector<Task> tasks = make_tasks(p, ctx, classes);
   Prediction out;
   out.stages.resize(p.stage_codes.size());
   for (std::size_t s = 0; s < p.stage_codes.size(); ++s) out.stages[s].code = p.stage_codes[s];
@@ -367,6 +473,7 @@ Prediction predict_analytic(const plan::StepPlan& p, const Context& ctx) {
     for (int a : k.after) start = std::max(start, end[std::size_t(a)]);
     end[i] = start + k.duration_us();
     out.time_us = std::max(out.time_us, end[i]);
+    if (k.is_gate) continue;
     StageCost& c = out.stages[std::size_t(k.stage)];
     c.time_us += k.duration_us();
     c.latency_us += k.latency_us;

@@ -18,6 +18,7 @@
 #include "sim/collective.h"
 #include "sim/compute.h"
 #include "sim/context.h"
+#include "sim/ranks.h"
 
 namespace coconet::sim {
 
@@ -30,8 +31,14 @@ struct Task {
   int stage = 0;
   int chunk = 0;
   int chunks = 1;
-  int rank = 0;    // representative rank: one per process group
-  int peer = -1;   // a send's receiving rank (its resources are used too)
+  int rank = 0;    // the class of ranks it runs on (sim/ranks.h): its first, for a collective over several
+  int peer = -1;   // a send's receiving class (its resources are used too): the first
+  // Every class it runs on (a collective over a group with several classes
+  // is one bulk-synchronous task on all of them: it starts when each is
+  // ready and ends for all together) and every class receiving (a send).
+  std::vector<int> ranks;
+  std::vector<int> peers;
+  bool is_gate = false;   // no work: a join of the unit before (the executor's sync between units)
   int stream = 0;  // 0 compute, 1 comm (plan::Stream)
   std::string name;
   double latency_us = 0;  // launch and collective latency: uses no bandwidth
@@ -63,13 +70,19 @@ struct Prediction {
   std::vector<StageCost> stages;
 };
 
-// The tasks of a plan, unit by unit in issue order, under its knobs (algorithm,
-// protocol, channels); what they leave open is chosen per unit, for the unit's
-// time alone (sim/tasks.cpp TaskBuilder).
+// The tasks of a plan (its knobs: algorithm, protocol, channels), unit by
+// unit in issue order, on the classes of ranks given (sim/ranks.h; a task's
+// rank is an index into them), or on the context's classes; what the knobs
+// leave open is chosen per unit, for the unit's time alone (sim/tasks.cpp
+// TaskBuilder).
+[[nodiscard]] std::vector<Task> make_tasks(const plan::StepPlan& p, const Context& ctx,
+                                           const std::vector<RankClass>& classes);
 [[nodiscard]] std::vector<Task> make_tasks(const plan::StepPlan& p, const Context& ctx);
 
 // The analytic model: the longest path through the tasks, each alone.
 [[nodiscard]] Prediction predict_analytic(const plan::StepPlan& p, const Context& ctx);
+[[nodiscard]] Prediction predict_analytic(const plan::StepPlan& p, const Context& ctx,
+                                          const std::vector<RankClass>& classes);
 // Lowers `s` (its knobs) for the context's backend, then predicts it.
 [[nodiscard]] Prediction predict_analytic(const model::Schedule& s, const Context& ctx);
 
@@ -78,5 +91,9 @@ struct Prediction {
 
 // Resource capacities of one GPU, GB/s (HBM achievable, NVLink, its share of the NICs).
 [[nodiscard]] double capacity_GBps(const Context& ctx, Resource r);
+// The same for a GPU of a class: its scaled rates, its node's NICs shared by `node_peers` GPUs.
+[[nodiscard]] double capacity_GBps(const Context& ctx, const RankClass& c, Resource r);
+// The context a class's own work is priced in: the topology with its scales.
+[[nodiscard]] Context class_context(const Context& ctx, const RankScales& s);
 
 }  // namespace coconet::sim

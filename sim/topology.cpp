@@ -6,10 +6,11 @@
 #include "sim/topology.h"
 
 #include <algorithm>
-#include <limits>
-
 #include <cmath>
+#include <iterator>
+#include <limits>
 #include <set>
+#include <type_traits>
 
 #include <fmt/core.h>
 
@@ -43,7 +44,39 @@ double NodeSpec::nvlink_GBps() const {
   return nvlink_links * std::min(nccl_link_GBps, nvlink_link_GBps);
 }
 
-namespace {
+RankScales RankScales::slowest(const RankScales& o) const {
+  return {std::min(compute, o.compute), std::min(hbm, o.hbm), std::min(nvlink, o.nvlink),
+          std::min(network, o.network)};
+}
+
+RankScales Topology::scales_of(int rank) const {
+  RankScales s;
+  const int n = node_of(rank);
+  for (const NodeOverride& o : asymmetry.nodes)
+    if (o.node == n) s = s.times(o.scales);
+  for (const Straggler& g : asymmetry.stragglers)
+    if (g.rank == rank) s = s.times(g.scales);
+  return s;
+}
+
+Topology Topology::scaled(const RankScales& s) const {
+  if (s == RankScales{}) return *this;
+  Topology t = *this;
+  t.gpu.tflops_f16 *= s.compute;
+  t.gpu.tflops_bf16 *= s.compute;
+  t.gpu.tflops_f32 *= s.compute;
+  t.gpu.hbm_GBps *= s.hbm;
+  t.nccl.reduce_GBps *= s.hbm;  // combining received data runs at memory speed
+  t.node.nvlink_link_GBps *= s.nvlink;
+  t.node.nccl_link_GBps *= s.nvlink;
+  t.network.nic_Gbps *= s.network;
+  // A channel moves its data over the links it drives: its ceilings scale with the slower of them.
+  const double link = std::min(s.nvlink, s.network);
+  t.nccl.channel_GBps *= link;
+  t.nccl.ll_max_one_node_GBps *= link;
+  t.nccl.ll_max_two_nodes_GBps *= link;
+  t.nccl.ll_max_multi_node_GBps *= link;
+  return t;
 }
 
 double NetworkSpec::nic_GBps() const { return nic_Gbps / kBitsPerByte * nic_efficiency; }
@@ -58,9 +91,16 @@ class Reader {
       : ctx_(std::move(ctx)), overridden_(std::move(overridden)) {}
 
   [[noreturn]] void fail(const YAML::Node& n, const std::string& path, const std::string& what) const {
-    if (overridden_.contains(path))
-      throw UserError(fmt::format("{}: --set {}: {}", ctx_.origin, path, what));
+    if (const std::string key = overridden_by(path); !key.empty())
+      throw UserError(fmt::format("{}: --set {}: {}: {}", ctx_.origin, key, path, what));
     ctx_.fail(n, fmt::format("{}: {}", path, what));
+  }
+
+  // The --set key that put `path` there (the key itself, or a list it is in), else "".
+  [[nodiscard]] std::string overridden_by(const std::string& path) const {
+    for (const std::string& k : overridden_)
+      if (path == k || path.rfind(k + ".", 0) == 0 || path.rfind(k + "[", 0) == 0) return k;
+    return "";
   }
 
   YAML::Node section(const YAML::Node& parent, const std::string& path, const char* key,
@@ -240,7 +280,7 @@ NcclSpec read_nccl(const Reader& r, const YAML::Node& root) {
                                   "ll128_efficiency", "tree_efficiency", "tree_ll_efficiency",
                                   "tree_ll128_efficiency", "base_latency_us",
                                   "hbm_bytes_per_link_byte", "reduce_GBps", "sms_per_channel",
-                                  "large_messages", "measured_latency"});
+                                  "large_messages", "measured_latency", "interference"});
   NcclSpec s;
   s.channels = r.positive_int(n, "nccl", "channels", model::kMaxChannels);
   s.channel_GBps = r.positive(n, "nccl", "channel_GBps");
@@ -275,7 +315,88 @@ NcclSpec read_nccl(const Reader& r, const YAML::Node& root) {
                                      r.positive(l, p, "reduce_GBps")};
   }
   if (n["measured_latency"]) s.measured_latency = read_measured_latency(r, n);
+  s.interference = n["interference"] ? r.non_negative(n, "nccl", "interference") : 0.0;
   return s;
+}
+
+// The optional asymmetry keys (absent: every rank alike).
+constexpr const char* kScaleKeys[] = {"compute_scale", "hbm_scale", "nvlink_scale", "network_scale"};
+// A scale above this is a typo rather than a faster GPU (a mixed cluster's fastest part is
+// described as the topology, the slower ones as overrides); it keeps a rate from overflowing.
+constexpr double kMaxScale = 1e3;
+
+RankScales read_scales(const Reader& r, const YAML::Node& n, const std::string& path) {
+  RankScales s;
+  double* slot[] = {&s.compute, &s.hbm, &s.nvlink, &s.network};
+  bool any = false;
+  for (std::size_t i = 0; i < std::size(kScaleKeys); ++i) {
+    if (!n[kScaleKeys[i]]) continue;
+    any = true;
+    *slot[i] = r.positive(n, path, kScaleKeys[i]);
+    if (*slot[i] > kMaxScale)
+      r.fail(n[kScaleKeys[i]], path + "." + kScaleKeys[i],
+             fmt::format("{} is more than the limit of {}", *slot[i], kMaxScale));
+  }
+  if (!any)
+    r.fail(n, path, "states no scale: give at least one of compute_scale, hbm_scale, nvlink_scale, network_scale");
+  return s;
+}
+
+// A list of maps, each with `index_key` (an integer below `limit`, given once) and scales.
+template <typename Entry>
+std::vector<Entry> read_entries(const Reader& r, const YAML::Node& root, const char* key, const char* index_key,
+                                int limit, const std::string& limit_text) {
+  std::vector<Entry> out;
+  const YAML::Node list = root[key];
+  if (!list) return out;
+  if (!list.IsSequence())
+    r.fail(list, key, fmt::format("must be a list, e.g. [{{{}: 0, compute_scale: 0.5}}]", index_key));
+  std::set<int> seen;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const YAML::Node e = list[i];
+    const std::string path = fmt::format("{}[{}]", key, i);
+    if (!e.IsMap()) r.fail(e, path, fmt::format("must be a map such as {{{}: 0, compute_scale: 0.5}}", index_key));
+    for (const auto& kv : e) {
+      const std::string k = kv.first.Scalar();
+      const bool known = k == index_key || std::find(std::begin(kScaleKeys), std::end(kScaleKeys), k) !=
+                                               std::end(kScaleKeys);
+      if (!known)
+        r.fail(kv.first, path, fmt::format("unknown key '{}'; known keys: {}, compute_scale, hbm_scale, "
+                                           "nvlink_scale, network_scale", k, index_key));
+    }
+    if (!e[index_key]) r.fail(e, path, fmt::format("needs the key '{}'", index_key));
+    const std::int64_t v = r.value<std::int64_t>(e, path, index_key);
+    if (v < 0 || v >= limit)
+      r.fail(e[index_key], path + "." + index_key, fmt::format("{} is not {}", v, limit_text));
+    if (!seen.insert(int(v)).second)
+      r.fail(e[index_key], path + "." + index_key, fmt::format("{} {} is listed twice; give it once", index_key, v));
+    Entry entry;
+    if constexpr (std::is_same_v<Entry, NodeOverride>) entry.node = int(v);
+    else entry.rank = int(v);
+    entry.scales = read_scales(r, e, path);
+    out.push_back(entry);
+  }
+  return out;
+}
+
+Asymmetry read_asymmetry(const Reader& r, const YAML::Node& root, const Topology& t) {
+  Asymmetry a;
+  if (root["last_node_gpus"]) {
+    a.last_node_gpus = r.positive_int(root, "", "last_node_gpus");
+    if (a.last_node_gpus > t.node.gpus)
+      r.fail(root["last_node_gpus"], "last_node_gpus",
+             fmt::format("{} is more than node.gpus = {}; a last node holds 1 to {} GPUs", a.last_node_gpus,
+                         t.node.gpus, t.node.gpus));
+    if (a.last_node_gpus == t.node.gpus) a.last_node_gpus = 0;  // a full last node: the symmetric case
+  }
+  a.nodes = read_entries<NodeOverride>(r, root, "node_overrides", "node", t.nodes,
+                                       fmt::format("a node of this topology (0 to {})", t.nodes - 1));
+  Topology sized = t;
+  sized.asymmetry.last_node_gpus = a.last_node_gpus;
+  const int gpus = sized.total_gpus();
+  a.stragglers = read_entries<Straggler>(r, root, "stragglers", "rank", gpus,
+                                         fmt::format("a rank of this topology (0 to {})", gpus - 1));
+  return a;
 }
 
 // `device: gpu | cpu`, gpu when absent: which kind of processor a rank is.
@@ -288,9 +409,24 @@ Device read_device(const model::YamlContext& ctx, const YAML::Node& root) {
   ctx.fail(n, fmt::format("device '{}' is not a device: write gpu or cpu", text));
 }
 
-// Replaces the value at a dotted path; the path must name an existing scalar.
+// The top-level asymmetry keys: optional, so `--set` may add them, and lists,
+// so their value is YAML (`--set 'stragglers=[{rank: 17, compute_scale: 0.5}]'`).
+bool is_asymmetry_key(const std::string& key) {
+  return key == "last_node_gpus" || key == "node_overrides" || key == "stragglers";
+}
+
+// The value is loaded as a document of its own, with the limits a file has
+// (size, depth, repeated keys); its errors name the --set.
+void set_asymmetry(YAML::Node root, const std::string& origin, const std::string& key, const std::string& value) {
+  const model::YamlContext ctx{fmt::format("{}: --set {}", origin, key)};
+  root[key] = ctx.load(value);
+}
+
+// Replaces the value at a dotted path; the path must name an existing scalar
+// (or be one of the asymmetry keys, which it sets or adds whole).
 void apply_override(YAML::Node root, const std::string& origin, const std::string& key,
                     const std::string& value) {
+  if (is_asymmetry_key(key)) return set_asymmetry(root, origin, key, value);
   YAML::Node cur = root;
   std::string walked;
   std::size_t start = 0;
@@ -326,7 +462,9 @@ Topology parse_topology(const std::string& yaml_text, const std::string& origin,
   const model::YamlContext ctx{origin};
   YAML::Node root = ctx.load(yaml_text);
   ctx.require_map(root, "a topology");
-  ctx.allow_keys(root, {"name", "description", "device", "nodes", "gpu", "node", "network", "nccl"}, "a topology");
+  ctx.allow_keys(root, {"name", "description", "device", "nodes", "gpu", "node", "network", "nccl", "last_node_gpus",
+                        "node_overrides", "stragglers"},
+                 "a topology");
   std::set<std::string> overridden;
   for (const auto& [k, v] : overrides) {
     apply_override(root, origin, k, v);
@@ -351,6 +489,7 @@ Topology parse_topology(const std::string& yaml_text, const std::string& origin,
              "nccl.large_messages is MPI's second regime: it needs `device: cpu` (NCCL's protocols are ll, ll128, simple)");
   if (t.nccl.measured_latency && t.nccl.measured_latency->algo == model::Algo::nvls && !t.node.nvls)
     ctx.fail(root["nccl"]["measured_latency"], "nccl.measured_latency: an nvls measurement needs node.nvls: true");
+  t.asymmetry = read_asymmetry(r, root, t);
   return t;
 }
 
@@ -359,7 +498,10 @@ Topology load_topology(const std::string& name_or_path, const Overrides& overrid
   return parse_topology(model::read_file(path), path, overrides);
 }
 
-std::string describe(const Topology& t) {
+namespace {
+
+// The symmetric cluster: nodes, GPU, NVLink, network.
+std::string describe_symmetric(const Topology& t) {
   return fmt::format(
       "{}: {}\n"
       "  {} nodes x {} GPUs ({}), {} GPUs in all\n"
@@ -372,6 +514,25 @@ std::string describe(const Topology& t) {
       t.node.nvlink_links, std::min(t.node.nccl_link_GBps, t.node.nvlink_link_GBps), t.node.nvlink_GBps(),
       t.node.nvls ? ", NVLS in-switch reduction" : "", t.network.nics, t.network.nic_Gbps,
       t.network.nic_efficiency, t.network.nic_GBps());
+}
+
+// One line per asymmetry key set (none on a symmetric cluster).
+std::string describe_asymmetry(const Topology& t) {
+  const auto scales = [](const RankScales& s) {
+    return fmt::format("compute x{:g}, HBM x{:g}, NVLink x{:g}, network x{:g}", s.compute, s.hbm, s.nvlink, s.network);
+  };
+  std::string out;
+  if (t.asymmetry.last_node_gpus > 0)
+    out += fmt::format("  last node: {} GPUs\n", t.asymmetry.last_node_gpus);
+  for (const NodeOverride& o : t.asymmetry.nodes) out += fmt::format("  node {}: {}\n", o.node, scales(o.scales));
+  for (const Straggler& g : t.asymmetry.stragglers) out += fmt::format("  rank {}: {}\n", g.rank, scales(g.scales));
+  return out;
+}
+
+}  // namespace
+
+std::string describe(const Topology& t) {
+  return describe_symmetric(t) + describe_asymmetry(t);
 }
 
 }  // namespace coconet::sim

@@ -123,6 +123,45 @@ struct NcclSpec {
     double time_us = 0;
   };
   std::optional<MeasuredLatency> measured_latency;
+  // Extra slowdown of a kernel while a collective works beside it on its GPU,
+  // and of the collective beside a working kernel, beyond the SMs the channels
+  // hold and the HBM both share (L2, memory-controller arbitration): each runs
+  // at 1 / (1 + interference) of its rate. 0 (absent in a file): none.
+  double interference = 0;
+};
+
+// How one GPU differs from the topology's: each rate multiplied by its scale.
+struct RankScales {
+  double compute = 1;  // every tensor-core and f32 peak (gpu.tflops)
+  double hbm = 1;      // gpu.hbm_GBps
+  double nvlink = 1;   // NVLink bandwidth (node.nvlink_link_GBps, nccl_link_GBps)
+  double network = 1;  // the NICs' bandwidth (network.nic_Gbps)
+  friend bool operator==(const RankScales&, const RankScales&) = default;
+  friend auto operator<=>(const RankScales&, const RankScales&) = default;
+  [[nodiscard]] RankScales times(const RankScales& o) const {
+    return {compute * o.compute, hbm * o.hbm, nvlink * o.nvlink, network * o.network};
+  }
+  // The slower of two in every rate (a bulk-synchronous collective goes at its slowest member's).
+  [[nodiscard]] RankScales slowest(const RankScales& o) const;
+};
+
+// A node whose GPUs differ (`node_overrides` in a topology file).
+struct NodeOverride {
+  int node = 0;
+  RankScales scales;
+};
+// One GPU that differs (`stragglers`), on top of its node's scales.
+struct Straggler {
+  int rank = 0;
+  RankScales scales;
+};
+
+// What makes ranks differ. Empty (every key absent): a symmetric cluster.
+struct Asymmetry {
+  int last_node_gpus = 0;  // GPUs in the last node; 0: as many as the others
+  std::vector<NodeOverride> nodes;
+  std::vector<Straggler> stragglers;
+  [[nodiscard]] bool any() const { return last_node_gpus > 0 || !nodes.empty() || !stragglers.empty(); }
 };
 
 // The processor a rank runs on: a GPU, or a CPU core (a calibrated cpu-backend topology).
@@ -138,8 +177,19 @@ struct Topology {
   NodeSpec node;
   NetworkSpec network;
   NcclSpec nccl;
+  Asymmetry asymmetry;
 
-  [[nodiscard]] int total_gpus() const { return nodes * node.gpus; }
+  [[nodiscard]] int total_gpus() const {
+    return nodes * node.gpus - (asymmetry.last_node_gpus > 0 ? node.gpus - asymmetry.last_node_gpus : 0);
+  }
+  [[nodiscard]] int node_of(int rank) const { return rank / node.gpus; }
+  [[nodiscard]] int gpus_on_node(int n) const {
+    return n == nodes - 1 && asymmetry.last_node_gpus > 0 ? asymmetry.last_node_gpus : node.gpus;
+  }
+  // A rank's scales: its node's override times its own straggler entry (1 where none).
+  [[nodiscard]] RankScales scales_of(int rank) const;
+  // This topology with every rate multiplied by `s` (what a rank with those scales sees).
+  [[nodiscard]] Topology scaled(const RankScales& s) const;
 };
 
 // `--set key=value` overrides, applied on the YAML before it is checked.

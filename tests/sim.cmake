@@ -8,6 +8,7 @@ add_executable(test_sim
   ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_sim_simulator.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_sim_tuner.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_sim_properties.cpp
+  ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_sim_ranks.cpp
 )
 target_link_libraries(test_sim PRIVATE coconet_sim yaml-cpp nlohmann_json::nlohmann_json GTest::gtest_main
   coconet_warnings)

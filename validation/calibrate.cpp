@@ -10,6 +10,7 @@
 //   nccl.base_latency_us              per-collective fixed cost; every protocol alike (MPI has one)
 //   nccl.reduce_GBps                  rate a rank combines received data (the reducing collectives' extra cost)
 //   nccl.sms_per_channel              share of the rank's compute a collective's progress takes (overlap fit)
+//   nccl.interference                 extra slowdown of a kernel and a collective side by side (overlap fit)
 //   device: cpu                       predictions default to the cpu backend's capabilities (plan/capabilities.h)
 #include "validation/calibrate.h"
 #include "validation/calibrated_range.h"
@@ -130,23 +131,36 @@ double simulate_sample(const MicroSample& s, const sim::Topology& t) {
 constexpr double kMinUnits = 0.0;
 constexpr double kMaxUnits = 1.0;
 
-double fit_overlap_units(const std::vector<MicroSample>& samples, const Fitted& f) {
-  std::vector<const MicroSample*> ol;
+// The interference searched: none to each side at half its rate (x2 slower).
+constexpr double kMinInterference = 0.0;
+constexpr double kMaxInterference = 1.0;
+
+struct OverlapSet {
+  std::vector<const MicroSample*> samples;
   std::vector<double> measured;
+};
+
+OverlapSet overlap_set(const std::vector<MicroSample>& samples) {
+  OverlapSet o;
   for (const auto& s : samples)
     if (s.kind == MicroKind::overlap) {
-      ol.push_back(&s);
-      measured.push_back(s.measured_us);
+      o.samples.push_back(&s);
+      o.measured.push_back(s.measured_us);
     }
-  if (ol.empty()) return kMaxUnits;
-  const int ranks = ol.front()->ranks;
-  sim::Topology t = sim::parse_topology(topology_yaml(f, CalibrateOptions{}, "cpu", ranks), "<overlap fit>");
-  return fit_scalar(measured, [&](double units) {
-    t.nccl.sms_per_channel = std::max(units, 1e-6);
-    std::vector<double> out;
-    for (const auto* s : ol) out.push_back(simulate_sample(*s, t));
-    return out;
-  }, kMinUnits, kMaxUnits);
+  return o;
+}
+
+std::vector<double> simulate_overlap(const OverlapSet& o, sim::Topology& t, double units, double interference) {
+  t.nccl.sms_per_channel = std::max(units, 1e-6);
+  t.nccl.interference = interference;
+  std::vector<double> out;
+  for (const auto* s : o.samples) out.push_back(simulate_sample(*s, t));
+  return out;
+}
+
+double fit_units(const OverlapSet& o, sim::Topology& t, double interference) {
+  return fit_scalar(o.measured, [&](double units) { return simulate_overlap(o, t, units, interference); },
+                    kMinUnits, kMaxUnits);
 }
 
 // A fitted rate the data did not bound (no sample cost anything per byte or
@@ -170,8 +184,21 @@ Fitted fit_samples(const std::vector<MicroSample>& samples, const std::optional<
     f.collectives = fit_collective_regimes(cs, limit ? std::optional(limit->bytes) : std::nullopt,
                                            limit ? limit->source : "");
   else f.collectives.small = {0.0, 0.0, f.elementwise.GBps, kUncappedGBps};  // one rank: no collective ever runs
-  f.sms_per_channel = fit_overlap_units(samples, f);
+  const OverlapFit o = fit_overlap(samples, f);
+  f.sms_per_channel = o.sms_per_channel;
+  f.interference = o.interference;
   return f;
+}
+
+OverlapFit fit_overlap(const std::vector<MicroSample>& samples, const Fitted& f) {
+  const OverlapSet o = overlap_set(samples);
+  if (o.samples.empty()) return {kMaxUnits, 0.0};
+  const int ranks = o.samples.front()->ranks;
+  sim::Topology t = sim::parse_topology(topology_yaml(f, CalibrateOptions{}, "cpu", ranks), "<overlap fit>");
+  const double interference = fit_scalar(o.measured, [&](double x) {
+    return simulate_overlap(o, t, fit_units(o, t, x), x);
+  }, kMinInterference, kMaxInterference);
+  return {fit_units(o, t, interference), interference};
 }
 
 // A value as one YAML scalar, quoted and escaped by the YAML emitter, so that
@@ -259,6 +286,8 @@ std::string topology_yaml(const Fitted& f, const CalibrateOptions& o, const std:
                    bounded(c.reduce_GBps));
   y += fmt::format("  sms_per_channel: {:.3g}          # fit: share of the rank's compute a collective's progress takes (overlapped GEMM + allreduce)\n",
                    std::max(f.sms_per_channel, kMinPositiveUnits));
+  y += fmt::format("  interference: {:.3g}             # fit: extra slowdown of a kernel and a collective side by side (overlapped GEMM + allreduce)\n",
+                   f.interference);
   return y + large_messages_yaml(f.collectives);
 }
 

@@ -39,7 +39,24 @@ struct Fitted {
   // progress occupies while a kernel runs beside it; fitted through the
   // simulator from the overlapped microbenchmarks.
   double sms_per_channel = 1.0;
+  // nccl.interference: the extra slowdown of a kernel and a collective working
+  // side by side (each at 1 / (1 + interference) of its rate), fitted with
+  // sms_per_channel from the same overlapped microbenchmarks.
+  double interference = 0.0;
 };
+
+// The overlap constants: sms_per_channel and interference.
+struct OverlapFit {
+  double sms_per_channel = 1.0;
+  double interference = 0.0;
+};
+
+// Fits the overlap constants to the overlapped samples (MicroKind::overlap)
+// through the simulator, on the topology of `f`'s other constants: for each
+// interference on a grid, the best sms_per_channel; the pair with the least
+// squared relative error wins. No overlapped sample: sms_per_channel 1 (take
+// turns), interference 0.
+[[nodiscard]] OverlapFit fit_overlap(const std::vector<MicroSample>& samples, const Fitted& f);
 
 struct Calibration {
   std::vector<MicroSample> samples;

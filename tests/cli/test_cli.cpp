@@ -298,6 +298,34 @@ TEST_F(Cli, SimulateJson) {
   EXPECT_TRUE(json::accept(read_text(dir_ / "trace.json")));
 }
 
+// An asymmetric cluster through --set, its trace by class or by rank, and
+// bad asymmetry or --trace-ranks values: exit 2 naming the place.
+TEST_F(Cli, SimulateAsymmetricTraceRanks) {
+  const Args base = {"simulate", "adam", "--schedule", "fuse(RS-C-AG)", "--set", "N=4096", "--nodes", "1",
+                     "--set", "stragglers=[{rank: 3, compute_scale: 0.5, hbm_scale: 0.5}]"};
+  const auto processes = [&](const std::string& mode) {
+    Args a = base;
+    a.insert(a.end(), {"--trace", "t-" + mode + ".json", "--trace-ranks", mode});
+    const Result r = run(a);
+    EXPECT_EQ(r.code, 0) << r.all();
+    int n = 0;
+    const json trace = json::parse(read_text(dir_ / ("t-" + mode + ".json")));
+    for (const auto& e : trace["traceEvents"])
+      if (e["name"] == "process_name") ++n;
+    return n;
+  };
+  EXPECT_EQ(processes("classes"), 2);
+  EXPECT_EQ(processes("all"), 8);
+  Args bad = base;
+  bad.insert(bad.end(), {"--trace-ranks", "every"});
+  const Result r = run(bad);
+  EXPECT_EQ(r.code, 2) << r.all();
+  EXPECT_TRUE(contains(r.err, "--trace-ranks")) << r.all();
+  const Result y = run({"simulate", "adam", "--schedule", "fuse(RS-C-AG)", "--set", "stragglers=[{rank: 99, compute_scale: 0.5}]"});
+  EXPECT_EQ(y.code, 2) << y.all();
+  EXPECT_TRUE(contains(y.err, "--set stragglers")) << y.all();
+}
+
 // ---- one output contract: every JSON output follows its schema ------------------
 
 TEST_F(Cli, SchemasUseOnlyTheCheckedSubset) {

@@ -1,6 +1,9 @@
 // Topologies that must be rejected: unknown keys, missing keys, impossible
 // values, bad overrides. Each error names the place (file:line, or the
 // override) and the rule.
+#include <algorithm>
+
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 
 #include "model/catalog.h"
@@ -98,6 +101,86 @@ TEST(TopologyErrors, UnknownTopologyName) {
   } catch (const UserError& e) {
     EXPECT_NE(std::string(e.what()).find("dgx-h100"), std::string::npos) << e.what();
   }
+}
+
+// The asymmetry keys: each bad value names file:line (the shipped file has
+// 40-odd lines, so an appended key's line is the file's length + its own).
+int lines_of(const std::string& text) { return int(std::count(text.begin(), text.end(), '\n')); }
+
+std::string at_line(int line) { return fmt::format("t.yaml:{}:", line); }
+
+TEST(TopologyErrors, AsymmetryParses) {
+  const Topology t = parse_topology(shipped() +
+                                        "last_node_gpus: 4\n"
+                                        "node_overrides:\n  - {node: 3, compute_scale: 0.5, network_scale: 0.25}\n"
+                                        "stragglers:\n  - {rank: 17, hbm_scale: 0.5}\n",
+                                    "t.yaml");
+  EXPECT_EQ(t.asymmetry.last_node_gpus, 4);
+  EXPECT_EQ(t.total_gpus(), t.nodes * t.node.gpus - 4);
+  EXPECT_EQ(t.scales_of(3 * t.node.gpus).compute, 0.5);
+  EXPECT_EQ(t.scales_of(3 * t.node.gpus).network, 0.25);
+  EXPECT_EQ(t.scales_of(17).hbm, 0.5);
+  EXPECT_EQ(t.scales_of(16), RankScales{});
+  const std::string d = describe(t);
+  EXPECT_NE(d.find("last node: 4 GPUs"), std::string::npos) << d;
+  EXPECT_NE(d.find("rank 17: compute x1, HBM x0.5"), std::string::npos) << d;
+  EXPECT_EQ(describe(parse_topology(shipped(), "t.yaml")).find("rank "), std::string::npos);
+}
+
+TEST(TopologyErrors, BadAsymmetryNamesFileAndLine) {
+  const std::string base = shipped();
+  const int n = lines_of(base);
+  struct Case {
+    std::string yaml;
+    int line;  // of the bad value, counted from the end of the shipped file
+    const char* says;
+  };
+  const Case cases[] = {
+      {"last_node_gpus: 9\n", 1, "more than node.gpus"},
+      {"last_node_gpus: 0\n", 1, "at least 1"},
+      {"stragglers: {rank: 1}\n", 1, "must be a list"},
+      {"stragglers:\n  - {rank: 1}\n", 2, "states no scale"},
+      {"stragglers:\n  - {rank: 1, compute_scale: 0}\n", 2, "positive"},
+      {"stragglers:\n  - {rank: 1, compute_scale: -0.5}\n", 2, "positive"},
+      {"stragglers:\n  - {rank: 1, compute_scale: slow}\n", 2, "not a valid number"},
+      {"stragglers:\n  - {rank: 1, speed: 0.5}\n", 2, "unknown key 'speed'"},
+      {"stragglers:\n  - {compute_scale: 0.5}\n", 2, "needs the key 'rank'"},
+      {"stragglers:\n  - {rank: 32, compute_scale: 0.5}\n", 2, "not a rank of this topology (0 to 31)"},
+      {"stragglers:\n  - {rank: 1, compute_scale: 0.5}\n  - {rank: 1, hbm_scale: 0.5}\n", 3, "listed twice"},
+      {"node_overrides:\n  - {node: 4, compute_scale: 0.5}\n", 2, "not a node of this topology (0 to 3)"},
+      {"node_overrides:\n  - 3\n", 2, "must be a map"},
+  };
+  for (const Case& c : cases) {
+    const std::string msg = error_of(base + c.yaml);
+    EXPECT_NE(msg.find(at_line(n + c.line)), std::string::npos) << c.yaml << " -> " << msg;
+    EXPECT_NE(msg.find(c.says), std::string::npos) << c.yaml << " -> " << msg;
+  }
+  // The last node's size bounds the stragglers' ranks.
+  const std::string msg = error_of(base + "last_node_gpus: 4\nstragglers:\n  - {rank: 28, compute_scale: 0.5}\n");
+  EXPECT_NE(msg.find("(0 to 27)"), std::string::npos) << msg;
+}
+
+TEST(TopologyErrors, AsymmetryThroughSet) {
+  const Topology t = parse_topology(shipped(), "t.yaml", {{"stragglers", "[{rank: 17, compute_scale: 0.5}]"},
+                                                         {"last_node_gpus", "2"}});
+  EXPECT_EQ(t.scales_of(17).compute, 0.5);
+  EXPECT_EQ(t.total_gpus(), 26);
+  const std::string range = error_of(shipped(), {{"stragglers", "[{rank: 99, compute_scale: 0.5}]"}});
+  EXPECT_NE(range.find("--set stragglers"), std::string::npos) << range;
+  EXPECT_NE(range.find("not a rank"), std::string::npos) << range;
+  const std::string yaml = error_of(shipped(), {{"node_overrides", "[{node: 1"}});
+  EXPECT_NE(yaml.find("--set node_overrides"), std::string::npos) << yaml;
+  EXPECT_NE(yaml.find("malformed YAML"), std::string::npos) << yaml;
+  const std::string deep = error_of(shipped(), {{"stragglers", std::string(5000, '[') + std::string(5000, ']')}});
+  EXPECT_NE(deep.find("--set stragglers"), std::string::npos) << deep.substr(0, 300);
+  const std::string scale = error_of(shipped(), {{"node_overrides", "[{node: 1, nvlink_scale: 0}]"}});
+  EXPECT_NE(scale.find("--set node_overrides: node_overrides[0].nvlink_scale"), std::string::npos) << scale;
+}
+
+TEST(TopologyErrors, InterferenceIsZeroOrMore) {
+  const std::string msg = error_of(replace(shipped(), "interference: 0.045", "interference: -1"));
+  EXPECT_NE(msg.find("nccl.interference"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("zero or more"), std::string::npos) << msg;
 }
 
 }  // namespace
