@@ -204,16 +204,19 @@ double adam_us(const ModelSpec& s, const sim::Topology& t, double params) {
   return sim::elementwise_body_us(t, bytes, params * kAdamFlopsPerParam) + t.gpu.launch_us;
 }
 
-// ZeRO 0 and 1 with 16-bit gradients: each bucket's reduction and Adam step
-// is the adam workload, priced by the tuner; the blocks run as the last
-// micro-batch's backward fills their buckets, all but the last hidden behind it.
+// ZeRO 0-2 with 16-bit gradients: each bucket's reduction and Adam step of
+// the last micro-batch is the adam workload, priced by the tuner (optimizer
+// state replicated for ZeRO 0, sliced from ZeRO 1); the blocks run as the last
+// micro-batch's backward fills their buckets, all but the last hidden behind
+// it. Adam per bucket needs no other bucket (gradient clipping by the global
+// norm, which would, is not modelled).
 void price_tuned_blocks(const ModelSpec& s, const Layout& l, const sim::Placement& group, DpBlockPricer& pricer,
                         StepReport& r) {
   const double params = stage_parameters(s, l);
   const double per_bucket = std::max(1.0, std::floor(s.parallel.bucket_MB * kBytesPerMB / kAdamGradBytes));
   const double full = std::floor(params / per_bucket);
   const double rest = params - full * per_bucket;
-  const bool sliced = s.parallel.zero == 1;
+  const bool sliced = s.parallel.zero >= 1;
   const DpBlock one = full > 0 ? pricer.price(std::int64_t(per_bucket), group, sliced) : DpBlock{};
   const DpBlock tail = rest > 0 ? pricer.price(std::int64_t(std::ceil(rest)), group, sliced) : DpBlock{};
   r.dp_total_us = full * one.time_us + tail.time_us;
@@ -233,13 +236,22 @@ void price_data_parallel(const ModelSpec& s, const Layout& l, const sim::Topolog
   Breakdown& b = r.breakdown;
   const sim::Placement dpw = dp_placement(t, l);
   const double params = stage_parameters(s, l);
-  if (l.dp > 1 && s.parallel.zero <= 1 && model::bytes_of(s.training.grad_dtype) == kAdamGradBytes)
-    return price_tuned_blocks(s, l, dpw, pricer, r);
   const double grad_bytes = params * model::bytes_of(s.training.grad_dtype);
   const double weight_bytes = params * model::bytes_of(s.training.dtype);
   const double bucket = s.parallel.bucket_MB * kBytesPerMB;
   const double m = double(l.micro_batches);
   double last = 0;
+  if (l.dp > 1 && s.parallel.zero <= 2 && model::bytes_of(s.training.grad_dtype) == kAdamGradBytes) {
+    price_tuned_blocks(s, l, dpw, pricer, r);
+    if (s.parallel.zero == 2) {
+      // ZeRO 2 keeps only its slice of the gradients: every micro-batch's are
+      // reduce-scattered in its own backward, the last one's in the tuned blocks.
+      const double rs = bucketed_us(t, OpKind::reducescatter, grad_bytes, bucket, dpw, &last);
+      r.dp_total_us += (m - 1) * rs;
+      b.dp_comm_us += (m - 1) * exposed_us(rs, last, r.stage_bwd_us);
+    }
+    return;
+  }
   switch (s.parallel.zero) {
     case 0: {
       r.dp_total_us = bucketed_us(t, OpKind::allreduce, grad_bytes, bucket, dpw, &last);

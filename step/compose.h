@@ -63,7 +63,7 @@ struct StepReport {
   double send_us = 0;       // one pipeline send between neighbour stages (0 without a pipeline)
   double dp_total_us = 0;   // the data-parallel collectives before overlap (and the optimizer, if tuned)
   // The adam workload's schedule the tuner chose for each bucket's reduction
-  // and optimizer step (ZeRO 0 and 1); empty when priced by the formulas.
+  // and optimizer step (ZeRO 0-2, 16-bit gradients); empty when priced by the formulas.
   std::string dp_schedule;
   Breakdown breakdown;
   double step_us = 0;

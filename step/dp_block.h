@@ -3,7 +3,7 @@
 // allreduce of 16-bit gradients, Adam on 32-bit weights and moments) through
 // the tuner (sim/tuner.h): every schedule of the workload that keeps the
 // optimizer state as the ZeRO stage does (replicated for ZeRO 0; sliced over
-// the data-parallel group, as_slice, for ZeRO 1) is predicted on the group's
+// the data-parallel group, as_slice, from ZeRO 1) is predicted on the group's
 // placement and the best is taken. Results are cached per (parameters, group,
 // state): a layout search asks for a few distinct ones many times.
 #pragma once
@@ -32,7 +32,7 @@ class DpBlockPricer {
 
   // One bucket of `params` parameters (rounded up to whole slices of the
   // group, as a padded bucket) reduced over `group` and updated;
-  // `sliced_state`: ZeRO 1 (optimizer state sliced), else ZeRO 0.
+  // `sliced_state`: ZeRO 1 and up (optimizer state sliced), else ZeRO 0.
   [[nodiscard]] DpBlock price(std::int64_t params, const sim::Placement& group, bool sliced_state);
 
   [[nodiscard]] int tuned() const { return int(cache_.size()); }  // distinct blocks priced
