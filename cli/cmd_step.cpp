@@ -124,7 +124,8 @@ void print_detail(const step::StepReport& r, const sim::Topology& t) {
     line("optimizer", b.optimizer_us);
   } else {
     line("exposed DP communication", b.dp_comm_us);
-    fmt::print("    with the optimizer: each {} MB bucket's reduction and Adam as the adam workload's {} (tuned)\n",
+    fmt::print("    and the optimizer: each {} MB bucket's reduction + Adam is the adam workload's {} (the tuner's "
+               "best)\n",
                r.spec.parallel.bucket_MB, r.dp_schedule);
   }
   fmt::print("model TFLOP/s per GPU        {:>10.1f}     (Megatron-LM eq. 3)\n", r.tflops_per_gpu);

@@ -900,6 +900,8 @@ const std::map<std::string, Args>& readme_examples() {
        {"step", "models/gpt3-175b.yaml", "--topology", "dgx-h100", "--nodes", "128"}},
       {"coconet step models/gpt3-175b.yaml --topology dgx-h100 --nodes 128 --search",
        {"step", "models/gpt3-175b.yaml", "--topology", "dgx-h100", "--nodes", "128", "--search"}},
+      {"coconet step models/gpt3-175b.yaml --topology dgx-h100 --nodes 128 --trace step.json",
+       {"step", "models/gpt3-175b.yaml", "--topology", "dgx-h100", "--nodes", "128", "--trace", "step.json"}},
       {"coconet run adam --schedule best.yaml --backend cpu --ranks 2",
        {"run", "adam", "--schedule", "best.yaml", "--backend", "cpu", "--ranks", "2", "--iters", "1"}},
   };
