@@ -1,6 +1,7 @@
 // Benchmarks of whole-step prediction (goals from issue 16):
 //   BM_StepPredict      one step of GPT-3 175B on 128 nodes x 8 H100, its
-//                       shipped layout: microseconds
+//                       shipped layout, its data-parallel blocks tuned afresh
+//                       (no cache): under a millisecond
 //   BM_StepSearchGpt3   `coconet step models/gpt3-175b.yaml --topology
 //                       dgx-h100 --nodes 128 --search` (ZeRO 0-3, GPipe,
 //                       the DP blocks through the tuner): under 1 s

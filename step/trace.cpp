@@ -7,8 +7,9 @@
 #include "step/trace.h"
 
 #include <algorithm>
+#include <iterator>
 
-#include <fmt/core.h>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "step/pipeline.h"
@@ -96,10 +97,12 @@ std::vector<TraceEvent> step_trace_events(const StepReport& r) {
 
 namespace {
 
-nlohmann::json name_event(const char* what, int pid, int tid, const std::string& name) {
-  nlohmann::json m = {{"name", what}, {"ph", "M"}, {"pid", pid}, {"args", {{"name", name}}}};
-  if (tid >= 0) m["tid"] = tid;
-  return m;
+// A JSON string literal of `s` (the names are ours, but the model's comes from its file).
+std::string quoted(const std::string& s) { return nlohmann::json(s).dump(); }
+
+void name_event(fmt::memory_buffer& out, const char* what, int pid, int tid, const std::string& name) {
+  fmt::format_to(std::back_inserter(out), R"({{"name":"{}","ph":"M","pid":{},{}"args":{{"name":{}}}}})", what,
+                 pid, tid >= 0 ? fmt::format(R"("tid":{},)", tid) : std::string(), quoted(name));
 }
 
 std::string stage_name(const StepReport& r, int s) {
@@ -114,43 +117,40 @@ std::string stage_name(const StepReport& r, int s) {
 
 }  // namespace
 
+// Written with fmt rather than built as a JSON tree: a step of a large
+// pipeline has hundreds of thousands of events.
 std::string step_trace_json(const StepReport& r) {
-  nlohmann::json events = nlohmann::json::array();
+  fmt::memory_buffer out;
+  fmt::format_to(std::back_inserter(out), R"({{"traceEvents":[)");
   for (int s = 0; s < r.layout.pp; ++s) {
-    events.push_back(name_event("process_name", s, -1, stage_name(r, s)));
-    events.push_back(name_event("thread_name", s, int(TraceThread::compute), "compute"));
-    events.push_back(name_event("thread_name", s, int(TraceThread::communication), "communication"));
+    if (s > 0) out.push_back(',');
+    name_event(out, "process_name", s, -1, stage_name(r, s));
+    out.push_back(',');
+    name_event(out, "thread_name", s, int(TraceThread::compute), "compute");
+    out.push_back(',');
+    name_event(out, "thread_name", s, int(TraceThread::communication), "communication");
   }
   for (const TraceEvent& e : step_trace_events(r)) {
-    nlohmann::json args = {{"category", e.category}};
-    if (e.micro_batch >= 0) {
-      args["micro_batch"] = e.micro_batch;
-      args["chunk"] = e.chunk;
-    }
-    events.push_back({{"name", e.name},
-                      {"cat", e.category},
-                      {"ph", "X"},
-                      {"ts", e.start_us},
-                      {"dur", e.dur_us},
-                      {"pid", e.stage},
-                      {"tid", int(e.thread)},
-                      {"args", args}});
+    const std::string mb =
+        e.micro_batch >= 0 ? fmt::format(R"(,"micro_batch":{},"chunk":{})", e.micro_batch, e.chunk) : std::string();
+    fmt::format_to(std::back_inserter(out),
+                   R"(,{{"name":{},"cat":"{}","ph":"X","ts":{},"dur":{},"pid":{},"tid":{},"args":{{"category":"{}"{}}}}})",
+                   quoted(e.name), e.category, e.start_us, e.dur_us, e.stage, int(e.thread), e.category, mb);
   }
   const Breakdown& b = r.breakdown;
-  return nlohmann::json{{"traceEvents", events},
-                        {"displayTimeUnit", "ms"},
-                        {"otherData",
-                         {{"title", fmt::format("{} on {}: dp {} x tp {} x pp {}, {}", r.spec.name, r.topology,
-                                                r.layout.dp, r.layout.tp, r.layout.pp,
-                                                to_string(r.spec.parallel.schedule))},
-                          {"time_us", r.step_us},
-                          {"compute_us", b.compute_us},
-                          {"tp_comm_us", b.tp_comm_us},
-                          {"pp_bubble_us", b.pp_bubble_us},
-                          {"pp_p2p_us", b.pp_p2p_us},
-                          {"dp_comm_us", b.dp_comm_us},
-                          {"optimizer_us", b.optimizer_us}}}}
-      .dump();
+  const nlohmann::json other = {
+      {"title", fmt::format("{} on {}: dp {} x tp {} x pp {}, {}", r.spec.name, r.topology, r.layout.dp, r.layout.tp,
+                            r.layout.pp, to_string(r.spec.parallel.schedule))},
+      {"time_us", r.step_us},
+      {"compute_us", b.compute_us},
+      {"tp_comm_us", b.tp_comm_us},
+      {"pp_bubble_us", b.pp_bubble_us},
+      {"pp_p2p_us", b.pp_p2p_us},
+      {"dp_comm_us", b.dp_comm_us},
+      {"optimizer_us", b.optimizer_us},
+      {"dp_schedule", r.dp_schedule}};
+  fmt::format_to(std::back_inserter(out), R"(],"displayTimeUnit":"ms","otherData":{}}})", other.dump());
+  return fmt::to_string(out);
 }
 
 }  // namespace coconet::step

@@ -177,6 +177,11 @@ TEST(StepTrace, JsonNamesEveryStageAndThread) {
   for (const auto& e : j["traceEvents"])
     if (e["name"] == "process_name" && e["pid"] == 1) named = e["args"]["name"] == "pipeline stage 1 (layers 1-1, 5-5)";
   EXPECT_TRUE(named);
+  // A model name is the file's: quoted as JSON.
+  StepReport odd = r;
+  odd.spec.name = "a \"quoted\" \\ name";
+  EXPECT_EQ(nlohmann::json::parse(step_trace_json(odd))["otherData"]["title"].get<std::string>().rfind(odd.spec.name, 0),
+            0u);
 }
 
 }  // namespace
