@@ -11,8 +11,12 @@
 //   neighbours sit tp x dp ranks apart.
 // - The slowest stage is the last (its layers plus the output layer); the
 //   step is m micro-batches of it, the bubble (pp - 1) / v of a micro-batch's
-//   forward and backward (Narayanan et al. SC'21, section 2.2), the sends,
-//   the data-parallel reduction left exposed, and the optimizer.
+//   forward and backward (Narayanan et al. SC'21, section 2.2), the sends on
+//   the critical path (step/pipeline.h lays the schedule out to the same
+//   span), the data-parallel reduction left exposed, and the optimizer.
+// - The data-parallel reduction and Adam of each gradient bucket are the adam
+//   workload, priced by the tuner (step/dp_block.h) for ZeRO 0-2 with 16-bit
+//   gradients; ZeRO 3 and 32-bit gradients by the formulas below.
 #include "step/compose.h"
 
 #include <algorithm>

@@ -4,7 +4,8 @@
 // (sim::elementwise_body_us over the bytes they move), its tensor-parallel
 // collectives (sim::predict_collective on the TP group's placement), the
 // pipeline schedule's bubble and sends, the data-parallel gradient reduction
-// per ZeRO stage and the optimizer step. docs/step.md states every formula,
+// per ZeRO stage and the optimizer step (per bucket, the adam workload's best
+// schedule by the tuner: step/dp_block.h). docs/step.md states every formula,
 // its source, and what is left out.
 #pragma once
 
