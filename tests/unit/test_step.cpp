@@ -289,6 +289,9 @@ TEST(StepDpBlock, TheStepSaysWhichScheduleItChoseAndZero2PaysEveryMicroBatch) {
       parse_model(kSmall, "s", {{"parallel.zero", "1"}, {"training.global_batch", "128"}}), t);
   EXPECT_GT(z2_twice.dp_total_us, z2.dp_total_us * 1.2);
   EXPECT_DOUBLE_EQ(z1_twice.dp_total_us, z1.dp_total_us);
+  // ZeRO 3 holds its slice of the weights and one layer gathered whole (over tp).
+  const double layer = layer_parameters(z3.spec.model) / z3.layout.tp;
+  EXPECT_NEAR(z3.memory.weights_GB, (stage_parameters(z3.spec, z3.layout) / z3.layout.dp + layer) * 2 / 1e9, 1e-12);
   // 32-bit gradients are not the adam workload's: the formulas price them.
   EXPECT_TRUE(predict_step(parse_model(kSmall, "s", {{"training.grad_dtype", "f32"}}), t).dp_schedule.empty());
 }
