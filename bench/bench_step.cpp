@@ -1,13 +1,17 @@
 // Benchmarks of whole-step prediction (goals from issue 16):
 //   BM_StepPredict      one step of GPT-3 175B on 128 nodes x 8 H100, its
-//                       shipped layout: microseconds
+//                       shipped layout, its data-parallel blocks tuned afresh
+//                       (no cache): under a millisecond
 //   BM_StepSearchGpt3   `coconet step models/gpt3-175b.yaml --topology
-//                       dgx-h100 --nodes 128 --search`: under 1 s
+//                       dgx-h100 --nodes 128 --search` (ZeRO 0-3, GPipe,
+//                       the DP blocks through the tuner): under 1 s
+//   BM_StepTrace        the Chrome trace of that step's shipped layout
 #include <benchmark/benchmark.h>
 
 #include "sim/topology.h"
 #include "step/compose.h"
 #include "step/search.h"
+#include "step/trace.h"
 
 namespace {
 
@@ -26,15 +30,27 @@ BENCHMARK(BM_StepPredict)->Unit(benchmark::kMicrosecond);
 void BM_StepSearchGpt3(benchmark::State& state) {
   const step::ModelSpec s = step::load_model("gpt3-175b");
   const sim::Topology t = sim::load_topology("dgx-h100", {{"nodes", "128"}});
-  int evaluated = 0;
+  int evaluated = 0, tuned = 0;
   for (auto _ : state) {
     const step::SearchResult r = step::search_layouts(s, t);
     evaluated = r.evaluated;
+    tuned = r.tuned_blocks;
     benchmark::DoNotOptimize(r.best.data());
   }
   state.counters["layouts"] = evaluated;
+  state.counters["tuned_blocks"] = tuned;
 }
 BENCHMARK(BM_StepSearchGpt3)->Unit(benchmark::kMillisecond);
+
+void BM_StepTrace(benchmark::State& state) {
+  const sim::Topology t = sim::load_topology("dgx-h100", {{"nodes", "128"}});
+  const step::StepReport r = step::predict_step(step::load_model("gpt3-175b"), t);
+  for (auto _ : state) {
+    const std::string json = step::step_trace_json(r);
+    benchmark::DoNotOptimize(json.data());
+  }
+}
+BENCHMARK(BM_StepTrace)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

@@ -12,9 +12,11 @@
 #include "cli/messages.h"
 #include "model/assign.h"
 #include "model/error.h"
+#include "model/safe_write.h"
 #include "sim/topology.h"
 #include "step/compose.h"
 #include "step/search.h"
+#include "step/trace.h"
 
 namespace coconet::cli {
 
@@ -28,6 +30,7 @@ struct Args {
   Format format = Format::table;
   bool search = false;
   int top = 5;
+  std::string trace;
 };
 
 constexpr double kUsPerMs = 1e3;
@@ -55,6 +58,7 @@ nlohmann::json layout_json(const step::StepReport& r) {
         {"pp_p2p", b.pp_p2p_us / kUsPerMs},
         {"dp_comm", b.dp_comm_us / kUsPerMs},
         {"optimizer", b.optimizer_us / kUsPerMs}}},
+      {"dp_schedule", r.dp_schedule},
       {"layer_us",
        {{"fwd_gemm", r.layer.fwd_gemm_us},
         {"fwd_elementwise", r.layer.fwd_elementwise_us},
@@ -88,12 +92,13 @@ std::string layout_label(const step::StepReport& r) {
 }
 
 Table layouts_table(const std::vector<step::StepReport>& rs) {
-  Table t{{"dp", "tp", "pp", "micro_batch", "schedule", "virtual_stages", "recompute", "sequence_parallel",
+  Table t{{"dp", "tp", "pp", "micro_batch", "schedule", "virtual_stages", "zero", "recompute", "sequence_parallel",
            "step_ms", "tflops_per_gpu", "mfu", "memory_GB", "fits"}};
   for (const auto& r : rs)
     t.add({std::int64_t(r.layout.dp), std::int64_t(r.layout.tp), std::int64_t(r.layout.pp),
            r.spec.training.micro_batch, step::to_string(r.spec.parallel.schedule),
-           std::int64_t(r.layout.virtual_stages), step::to_string(r.spec.parallel.recompute),
+           std::int64_t(r.layout.virtual_stages), std::int64_t(r.spec.parallel.zero),
+           step::to_string(r.spec.parallel.recompute),
            r.spec.parallel.sequence_parallel && r.layout.tp > 1, r.step_us / kUsPerMs, r.tflops_per_gpu, r.mfu,
            r.memory.total_GB(), r.memory.fits()});
   return t;
@@ -114,8 +119,15 @@ void print_detail(const step::StepReport& r, const sim::Topology& t) {
   line("exposed TP communication", b.tp_comm_us);
   line("pipeline bubble", b.pp_bubble_us);
   line("pipeline sends", b.pp_p2p_us);
-  line("exposed DP communication", b.dp_comm_us);
-  line("optimizer", b.optimizer_us);
+  if (r.dp_schedule.empty()) {
+    line("exposed DP communication", b.dp_comm_us);
+    line("optimizer", b.optimizer_us);
+  } else {
+    line("exposed DP communication", b.dp_comm_us);
+    fmt::print("    and the optimizer: each {} MB bucket's reduction + Adam is the adam workload's {} (the tuner's "
+               "best)\n",
+               r.spec.parallel.bucket_MB, r.dp_schedule);
+  }
   fmt::print("model TFLOP/s per GPU        {:>10.1f}     (Megatron-LM eq. 3)\n", r.tflops_per_gpu);
   fmt::print("MFU                          {:>10.1f} %   (no recompute counted, of {:.0f} TFLOP/s dense f16)\n", 100 * r.mfu,
              t.gpu.tflops_f16);
@@ -132,6 +144,7 @@ void print_detail(const step::StepReport& r, const sim::Topology& t) {
 }
 
 void run(const Args& a) {
+  if (!a.trace.empty()) model::check_output_file(a.trace, "--trace");  // before any work
   step::Overrides model_sets;
   sim::Overrides topo_sets;
   for (const auto& s : a.sets) {
@@ -158,6 +171,10 @@ void run(const Args& a) {
   } else {
     reports.push_back(step::predict_step(spec, t));
     over = reports.front().memory.fits() ? 0 : 1;
+  }
+  if (!a.trace.empty()) {
+    model::write_file_safely(a.trace, step::step_trace_json(reports.front()), "--trace");
+    fmt::print(stderr, "wrote trace {}\n", a.trace);
   }
   head["evaluated"] = evaluated;
   head["over_memory"] = over;
@@ -190,8 +207,10 @@ void register_step(CLI::App& app) {
                   "Override a value: SECTION.KEY=VALUE of the model (parallel.tp=4, training.micro_batch=2) or of "
                   "the topology (gpu.memory_GB=40) (repeatable)");
   cmd->add_flag("--search", a->search,
-                "Search tp, pp, dp, micro-batch, pipeline schedule, recomputation and sequence parallelism within "
-                "memory; print the best layouts");
+                "Search tp, pp, dp, micro-batch, pipeline schedule, ZeRO stage, recomputation and sequence "
+                "parallelism within memory; print the best layouts");
+  cmd->add_option("--trace", a->trace,
+                  "Write a Chrome trace (Perfetto) JSON of one step here (with --search, of the best layout)");
   cmd->add_option("--top", a->top, "Layouts --search prints")->capture_default_str()->check(at_least(1));
   add_format_option(cmd, a->format);
   cmd->callback([a] { run(*a); });

@@ -21,8 +21,12 @@ struct Context {
   model::Bindings sizes;
   std::optional<plan::BackendKind> backend;  // nullopt: default_backend(topology)
   RankMode rank_mode = RankMode::classes;    // every_rank: each rank simulated on its own
+  // Where the group sits when it is not `ranks` consecutive ranks packed onto
+  // nodes (place()): e.g. a data-parallel group beside tensor parallelism has
+  // fewer members per node. Its ranks must equal `ranks`.
+  std::optional<Placement> where;
 
-  [[nodiscard]] Placement placement() const { return place(topology, ranks); }
+  [[nodiscard]] Placement placement() const { return where ? *where : place(topology, ranks); }
   [[nodiscard]] plan::Capabilities capabilities() const;
 };
 

@@ -11,8 +11,12 @@
 //   neighbours sit tp x dp ranks apart.
 // - The slowest stage is the last (its layers plus the output layer); the
 //   step is m micro-batches of it, the bubble (pp - 1) / v of a micro-batch's
-//   forward and backward (Narayanan et al. SC'21, section 2.2), the sends,
-//   the data-parallel reduction left exposed, and the optimizer.
+//   forward and backward (Narayanan et al. SC'21, section 2.2), the sends on
+//   the critical path (step/pipeline.h lays the schedule out to the same
+//   span), the data-parallel reduction left exposed, and the optimizer.
+// - The data-parallel reduction and Adam of each gradient bucket are the adam
+//   workload, priced by the tuner (step/dp_block.h) for ZeRO 0-2 with 16-bit
+//   gradients; ZeRO 3 and 32-bit gradients by the formulas below.
 #include "step/compose.h"
 
 #include <algorithm>
@@ -31,6 +35,7 @@ using model::OpKind;
 constexpr double kBwdElementwiseFactor = 2.0;  // a backward kernel reads the output gradient and a saved input, writes one gradient
 constexpr double kAdamFlopsPerParam = 12;      // moments, bias corrections, update
 constexpr double kBytesPerMB = 1e6;
+constexpr double kAdamGradBytes = 2;  // the adam workload's gradients are f16 (workloads/adam.yaml)
 
 struct Shapes {
   std::int64_t tokens;   // b s
@@ -198,6 +203,91 @@ double exposed_us(double total, double last, double window) {
   return last + std::max(0.0, total - last - window);
 }
 
+double adam_us(const ModelSpec& s, const sim::Topology& t, double params) {
+  const double bytes = params * (24.0 + model::bytes_of(s.training.grad_dtype) + model::bytes_of(s.training.dtype));
+  return sim::elementwise_body_us(t, bytes, params * kAdamFlopsPerParam) + t.gpu.launch_us;
+}
+
+// ZeRO 0-2 with 16-bit gradients: each bucket's reduction and Adam step of
+// the last micro-batch is the adam workload, priced by the tuner (optimizer
+// state replicated for ZeRO 0, sliced from ZeRO 1); the blocks run as the last
+// micro-batch's backward fills their buckets, all but the last hidden behind
+// it. Adam per bucket needs no other bucket (gradient clipping by the global
+// norm, which would, is not modelled).
+void price_tuned_blocks(const ModelSpec& s, const Layout& l, const sim::Placement& group, DpBlockPricer& pricer,
+                        StepReport& r) {
+  const double params = stage_parameters(s, l);
+  const double per_bucket = std::max(1.0, std::floor(s.parallel.bucket_MB * kBytesPerMB / kAdamGradBytes));
+  const double full = std::floor(params / per_bucket);
+  const double rest = params - full * per_bucket;
+  const bool sliced = s.parallel.zero >= 1;
+  const DpBlock one = full > 0 ? pricer.price(std::int64_t(per_bucket), group, sliced) : DpBlock{};
+  const DpBlock tail = rest > 0 ? pricer.price(std::int64_t(std::ceil(rest)), group, sliced) : DpBlock{};
+  r.dp_total_us = full * one.time_us + tail.time_us;
+  r.dp_schedule = full > 0 ? one.schedule : tail.schedule;
+  if (rest > 0 && full > 0 && tail.schedule != one.schedule) r.dp_schedule += " (last bucket " + tail.schedule + ")";
+  r.breakdown.dp_comm_us = exposed_us(r.dp_total_us, rest > 0 ? tail.time_us : one.time_us, r.stage_bwd_us);
+  r.breakdown.optimizer_us = 0;
+}
+
+// The data-parallel reduction per ZeRO stage (Rajbhandari et al., SC'20,
+// section 7: ZeRO 0-2 move 2 x the parameters per step, a reduce-scatter and
+// an all-gather or an allreduce; ZeRO 3 3 x, gathering the parameters for the
+// forward and again for the backward) and the optimizer. `mb_compute_us`: one
+// micro-batch's kernels on the stage, what ZeRO 3's gathers hide behind.
+void price_data_parallel(const ModelSpec& s, const Layout& l, const sim::Topology& t, DpBlockPricer& pricer,
+                         double mb_compute_us, StepReport& r) {
+  Breakdown& b = r.breakdown;
+  const sim::Placement dpw = dp_placement(t, l);
+  const double params = stage_parameters(s, l);
+  const double grad_bytes = params * model::bytes_of(s.training.grad_dtype);
+  const double weight_bytes = params * model::bytes_of(s.training.dtype);
+  const double bucket = s.parallel.bucket_MB * kBytesPerMB;
+  const double m = double(l.micro_batches);
+  double last = 0;
+  if (l.dp > 1 && s.parallel.zero <= 2 && model::bytes_of(s.training.grad_dtype) == kAdamGradBytes) {
+    price_tuned_blocks(s, l, dpw, pricer, r);
+    if (s.parallel.zero == 2) {
+      // ZeRO 2 keeps only its slice of the gradients: every micro-batch's are
+      // reduce-scattered in its own backward, the last one's in the tuned blocks.
+      const double rs = bucketed_us(t, OpKind::reducescatter, grad_bytes, bucket, dpw, &last);
+      r.dp_total_us += (m - 1) * rs;
+      b.dp_comm_us += (m - 1) * exposed_us(rs, last, r.stage_bwd_us);
+    }
+    return;
+  }
+  switch (s.parallel.zero) {
+    case 0: {
+      r.dp_total_us = bucketed_us(t, OpKind::allreduce, grad_bytes, bucket, dpw, &last);
+      b.dp_comm_us = l.dp > 1 ? exposed_us(r.dp_total_us, last, r.stage_bwd_us) : 0;
+      break;
+    }
+    case 1:
+    case 2: {
+      // ZeRO 1 keeps whole gradients and reduce-scatters them once, in the
+      // last micro-batch's backward; ZeRO 2 keeps only its slice, so every
+      // micro-batch's gradients are reduce-scattered in its own backward.
+      const double rounds = s.parallel.zero == 2 ? m : 1.0;
+      const double rs = bucketed_us(t, OpKind::reducescatter, grad_bytes, bucket, dpw, &last);
+      double last_ag = 0;
+      const double ag = bucketed_us(t, OpKind::allgather, weight_bytes, bucket, dpw, &last_ag);
+      r.dp_total_us = rounds * rs + ag;
+      b.dp_comm_us = l.dp > 1 ? rounds * exposed_us(rs, last, r.stage_bwd_us) + exposed_us(ag, last_ag, r.stage_fwd_us)
+                              : 0;
+      break;
+    }
+    default: {  // 3: parameters gathered for each micro-batch's forward and backward, gradients reduce-scattered
+      double last_ag = 0;
+      const double ag = bucketed_us(t, OpKind::allgather, weight_bytes, bucket, dpw, &last_ag);
+      const double rs = bucketed_us(t, OpKind::reducescatter, grad_bytes, bucket, dpw, &last);
+      r.dp_total_us = m * (2 * ag + rs);
+      b.dp_comm_us = l.dp > 1 ? m * exposed_us(2 * ag + rs, last, mb_compute_us) : 0;
+      break;
+    }
+  }
+  b.optimizer_us = adam_us(s, t, params / (s.parallel.zero >= 1 ? l.dp : 1));
+}
+
 }  // namespace
 
 double megatron_flops(const ModelSpec& s) {
@@ -212,7 +302,7 @@ double model_flops_without_recompute(const ModelSpec& s) {
   return 72.0 * B * sq * l * h * h * (1.0 + sq / (6.0 * h) + V / (12.0 * l * h));
 }
 
-StepReport predict_step(const ModelSpec& s, const sim::Topology& t) {
+StepReport predict_step(const ModelSpec& s, const sim::Topology& t, DpBlockPricer* dp) {
   StepReport r;
   r.spec = s;
   r.topology = t.name;
@@ -239,8 +329,11 @@ StepReport predict_step(const ModelSpec& s, const sim::Topology& t) {
   // The last stage, one micro-batch through all its virtual chunks.
   const double layers = double(s.model.layers) / l.pp;
   const GemmPasses out = output_layer(t, x);
-  const double tp_mb = layers * (lt.fwd_tp_us + lt.bwd_tp_us +
-                                 (s.parallel.recompute == Recompute::full ? lt.fwd_tp_us : 0.0));
+  r.stage_fwd_tp_us = layers * lt.fwd_tp_us;
+  r.stage_recompute_us = layers * lt.recompute_us;
+  r.stage_recompute_tp_us = s.parallel.recompute == Recompute::full ? layers * lt.fwd_tp_us : 0.0;
+  r.stage_bwd_tp_us = layers * lt.bwd_tp_us + r.stage_recompute_tp_us;
+  const double tp_mb = r.stage_fwd_tp_us + r.stage_bwd_tp_us;
   r.stage_fwd_us = layers * lt.fwd_us() + out.fwd;
   r.stage_bwd_us = layers * lt.bwd_us() + out.bwd;
   const double mb_us = r.stage_fwd_us + r.stage_bwd_us;
@@ -252,45 +345,19 @@ StepReport predict_step(const ModelSpec& s, const sim::Topology& t) {
   b.pp_bubble_us = double(l.pp - 1) / l.virtual_stages * mb_us;
   if (l.pp > 1) {
     const double act = double(x.tokens) * double(x.hidden) * model::bytes_of(x.dtype) / l.tp;  // scatter-gather over tp
-    const double send = collective_us(t, OpKind::send, act, pp_placement(t, l));
-    b.pp_p2p_us = m * l.virtual_stages * 2 * send;
+    r.send_us = collective_us(t, OpKind::send, act, pp_placement(t, l));
+    // Each chunk step on the critical path sends once forward and once
+    // backward: the m v steps of every micro-batch's chunks and the pp - 1 of
+    // the fill and the drain (the steps the bubble counts).
+    b.pp_p2p_us = (m * l.virtual_stages + double(l.pp - 1)) * 2 * r.send_us;
   }
 
-  // Data parallelism and the optimizer.
-  const double params = stage_parameters(s, l);
-  const double grad_bytes = params * model::bytes_of(s.training.grad_dtype);
-  const double weight_bytes = params * model::bytes_of(s.training.dtype);
-  const double bucket = s.parallel.bucket_MB * kBytesPerMB;
-  const sim::Placement dpw = dp_placement(t, l);
-  double last = 0;
-  switch (s.parallel.zero) {
-    case 0: {
-      r.dp_total_us = bucketed_us(t, OpKind::allreduce, grad_bytes, bucket, dpw, &last);
-      b.dp_comm_us = l.dp > 1 ? exposed_us(r.dp_total_us, last, r.stage_bwd_us) : 0;
-      break;
-    }
-    case 1:
-    case 2: {
-      const double rs = bucketed_us(t, OpKind::reducescatter, grad_bytes, bucket, dpw, &last);
-      double last_ag = 0;
-      const double ag = bucketed_us(t, OpKind::allgather, weight_bytes, bucket, dpw, &last_ag);
-      r.dp_total_us = rs + ag;
-      b.dp_comm_us = l.dp > 1 ? exposed_us(rs, last, r.stage_bwd_us) + exposed_us(ag, last_ag, r.stage_fwd_us) : 0;
-      break;
-    }
-    default: {  // 3: parameters gathered for each micro-batch's forward and backward, gradients reduce-scattered
-      double last_ag = 0;
-      const double ag = bucketed_us(t, OpKind::allgather, weight_bytes, bucket, dpw, &last_ag);
-      const double rs = bucketed_us(t, OpKind::reducescatter, grad_bytes, bucket, dpw, &last);
-      r.dp_total_us = m * (2 * ag + rs);
-      b.dp_comm_us = l.dp > 1 ? m * exposed_us(2 * ag + rs, last, mb_us - tp_mb) : 0;
-      break;
-    }
+  if (dp != nullptr) {
+    price_data_parallel(s, l, t, *dp, mb_us - tp_mb, r);
+  } else {
+    DpBlockPricer fresh(t);
+    price_data_parallel(s, l, t, fresh, mb_us - tp_mb, r);
   }
-  const double opt_params = params / (s.parallel.zero >= 1 ? l.dp : 1);
-  const double adam_bytes = opt_params * (24.0 + model::bytes_of(s.training.grad_dtype) +
-                                          model::bytes_of(s.training.dtype));
-  b.optimizer_us = sim::elementwise_body_us(t, adam_bytes, opt_params * kAdamFlopsPerParam) + t.gpu.launch_us;
 
   r.step_us = b.total_us();
   r.model_flops = megatron_flops(s);

@@ -4,7 +4,8 @@
 // (sim::elementwise_body_us over the bytes they move), its tensor-parallel
 // collectives (sim::predict_collective on the TP group's placement), the
 // pipeline schedule's bubble and sends, the data-parallel gradient reduction
-// per ZeRO stage and the optimizer step. docs/step.md states every formula,
+// per ZeRO stage and the optimizer step (per bucket, the adam workload's best
+// schedule by the tuner: step/dp_block.h). docs/step.md states every formula,
 // its source, and what is left out.
 #pragma once
 
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "sim/topology.h"
+#include "step/dp_block.h"
 #include "step/memory.h"
 #include "step/spec.h"
 
@@ -36,9 +38,10 @@ struct Breakdown {
   double compute_us = 0;      // every micro-batch's kernels on the slowest stage
   double tp_comm_us = 0;      // tensor-parallel collectives (not overlapped in Megatron-LM)
   double pp_bubble_us = 0;    // the pipeline's fill and drain
-  double pp_p2p_us = 0;       // activations and gradients sent between stages
-  double dp_comm_us = 0;      // data-parallel reduction not hidden behind the backward
-  double optimizer_us = 0;    // Adam over this GPU's share of the parameters
+  double pp_p2p_us = 0;       // activations and gradients sent between stages, on the critical path
+  double dp_comm_us = 0;      // data-parallel reduction not hidden behind the backward (with the
+                              // optimizer when the tuner priced both as one block: dp_schedule)
+  double optimizer_us = 0;    // Adam over this GPU's share of the parameters (0: in dp_comm_us)
 
   [[nodiscard]] double total_us() const {
     return compute_us + tp_comm_us + pp_bubble_us + pp_p2p_us + dp_comm_us + optimizer_us;
@@ -52,7 +55,17 @@ struct StepReport {
   LayerTimes layer;
   double stage_fwd_us = 0;  // per micro-batch, the slowest (last) stage, every virtual chunk
   double stage_bwd_us = 0;
-  double dp_total_us = 0;   // the data-parallel collectives before overlap
+  // Of them, for the trace: the TP collectives of the forward, of the backward
+  // (recomputation's included) and the recomputation (its TP collectives included).
+  double stage_fwd_tp_us = 0;
+  double stage_bwd_tp_us = 0;
+  double stage_recompute_us = 0;
+  double stage_recompute_tp_us = 0;
+  double send_us = 0;       // one pipeline send between neighbour stages (0 without a pipeline)
+  double dp_total_us = 0;   // the data-parallel collectives before overlap (and the optimizer, if tuned)
+  // The adam workload's schedule the tuner chose for each bucket's reduction
+  // and optimizer step (ZeRO 0-2, 16-bit gradients); empty when priced by the formulas.
+  std::string dp_schedule;
   Breakdown breakdown;
   double step_us = 0;
   double model_flops = 0;     // per step, the whole job (Megatron-LM eq. 3)
@@ -74,7 +87,8 @@ struct StepReport {
 
 // Prices one step; throws UserError for a layout the cluster cannot hold
 // (resolve_layout). A layout that does not fit in memory is priced too and
-// says so in memory.fits.
-[[nodiscard]] StepReport predict_step(const ModelSpec& s, const sim::Topology& t);
+// says so in memory.fits. `dp` prices the data-parallel blocks through the
+// tuner and caches them; it must be made for `t` (nullptr: a fresh one).
+[[nodiscard]] StepReport predict_step(const ModelSpec& s, const sim::Topology& t, DpBlockPricer* dp = nullptr);
 
 }  // namespace coconet::step

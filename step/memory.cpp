@@ -53,7 +53,9 @@ Memory memory_per_gpu(const ModelSpec& s, const Layout& l, const sim::Topology& 
   const double params = stage_parameters(s, l);
   const double dp = l.dp;
   const int zero = s.parallel.zero;
-  m.weights_GB = params * model::bytes_of(s.training.dtype) / (zero >= 3 ? dp : 1) / kBytesPerGB;
+  // ZeRO 3 gathers one layer's parameters at a time for its forward or backward.
+  const double gathered = zero >= 3 ? layer_parameters(s.model) / l.tp : 0.0;
+  m.weights_GB = (params / (zero >= 3 ? dp : 1) + gathered) * model::bytes_of(s.training.dtype) / kBytesPerGB;
   m.gradients_GB = params * model::bytes_of(s.training.grad_dtype) / (zero >= 2 ? dp : 1) / kBytesPerGB;
   m.optimizer_GB = params * kAdamStateBytes / (zero >= 1 ? dp : 1) / kBytesPerGB;
 

@@ -25,13 +25,41 @@ struct Schedule {
 std::vector<Schedule> schedules_for(const ModelSpec& base, int pp, const SearchOptions& o) {
   if (pp == 1) return {{PipeSchedule::one_f_one_b, 1}};
   if (!o.vary_schedule) return {{base.parallel.schedule, base.parallel.virtual_stages}};
-  return {{PipeSchedule::one_f_one_b, 1}, {PipeSchedule::interleaved, 2}, {PipeSchedule::interleaved, 4}};
+  return {{PipeSchedule::gpipe, 1},
+          {PipeSchedule::one_f_one_b, 1},
+          {PipeSchedule::interleaved, 2},
+          {PipeSchedule::interleaved, 4}};
 }
 
 std::vector<bool> sequence_parallel_choices(const ModelSpec& base, int tp, const SearchOptions& o) {
   if (tp == 1) return {false};
   if (!o.vary_sequence_parallel) return {base.parallel.sequence_parallel};
   return {false, true};
+}
+
+// Prices `s` and keeps it in `fits` when it fits in memory.
+void try_layout(const ModelSpec& s, const sim::Topology& t, DpBlockPricer& pricer, SearchResult& res,
+                std::vector<StepReport>& fits) {
+  StepReport r;
+  try {
+    r = predict_step(s, t, &pricer);
+  } catch (const UserError&) {
+    return;  // a layout the rules reject (e.g. interleaving with too few micro-batches)
+  }
+  ++res.evaluated;
+  if (!r.memory.fits()) {
+    ++res.over_memory;
+    return;
+  }
+  fits.push_back(std::move(r));
+}
+
+std::vector<int> zero_stages(const ModelSpec& base, const SearchOptions& o) {
+  constexpr int kZeroStages = 4;  // 0-3 (Rajbhandari et al., SC'20)
+  if (!o.vary_zero) return {base.parallel.zero};
+  std::vector<int> out;
+  for (int z = 0; z < kZeroStages; ++z) out.push_back(z);
+  return out;
 }
 
 }  // namespace
@@ -42,6 +70,8 @@ SearchResult search_layouts(const ModelSpec& base, const sim::Topology& t, const
   const std::vector<int> tps = o.vary_tp ? powers_of_two_up_to(t.node.gpus) : std::vector<int>{base.parallel.tp};
   std::vector<Recompute> recomputes{base.parallel.recompute};
   if (o.vary_recompute) recomputes = {Recompute::none, Recompute::selective, Recompute::full};
+  const std::vector<int> zeros = zero_stages(base, o);
+  DpBlockPricer pricer(t);
   std::vector<StepReport> fits;
   for (int tp : tps) {
     if (base.model.heads % tp != 0 || gpus % tp != 0) continue;
@@ -57,34 +87,29 @@ SearchResult search_layouts(const ModelSpec& base, const sim::Topology& t, const
                                                      : std::vector<int>{int(base.training.micro_batch)};
       for (int mb : mbs) {
         if (base.training.global_batch % (std::int64_t(mb) * dp) != 0) continue;
-        for (const Schedule& sch : schedules_for(base, pp, o))
-          for (Recompute rc : recomputes)
-            for (bool sp : sequence_parallel_choices(base, tp, o)) {
-              ModelSpec s = base;
-              s.parallel.dp = dp;
-              s.parallel.tp = tp;
-              s.parallel.pp = pp;
-              s.parallel.schedule = sch.kind;
-              s.parallel.virtual_stages = sch.virtual_stages;
-              s.parallel.recompute = rc;
-              s.parallel.sequence_parallel = sp;
-              s.training.micro_batch = mb;
-              StepReport r;
-              try {
-                r = predict_step(s, t);
-              } catch (const UserError&) {
-                continue;  // a layout the rules reject (e.g. interleaving with too few micro-batches)
+        ModelSpec s = base;
+        s.parallel.dp = dp;
+        s.parallel.tp = tp;
+        s.parallel.pp = pp;
+        s.training.micro_batch = mb;
+        for (const Schedule& sch : schedules_for(base, pp, o)) {
+          s.parallel.schedule = sch.kind;
+          s.parallel.virtual_stages = sch.virtual_stages;
+          for (Recompute rc : recomputes) {
+            s.parallel.recompute = rc;
+            for (int zero : zeros) {
+              s.parallel.zero = zero;
+              for (bool sp : sequence_parallel_choices(base, tp, o)) {
+                s.parallel.sequence_parallel = sp;
+                try_layout(s, t, pricer, res, fits);
               }
-              ++res.evaluated;
-              if (!r.memory.fits()) {
-                ++res.over_memory;
-                continue;
-              }
-              fits.push_back(std::move(r));
             }
+          }
+        }
       }
     }
   }
+  res.tuned_blocks = pricer.tuned();
   const auto keep = std::min<std::size_t>(fits.size(), std::size_t(std::max(0, o.keep)));
   std::partial_sort(fits.begin(), fits.begin() + std::ptrdiff_t(keep), fits.end(),
                     [](const StepReport& a, const StepReport& b) { return a.step_us < b.step_us; });

@@ -1,10 +1,11 @@
 // The parallel layout search of `coconet step --search`: every tp (powers of
 // two up to a node, dividing the heads), pp (dividing the layers, tp x pp
 // dividing the GPUs), dp (the GPUs left), micro-batch (powers of two dividing
-// the batch per pipeline), pipeline schedule (1F1B, interleaved with 2 or 4
-// virtual stages when pp > 1), recomputation (none, selective, full) and
-// sequence parallelism (on and off when tp > 1); layouts that do not fit in
-// the GPUs' memory are dropped; the rest ranked by step time.
+// the batch per pipeline), pipeline schedule (GPipe, 1F1B, interleaved with 2
+// or 4 virtual stages when pp > 1), ZeRO stage (0-3), recomputation (none,
+// selective, full) and sequence parallelism (on and off when tp > 1); layouts
+// that do not fit in the GPUs' memory are dropped; the rest ranked by step
+// time. The data-parallel blocks the tuner prices are cached across layouts.
 #pragma once
 
 #include <vector>
@@ -22,6 +23,7 @@ struct SearchOptions {
   bool vary_tp = true;           // false: the spec's tp only
   bool vary_pp = true;
   bool vary_schedule = true;
+  bool vary_zero = true;         // false: the spec's ZeRO stage only
   bool vary_recompute = true;
   bool vary_sequence_parallel = true;
 };
@@ -30,6 +32,7 @@ struct SearchResult {
   std::vector<StepReport> best;  // fastest first, every one fits in memory
   int evaluated = 0;             // layouts priced
   int over_memory = 0;           // of them, how many did not fit
+  int tuned_blocks = 0;          // distinct data-parallel blocks the tuner priced
 };
 
 [[nodiscard]] SearchResult search_layouts(const ModelSpec& base, const sim::Topology& t,

@@ -397,6 +397,36 @@ TEST_F(Cli, StepPrintsTheBreakdownAndSearchFindsLayoutsThatFit) {
   EXPECT_TRUE(contains(csv.out, "dp,tp,pp,micro_batch")) << csv.all();
 }
 
+TEST_F(Cli, StepTraceEndsAtThePrintedStepTime) {
+  const fs::path trace = dir_ / "step.json";
+  const Result r = run({"step", "gpt3-175b", "-t", "dgx-h100", "-N", "128", "--format", "json", "--trace",
+                        trace.string()});
+  ASSERT_EQ(r.code, 0) << r.all();
+  EXPECT_TRUE(contains(r.err, "wrote trace")) << r.err;
+  const double step_ms = parsed(r)["layouts"][0]["step_ms"].get<double>();
+  std::ifstream in(trace);
+  const json t = json::parse(in);
+  double end_us = 0;
+  std::set<int> stages;
+  for (const auto& e : t["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    end_us = std::max(end_us, e["ts"].get<double>() + e["dur"].get<double>());
+    stages.insert(e["pid"].get<int>());
+  }
+  EXPECT_NEAR(end_us / 1e3, step_ms, 1e-6 * step_ms);
+  EXPECT_EQ(stages.size(), 16u);  // pp 16
+  // With --search, the trace is the best layout's.
+  const Result s = run({"step", "gpt3-175b", "-t", "dgx-h100", "-N", "128", "--search", "--format", "json",
+                        "--trace", trace.string()});
+  ASSERT_EQ(s.code, 0) << s.all();
+  std::ifstream again(trace);
+  EXPECT_NEAR(json::parse(again)["otherData"]["time_us"].get<double>() / 1e3,
+              parsed(s)["layouts"][0]["step_ms"].get<double>(), 1e-9);
+  const Result bad = run({"step", "gpt3-175b", "--trace", (dir_ / "missing" / "t.json").string()});
+  EXPECT_EQ(bad.code, 2) << bad.all();
+  EXPECT_TRUE(contains(bad.err, "--trace")) << bad.err;
+}
+
 TEST_F(Cli, StepRejectsImpossibleLayoutsWithTheirLine) {
   const Result tp = run({"step", "gpt3-175b", "-t", "dgx-h100", "-N", "128", "--set", "parallel.tp=5"});
   EXPECT_EQ(tp.code, 2) << tp.all();
@@ -898,6 +928,8 @@ const std::map<std::string, Args>& readme_examples() {
        {"step", "models/gpt3-175b.yaml", "--topology", "dgx-h100", "--nodes", "128"}},
       {"coconet step models/gpt3-175b.yaml --topology dgx-h100 --nodes 128 --search",
        {"step", "models/gpt3-175b.yaml", "--topology", "dgx-h100", "--nodes", "128", "--search"}},
+      {"coconet step models/gpt3-175b.yaml --topology dgx-h100 --nodes 128 --trace step.json",
+       {"step", "models/gpt3-175b.yaml", "--topology", "dgx-h100", "--nodes", "128", "--trace", "step.json"}},
       {"coconet run adam --schedule best.yaml --backend cpu --ranks 2",
        {"run", "adam", "--schedule", "best.yaml", "--backend", "cpu", "--ranks", "2", "--iters", "1"}},
   };

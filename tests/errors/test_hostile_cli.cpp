@@ -302,6 +302,16 @@ TEST_F(HostileCli, PlantedTemporarySymlinkIsNotFollowed) {
         << "leftover " << e.path();
 }
 
+TEST_F(HostileCli, StepTraceThroughASymlinkOrIntoAFolderIsRefusedBeforeAnyWork) {
+  write("victim.txt", "precious\n");
+  fs::create_symlink(dir_ / "victim.txt", dir_ / "step.json");
+  rejected({"step", "gpt3-175b", "--trace", "step.json"}, "is a symbolic link, not a regular file");
+  EXPECT_EQ(read_text(dir_ / "victim.txt"), "precious\n");
+  fs::create_directory(dir_ / "folder");
+  rejected({"step", "gpt3-175b", "--trace", "folder"}, "--trace");
+  rejected({"step", "gpt3-175b", "--trace", "no-such-folder/step.json"}, "--trace");
+}
+
 TEST_F(HostileCli, FifoAndDevicesAreRefused) {
   ASSERT_EQ(::mkfifo((dir_ / "fifo").c_str(), 0644), 0);
   rejected({"simulate", "sgd", "-s", "AR-C", "--trace", "fifo"}, "is a FIFO, not a regular file",

@@ -10,7 +10,12 @@
 #include <cstdio>
 #include <string>
 
+#include <tuple>
+
 #include "model/catalog.h"
+#include "model/enumerate.h"
+#include "model/parse.h"
+#include "sim/tuner.h"
 #include "model/error.h"
 #include "sim/topology.h"
 #include "step/compose.h"
@@ -163,6 +168,132 @@ TEST(StepSearch, Gpt3On128H100NodesFindsLayoutsThatFit) {
   }
   EXPECT_GT(r.best.front().mfu, 0.2);
   EXPECT_LT(r.best.front().mfu, 0.8);
+}
+
+TEST(StepSearch, ALayoutThatFitsOnlyWithZeroIsFound) {
+  // The least memory any ZeRO 0 layout of the search needs; just under it,
+  // the search without ZeRO finds nothing and the search with it does.
+  const ModelSpec s = load_model("gpt3-175b");
+  const sim::Topology roomy = sim::load_topology("dgx-h100", {{"nodes", "16"}, {"gpu.memory_GB", "1000000"}});
+  SearchOptions all;
+  all.keep = 1 << 30;
+  all.vary_zero = false;
+  ModelSpec zero0 = s;
+  zero0.parallel.zero = 0;
+  const SearchResult everything = search_layouts(zero0, roomy, all);
+  ASSERT_FALSE(everything.best.empty());
+  double least = everything.best.front().memory.total_GB();
+  for (const auto& r : everything.best) least = std::min(least, r.memory.total_GB());
+  const std::string cap = std::to_string(least * 0.98);
+  const sim::Topology tight = sim::load_topology("dgx-h100", {{"nodes", "16"}, {"gpu.memory_GB", cap}});
+  SearchOptions no_zero;
+  no_zero.vary_zero = false;
+  EXPECT_TRUE(search_layouts(zero0, tight, no_zero).best.empty());
+  const SearchResult with_zero = search_layouts(zero0, tight);
+  ASSERT_FALSE(with_zero.best.empty());
+  for (const auto& r : with_zero.best) {
+    EXPECT_GE(r.spec.parallel.zero, 1);
+    EXPECT_TRUE(r.memory.fits());
+  }
+}
+
+TEST(StepSearch, GpipeIsNeverFasterThan1F1BAndAppearsWhereAsked) {
+  const ModelSpec s = parse_model(kSmall, "small.yaml");
+  const sim::Topology t = a100(2);
+  SearchOptions all;
+  all.keep = 1 << 30;
+  const SearchResult r = search_layouts(s, t, all);
+  auto key = [](const StepReport& x) {
+    return std::make_tuple(x.layout.tp, x.layout.pp, x.spec.training.micro_batch, int(x.spec.parallel.recompute),
+                           x.spec.parallel.zero, x.spec.parallel.sequence_parallel);
+  };
+  int gpipes = 0;
+  for (const auto& g : r.best) {
+    if (g.spec.parallel.schedule != PipeSchedule::gpipe) continue;
+    ++gpipes;
+    bool twin = false;
+    for (const auto& o : r.best)
+      if (o.spec.parallel.schedule == PipeSchedule::one_f_one_b && key(o) == key(g)) {
+        twin = true;
+        EXPECT_LE(o.step_us, g.step_us);
+        EXPECT_LE(o.memory.total_GB(), g.memory.total_GB());
+      }
+    EXPECT_TRUE(twin) << "a GPipe layout that fits has a 1F1B one that fits too";
+  }
+  EXPECT_GT(gpipes, 0);
+  // Asked for (the schedule not searched), GPipe is what the search returns.
+  SearchOptions fixed;
+  fixed.vary_schedule = false;
+  fixed.keep = 1 << 30;
+  const SearchResult g = search_layouts(parse_model(kSmall, "small.yaml", {{"parallel.schedule", "gpipe"}}), t, fixed);
+  ASSERT_FALSE(g.best.empty());
+  bool piped = false;
+  for (const auto& x : g.best) {
+    if (x.layout.pp > 1) {
+      piped = true;
+      EXPECT_EQ(x.spec.parallel.schedule, PipeSchedule::gpipe);
+    }
+  }
+  EXPECT_TRUE(piped);
+}
+
+// ---- the data-parallel blocks through the tuner ----------------------------------------
+
+TEST(StepDpBlock, TheTunersBestAdamScheduleKeepsTheStateAsTheZeroStageDoes) {
+  const sim::Topology t = sim::load_topology("dgx-h100", {{"nodes", "4"}});
+  DpBlockPricer pricer(t);
+  const sim::Placement group = sim::place(t, 32);
+  const DpBlock replicated = pricer.price(12'500'000, group, false);
+  const DpBlock sliced = pricer.price(12'500'000, group, true);
+  EXPECT_EQ(replicated.schedule.find("asSlice"), std::string::npos) << replicated.schedule;
+  EXPECT_NE(sliced.schedule.find("asSlice"), std::string::npos) << sliced.schedule;
+  EXPECT_GT(replicated.time_us, 0);
+  EXPECT_EQ(pricer.tuned(), 2);
+  (void)pricer.price(12'500'000, group, false);  // cached
+  EXPECT_EQ(pricer.tuned(), 2);
+  // The same block through the tuner directly (what `coconet predict adam` does).
+  const model::Program adam = model::load_program(model::resolve_workload("adam"));
+  std::vector<model::Schedule> plain;
+  for (auto& x : model::enumerate_schedules(adam))
+    if (x.name().find("asSlice") == std::string::npos) plain.push_back(x);
+  const sim::TuneResult direct =
+      sim::tune(plain, sim::Context{t, 32, {{"N", 12'500'000}}}, sim::predict_space());
+  EXPECT_EQ(direct.ranked.front().name, replicated.schedule);
+  EXPECT_DOUBLE_EQ(direct.ranked.front().time_us, replicated.time_us);
+  // A data-parallel group spread one GPU per node is slower than one packed in a node.
+  sim::Placement spread;
+  spread.ranks = 8;
+  spread.nodes = 4;  // 2 per node
+  spread.per_node = 2;
+  EXPECT_GT(pricer.price(12'500'000, spread, false).time_us, pricer.price(12'500'000, sim::place(t, 8), false).time_us);
+}
+
+TEST(StepDpBlock, TheStepSaysWhichScheduleItChoseAndZero2PaysEveryMicroBatch) {
+  const sim::Topology t = a100(2);
+  const StepReport z0 = predict_step(parse_model(kSmall, "s", {{"parallel.zero", "0"}}), t);
+  const StepReport z1 = predict_step(parse_model(kSmall, "s", {{"parallel.zero", "1"}}), t);
+  const StepReport z2 = predict_step(parse_model(kSmall, "s", {{"parallel.zero", "2"}}), t);
+  const StepReport z3 = predict_step(parse_model(kSmall, "s", {{"parallel.zero", "3"}}), t);
+  EXPECT_FALSE(z0.dp_schedule.empty());
+  EXPECT_NE(z1.dp_schedule.find("asSlice"), std::string::npos);
+  EXPECT_EQ(z1.dp_schedule, z2.dp_schedule);
+  EXPECT_TRUE(z3.dp_schedule.empty());  // priced by the formulas
+  EXPECT_DOUBLE_EQ(z0.breakdown.optimizer_us, 0);  // inside the tuned blocks
+  EXPECT_GT(z3.breakdown.optimizer_us, 0);
+  // ZeRO 2 reduce-scatters each of the m micro-batches' gradients, ZeRO 1 the last's only.
+  EXPECT_GT(z2.dp_total_us, z1.dp_total_us);
+  EXPECT_GE(z2.breakdown.dp_comm_us, z1.breakdown.dp_comm_us);
+  const StepReport z2_twice = predict_step(
+      parse_model(kSmall, "s", {{"parallel.zero", "2"}, {"training.global_batch", "128"}}), t);
+  const StepReport z1_twice = predict_step(
+      parse_model(kSmall, "s", {{"parallel.zero", "1"}, {"training.global_batch", "128"}}), t);
+  EXPECT_GT(z2_twice.dp_total_us, z2.dp_total_us * 1.2);
+  EXPECT_DOUBLE_EQ(z1_twice.dp_total_us, z1.dp_total_us);
+  // ZeRO 3 holds its slice of the weights and one layer gathered whole (over tp).
+  const double layer = layer_parameters(z3.spec.model) / z3.layout.tp;
+  EXPECT_NEAR(z3.memory.weights_GB, (stage_parameters(z3.spec, z3.layout) / z3.layout.dp + layer) * 2 / 1e9, 1e-12);
+  // 32-bit gradients are not the adam workload's: the formulas price them.
+  EXPECT_TRUE(predict_step(parse_model(kSmall, "s", {{"training.grad_dtype", "f32"}}), t).dp_schedule.empty());
 }
 
 // ---- Megatron-LM, SC'21 Table 1 -----------------------------------------------------

@@ -1,0 +1,156 @@
+// The step's trace (see trace.h). Every stage is drawn with the slowest
+// (last) stage's times, as the composition prices it. Within a chunk step the
+// kernels are one event and the TP collectives one event after them (in the
+// layer they alternate; their sum is what the composition prices), and the
+// stage's send to its neighbour follows; the exposed data-parallel reduction
+// and the optimizer follow the stage's last backward.
+#include "step/trace.h"
+
+#include <algorithm>
+#include <iterator>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "step/pipeline.h"
+
+namespace coconet::step {
+
+namespace {
+
+struct ChunkTimes {
+  double fwd_compute, fwd_tp, recompute, recompute_tp, bwd_compute, bwd_tp, send;
+  [[nodiscard]] double fwd() const { return fwd_compute + fwd_tp + send; }
+  [[nodiscard]] double bwd() const { return recompute + recompute_tp + bwd_compute + bwd_tp + send; }
+};
+
+ChunkTimes chunk_times(const StepReport& r) {
+  const double v = r.layout.virtual_stages;
+  const double bwd_tp = r.stage_bwd_tp_us - r.stage_recompute_tp_us;
+  return {(r.stage_fwd_us - r.stage_fwd_tp_us) / v,
+          r.stage_fwd_tp_us / v,
+          (r.stage_recompute_us - r.stage_recompute_tp_us) / v,
+          r.stage_recompute_tp_us / v,
+          (r.stage_bwd_us - r.stage_recompute_us - bwd_tp) / v,
+          bwd_tp / v,
+          r.send_us};
+}
+
+// Appends `e` if it lasts, and returns its end.
+double add(std::vector<TraceEvent>& out, TraceEvent e) {
+  const double end = e.start_us + e.dur_us;
+  if (e.dur_us > 0) out.push_back(std::move(e));
+  return end;
+}
+
+void add_op(std::vector<TraceEvent>& out, const PlacedOp& p, const ChunkTimes& c, int pp, int v) {
+  const int mb = p.op.micro_batch, ch = p.op.chunk;
+  const std::string what = fmt::format("mb {}{}", mb, v > 1 ? fmt::format(" chunk {}", ch) : "");
+  auto event = [&](std::string name, const char* cat, TraceThread th, double start, double dur) {
+    return TraceEvent{std::move(name), cat, p.stage, th, start, dur, mb, ch};
+  };
+  double t = p.start_us;
+  bool sends = false;
+  if (p.op.pass == Pass::forward) {
+    t = add(out, event("forward " + what, "forward", TraceThread::compute, t, c.fwd_compute));
+    t = add(out, event("TP forward " + what, "tp", TraceThread::communication, t, c.fwd_tp));
+    sends = !(p.stage == pp - 1 && ch == v - 1);
+  } else {
+    t = add(out, event("recompute " + what, "recompute", TraceThread::compute, t, c.recompute));
+    t = add(out, event("TP recompute " + what, "tp", TraceThread::communication, t, c.recompute_tp));
+    t = add(out, event("backward " + what, "backward", TraceThread::compute, t, c.bwd_compute));
+    t = add(out, event("TP backward " + what, "tp", TraceThread::communication, t, c.bwd_tp));
+    sends = !(p.stage == 0 && ch == 0);
+  }
+  // The send's slot is on every chunk step (the composition's count); the
+  // first and last virtual stages have no neighbour to send to and wait it out.
+  if (sends) {
+    const bool fwd = p.op.pass == Pass::forward;
+    add(out, event(fmt::format("send {} {} to stage {}", fwd ? "activations" : "gradients", what,
+                               fwd ? (p.stage + 1) % pp : (p.stage + pp - 1) % pp),
+                   "pp_send", TraceThread::communication, t, c.send));
+  }
+}
+
+}  // namespace
+
+std::vector<TraceEvent> step_trace_events(const StepReport& r) {
+  const Layout& l = r.layout;
+  const ChunkTimes c = chunk_times(r);
+  const auto orders = stage_orders(r.spec.parallel.schedule, l.pp, l.virtual_stages, int(l.micro_batches));
+  const std::vector<PlacedOp> ops = lay_out(orders, l.virtual_stages, int(l.micro_batches), c.fwd(), c.bwd());
+  std::vector<TraceEvent> out;
+  std::vector<double> end(std::size_t(l.pp), 0.0);
+  for (const PlacedOp& p : ops) {
+    add_op(out, p, c, l.pp, l.virtual_stages);
+    end[std::size_t(p.stage)] = std::max(end[std::size_t(p.stage)], p.end_us);
+  }
+  const std::string dp = r.dp_schedule.empty() ? std::string("DP reduction (exposed)")
+                                               : fmt::format("DP reduction + Adam, {} (exposed)", r.dp_schedule);
+  for (int s = 0; s < l.pp; ++s) {
+    double t = end[std::size_t(s)];
+    t = add(out, {dp, "dp", s, TraceThread::communication, t, r.breakdown.dp_comm_us});
+    add(out, {"optimizer (Adam)", "optimizer", s, TraceThread::compute, t, r.breakdown.optimizer_us});
+  }
+  return out;
+}
+
+namespace {
+
+// A JSON string literal of `s` (the names are ours, but the model's comes from its file).
+std::string quoted(const std::string& s) { return nlohmann::json(s).dump(); }
+
+void name_event(fmt::memory_buffer& out, const char* what, int pid, int tid, const std::string& name) {
+  fmt::format_to(std::back_inserter(out), R"({{"name":"{}","ph":"M","pid":{},{}"args":{{"name":{}}}}})", what,
+                 pid, tid >= 0 ? fmt::format(R"("tid":{},)", tid) : std::string(), quoted(name));
+}
+
+std::string stage_name(const StepReport& r, int s) {
+  const std::int64_t per_chunk = r.spec.model.layers / (std::int64_t(r.layout.pp) * r.layout.virtual_stages);
+  std::string layers;
+  for (int c = 0; c < r.layout.virtual_stages; ++c) {
+    const std::int64_t first = (std::int64_t(c) * r.layout.pp + s) * per_chunk;
+    layers += fmt::format("{}{}-{}", c > 0 ? ", " : "", first, first + per_chunk - 1);
+  }
+  return fmt::format("pipeline stage {} (layers {})", s, layers);
+}
+
+}  // namespace
+
+// Written with fmt rather than built as a JSON tree: a step of a large
+// pipeline has hundreds of thousands of events.
+std::string step_trace_json(const StepReport& r) {
+  fmt::memory_buffer out;
+  fmt::format_to(std::back_inserter(out), R"({{"traceEvents":[)");
+  for (int s = 0; s < r.layout.pp; ++s) {
+    if (s > 0) out.push_back(',');
+    name_event(out, "process_name", s, -1, stage_name(r, s));
+    out.push_back(',');
+    name_event(out, "thread_name", s, int(TraceThread::compute), "compute");
+    out.push_back(',');
+    name_event(out, "thread_name", s, int(TraceThread::communication), "communication");
+  }
+  for (const TraceEvent& e : step_trace_events(r)) {
+    const std::string mb =
+        e.micro_batch >= 0 ? fmt::format(R"(,"micro_batch":{},"chunk":{})", e.micro_batch, e.chunk) : std::string();
+    fmt::format_to(std::back_inserter(out),
+                   R"(,{{"name":{},"cat":"{}","ph":"X","ts":{},"dur":{},"pid":{},"tid":{},"args":{{"category":"{}"{}}}}})",
+                   quoted(e.name), e.category, e.start_us, e.dur_us, e.stage, int(e.thread), e.category, mb);
+  }
+  const Breakdown& b = r.breakdown;
+  const nlohmann::json other = {
+      {"title", fmt::format("{} on {}: dp {} x tp {} x pp {}, {}", r.spec.name, r.topology, r.layout.dp, r.layout.tp,
+                            r.layout.pp, to_string(r.spec.parallel.schedule))},
+      {"time_us", r.step_us},
+      {"compute_us", b.compute_us},
+      {"tp_comm_us", b.tp_comm_us},
+      {"pp_bubble_us", b.pp_bubble_us},
+      {"pp_p2p_us", b.pp_p2p_us},
+      {"dp_comm_us", b.dp_comm_us},
+      {"optimizer_us", b.optimizer_us},
+      {"dp_schedule", r.dp_schedule}};
+  fmt::format_to(std::back_inserter(out), R"(],"displayTimeUnit":"ms","otherData":{}}})", other.dump());
+  return fmt::to_string(out);
+}
+
+}  // namespace coconet::step
