@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "exec/alltoall_blocks.h"
 #include "exec/fused_builder.h"
 #include "exec/rank_status.h"
 
@@ -96,28 +97,44 @@ class OpRunner {
     }
   }
 
+  // One call per range of rows held. A 2-D b: a's rows (its leading
+  // dimensions folded) times b. A batched matmul: the batches of those rows,
+  // one strided batched product.
   void matmul(const Stmt& s, int chunk) {
     const auto& a = values_.at(s.operands[0]);
     const auto& w = values_.at(s.operands[1]);
     const auto& out = values_.at(s.name);
-    if (a.rank() != 2 || w.rank() != 2)
-      throw UserError("matmul '" + s.name + "': the executor multiplies 2-D matrices; write " + a.name +
-                      " as [rows, cols]");
-    COCONET_ASSERT(a.local_cols == w.local_rows && out.local_cols == w.local_cols, "matmul: local shapes");
+    const bool batched = w.rank() > 2;
+    const auto ld = [](const ValueInfo& v, int from_end) { return v.local_dims[v.local_dims.size() - from_end]; };
+    const auto dims_between = [](const ValueInfo& v, int first, int end) {
+      return model::numel({v.local_dims.begin() + first, v.local_dims.begin() + end});
+    };
+    const std::int64_t k = ld(a, 1);
+    const std::int64_t n = ld(out, 1);
+    COCONET_ASSERT(ld(w, 2) == k && ld(w, 1) == n, "matmul: local shapes");
     for (const auto& r : local_ranges(out, chunk, unit_.slice_mode)) {
       COCONET_ASSERT(r.begin >= a.row_begin && r.end <= a.row_begin + a.local_rows, "matmul: rows not held");
       MatmulArgs args;
       args.a = rows_view(a, r.begin, r.end);
-      args.b = View{w.buffer, 0, w.local_numel()};
       args.out = rows_view(out, r.begin, r.end);
+      args.k = k;
+      args.n = n;
+      args.lda = k;
+      args.ldb = n;
+      args.ldc = n;
+      if (batched) {
+        args.b = rows_view(w, r.begin, r.end);
+        args.m = ld(a, 2);
+        args.batch = (r.end - r.begin) * dims_between(a, 1, a.rank() - 2);
+        args.stride_a = args.m * k;
+        args.stride_b = k * n;
+        args.stride_out = args.m * n;
+      } else {
+        args.b = whole(w);
+        args.m = (r.end - r.begin) * dims_between(a, 1, a.rank() - 1);
+      }
       call(args.out.count);
       for (const View& v : {args.a, args.b, args.out}) traffic_.view(v);
-      args.m = r.end - r.begin;
-      args.k = a.local_cols;
-      args.n = out.local_cols;
-      args.lda = a.local_cols;
-      args.ldb = w.local_cols;
-      args.ldc = out.local_cols;
       b_.matmul(args);
     }
   }
@@ -188,6 +205,16 @@ class OpRunner {
         call(in.count);
         traffic_.allgather(in, parts);
         b_.allgather(in, parts);
+        return;
+      }
+      case OpKind::alltoall: {
+        // Whole: overlap refuses to cut an alltoall into chunks (model/overlap.cpp).
+        if (unit_.chunks != 1) throw InternalError("alltoall '" + s.name + "' in a chunked unit");
+        const auto blocks = alltoall_blocks(x, y, values_.ranks_per_group(), values_.position());
+        call(x.local_numel());
+        traffic_.view(whole(x));
+        traffic_.view(whole(y));
+        b_.alltoall(blocks.send, blocks.recv);
         return;
       }
       case OpKind::send: {

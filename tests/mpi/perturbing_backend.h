@@ -47,6 +47,7 @@ class PerturbingBackend : public Backend {
   void allgather(View in, std::span<const View> p) override { inner_->allgather(in, p); }
   void broadcast(View in, View out, int root) override { inner_->broadcast(in, out, root); }
   void reduce(View in, View out, ReduceOp op, int root) override { inner_->reduce(in, out, op, root); }
+  void alltoall(std::span<const Block2d> s, std::span<const Block2d> r) override { inner_->alltoall(s, r); }
   void send(View in, int peer) override { inner_->send(in, peer); }
   void recv(View out, int peer) override { inner_->recv(out, peer); }
   void barrier() override { inner_->barrier(); }
