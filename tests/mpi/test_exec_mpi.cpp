@@ -37,6 +37,8 @@ model::Bindings small_sizes(const model::Program& p) {
     if (k == "B") v = 1;
     if (k == "S") v = 7;
     if (k == "H") v = 6;
+    if (k == "NH") v = 3;  // transformer_layer: 3 heads of 2 over the ranks (ragged at 2 and 4)
+    if (k == "D") v = 2;
   }
   return b;
 }
@@ -57,7 +59,7 @@ class EveryScheduleTest : public ::testing::TestWithParam<std::string> {};
 
 // A workload name, or the tests-only workload under tests/workloads/.
 std::string workload_path(const std::string& name) {
-  if (name == "sgd_clip" || name == "layernorm_softmax")
+  if (name == "sgd_clip" || name == "layernorm_softmax" || name == "alltoall_ulysses")
     return std::string(COCONET_SOURCE_ROOT) + "/tests/workloads/" + name + ".yaml";
   return model::resolve_workload(name);
 }
@@ -86,7 +88,8 @@ TEST_P(EveryScheduleTest, VerifiesAgainstProgramAndInterpreter) {
 
 INSTANTIATE_TEST_SUITE_P(Workloads, EveryScheduleTest,
                          ::testing::Values("sgd", "adam", "lamb", "megatron_mlp", "megatron_attention",
-                                           "gpt3_pipeline", "sgd_clip", "layernorm_softmax"),
+                                           "gpt3_pipeline", "sgd_clip", "layernorm_softmax", "transformer_layer",
+                                           "alltoall_ulysses"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 TEST(CpuBackend, AgreesWithInterpreterOnUnscheduledPrograms) {
