@@ -119,6 +119,21 @@ TEST(CpuBackend, InjectedWrongKernelIsCaught) {
   EXPECT_NE(row.mismatch.find("expected"), std::string::npos);
 }
 
+// The alltoall workload's verification can fail: an exchange that delivers
+// one wrong element on one rank is caught.
+TEST(CpuBackend, WrongAlltoallIsCaught) {
+  const auto p = model::load_program(workload_path("alltoall_ulysses"));
+  const auto sizes = small_sizes(p);
+  shared_backend()->set_groups(1);
+  const auto refs = compute_references(*shared_backend(), p, sizes, quick());
+  testing::PerturbingBackend wrong(make_backend("cpu"), testing::Fault::perturb_alltoall,
+                                   shared_backend()->world_size() - 1);
+  wrong.set_groups(1);
+  const auto row = run_schedule(wrong, model::enumerate_schedules(p).front(), sizes, refs, quick());
+  EXPECT_FALSE(row.verified);
+  EXPECT_NE(row.mismatch.find("expected"), std::string::npos) << row.mismatch;
+}
+
 // Runs `schedule` of `workload` on a FusedCountingBackend; returns the row and the fused calls made.
 std::pair<RunRow, int> run_counting(const std::string& workload, const std::string& schedule, bool wrong) {
   const auto p = model::load_program(workload_path(workload));
