@@ -78,7 +78,7 @@ kernels::Access folded_access(const ValueInfo& t, const ValueInfo& out, std::int
     addressable = t.global_dims[static_cast<std::size_t>(d)] == out.global_dims[static_cast<std::size_t>(d)];
   if (!addressable)
     throw UserError("operand '" + t.name + "' of '" + out.name +
-                    "' broadcasts along a dimension other than the last, which the executor does not support");
+                    "' broadcasts along a dimension before the last, which the executor does not support");
   const std::int64_t inner = inner_rows(out);
   return {(row0 - t.row_begin) * inner * t_last, t_last, col_bcast ? 0 : 1};
 }
