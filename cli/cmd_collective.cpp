@@ -40,7 +40,7 @@ void run(const Args& a) {
 void register_collective(CLI::App& app) {
   auto* cmd = app.add_subcommand("collective", "Predict a collective over a size sweep, the way nccl-tests measures it");
   auto a = std::make_shared<Args>();
-  cmd->add_option("--op", a->sweep.op, "allreduce, reducescatter, allgather, broadcast, reduce or send")->capture_default_str();
+  cmd->add_option("--op", a->sweep.op, "allreduce, reducescatter, allgather, broadcast, reduce, send or alltoall")->capture_default_str();
   cmd->add_option("--topology,-t", a->sweep.topology, "Topology name (configs/topologies/) or YAML file")->capture_default_str();
   cmd->add_option("--nodes,-N", a->sweep.nodes, "Nodes (default: the topology's)")->check(at_least(1));
   cmd->add_option("--gpus,-g", a->sweep.gpus, "GPUs per node taking part (default: all of the node's)");

@@ -69,7 +69,9 @@
 //   matmul(args): out[m x n] = a[m x k] * b[k x n], row-major with leading
 //     dimensions lda/ldb/ldc (elements), accumulated in f32 at least, rounded
 //     to out's dtype. Integer-valued inputs whose sums stay below 2^24 give
-//     exact results.
+//     exact results. With args.batch > 1, `batch` such products (a batched
+//     matmul's local batches), product q's matrices starting q * stride_a,
+//     q * stride_b and q * stride_out elements after the views' offsets.
 //   norm(in, out, across_group): out (one element) = sqrt(sum of squares of
 //     in), squares accumulated in double (f32 at least); with across_group the
 //     sum of squares is summed over my group first (a sliced tensor's norm).
@@ -96,6 +98,13 @@
 //   broadcast(in, out, root): out = root's in on every position (in == out allowed).
 //   reduce(in, out, op, root): root's out = op over the group of in; out is
 //     untouched elsewhere.
+//   alltoall(send, recv): send[r] (r < P) is the block of my input that
+//     position r receives, recv[r] where the block position r sends me lands;
+//     send[r] on position q and recv[q] on position r hold the same number of
+//     elements (ragged blocks, empty ones included), in row-major order of
+//     their rows. Blocks are strided 2-D (Block2d): a backend packs them as it
+//     needs. Added for alltoall(x, d) (issue 16): a tensor re-sliced along
+//     another dimension.
 //   send(in, peer) / recv(out, peer): point to point with world rank `peer`
 //     (pipeline stages: position r of group g talks to position r of g+1).
 //   f16/bf16 reductions: summed in f32 and rounded back; say how in the
@@ -159,6 +168,17 @@ struct MatmulArgs {
   View a, b, out;  // offsets are the first element of each matrix
   std::int64_t m = 0, k = 0, n = 0;
   std::int64_t lda = 0, ldb = 0, ldc = 0;  // row strides in elements
+  std::int64_t batch = 1;                  // products, each the next `stride_*` elements on
+  std::int64_t stride_a = 0, stride_b = 0, stride_out = 0;
+};
+
+// A strided 2-D block of a buffer: `rows` rows of `cols` elements, row i
+// starting at element offset + i * stride.
+struct Block2d {
+  BufferId buffer = -1;
+  std::int64_t offset = 0;
+  std::int64_t rows = 0, cols = 0, stride = 0;
+  [[nodiscard]] std::int64_t count() const { return rows * cols; }
 };
 
 enum class StreamKind { compute, comm };
@@ -258,6 +278,7 @@ class Backend {
   virtual void allgather(View in, std::span<const View> parts) = 0;
   virtual void broadcast(View in, View out, int root) = 0;
   virtual void reduce(View in, View out, ReduceOp op, int root) = 0;
+  virtual void alltoall(std::span<const Block2d> send, std::span<const Block2d> recv) = 0;
   virtual void send(View in, int peer) = 0;
   virtual void recv(View out, int peer) = 0;
 

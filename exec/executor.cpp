@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "exec/alltoall_blocks.h"
 #include "exec/fused_builder.h"
 #include "exec/rank_status.h"
 
@@ -75,6 +76,7 @@ class OpRunner {
 
   void elementwise(const plan::Op& op, int chunk) {
     const auto& out0 = values_.at(op.stmts.front());
+    if (out0.rank() >= 3) return elementwise_folded(op, chunk);
     for (const auto& r : local_ranges(out0, chunk, unit_.slice_mode)) {
       kernels::Block block{r.end - r.begin, out0.local_cols, r.begin, out0.col_begin, out0.cols};
       std::vector<Operand> ins;
@@ -93,28 +95,70 @@ class OpRunner {
     }
   }
 
+  // A value of rank >= 3 (sliced on dimension 0 at most, plan/views.h) as
+  // rows of its last dimension, so that an operand repeating along it (a row
+  // reduction's result) is addressed by a row stride; one call per range of
+  // dimension-0 rows held, as lowering counts.
+  void elementwise_folded(const plan::Op& op, int chunk) {
+    const auto& out0 = values_.at(op.stmts.front());
+    const std::int64_t inner = inner_rows(out0);
+    const std::int64_t last = out0.global_dims.back();
+    for (const auto& r : local_ranges(out0, chunk, unit_.slice_mode)) {
+      kernels::Block block{(r.end - r.begin) * inner, last, r.begin * inner, 0, last};
+      std::vector<Operand> ins;
+      for (const auto& name : op.program->input_names) {
+        const auto& t = values_.at(name);
+        ins.push_back(Operand{t.buffer, folded_access(t, out0, r.begin)});
+      }
+      std::vector<Operand> outs;
+      for (const auto& n : op.stmts) {
+        const auto& v = values_.at(n);
+        outs.push_back(Operand{v.buffer, {(r.begin - v.row_begin) * v.local_cols, last, 1}});
+      }
+      call(block.rows * block.cols);
+      traffic_.elementwise(ins, outs, block);
+      b_.elementwise(*op.program, ins, outs, block, StreamKind::compute);
+    }
+  }
+
+  // One call per range of rows held. A 2-D b: a's rows (its leading
+  // dimensions folded) times b. A batched matmul: the batches of those rows,
+  // one strided batched product.
   void matmul(const Stmt& s, int chunk) {
     const auto& a = values_.at(s.operands[0]);
     const auto& w = values_.at(s.operands[1]);
     const auto& out = values_.at(s.name);
-    if (a.rank() != 2 || w.rank() != 2)
-      throw UserError("matmul '" + s.name + "': the executor multiplies 2-D matrices; write " + a.name +
-                      " as [rows, cols]");
-    COCONET_ASSERT(a.local_cols == w.local_rows && out.local_cols == w.local_cols, "matmul: local shapes");
+    const bool batched = w.rank() > 2;
+    const auto ld = [](const ValueInfo& v, int from_end) { return v.local_dims[v.local_dims.size() - from_end]; };
+    const auto dims_between = [](const ValueInfo& v, int first, int end) {
+      return model::numel({v.local_dims.begin() + first, v.local_dims.begin() + end});
+    };
+    const std::int64_t k = ld(a, 1);
+    const std::int64_t n = ld(out, 1);
+    COCONET_ASSERT(ld(w, 2) == k && ld(w, 1) == n, "matmul: local shapes");
     for (const auto& r : local_ranges(out, chunk, unit_.slice_mode)) {
       COCONET_ASSERT(r.begin >= a.row_begin && r.end <= a.row_begin + a.local_rows, "matmul: rows not held");
       MatmulArgs args;
       args.a = rows_view(a, r.begin, r.end);
-      args.b = View{w.buffer, 0, w.local_numel()};
       args.out = rows_view(out, r.begin, r.end);
+      args.k = k;
+      args.n = n;
+      args.lda = k;
+      args.ldb = n;
+      args.ldc = n;
+      if (batched) {
+        args.b = rows_view(w, r.begin, r.end);
+        args.m = ld(a, 2);
+        args.batch = (r.end - r.begin) * dims_between(a, 1, a.rank() - 2);
+        args.stride_a = args.m * k;
+        args.stride_b = k * n;
+        args.stride_out = args.m * n;
+      } else {
+        args.b = whole(w);
+        args.m = (r.end - r.begin) * dims_between(a, 1, a.rank() - 1);
+      }
       call(args.out.count);
       for (const View& v : {args.a, args.b, args.out}) traffic_.view(v);
-      args.m = r.end - r.begin;
-      args.k = a.local_cols;
-      args.n = out.local_cols;
-      args.lda = a.local_cols;
-      args.ldb = w.local_cols;
-      args.ldc = out.local_cols;
       b_.matmul(args);
     }
   }
@@ -185,6 +229,16 @@ class OpRunner {
         call(in.count);
         traffic_.allgather(in, parts);
         b_.allgather(in, parts);
+        return;
+      }
+      case OpKind::alltoall: {
+        // Whole: overlap refuses to cut an alltoall into chunks (model/overlap.cpp).
+        if (unit_.chunks != 1) throw InternalError("alltoall '" + s.name + "' in a chunked unit");
+        const auto blocks = alltoall_blocks(x, y, values_.ranks_per_group(), values_.position());
+        call(x.local_numel());
+        traffic_.view(whole(x));
+        traffic_.view(whole(y));
+        b_.alltoall(blocks.send, blocks.recv);
         return;
       }
       case OpKind::send: {

@@ -63,4 +63,24 @@ kernels::Access access_for(const ValueInfo& t, const ValueInfo& out, std::int64_
                   ", which the executor does not support");
 }
 
+std::int64_t inner_rows(const ValueInfo& out) {
+  return model::numel({out.global_dims.begin() + 1, out.global_dims.end() - 1});
+}
+
+kernels::Access folded_access(const ValueInfo& t, const ValueInfo& out, std::int64_t row0) {
+  const std::int64_t last = out.global_dims.back();
+  if (t.rank() == 0) return {0, 0, 0};
+  const std::int64_t t_last = t.global_dims.back();
+  const bool col_bcast = t_last == 1 && last > 1;
+  if (t.rank() == 1) return {0, 0, col_bcast ? 0 : 1};  // a bias [last] on every row
+  bool addressable = t.rank() == out.rank();
+  for (int d = 0; addressable && d + 1 < t.rank(); ++d)
+    addressable = t.global_dims[static_cast<std::size_t>(d)] == out.global_dims[static_cast<std::size_t>(d)];
+  if (!addressable)
+    throw UserError("operand '" + t.name + "' of '" + out.name +
+                    "' broadcasts along a dimension before the last, which the executor does not support");
+  const std::int64_t inner = inner_rows(out);
+  return {(row0 - t.row_begin) * inner * t_last, t_last, col_bcast ? 0 : 1};
+}
+
 }  // namespace coconet::exec

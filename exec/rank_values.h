@@ -51,4 +51,14 @@ class RankValues {
 // cannot address.
 [[nodiscard]] kernels::Access access_for(const ValueInfo& t, const ValueInfo& out, std::int64_t row0);
 
+// A value of rank >= 3 seen as [dimension 0 x the middle dimensions, last
+// dimension] rows: what an element-wise call over rows [row0, ...) of `out`
+// (global rows of dimension 0) works on when an operand repeats along the
+// last dimension (a rowmax's [A, S, 1] on [A, S, S]); inner_rows() is the
+// folded rows per row of dimension 0.
+[[nodiscard]] std::int64_t inner_rows(const ValueInfo& out);
+// How element (i, j) of such a folded block reads operand `t`; UserError for
+// a broadcast the executor cannot address (along dimension 0 or a middle one).
+[[nodiscard]] kernels::Access folded_access(const ValueInfo& t, const ValueInfo& out, std::int64_t row0);
+
 }  // namespace coconet::exec

@@ -14,7 +14,12 @@
 //    tensor is added in another order than the whole one's, which may move
 //    the f32 norm by an ulp: 2^-20 (a few f32 ulps after the update's scaling).
 //    A fused op runs the same compiled programs as the statements' own
-//    kernels (exec/fused_call.h), so it is held to the same.
+//    kernels (exec/fused_call.h), so it is held to the same. And programs
+//    whose matmuls or summing collectives read values that need not be
+//    integers (exec/integer_values.h: after a LayerNorm, a GELU, a softmax):
+//    a schedule regroups those sums (a GEMM cut into row chunks, an
+//    allreduce split), which may move them by rounding: 2^-16, as f32
+//    against the interpreter.
 //  - backend vs reference interpreter (double precision, no rounding to
 //    storage types): f32 outputs 2^-16 (f32 arithmetic, ~ten roundings of
 //    2^-24 each, plus the update's cancellation w - lr*...), f16 outputs 2^-10

@@ -42,4 +42,15 @@ void cpu_matmul(const CpuMatrix& a, const CpuMatrix& b, const CpuMatrix& out) {
     store_f32(out.data, out.dtype, out.first + r * out.stride, 1, out.cols, product.data() + r * out.cols);
 }
 
+void cpu_matmul_batched(const CpuMatrix& a, const CpuMatrix& b, const CpuMatrix& out, std::int64_t batch,
+                        const BatchStrides& strides) {
+  for (std::int64_t q = 0; q < batch; ++q) {
+    CpuMatrix aq = a, bq = b, oq = out;
+    aq.first += q * strides.a;
+    bq.first += q * strides.b;
+    oq.first += q * strides.out;
+    cpu_matmul(aq, bq, oq);
+  }
+}
+
 }  // namespace coconet::kernels

@@ -23,4 +23,12 @@ struct CpuMatrix {
 // out = a * b (a: m x k, b: k x n, out: m x n).
 void cpu_matmul(const CpuMatrix& a, const CpuMatrix& b, const CpuMatrix& out);
 
+// `batch` products out_q = a_q * b_q, one cpu_matmul each: matrix q of each
+// operand starts `stride_*` elements after matrix q-1.
+struct BatchStrides {
+  std::int64_t a = 0, b = 0, out = 0;
+};
+void cpu_matmul_batched(const CpuMatrix& a, const CpuMatrix& b, const CpuMatrix& out, std::int64_t batch,
+                        const BatchStrides& strides);
+
 }  // namespace coconet::kernels

@@ -228,30 +228,40 @@ void eval_elementwise_rank(const Context& c, const Stmt& st, RankValues& out, in
                    });
 }
 
+// One product per batch index (a 2-D b: one batch, a's leading dimensions
+// folded into its rows). Each rank multiplies its local parts: the layout
+// rules make them fit (its own batches, rows, columns, or slice of K).
 void eval_matmul_rank(const Context& c, const Stmt& st, RankValues& out, int r) {
   const RankValues& a = c.value(st.operands[0]);
   const RankValues& b = c.value(st.operands[1]);
   const Dims ad = local_dims(a.global_dims, a.type.layout, c.p, r);
   const Dims bd = local_dims(b.global_dims, b.type.layout, c.p, r);
-  COCONET_ASSERT(!ad.empty() && bd.size() == 2 && ad.back() == bd[0],
+  const bool batched = bd.size() > 2;
+  COCONET_ASSERT(ad.size() >= 2 && bd.size() >= 2 && ad.back() == bd[bd.size() - 2] &&
+                     (!batched || Dims(ad.begin(), ad.end() - 2) == Dims(bd.begin(), bd.end() - 2)),
                  "matmul: local shapes do not fit");
-  const std::int64_t k_size = bd[0];
-  const std::int64_t n_size = bd[1];
-  const std::int64_t m_size = numel(Dims(ad.begin(), ad.end() - 1));
+  const std::int64_t k_size = bd[bd.size() - 2];
+  const std::int64_t n_size = bd.back();
+  const std::int64_t batches = batched ? numel(Dims(bd.begin(), bd.end() - 2)) : 1;
+  const std::int64_t m_size = batched ? ad[ad.size() - 2] : numel(Dims(ad.begin(), ad.end() - 1));
   const auto& x = local(a, a.type.group, c.p, r);
   const auto& w = local(b, b.type.group, c.p, r);
   auto& part = local(out, out.type.group, c.p, r);
-  part.assign(at(m_size * n_size), 0.0);
+  part.assign(at(batches * m_size * n_size), 0.0);
   COCONET_ASSERT(static_cast<std::int64_t>(part.size()) ==
                      numel(local_dims(out.global_dims, out.type.layout, c.p, r)),
                  "matmul: result has the wrong local size");
-  for (std::int64_t i = 0; i < m_size; ++i)
-    for (std::int64_t j = 0; j < n_size; ++j) {
-      double acc = 0.0;
-      for (std::int64_t k = 0; k < k_size; ++k)
-        acc += x[at(i * k_size + k)] * w[at(k * n_size + j)];
-      part[at(i * n_size + j)] = acc;
-    }
+  for (std::int64_t q = 0; q < batches; ++q) {
+    const double* xq = x.data() + q * m_size * k_size;
+    const double* wq = w.data() + q * k_size * n_size;
+    double* oq = part.data() + q * m_size * n_size;
+    for (std::int64_t i = 0; i < m_size; ++i)
+      for (std::int64_t j = 0; j < n_size; ++j) {
+        double acc = 0.0;
+        for (std::int64_t k = 0; k < k_size; ++k) acc += xq[i * k_size + k] * wq[k * n_size + j];
+        oq[i * n_size + j] = acc;
+      }
+  }
 }
 
 double sum_of_squares(const std::vector<double>& v) {
@@ -333,6 +343,14 @@ void eval_reduce(const Context& c, const Stmt& st, RankValues& out) {
   eval_allreduce(c, st, out);
 }
 
+// The same global tensor laid out anew: what each rank receives from every
+// other is the part of that rank's slice it holds afterwards.
+void eval_alltoall(const Context& c, const Stmt& st, RankValues& out) {
+  const RankValues& x = c.value(st.operands.front());
+  COCONET_ASSERT(x.type.layout.is_sliced() && out.type.layout.is_sliced(), "alltoall of a value that is not sliced");
+  distribute(out, assemble(x, c.p), c.p);
+}
+
 void eval_send(const Context& c, const Stmt& st, RankValues& out) {
   const RankValues& x = c.value(st.operands.front());
   for (int r = 0; r < c.p; ++r) local(out, out.type.group, c.p, r) = local(x, x.type.group, c.p, r);
@@ -368,6 +386,9 @@ RankValues eval_stmt(const Context& c, const Stmt& st, int world) {
       break;
     case OpKind::reduce:
       eval_reduce(c, st, out);
+      break;
+    case OpKind::alltoall:
+      eval_alltoall(c, st, out);
       break;
     case OpKind::send:
       eval_send(c, st, out);

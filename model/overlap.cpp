@@ -28,6 +28,11 @@ bool has_norm(const Program& p, const Stage& st) {
                      [&](const auto& n) { return p.find_stmt(n)->op == OpKind::norm; });
 }
 
+bool has_alltoall(const Program& p, const Stage& st) {
+  return std::any_of(st.stmts.begin(), st.stmts.end(),
+                     [&](const auto& n) { return p.find_stmt(n)->op == OpKind::alltoall; });
+}
+
 bool consumes(const Program& p, const Stage& consumer, const Stage& producer) {
   const std::set<std::string> made(producer.stmts.begin(), producer.stmts.end());
   for (const auto& n : consumer.stmts)
@@ -46,6 +51,11 @@ std::string illegal_reason(const Schedule& s, int i, int j) {
       return fmt::format(
           "stage {} computes a norm, which needs its whole input before its "
           "readers can run, so it cannot be cut into chunks",
+          k);
+    if (has_alltoall(p, st))
+      return fmt::format(
+          "stage {} is an alltoall, which exchanges whole slices between every pair of ranks; "
+          "cutting it into row chunks is not supported",
           k);
     if (k > i && !consumes(p, st, s.stages[static_cast<std::size_t>(k - 1)]))
       return fmt::format("stage {} ({}) does not read what stage {} produces", k, st.code(p),

@@ -7,6 +7,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <limits>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -175,6 +176,13 @@ class Parser {
     return static_cast<int>(v);
   }
 
+  int dimension() {
+    const double v = number();
+    if (!(v >= 0 && v <= double(std::numeric_limits<int>::max())) || v != std::floor(v))
+      fail("the dimension must be a whole number: 0 for the first dimension, 1 for the second, ...");
+    return static_cast<int>(v);
+  }
+
   bool try_operation(Stmt& s) {
     if (!at_identifier()) return false;
     const std::size_t at = pos_;
@@ -182,7 +190,7 @@ class Parser {
     static const std::set<std::string> ops = {"allreduce", "reducescatter", "allgather",
                                               "broadcast", "reduce",        "send",
                                               "matmul",    "norm",          "update",
-                                              "rowsum",    "rowmax"};
+                                              "rowsum",    "rowmax",        "alltoall"};
     if (!ops.count(name) || !peek('(')) {
       pos_ = at;
       return false;
@@ -226,6 +234,11 @@ class Parser {
           fail("send goes to the next process group: write send(x) or send(x, next)");
         }
       }
+    } else if (name == "alltoall") {
+      s.op = OpKind::alltoall;
+      s.operands = {identifier("the tensor to re-slice")};
+      expect(',', "before the dimension: write alltoall(x, DIM), DIM the dimension the result is sliced along");
+      s.dim = dimension();
     } else if (name == "matmul") {
       s.op = OpKind::matmul;
       s.operands.push_back(identifier("the left operand"));
@@ -349,7 +362,7 @@ class Parser {
     pos_ = at;
     fail(fmt::format("unknown function '{}': element-wise functions are sqrt, rsqrt, abs, exp, "
                      "log, tanh, gelu, pow, max, min, select, cast, dropout; operations are allreduce, "
-                     "reducescatter, allgather, broadcast, reduce, send, matmul, norm, rowsum, "
+                     "reducescatter, allgather, alltoall, broadcast, reduce, send, matmul, norm, rowsum, "
                      "rowmax, update (and only as the whole right-hand side)",
                      name));
   }

@@ -26,6 +26,7 @@ std::string to_string(OpKind k) {
     case OpKind::allgather: return "allgather";
     case OpKind::broadcast: return "broadcast";
     case OpKind::reduce: return "reduce";
+    case OpKind::alltoall: return "alltoall";
     case OpKind::send: return "send";
   }
   return "?";
@@ -33,7 +34,7 @@ std::string to_string(OpKind k) {
 
 bool is_collective(OpKind k) {
   return k == OpKind::allreduce || k == OpKind::reducescatter || k == OpKind::allgather ||
-         k == OpKind::broadcast || k == OpKind::reduce;
+         k == OpKind::broadcast || k == OpKind::reduce || k == OpKind::alltoall;
 }
 bool is_communication(OpKind k) { return is_collective(k) || k == OpKind::send; }
 bool is_elementwise(OpKind k) { return k == OpKind::compute || k == OpKind::update; }
@@ -319,14 +320,16 @@ class Checker {
     if (s.operands.size() != 2) fail(s, "matmul takes two operands: matmul(a, b)");
     const auto& a = operand(s, s.operands[0]);
     const auto& b = operand(s, s.operands[1]);
+    if (a.group != b.group) fail(s, "matmul operands live on different process groups");
+    if (b.shape.size() > 2) return infer_batched_matmul(s, a, b);
     if (a.shape.size() < 2 || b.shape.size() != 2)
-      fail(s, fmt::format("matmul needs a of rank >= 2 and b of rank 2; got {} and {}",
+      fail(s, fmt::format("matmul needs a of rank >= 2 and b of rank 2 (or a[..., M, K] and b[..., K, N] with "
+                          "the same batch dimensions); got {} and {}",
                           to_string(a.shape), to_string(b.shape)));
     if (!(a.shape.back() == b.shape[0]))
       fail(s, fmt::format("matmul inner dimensions differ: a is {} and b is {}; a's last "
                           "dimension must equal b's first",
                           to_string(a.shape), to_string(b.shape)));
-    if (a.group != b.group) fail(s, "matmul operands live on different process groups");
     TensorType out{a.dtype, a.shape, Layout::replicated(), a.group};
     out.shape.back() = b.shape[1];
     const int a_last = static_cast<int>(a.shape.size()) - 1;
@@ -346,6 +349,61 @@ class Checker {
                           to_string(la), to_string(lb)));
     }
     return out;
+  }
+
+  // matmul(a[..., M, K], b[..., K, N]): one product per index of the leading
+  // (batch) dimensions, which a and b share.
+  TensorType infer_batched_matmul(const Stmt& s, const TensorType& a, const TensorType& b) const {
+    const std::size_t rank = b.shape.size();
+    const bool batch_equal =
+        a.shape.size() == rank && std::equal(a.shape.begin(), a.shape.end() - 2, b.shape.begin());
+    if (!batch_equal)
+      fail(s, fmt::format("batched matmul needs a[..., M, K] and b[..., K, N] with the same batch dimensions; "
+                          "got a {} and b {}",
+                          to_string(a.shape), to_string(b.shape)));
+    if (!(a.shape.back() == b.shape[rank - 2]))
+      fail(s, fmt::format("matmul inner dimensions differ: a is {} and b is {}; a's last dimension must equal "
+                          "b's next to last",
+                          to_string(a.shape), to_string(b.shape)));
+    TensorType out{a.dtype, a.shape, Layout::replicated(), a.group};
+    out.shape.back() = b.shape.back();
+    const int m_dim = static_cast<int>(rank) - 2;
+    const int last = static_cast<int>(rank) - 1;
+    const auto& la = a.layout;
+    const auto& lb = b.layout;
+    if (la.is_sliced() && lb.is_sliced() && la.dim == lb.dim && la.dim < m_dim) {
+      out.layout = la;  // each rank multiplies its own batches
+    } else if (la.is_sliced() && la.dim == last && lb.is_sliced() && lb.dim == m_dim) {
+      out.layout = Layout::local();  // partial sums over each rank's slice of K
+    } else if (lb.is_replicated() && (la.is_replicated() || la.is_local())) {
+      out.layout = la;
+    } else if (lb.is_replicated() && la.is_sliced() && la.dim == m_dim) {
+      out.layout = la;
+    } else if (la.is_replicated() && lb.is_sliced() && lb.dim == last) {
+      out.layout = lb;
+    } else {
+      fail(s, fmt::format("no batched matmul layout rule for a {} x b {}: slice a batch dimension (0..{}) of "
+                          "both operands alike, slice a's last dimension with b's next to last (partial sums), "
+                          "or keep b replicated (a sliced on its rows) or a replicated (b sliced on its columns)",
+                          to_string(la), to_string(lb), m_dim - 1));
+    }
+    return out;
+  }
+
+  TensorType infer_alltoall(const Stmt& s, TensorType t) const {
+    const int rank = static_cast<int>(t.shape.size());
+    if (!t.layout.is_sliced())
+      fail(s, fmt::format("alltoall re-slices a sliced tensor, but '{}' is {}; slice it first (or use allgather "
+                          "for a whole copy)",
+                          s.operands[0], to_string(t.layout)));
+    if (s.dim < 0 || s.dim >= rank)
+      fail(s, fmt::format("alltoall dimension {} is out of range: '{}' has {} dimension(s), 0..{}", s.dim,
+                          s.operands[0], rank, rank - 1));
+    if (s.dim == t.layout.dim)
+      fail(s, fmt::format("'{}' is already sliced({}); alltoall must move the slicing to another dimension",
+                          s.operands[0], s.dim));
+    t.layout = Layout::sliced(s.dim);
+    return t;
   }
 
   TensorType infer_collective(const Stmt& s) const {
@@ -376,6 +434,7 @@ class Checker {
         if (s.op == OpKind::reduce) need(t.layout.is_local(), "a local (per-rank partial)");
         t.layout = Layout::replicated();
         break;
+      case OpKind::alltoall: return infer_alltoall(s, t);
       case OpKind::send:
         if (t.group + 1 >= kMaxGroups)
           fail(s, fmt::format("send past the last process group: a program has at most {} groups", kMaxGroups));
@@ -470,6 +529,7 @@ std::string rhs(const Stmt& s) {
       return fmt::format("reduce({}, {}, {})", to_string(s.reduce), ops(), s.root);
     case OpKind::broadcast: return fmt::format("broadcast({}, {})", ops(), s.root);
     case OpKind::send: return fmt::format("send({}, next)", ops());
+    case OpKind::alltoall: return fmt::format("alltoall({}, {})", ops(), s.dim);
     case OpKind::rowreduce: return fmt::format("{}({})", s.reduce == ReduceOp::max ? "rowmax" : "rowsum", ops());
     default: return fmt::format("{}({})", to_string(s.op), ops());
   }

@@ -10,6 +10,12 @@
 //     rank-0 tensors (scalars such as norms) broadcast.
 //   matmul(a[...,K], b[K,N]): (sliced(last), sliced(0)) -> local partial sums;
 //     (replicated|local, replicated) -> a's layout; (sliced(0), replicated) -> sliced(0).
+//   batched matmul(a[..., M, K], b[..., K, N]), equal leading (batch)
+//     dimensions: (sliced(d), sliced(d)) for a batch dimension d -> sliced(d),
+//     each rank multiplying its own batches (attention heads over ranks);
+//     (sliced(last), sliced(K)) -> local partial sums; (replicated|local,
+//     replicated) -> a's layout; (sliced(M), replicated) -> sliced(M);
+//     (replicated, sliced(last)) -> sliced(last). Nothing else.
 //   norm(x) -> rank-0; replicated unless x is local.
 //   rowsum(x), rowmax(x): the sum or max over x's last dimension, keeping it
 //     as a dimension of size 1 (x [N, H] -> [N, 1], [B, S, H] -> [B, S, 1]),
@@ -25,6 +31,9 @@
 //   allgather(sliced(d)) -> replicated; broadcast(any) -> replicated;
 //   reduce(local) -> replicated (meaningful on the root only);
 //   send(x): same layout, next process group.
+//   alltoall(x, d): sliced(e) -> sliced(d), d != e, the same global tensor
+//     re-sliced (each rank sends every other rank the part of its slice that
+//     rank holds afterwards: Ulysses-style sequence parallelism).
 #pragma once
 
 #include <cstdint>
@@ -49,10 +58,11 @@ enum class OpKind {
   allgather,
   broadcast,
   reduce,
+  alltoall,       // operand x re-sliced along `dim`
   send,           // to the same position in the next process group
 };
 [[nodiscard]] std::string to_string(OpKind k);
-[[nodiscard]] bool is_collective(OpKind k);     // allreduce .. reduce
+[[nodiscard]] bool is_collective(OpKind k);     // allreduce .. reduce, alltoall
 [[nodiscard]] bool is_communication(OpKind k);  // collectives and send
 [[nodiscard]] bool is_elementwise(OpKind k);    // compute, update
 
@@ -67,6 +77,7 @@ struct Stmt {
   std::vector<std::string> operands;  // matmul (a, b), norm, collectives, send
   ReduceOp reduce = ReduceOp::sum;    // allreduce, reducescatter, reduce, rowreduce (sum or max)
   int root = 0;                       // broadcast, reduce
+  int dim = 0;                        // alltoall: the dimension the result is sliced along
   TensorType type;                    // inferred by check()
   std::string source;                 // the statement as written (for messages), may be empty
   std::string location;               // "file:line:column" when parsed from YAML, may be empty

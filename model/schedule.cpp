@@ -63,6 +63,8 @@ std::string op_code(OpKind k) {
       return "BC";
     case OpKind::reduce:
       return "RD";
+    case OpKind::alltoall:
+      return "A2A";
     case OpKind::send:
       return "P2P";
   }

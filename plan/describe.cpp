@@ -30,8 +30,9 @@ std::string join(const std::vector<std::string>& parts, const char* sep) {
 std::string work_text(const Work& w) {
   std::vector<std::string> parts;
   if (w.gemm)
-    parts.push_back(fmt::format("gemm [{}x{}]x[{}x{}] {}", w.gemm->m, w.gemm->k, w.gemm->k, w.gemm->n,
-                                model::to_string(w.gemm->dtype)));
+    parts.push_back(fmt::format("gemm {}[{}x{}]x[{}x{}] {}",
+                                w.gemm->batch > 1 ? fmt::format("{} x ", w.gemm->batch) : "", w.gemm->m,
+                                w.gemm->k, w.gemm->k, w.gemm->n, model::to_string(w.gemm->dtype)));
   for (const auto& c : w.collectives)
     parts.push_back(fmt::format("{} {:.0f} B", model::to_string(c.op), c.bytes));
   if (w.hbm_bytes > 0) parts.push_back(fmt::format("{:.0f} B over memory", w.hbm_bytes));

@@ -283,8 +283,19 @@ class Lowering {
       case OpKind::broadcast: return {s.op, s.name, double(y.local_bytes())};
       case OpKind::reduce: return {s.op, s.name, double(x.local_bytes())};
       case OpKind::send: return {s.op, s.name, double(x.local_bytes())};
+      case OpKind::alltoall: return {s.op, s.name, double(x.local_bytes())};  // rank 0's slice, as nccl-tests
       default: throw InternalError("collective_of: not a communication statement: " + s.name);
     }
+  }
+
+  // A matmul's GEMM on rank 0: a 2-D b folds a's leading dimensions into
+  // its rows; a batched one multiplies its local batches one by one.
+  Gemm gemm_of(const Stmt& s) const {
+    const auto& a = view(s.operands.at(0)).local_dims;
+    const auto& b = view(s.operands.at(1)).local_dims;
+    const model::DType dtype = view(s.operands.at(0)).type.dtype;
+    if (b.size() <= 2) return Gemm{a.size() >= 2 ? model::numel({a.begin(), a.end() - 1}) : 1, b.back(), a.back(), dtype};
+    return Gemm{a[a.size() - 2], b.back(), a.back(), dtype, model::numel({b.begin(), b.end() - 2})};
   }
 
   // Whether an element-wise result of `op` is written to memory: a fused op
@@ -324,10 +335,7 @@ class Lowering {
       if (model::is_communication(s.op)) {
         op.work.collectives.push_back(collective_of(s));
       } else if (s.op == OpKind::matmul) {
-        const auto& a = view(s.operands.at(0)).local_dims;
-        const auto& b = view(s.operands.at(1)).local_dims;
-        op.work.gemm = Gemm{a.size() >= 2 ? model::numel({a.begin(), a.end() - 1}) : 1, b.back(), a.back(),
-                            view(s.operands.at(0)).type.dtype};
+        op.work.gemm = gemm_of(s);
       } else if (s.op == OpKind::rowreduce) {
         // Memory-bound like a norm: the input read once, one value per row written.
         const auto& x = view(s.operands.at(0));
@@ -383,6 +391,13 @@ std::vector<Launch> issue_order(const StepPlan& p, const Unit& u) {
       if (chunk >= 0 && chunk < u.chunks) out.push_back({id, chunk});
     }
   return out;
+}
+
+Gemm Gemm::part(double share, int calls) const {
+  Gemm g = *this;
+  std::int64_t& rows = batch > 1 ? g.batch : g.m;
+  rows = std::max<std::int64_t>(1, std::llround(double(rows) * share / std::max(1, calls)));
+  return g;
 }
 
 double chunk_share(const Unit& u, int chunk) {

@@ -41,10 +41,16 @@ struct Collective {
   double bytes = 0;  // nccl-tests size on rank 0 (sim/collective.h): whole op, all chunks
 };
 
-// A GEMM as the cost model sees it: [m x k] x [k x n] on rank 0.
+// A GEMM as the cost model sees it: `batch` products [m x k] x [k x n] on
+// rank 0 (a batched matmul's leading dimensions; 1 for a 2-D b).
 struct Gemm {
   std::int64_t m = 0, n = 0, k = 0;
   model::DType dtype = model::DType::f16;
+  std::int64_t batch = 1;
+
+  // The part one of `calls` backend calls makes of the `share` of the op's
+  // rows a chunk holds: rows are a batched GEMM's batches, else its rows.
+  [[nodiscard]] Gemm part(double share, int calls) const;
 };
 
 // What an op moves and computes on rank 0, all chunks together.

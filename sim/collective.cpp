@@ -16,6 +16,7 @@
 #include <fmt/core.h>
 
 #include "model/error.h"
+#include "sim/alltoall.h"
 #include "sim/units.h"
 
 namespace coconet::sim {
@@ -25,10 +26,11 @@ using model::Proto;
 
 model::OpKind parse_coll_op(const std::string& s) {
   for (model::OpKind op : {model::OpKind::allreduce, model::OpKind::reducescatter, model::OpKind::allgather,
-                           model::OpKind::broadcast, model::OpKind::reduce, model::OpKind::send})
+                           model::OpKind::broadcast, model::OpKind::reduce, model::OpKind::send,
+                           model::OpKind::alltoall})
     if (s == model::to_string(op)) return op;
   throw UserError(fmt::format("unknown collective '{}': use allreduce, reducescatter, allgather, "
-                              "broadcast, reduce or send",
+                              "broadcast, reduce, send or alltoall",
                               s));
 }
 
@@ -47,7 +49,8 @@ double bus_factor(model::OpKind op, int ranks) {
   switch (op) {
     case model::OpKind::allreduce: return 2.0 * (n - 1) / n;
     case model::OpKind::reducescatter:
-    case model::OpKind::allgather: return (n - 1) / n;
+    case model::OpKind::allgather:
+    case model::OpKind::alltoall: return (n - 1) / n;
     default: return 1.0;
   }
 }
@@ -223,6 +226,7 @@ CollectiveCost send(const Env& e, Proto p) {
 
 CollectiveCost cost_of(const Env& e, Algo a, Proto p) {
   if (e.r.op == model::OpKind::send) return send(e, p);
+  if (e.r.op == model::OpKind::alltoall) return alltoall_cost(e.t, e.r, p, e.channels);  // sim/alltoall.h
   switch (a) {
     case Algo::tree: return with_reduction(e, tree(e, p));
     case Algo::nvls: return nvls(e, p);
@@ -298,7 +302,7 @@ double latency_correction_us(const Topology& t) {
 
 bool supported(const Topology& t, model::OpKind op, const Placement& where, Algo algo, Proto proto, int channels) {
   if (algo == Algo::auto_ || proto == Proto::auto_) return true;
-  if (op == model::OpKind::send) return algo == Algo::ring;
+  if (op == model::OpKind::send || op == model::OpKind::alltoall) return algo == Algo::ring;
   switch (algo) {
     case Algo::ring: return true;
     case Algo::tree: return op == model::OpKind::allreduce;
@@ -346,6 +350,7 @@ Traffic traffic_of(const Topology& t, const CollectiveRequest& r, const Collecti
   const Placement& w = r.where;
   Traffic out;
   if (w.ranks <= 1 && r.op != model::OpKind::send) return out;
+  if (r.op == model::OpKind::alltoall) return alltoall_traffic(t, r, c);  // sim/alltoall.h
   const double g = w.per_node;
   const double wire = 1.0 / [&] {  // bytes on a link per payload byte: the protocol's flags
     switch (c.proto) {

@@ -12,7 +12,7 @@ namespace {
 
 double GemmShape::bytes() const {
   const double e = model::bytes_of(dtype);
-  return e * (double(m) * double(k) + double(k) * double(n) + double(m) * double(n));
+  return e * double(batch) * (double(m) * double(k) + double(k) * double(n) + double(m) * double(n));
 }
 
 double elementwise_body_us(const Topology& t, double hbm_bytes, double flops) {
@@ -24,11 +24,11 @@ double elementwise_body_us(const Topology& t, double hbm_bytes, double flops) {
 std::int64_t gemm_tiles(const Topology& t, const GemmShape& g) {
   const std::int64_t tm = t.gpu.gemm_tile_m;
   const std::int64_t tn = t.gpu.gemm_tile_n;
-  return ((g.m + tm - 1) / tm) * ((g.n + tn - 1) / tn);
+  return g.batch * ((g.m + tm - 1) / tm) * ((g.n + tn - 1) / tn);
 }
 
 double gemm_body_us(const Topology& t, const GemmShape& g, int sms) {
-  if (g.m <= 0 || g.n <= 0 || g.k <= 0) return 0.0;
+  if (g.m <= 0 || g.n <= 0 || g.k <= 0 || g.batch <= 0) return 0.0;
   sms = std::clamp(sms, 1, t.gpu.sms);
   const double per_sm = t.gpu.tflops(g.dtype) * t.gpu.gemm_efficiency / t.gpu.sms;
   const double tile_us = 2.0 * t.gpu.gemm_tile_m * t.gpu.gemm_tile_n * double(g.k) / (per_sm * kFlopsPerTflopsUs);

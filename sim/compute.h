@@ -11,20 +11,23 @@
 
 namespace coconet::sim {
 
+// `batch` independent [m x k] x [k x n] products in one call (a strided
+// batched GEMM; 1: a plain GEMM).
 struct GemmShape {
   std::int64_t m = 0;
   std::int64_t n = 0;
   std::int64_t k = 0;
   model::DType dtype = model::DType::f16;
+  std::int64_t batch = 1;
 
-  [[nodiscard]] double flops() const { return 2.0 * double(m) * double(n) * double(k); }
-  // Bytes of A, B and C, each read or written once.
+  [[nodiscard]] double flops() const { return 2.0 * double(batch) * double(m) * double(n) * double(k); }
+  // Bytes of every A, B and C, each read or written once.
   [[nodiscard]] double bytes() const;
 };
 
 // Time of the kernel body (no launch): max(bytes over HBM, FLOPs over f32 peak).
 [[nodiscard]] double elementwise_body_us(const Topology& t, double hbm_bytes, double flops);
-// Tiles of a GEMM (tile_m x tile_n output tiles).
+// Tiles of a GEMM (tile_m x tile_n output tiles), every product of a batch its own.
 [[nodiscard]] std::int64_t gemm_tiles(const Topology& t, const GemmShape& g);
 // Time of a GEMM body (no launch) with `sms` SMs at hand: waves of tiles, each
 // tile at the per-SM share of the achievable peak; at least its bytes over HBM.

@@ -70,12 +70,13 @@ Task gemm_task(const plan::Gemm& g, const Context& ctx, double share, int calls)
   Task k;
   k.is_gemm = true;
   k.is_compute = true;
-  const double rows = double(g.m) * share / calls;
-  k.gemm = GemmShape{std::max<std::int64_t>(1, std::llround(rows)), g.n, g.k, g.dtype};
+  const plan::Gemm part = g.part(share, calls);
+  k.gemm = GemmShape{part.m, part.n, part.k, part.dtype, part.batch};
   k.latency_us = calls * t.gpu.launch_us;
   k.work_us = calls * gemm_body_us(t, k.gemm, t.gpu.sms);
   k.demand_GBps[int(Resource::hbm)] = demand(k.gemm.bytes(), k.work_us, capacity_GBps(ctx, Resource::hbm));
-  k.detail = fmt::format("[{}x{}]x[{}x{}] {}, {} tiles on {} {}", k.gemm.m, k.gemm.k, k.gemm.k, k.gemm.n,
+  k.detail = fmt::format("{}[{}x{}]x[{}x{}] {}, {} tiles on {} {}",
+                         k.gemm.batch > 1 ? fmt::format("{} x ", k.gemm.batch) : "", k.gemm.m, k.gemm.k, k.gemm.k, k.gemm.n,
                          model::to_string(k.gemm.dtype), gemm_tiles(t, k.gemm), t.gpu.sms, units_word(t));
   return k;
 }

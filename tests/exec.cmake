@@ -41,6 +41,27 @@ if(COCONET_HAVE_MPI AND COCONET_MPIEXEC)
     gtest_discover_tests(test_run_errors TEST_PREFIX "errors.run." PROPERTIES TIMEOUT 120
                          ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT}")
 
+    # The transformer layer and the alltoall workload (issue 16) through the
+    # command, 2 ranks: every schedule runs and verifies (exit 0), at the
+    # workload's sizes and at ragged ones (3 heads and a hidden size of 9 over
+    # 2 ranks; 7 rows and 5 columns re-sliced).
+    foreach(case "transformer_layer" "transformer_layer --set B=1 --set NH=3 --set D=3"
+                 "${COCONET_SOURCE_ROOT}/tests/workloads/alltoall_ulysses.yaml"
+                 "${COCONET_SOURCE_ROOT}/tests/workloads/alltoall_ulysses.yaml --set S=7 --set H=5")
+      separate_arguments(args UNIX_COMMAND "${case}")
+      list(GET args 0 workload)
+      get_filename_component(name ${workload} NAME_WE)
+      list(LENGTH args n)
+      set(label ${name})
+      if(n GREATER 1)
+        set(label ${name}.ragged)
+      endif()
+      add_test(NAME exec.run.${label}
+               COMMAND $<TARGET_FILE:coconet> run ${args} --backend cpu --ranks 2 --iters 1 --warmup 0)
+      set_tests_properties(exec.run.${label} PROPERTIES TIMEOUT 120 PROCESSORS 2
+                           ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT}")
+    endforeach()
+
     # Faults in a real `coconet run --ranks 2` job: rank 1 throws, dies or
     # hangs at the top of the run loop (the command's test-only hook,
     # COCONET_TEST_FAULT); the job must end non-zero, quickly, saying why. A

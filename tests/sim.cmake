@@ -4,6 +4,7 @@
 add_executable(test_sim
   ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_sim_topology.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_sim_collective.cpp
+  ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_sim_alltoall.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_sim_compute.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_sim_simulator.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_sim_tuner.cpp

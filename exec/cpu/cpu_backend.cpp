@@ -202,8 +202,17 @@ class CpuBackend final : public Backend {
   }
 
   void matmul(const MatmulArgs& args) override {
-    kernels::cpu_matmul(matrix(args.a, args.m, args.k, args.lda), matrix(args.b, args.k, args.n, args.ldb),
-                        matrix(args.out, args.m, args.n, args.ldc));
+    if (args.batch <= 0) return;
+    const auto last = [](View v, std::int64_t q, std::int64_t stride) {
+      return View{v.buffer, v.offset + q * stride, v.count};
+    };
+    const std::int64_t q = args.batch - 1;  // the last product reaches furthest: checked as the first is
+    (void)matrix(last(args.a, q, args.stride_a), args.m, args.k, args.lda);
+    (void)matrix(last(args.b, q, args.stride_b), args.k, args.n, args.ldb);
+    (void)matrix(last(args.out, q, args.stride_out), args.m, args.n, args.ldc);
+    kernels::cpu_matmul_batched(matrix(args.a, args.m, args.k, args.lda), matrix(args.b, args.k, args.n, args.ldb),
+                                matrix(args.out, args.m, args.n, args.ldc), args.batch,
+                                {args.stride_a, args.stride_b, args.stride_out});
   }
 
   void norm(View in, View out, bool across_group) override {
@@ -306,6 +315,40 @@ class CpuBackend final : public Backend {
     });
   }
 
+  // Packs each block bound for a peer back to back, one MPI_Alltoallv of
+  // bytes, then unpacks what arrives into the receiving blocks.
+  void alltoall(std::span<const Block2d> send, std::span<const Block2d> recv) override {
+    const int p = ranks_per_group();
+    COCONET_ASSERT(static_cast<int>(send.size()) == p && static_cast<int>(recv.size()) == p,
+                   "alltoall: one block per rank each way");
+    std::vector<Block2d> out(send.begin(), send.end());
+    std::vector<Block2d> in(recv.begin(), recv.end());
+    for (const auto& b : out) check(b);
+    for (const auto& b : in) check(b);
+    comm_->enqueue([this, out, in] {
+      const auto width = model::bytes_of(dtype_of(out.front().buffer));
+      std::vector<int> send_counts, send_displs, recv_counts, recv_displs;
+      const auto layout = [&](const std::vector<Block2d>& blocks, std::vector<int>& counts, std::vector<int>& displs) {
+        std::int64_t at = 0;
+        for (const auto& b : blocks) {
+          counts.push_back(as_int(b.count() * width, "an alltoall block's bytes"));
+          displs.push_back(as_int(at, "an alltoall displacement"));
+          at += b.count() * width;
+        }
+        return at;
+      };
+      std::vector<std::byte> packed(static_cast<std::size_t>(layout(out, send_counts, send_displs)));
+      std::vector<std::byte> arrived(static_cast<std::size_t>(layout(in, recv_counts, recv_displs)));
+      for (std::size_t r = 0; r < out.size(); ++r) move_block(out[r], packed.data() + send_displs[r], true);
+      MPI_Request req = MPI_REQUEST_NULL;
+      COCONET_MPI_CHECK(MPI_Ialltoallv(packed.data(), send_counts.data(), send_displs.data(), MPI_BYTE,
+                                       arrived.data(), recv_counts.data(), recv_displs.data(), MPI_BYTE, group_comm_,
+                                       &req));
+      wait_politely(req);
+      for (std::size_t r = 0; r < in.size(); ++r) move_block(in[r], arrived.data() + recv_displs[r], false);
+    });
+  }
+
   void send(View in, int peer) override {
     check(in);
     comm_->enqueue([this, in, peer] {
@@ -369,6 +412,26 @@ class CpuBackend final : public Backend {
   }
 
   void copy_now(View dst, View src) { copy(dst, src); }
+
+  void check(const Block2d& b) const {
+    COCONET_ASSERT(b.rows >= 0 && b.cols >= 0 && b.stride >= b.cols, "alltoall: a malformed block");
+    if (b.count() > 0) check(View{b.buffer, b.offset, (b.rows - 1) * b.stride + b.cols});
+  }
+
+  // Copies block `b` into the contiguous bytes at `packed` (pack), or back.
+  void move_block(const Block2d& b, std::byte* packed, bool pack) {
+    if (b.count() == 0) return;
+    const auto width = model::bytes_of(dtype_of(b.buffer));
+    const auto row_bytes = static_cast<std::size_t>(b.cols * width);
+    for (std::int64_t i = 0; i < b.rows; ++i) {
+      std::byte* buf = data(b.buffer) + (b.offset + i * b.stride) * width;
+      std::byte* flat = packed + i * b.cols * width;
+      if (pack)
+        std::memcpy(flat, buf, row_bytes);
+      else
+        std::memcpy(buf, flat, row_bytes);
+    }
+  }
 
   // Completes a request without holding a core: a blocking MPI call spins
   // (Open MPI polls shared memory), which on a machine with more threads than

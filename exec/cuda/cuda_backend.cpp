@@ -40,6 +40,7 @@
 #include "exec/cuda/nccl_bootstrap.h"
 #include "exec/cuda/nccl_watchdog.h"
 #include "exec/mpi_session.h"
+#include "kernels/cuda/alltoall.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/collectives.h"
 #include "kernels/cuda/elementwise.h"
@@ -106,6 +107,7 @@ class CudaBackend final : public Backend {
     for (cudaEvent_t e : events_) (void)cudaEventDestroy(e);
     for (cudaEvent_t e : timing_) (void)cudaEventDestroy(e);
     (void)cudaFree(norm_workspace_);
+    (void)cudaFree(alltoall_scratch_);
     blas_.reset();
     if (group_ != world_ && group_ != nullptr) (void)ncclCommDestroy(group_);
     if (world_ != nullptr) (void)ncclCommDestroy(world_);
@@ -281,6 +283,10 @@ class CudaBackend final : public Backend {
     g.lda = a.lda;
     g.ldb = a.ldb;
     g.ldc = a.ldc;
+    g.batch = a.batch;
+    g.stride_a = a.stride_a;
+    g.stride_b = a.stride_b;
+    g.stride_c = a.stride_out;
     kc::gemm(*blas_, g, compute_);
   }
 
@@ -324,6 +330,28 @@ class CudaBackend final : public Backend {
     void* recv = position() == root ? address(out) : address(in);
     COCONET_NCCL_CHECK(
         ncclReduce(address(in), recv, count(in), type(in), kc::nccl_op(op), root, group_, comm_));
+  }
+
+  void alltoall(std::span<const Block2d> send, std::span<const Block2d> recv) override {
+    const auto blocks = [this](std::span<const Block2d> bs) {
+      std::vector<kc::StridedBlock> out;
+      for (const Block2d& b : bs) {
+        const std::int64_t reach = b.count() == 0 ? 0 : (b.rows - 1) * b.stride + b.cols;
+        out.push_back({address(View{b.buffer, b.offset, reach}), b.rows, b.cols, b.stride});
+      }
+      return out;
+    };
+    const auto out = blocks(send);
+    const auto in = blocks(recv);
+    const DType t = dtype_of(send.front().buffer);
+    const std::size_t need = kc::alltoall_scratch_bytes(out, in, t);
+    if (need > alltoall_scratch_bytes_) {  // grown once to the largest alltoall, freed with the backend
+      synchronize();
+      (void)cudaFree(alltoall_scratch_);
+      alltoall_scratch_ = raw_alloc(need);
+      alltoall_scratch_bytes_ = need;
+    }
+    kc::alltoall(group_, out, in, t, position(), alltoall_scratch_, comm_);
   }
 
   void send(View in, int peer) override {
@@ -486,6 +514,8 @@ class CudaBackend final : public Backend {
   ncclComm_t group_ = nullptr;
   std::unique_ptr<kc::Blas> blas_;
   void* norm_workspace_ = nullptr;
+  void* alltoall_scratch_ = nullptr;  // packed alltoall blocks (kernels/cuda/alltoall.h)
+  std::size_t alltoall_scratch_bytes_ = 0;
   std::vector<Buffer> buffers_;
   std::vector<cudaEvent_t> events_;
   std::array<cudaEvent_t, 2> timing_{};  // start, stop of a timed region

@@ -1,4 +1,4 @@
-// dlopen + dlsym of the five cuBLAS functions coconet calls (see cublas_loader.h).
+// dlopen + dlsym of the six cuBLAS functions coconet calls (see cublas_loader.h).
 #include "kernels/cuda/cublas_loader.h"
 
 #include <dlfcn.h>
@@ -38,6 +38,7 @@ CublasApi load() {
   api.destroy = symbol<decltype(api.destroy)>(lib, "cublasDestroy_v2");
   api.set_stream = symbol<decltype(api.set_stream)>(lib, "cublasSetStream_v2");
   api.gemm_ex = symbol<decltype(api.gemm_ex)>(lib, "cublasGemmEx");
+  api.gemm_strided_batched_ex = symbol<decltype(api.gemm_strided_batched_ex)>(lib, "cublasGemmStridedBatchedEx");
   api.status_string = symbol<decltype(api.status_string)>(lib, "cublasGetStatusString");
   return api;  // the library stays loaded for the life of the process
 }

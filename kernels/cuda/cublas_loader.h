@@ -16,11 +16,19 @@ using CublasGemmEx = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cubla
                                         int, const void*, void*, cudaDataType, int, cublasComputeType_t,
                                         cublasGemmAlgo_t);
 
+// cublasGemmStridedBatchedEx likewise (batched matmul: one product per batch index).
+using CublasGemmStridedBatchedEx = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int,
+                                                      int, const void*, const void*, cudaDataType, int, long long,
+                                                      const void*, cudaDataType, int, long long, const void*, void*,
+                                                      cudaDataType, int, long long, int, cublasComputeType_t,
+                                                      cublasGemmAlgo_t);
+
 struct CublasApi {
   decltype(&cublasCreate_v2) create = nullptr;
   decltype(&cublasDestroy_v2) destroy = nullptr;
   decltype(&cublasSetStream_v2) set_stream = nullptr;
   CublasGemmEx gemm_ex = nullptr;
+  CublasGemmStridedBatchedEx gemm_strided_batched_ex = nullptr;
   decltype(&cublasGetStatusString) status_string = nullptr;
 };
 

@@ -20,6 +20,7 @@ add_library(coconet_kernels_cuda STATIC
   ${COCONET_KCUDA_DIR}/occupancy.cpp
   ${COCONET_KCUDA_DIR}/gemm.cpp
   ${COCONET_KCUDA_DIR}/collectives.cpp
+  ${COCONET_KCUDA_DIR}/alltoall.cpp
   ${COCONET_KCUDA_DIR}/optimizer.cu
   ${COCONET_KCUDA_DIR}/epilogue.cu
   ${COCONET_KCUDA_DIR}/elementwise.cu

@@ -46,6 +46,10 @@ void validate(const GemmArgs& g) {
   (void)as_int(g.m, "m");
   (void)as_int(g.n, "n");
   (void)as_int(g.k, "k");
+  if (g.batch < 1) throw UserError("gemm: a batch holds at least one product");
+  (void)as_int(g.batch, "batch");
+  if (g.batch > 1 && (g.stride_a < 0 || g.stride_b < 0 || g.stride_c < g.m * g.ldc))
+    throw UserError("gemm: batch strides must be non-negative, C's at least one whole product (m * ldc)");
 }
 
 std::vector<Span1d> chunk_rows(std::int64_t m, int chunks, std::int64_t align) {
@@ -83,6 +87,14 @@ void gemm(const Blas& blas, const GemmArgs& g, cudaStream_t stream) {
   const float alpha = 1.0f;
   const float beta = 0.0f;
   COCONET_CUBLAS_CHECK(cublas().set_stream(blas.handle(), stream));
+  if (g.batch > 1) {
+    COCONET_CUBLAS_CHECK(cublas().gemm_strided_batched_ex(
+        blas.handle(), CUBLAS_OP_N, CUBLAS_OP_N, as_int(g.n, "n"), as_int(g.m, "m"), as_int(g.k, "k"), &alpha, g.b,
+        cuda_type(g.ab_dtype), as_int(g.ldb, "ldb"), g.stride_b, g.a, cuda_type(g.ab_dtype), as_int(g.lda, "lda"),
+        g.stride_a, &beta, g.c, cuda_type(g.c_dtype), as_int(g.ldc, "ldc"), g.stride_c, as_int(g.batch, "batch"),
+        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    return;
+  }
   COCONET_CUBLAS_CHECK(cublas().gemm_ex(
       blas.handle(), CUBLAS_OP_N, CUBLAS_OP_N, as_int(g.n, "n"), as_int(g.m, "m"),
       as_int(g.k, "k"), &alpha, g.b, cuda_type(g.ab_dtype), as_int(g.ldb, "ldb"), g.a,

@@ -6,7 +6,8 @@
 //
 // Layout: row-major, A is m x k (row stride lda), B is k x n (ldb), C is
 // m x n (ldc), all in elements. A and B share a storage type; C has theirs
-// or f32. Accumulation is f32 (CUBLAS_COMPUTE_32F).
+// or f32. Accumulation is f32 (CUBLAS_COMPUTE_32F). A batched GEMM is one
+// strided batched cuBLAS call.
 #pragma once
 
 #include <cublas_v2.h>
@@ -30,6 +31,11 @@ struct GemmArgs {
   model::DType c_dtype = model::DType::f16;
   std::int64_t m = 0, n = 0, k = 0;
   std::int64_t lda = 0, ldb = 0, ldc = 0;
+  // A batched matmul: `batch` products, matrix q of A, B and C starting
+  // q * stride_a, q * stride_b and q * stride_c elements after the first
+  // (cublasGemmStridedBatchedEx).
+  std::int64_t batch = 1;
+  std::int64_t stride_a = 0, stride_b = 0, stride_c = 0;
 };
 
 // Throws UserError on impossible shapes, strides or type combinations.

@@ -203,6 +203,66 @@ TEST(ModelErrors, BroadcastSlicedOperand) {
                   "statement 'y = x - s'", "'s' is sliced but broadcast");
 }
 
+// ---- batched matmul and alltoall (issue 16)
+
+// a[Q, M, K] and b as given, one statement.
+std::string bmm_workload(const std::string& a_layout, const std::string& b_shape, const std::string& b_layout,
+                         const std::string& stmt = "c = matmul(a, b)") {
+  return "name: bmm\nparams: {Q: 4, M: 3, K: 5, N: 2}\ntensors:\n"
+         "  a: {dtype: f32, shape: [Q, M, K], layout: " + a_layout + "}\n"
+         "  b: {dtype: f32, shape: " + b_shape + ", layout: " + b_layout + "}\n"
+         "program:\n  - " + stmt + "\noutputs: [c]\n";
+}
+
+TEST(ModelErrors, BatchedMatmulBatchDimensionsDiffer) {
+  EXPECT_REJECTED(bmm_workload("replicated", "[M, K, N]", "replicated"), "t.yaml:", "statement 'c = matmul(a, b)'",
+                  "same batch dimensions", "got a [Q, M, K] and b [M, K, N]");
+  EXPECT_REJECTED(bmm_workload("replicated", "[Q, Q, K, N]", "replicated"), "same batch dimensions");
+}
+
+TEST(ModelErrors, BatchedMatmulInnerDimensionsDiffer) {
+  EXPECT_REJECTED(bmm_workload("replicated", "[Q, N, K]", "replicated"), "statement 'c = matmul(a, b)'",
+                  "inner dimensions differ", "a's last dimension must equal b's next to last");
+}
+
+TEST(ModelErrors, BatchedMatmulLayoutWithoutARule) {
+  // A batch dimension sliced on one operand only, on different dimensions, or a batch-sliced a with b whole.
+  for (const auto& [la, lb] : std::vector<std::pair<std::string, std::string>>{
+           {"sliced(0)", "replicated"}, {"replicated", "sliced(0)"}, {"sliced(0)", "sliced(1)"},
+           {"sliced(2)", "replicated"}, {"local", "sliced(0)"}}) {
+    const std::string rule = "no batched matmul layout rule for a " + la + " x b " + lb;
+    EXPECT_REJECTED(bmm_workload(la, "[Q, K, N]", lb), "statement 'c = matmul(a, b)'", rule.c_str(),
+                    "slice a batch dimension (0..0) of both operands alike");
+  }
+}
+
+TEST(ModelErrors, AlltoallOfATensorThatIsNotSliced) {
+  for (const std::string layout : {"replicated", "local"}) {
+    const std::string what = "alltoall re-slices a sliced tensor, but 'a' is " + layout;
+    EXPECT_REJECTED(bmm_workload(layout, "[Q]", "replicated", "c = alltoall(a, 1)"), "t.yaml:",
+                    "statement 'c = alltoall(a, 1)'", what.c_str(), "slice it first");
+  }
+}
+
+TEST(ModelErrors, AlltoallDimensionOutOfRange) {
+  EXPECT_REJECTED(bmm_workload("sliced(0)", "[Q]", "replicated", "c = alltoall(a, 3)"),
+                  "statement 'c = alltoall(a, 3)'", "alltoall dimension 3 is out of range", "3 dimension(s), 0..2");
+  EXPECT_REJECTED(bmm_workload("sliced(0)", "[Q]", "replicated", "c = alltoall(a, -1)"),
+                  "the dimension must be a whole number");
+  EXPECT_REJECTED(bmm_workload("sliced(0)", "[Q]", "replicated", "c = alltoall(a, 1.5)"),
+                  "the dimension must be a whole number");
+}
+
+TEST(ModelErrors, AlltoallToTheSlicedDimension) {
+  EXPECT_REJECTED(bmm_workload("sliced(1)", "[Q]", "replicated", "c = alltoall(a, 1)"),
+                  "statement 'c = alltoall(a, 1)'", "'a' is already sliced(1)", "move the slicing to another dimension");
+}
+
+TEST(ModelErrors, AlltoallWithoutADimension) {
+  EXPECT_REJECTED(bmm_workload("sliced(0)", "[Q]", "replicated", "c = alltoall(a)"), "expected ','",
+                  "write alltoall(x, DIM)");
+}
+
 TEST(ModelErrors, GeluTakesOneArgument) {
   EXPECT_REJECTED(with("w - lr*g1", "w - lr*gelu(g1, 2)"), "expected ')'", "gelu takes 1 argument");
 }

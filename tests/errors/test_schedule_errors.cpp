@@ -145,6 +145,36 @@ TEST(OverlapErrors, SomethingMustCommunicate) {
                     {"none of them communicates"});
 }
 
+// An alltoall is a collective the transformations leave alone: overlap
+// refuses to cut it into chunks, fuse refuses to lead or extend a group with
+// it (issue 16: not supported, and never a wrong schedule).
+Program alltoall_program() {
+  return ProgramBuilder("a2a")
+      .param("R", 8)
+      .param("C", 6)
+      .tensor("x", DType::f32, {"R", "C"}, Layout::sliced(0))
+      .tensor("w", DType::f32, {"C", "C"}, Layout::replicated())
+      .stmt("y = matmul(x, w)")
+      .stmt("z = alltoall(y, 1)")
+      .stmt("t = z * 2")
+      .stmt("u = alltoall(t, 0)")
+      .output("u")
+      .build();
+}
+
+TEST(OverlapErrors, AnAlltoallIsNotCutIntoChunks) {
+  const Schedule s = initial_schedule(alltoall_program());
+  expect_user_error([&] { (void)overlap(s, "y", "z"); },
+                    {"overlap y z", "stage 1 is an alltoall", "cutting it into row chunks is not supported"});
+  expect_user_error([&] { (void)overlap(s, "z", "t"); }, {"stage 1 is an alltoall"});
+}
+
+TEST(FuseErrors, AnAlltoallNeitherLeadsNorJoins) {
+  const Schedule s = initial_schedule(alltoall_program());
+  expect_user_error([&] { (void)fuse(s, "z", "t"); }, {"fuse z t", "starts with a A2A stage"});
+  expect_user_error([&] { (void)fuse(s, "t", "u"); }, {"fuse t u", "starts with a C stage"});
+}
+
 TEST(DirectiveErrors, UnknownOpAndWrongArity) {
   expect_user_error([] { (void)make_directive("tile", {"g1"}); },
                     {"unknown transformation 'tile'", "split, reorder, as_slice, fuse or overlap"});

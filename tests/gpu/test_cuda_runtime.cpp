@@ -46,10 +46,9 @@ exec::Backend& backend() {
 
 class CudaRuntime : public GpuTest, public ::testing::WithParamInterface<std::string> {};
 
-TEST_P(CudaRuntime, EveryScheduleOfTheWorkloadVerifies) {
-  const model::Program p = model::load_program(model::resolve_workload(GetParam()));
+void expect_every_schedule_verifies(const model::Program& p) {
   if (p.groups() > backend().world_size())
-    GTEST_SKIP() << GetParam() << " spans " << p.groups() << " process groups; one rank runs one";
+    GTEST_SKIP() << p.name << " spans " << p.groups() << " process groups; one rank runs one";
   backend().set_groups(p.groups());
   const model::Bindings sizes = small_sizes(p);
   exec::RunOptions options;
@@ -61,6 +60,17 @@ TEST_P(CudaRuntime, EveryScheduleOfTheWorkloadVerifies) {
     EXPECT_TRUE(row.verified) << s.name() << ": " << row.mismatch;
     EXPECT_GT(row.median_us, 0.0) << s.name();
   }
+}
+
+TEST_P(CudaRuntime, EveryScheduleOfTheWorkloadVerifies) {
+  expect_every_schedule_verifies(model::load_program(model::resolve_workload(GetParam())));
+}
+
+// The tests-only alltoall workload (issue 16): packed blocks through NCCL
+// grouped sends and receives (on one rank: its own block).
+TEST_F(GpuTest, AlltoallWorkloadVerifies) {
+  expect_every_schedule_verifies(
+      model::load_program(std::string(COCONET_SOURCE_ROOT) + "/tests/workloads/alltoall_ulysses.yaml"));
 }
 
 // Outside mpirun the backend is one rank on GPU 0 and never starts MPI (the
@@ -140,7 +150,7 @@ TEST_F(GpuTest, DeviceInputFillEqualsTheHostPattern) {
 
 INSTANTIATE_TEST_SUITE_P(Workloads, CudaRuntime,
                          ::testing::Values("adam", "lamb", "sgd", "megatron_mlp",
-                                           "megatron_attention", "gpt3_pipeline"),
+                                           "megatron_attention", "gpt3_pipeline", "transformer_layer"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 class FusedAllreduce : public GpuTest {};

@@ -2,8 +2,9 @@
 // the n-th element-wise kernel it adds one to a single element of the
 // kernel's first output on one rank (a wrong kernel), or after every GEMM it
 // overwrites the first row of the product with the second (a GEMM that read
-// the wrong row of its left operand), or it fails on purpose (throws, dies,
-// or hangs) at the first allreduce, for the fault tests.
+// the wrong row of its left operand), or after each alltoall it adds one to
+// the first element it received (a wrong exchange), or it fails on purpose
+// (throws, dies, or hangs) at the first allreduce, for the fault tests.
 #pragma once
 
 #include <csignal>
@@ -15,7 +16,7 @@
 
 namespace coconet::exec::testing {
 
-enum class Fault { none, perturb, wrong_gemm, throw_error, die, hang };
+enum class Fault { none, perturb, wrong_gemm, perturb_alltoall, throw_error, die, hang };
 
 class PerturbingBackend : public Backend {
  public:
@@ -55,6 +56,18 @@ class PerturbingBackend : public Backend {
   void allgather(View in, std::span<const View> p) override { inner_->allgather(in, p); }
   void broadcast(View in, View out, int root) override { inner_->broadcast(in, out, root); }
   void reduce(View in, View out, ReduceOp op, int root) override { inner_->reduce(in, out, op, root); }
+  void alltoall(std::span<const Block2d> s, std::span<const Block2d> r) override {
+    inner_->alltoall(s, r);
+    if (fault_ != Fault::perturb_alltoall || world_rank() != rank_) return;
+    for (const Block2d& b : r)
+      if (b.count() > 0) {
+        const View first{b.buffer, b.offset, 1};
+        auto v = inner_->read(first);
+        v[0] += 1.0;
+        inner_->write(first, v);
+        return;
+      }
+  }
   void send(View in, int peer) override { inner_->send(in, peer); }
   void recv(View out, int peer) override { inner_->recv(out, peer); }
   void barrier() override { inner_->barrier(); }

@@ -38,6 +38,8 @@ model::Bindings small_sizes(const model::Program& p) {
     if (k == "B") v = 1;
     if (k == "S") v = 7;
     if (k == "H") v = 6;
+    if (k == "NH") v = 3;  // transformer_layer: 3 heads of 2 over the ranks (ragged at 2 and 4)
+    if (k == "D") v = 2;
   }
   return b;
 }
@@ -58,7 +60,7 @@ class EveryScheduleTest : public ::testing::TestWithParam<std::string> {};
 
 // A workload name, or the tests-only workload under tests/workloads/.
 std::string workload_path(const std::string& name) {
-  if (name == "sgd_clip" || name == "layernorm_softmax")
+  if (name == "sgd_clip" || name == "layernorm_softmax" || name == "alltoall_ulysses")
     return std::string(COCONET_SOURCE_ROOT) + "/tests/workloads/" + name + ".yaml";
   return model::resolve_workload(name);
 }
@@ -87,7 +89,8 @@ TEST_P(EveryScheduleTest, VerifiesAgainstProgramAndInterpreter) {
 
 INSTANTIATE_TEST_SUITE_P(Workloads, EveryScheduleTest,
                          ::testing::Values("sgd", "adam", "lamb", "megatron_mlp", "megatron_attention",
-                                           "gpt3_pipeline", "sgd_clip", "layernorm_softmax"),
+                                           "gpt3_pipeline", "sgd_clip", "layernorm_softmax", "transformer_layer",
+                                           "alltoall_ulysses"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 TEST(CpuBackend, AgreesWithInterpreterOnUnscheduledPrograms) {
@@ -138,6 +141,21 @@ TEST(CpuBackend, WrongGemmAtTheGpuCheckSizesIsCaughtByTheInterpreter) {
       EXPECT_EQ(v.ok, fault == testing::Fault::none) << w << ": " << v.first_mismatch;
     }
   }
+}
+
+// The alltoall workload's verification can fail: an exchange that delivers
+// one wrong element on one rank is caught.
+TEST(CpuBackend, WrongAlltoallIsCaught) {
+  const auto p = model::load_program(workload_path("alltoall_ulysses"));
+  const auto sizes = small_sizes(p);
+  shared_backend()->set_groups(1);
+  const auto refs = compute_references(*shared_backend(), p, sizes, quick());
+  testing::PerturbingBackend wrong(make_backend("cpu"), testing::Fault::perturb_alltoall,
+                                   shared_backend()->world_size() - 1);
+  wrong.set_groups(1);
+  const auto row = run_schedule(wrong, model::enumerate_schedules(p).front(), sizes, refs, quick());
+  EXPECT_FALSE(row.verified);
+  EXPECT_NE(row.mismatch.find("expected"), std::string::npos) << row.mismatch;
 }
 
 // Runs `schedule` of `workload` on a FusedCountingBackend; returns the row and the fused calls made.

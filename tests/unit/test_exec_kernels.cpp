@@ -139,6 +139,29 @@ TEST(CpuMatmul, SmallIntegerProductIsExact) {
     }
 }
 
+// A batched product: one GEMM per batch, each at its own stride (f32 in
+// place, with a padded stride between products to show the strides are used).
+TEST(CpuMatmul, BatchedProductsAreEachTheirOwnGemm) {
+  constexpr std::int64_t kQ = 3, kM = 2, kK = 3, kN = 4, kPad = 1;
+  constexpr std::int64_t kSa = kM * kK + kPad, kSb = kK * kN, kSo = kM * kN + kPad;
+  std::vector<float> a(kQ * kSa), b(kQ * kSb), out(kQ * kSo, -7.0f);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = float(i % 5) - 2;
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = float(i % 3);
+  auto bytes = [](auto& v) { return reinterpret_cast<std::byte*>(v.data()); };
+  cpu_matmul_batched({bytes(a), model::DType::f32, 0, kM, kK, kK}, {bytes(b), model::DType::f32, 0, kK, kN, kN},
+                     {bytes(out), model::DType::f32, 0, kM, kN, kN}, kQ, {kSa, kSb, kSo});
+  for (std::int64_t q = 0; q < kQ; ++q) {
+    for (std::int64_t i = 0; i < kM; ++i)
+      for (std::int64_t j = 0; j < kN; ++j) {
+        float want = 0;
+        for (std::int64_t k = 0; k < kK; ++k)
+          want += a[std::size_t(q * kSa + i * kK + k)] * b[std::size_t(q * kSb + k * kN + j)];
+        EXPECT_EQ(out[std::size_t(q * kSo + i * kN + j)], want) << q << " " << i << " " << j;
+      }
+    EXPECT_EQ(out[std::size_t(q * kSo + kM * kN)], -7.0f) << "the padding between products is untouched";
+  }
+}
+
 // The cpu row reduction: rows of f16 reduced exactly (integers), a ragged
 // offset, and rows of no elements (a rank holding no columns).
 TEST(CpuRowReduce, SumsAndMaximaOfEachRow) {

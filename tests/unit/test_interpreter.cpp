@@ -267,6 +267,97 @@ TEST(RowReduce, OverTheLastDimensionOfAThreeDimensionalTensor) {
   }
 }
 
+// ---- batched matmul (issue 16): a[Q, M, K] x b[Q, K, N] by hand, per layout rule
+
+Program batched_program(Layout la, Layout lb, bool complete) {
+  ProgramBuilder b("bmm");
+  b.param("Q", 5).param("M", 3).param("K", 4).param("N", 2);
+  b.tensor("a", DType::f32, {"Q", "M", "K"}, la).tensor("b", DType::f32, {"Q", "K", "N"}, lb);
+  b.stmt("c = matmul(a, b)");
+  if (complete) b.stmt("y = allreduce(sum, c)");
+  return b.output(complete ? "y" : "c").build();
+}
+
+void expect_batched_product(const Program& p, const std::string& result, int ranks) {
+  const State in = make_inputs(p, ranks, p.bind());
+  const auto a = global_value(in.at("a"), ranks);
+  const auto b = global_value(in.at("b"), ranks);
+  const auto c = global_value(interpret(p, ranks, p.bind(), in).at(result), ranks);
+  ASSERT_EQ(c.size(), 5u * 3 * 2);
+  for (std::size_t q = 0; q < 5; ++q)
+    for (std::size_t i = 0; i < 3; ++i)
+      for (std::size_t j = 0; j < 2; ++j) {
+        double want = 0;
+        for (std::size_t k = 0; k < 4; ++k) want += a[(q * 3 + i) * 4 + k] * b[(q * 4 + k) * 2 + j];
+        EXPECT_EQ(c[(q * 3 + i) * 2 + j], want) << p.name << " q=" << q << " i=" << i << " j=" << j << " P=" << ranks;
+      }
+}
+
+TEST(BatchedMatmul, LayoutRules) {
+  const auto layout = [](Layout la, Layout lb) { return batched_program(la, lb, false).find_stmt("c")->type; };
+  EXPECT_EQ(to_string(layout(Layout::replicated(), Layout::replicated()).shape), "[Q, M, N]");
+  EXPECT_EQ(layout(Layout::sliced(0), Layout::sliced(0)).layout, Layout::sliced(0));  // heads over ranks
+  EXPECT_EQ(layout(Layout::sliced(2), Layout::sliced(1)).layout, Layout::local());    // partial sums over K
+  EXPECT_EQ(layout(Layout::replicated(), Layout::replicated()).layout, Layout::replicated());
+  EXPECT_EQ(layout(Layout::local(), Layout::replicated()).layout, Layout::local());
+  EXPECT_EQ(layout(Layout::sliced(1), Layout::replicated()).layout, Layout::sliced(1));  // rows of each product
+  EXPECT_EQ(layout(Layout::replicated(), Layout::sliced(2)).layout, Layout::sliced(2));  // columns of each product
+}
+
+TEST(BatchedMatmul, EveryLayoutRuleEqualsTheHandComputedProducts) {
+  for (int ranks : {1, 2, 3, 4, 8}) {  // 8 > Q: some ranks hold no batches (ragged, empty)
+    expect_batched_product(batched_program(Layout::replicated(), Layout::replicated(), false), "c", ranks);
+    expect_batched_product(batched_program(Layout::sliced(0), Layout::sliced(0), false), "c", ranks);
+    expect_batched_product(batched_program(Layout::sliced(1), Layout::replicated(), false), "c", ranks);
+    expect_batched_product(batched_program(Layout::replicated(), Layout::sliced(2), false), "c", ranks);
+    expect_batched_product(batched_program(Layout::sliced(2), Layout::sliced(1), true), "y", ranks);
+  }
+}
+
+TEST(BatchedMatmul, FourDimensionsShareBothLeadingDimensions) {
+  const Program p = ProgramBuilder("bmm4")
+                        .param("B", 2)
+                        .param("H", 3)
+                        .param("S", 2)
+                        .tensor("a", DType::f32, {"B", "H", "S", "S"}, Layout::sliced(1))
+                        .tensor("b", DType::f32, {"B", "H", "S", "S"}, Layout::sliced(1))
+                        .stmt("c = matmul(a, b)")
+                        .output("c")
+                        .build();
+  EXPECT_EQ(p.find_stmt("c")->type.layout, Layout::sliced(1));
+  const State in1 = make_inputs(p, 1, p.bind());
+  const auto want = global_value(interpret(p, 1, p.bind(), in1).at("c"), 1);
+  for (int ranks : {2, 3}) {
+    const State in = make_inputs(p, ranks, p.bind());
+    EXPECT_EQ(global_value(interpret(p, ranks, p.bind(), in).at("c"), ranks), want) << "P=" << ranks;
+  }
+}
+
+// ---- alltoall (issue 16): the same global tensor, re-sliced
+
+TEST(Alltoall, ReSlicesTheSameGlobalTensor) {
+  for (const auto& [from, to] : std::vector<std::pair<int, int>>{{0, 1}, {1, 0}, {0, 2}, {2, 1}}) {
+    const Program p = ProgramBuilder("a2a")
+                          .param("A", 5)
+                          .param("B", 3)
+                          .param("C", 4)
+                          .tensor("x", DType::f32, {"A", "B", "C"}, Layout::sliced(from))
+                          .stmt("y = alltoall(x, " + std::to_string(to) + ")")
+                          .output("y")
+                          .build();
+    EXPECT_EQ(p.find_stmt("y")->type.layout, Layout::sliced(to));
+    for (int ranks : {1, 2, 3, 4, 8}) {  // ragged, and empty slices at 8
+      const State in = make_inputs(p, ranks, p.bind());
+      const State out = interpret(p, ranks, p.bind(), in);
+      EXPECT_EQ(global_value(out.at("y"), ranks), global_value(in.at("x"), ranks)) << from << "->" << to;
+      // Each rank holds the slice sliced(to) gives it.
+      for (int r = 0; r < ranks; ++r)
+        EXPECT_EQ(static_cast<std::int64_t>(out.at("y").ranks[static_cast<std::size_t>(r)].size()),
+                  numel(local_dims({5, 3, 4}, Layout::sliced(to), ranks, r)));
+    }
+  }
+}
+
 TEST(Elementwise, TanhAndGeluAreTheOpsMath) {
   const Program p = one_stmt(Layout::sliced(0), "tanh(x) - gelu(x * 0.5)");
   for (int ranks : {1, 3}) {

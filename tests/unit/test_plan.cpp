@@ -81,6 +81,53 @@ TEST(Work, MegatronGemmShapeIsLocal) {
   EXPECT_EQ(plan.ops[0].work.gemm->n, 3072);
 }
 
+// A batched matmul's GEMM is rank 0's batches of [M x K] x [K x N]: the
+// attention scores of 3 of the 2 x 5 heads on 4 ranks (10 over 4: 3 on rank 0).
+TEST(Work, BatchedGemmIsRankZerosBatches) {
+  const model::Program p = workload("transformer_layer");
+  const model::Bindings b{{"B", 2}, {"S", 6}, {"NH", 5}, {"D", 4}};
+  const StepPlan plan = lower(model::baseline(p), b, 4, cuda_capabilities());
+  const auto op_of = [&](const std::string& stmt) {
+    return *std::find_if(plan.ops.begin(), plan.ops.end(), [&](const Op& o) { return o.stmts.front() == stmt; });
+  };
+  const Op scores = op_of("sc");
+  ASSERT_TRUE(scores.work.gemm.has_value());
+  EXPECT_EQ(scores.work.gemm->batch, 3);
+  EXPECT_EQ(scores.work.gemm->m, 6);
+  EXPECT_EQ(scores.work.gemm->k, 4);
+  EXPECT_EQ(scores.work.gemm->n, 6);
+  EXPECT_EQ(scores.calls, std::vector<int>{1});
+  const Op context = op_of("ctx");
+  EXPECT_EQ(context.work.gemm->batch, 3);
+  EXPECT_EQ(context.work.gemm->k, 6);
+  EXPECT_EQ(context.work.gemm->n, 4);
+  // A 2-D weight folds a's rows: one product, batch 1.
+  EXPECT_EQ(op_of("u").work.gemm->batch, 1);
+  EXPECT_EQ(op_of("u").work.gemm->m, 12);
+  EXPECT_NE(describe(plan).find("gemm 3 x [6x4]x[4x6] f32"), std::string::npos) << describe(plan);
+  // A chunk's part of the op: its share of the batches.
+  EXPECT_EQ(scores.work.gemm->part(1.0 / 3, 1).batch, 1);
+  EXPECT_EQ(scores.work.gemm->part(1.0 / 3, 1).m, 6);
+  EXPECT_EQ(op_of("u").work.gemm->part(0.5, 2).m, 3);
+}
+
+// An alltoall is one collective of rank 0's slice (nccl-tests' size for alltoall).
+TEST(Work, AlltoallMovesRankZerosSlice) {
+  const model::Program p =
+      model::load_program(std::string(COCONET_SOURCE_ROOT) + "/tests/workloads/alltoall_ulysses.yaml");
+  const model::Bindings b{{"B", 1}, {"S", 7}, {"H", 5}};
+  const StepPlan plan = lower(model::baseline(p), b, 3, cuda_capabilities());
+  std::vector<double> bytes;
+  for (const Op& op : plan.ops)
+    for (const auto& c : op.work.collectives) {
+      EXPECT_EQ(c.op, model::OpKind::alltoall);
+      EXPECT_EQ(op.code, "A2A");
+      bytes.push_back(c.bytes);
+    }
+  // Rank 0 holds 3 of 7 rows (sliced(0)) of the first's input and 2 of 5 columns of the second's.
+  EXPECT_EQ(bytes, (std::vector<double>{3 * 5 * 4.0, 7 * 2 * 4.0}));
+}
+
 TEST(FusedForm, EveryFusedStageOfEveryWorkloadIsOneFusedOp) {
   int fused_stages = 0;
   for (const char* w : {"sgd", "adam", "lamb", "megatron_mlp", "megatron_attention", "gpt3_pipeline"}) {

@@ -19,7 +19,9 @@
 #include <vector>
 
 #include "dry_backend.h"
+#include "exec/alltoall_blocks.h"
 #include "exec/executor.h"
+#include "model/builder.h"
 #include "model/enumerate.h"
 #include "plan/views.h"
 #include "sim/tasks.h"
@@ -148,10 +150,11 @@ std::vector<std::vector<RanLaunch>> run_every_rank(const plan::StepPlan& p) {
 
 class PlanExecution : public ::testing::TestWithParam<std::string> {};
 
-void expect_every_rank_runs_the_plan(const model::Program& prog) {
+void expect_every_rank_runs_the_plan(const model::Program& prog, std::vector<model::Bindings> sizes_list = {}) {
   const sim::Topology t = sim::load_topology("dgx-h100", {{"nodes", "2"}});
+  if (sizes_list.empty()) sizes_list = small_sizes(prog);
   for (const plan::Capabilities& caps : {plan::cuda_capabilities(), plan::cpu_capabilities()})
-    for (const auto& sizes : small_sizes(prog))
+    for (const auto& sizes : sizes_list)
       for (int ranks : kRankCounts)
         for (model::Schedule s : model::enumerate_schedules(prog)) {
           s.knobs.chunks = kChunks;
@@ -174,6 +177,71 @@ TEST_P(PlanExecution, EveryRankRunsThePlanTheSimulatorPrices) { expect_every_ran
 TEST(PlanExecutionRows, LayerNormAndSoftmax) {
   expect_every_rank_runs_the_plan(
       model::load_program(std::string(COCONET_SOURCE_ROOT) + "/tests/workloads/layernorm_softmax.yaml"));
+}
+
+// The transformer layer (batched matmuls over heads, element-wise ops over
+// 3-D values as rows of their last dimension) and the alltoall workload.
+TEST(PlanExecutionRows, TransformerLayer) {
+  expect_every_rank_runs_the_plan(workload("transformer_layer"), {{{"B", 1}, {"S", 3}, {"NH", 3}, {"D", 2}},
+                                                                  {{"B", 2}, {"S", 4}, {"NH", 4}, {"D", 2}}});
+}
+
+TEST(PlanExecutionRows, Alltoall) {
+  expect_every_rank_runs_the_plan(
+      model::load_program(std::string(COCONET_SOURCE_ROOT) + "/tests/workloads/alltoall_ulysses.yaml"));
+}
+
+// The blocks of an alltoall, exchanged by hand between P simulated ranks,
+// put every element where the output's layout says (ragged and empty slices
+// included), both ways between rows and columns.
+TEST(AlltoallBlocks, ExchangedByHandTheyReSliceTheTensor) {
+  const auto program = [](int from, int to) {
+    return model::ProgramBuilder("a2a")
+        .param("R", 7)
+        .param("C", 5)
+        .tensor("x", model::DType::f32, {"R", "C"}, model::Layout::sliced(from))
+        .stmt("y = alltoall(x, " + std::to_string(to) + ")")
+        .output("y")
+        .build();
+  };
+  for (const auto& [from, to] : {std::pair{0, 1}, std::pair{1, 0}})
+    for (int p : {1, 2, 3, 4, 8}) {
+      const model::Program prog = program(from, to);
+      std::vector<RankValues> ranks;
+      for (int r = 0; r < p; ++r) ranks.emplace_back(prog, prog.bind(), p, 0, r);
+      // Buffer 2r holds rank r's x (its elements' global indices), 2r+1 its y.
+      std::vector<std::vector<double>> buf(2 * std::size_t(p));
+      std::vector<AlltoallBlocks> blocks;
+      for (int r = 0; r < p; ++r) {
+        ValueInfo x = ranks[std::size_t(r)].at("x"), y = ranks[std::size_t(r)].at("y");
+        x.buffer = 2 * r;
+        y.buffer = 2 * r + 1;
+        auto& xb = buf[std::size_t(x.buffer)];
+        for (std::int64_t i = 0; i < x.local_rows; ++i)
+          for (std::int64_t j = 0; j < x.local_cols; ++j) xb.push_back(double((x.row_begin + i) * 5 + x.col_begin + j));
+        buf[std::size_t(y.buffer)].assign(std::size_t(y.local_numel()), -1.0);
+        blocks.push_back(alltoall_blocks(x, y, p, r));
+      }
+      for (int q = 0; q < p; ++q)
+        for (int r = 0; r < p; ++r) {  // q's send[r] lands in r's recv[q]
+          const Block2d& s = blocks[std::size_t(q)].send[std::size_t(r)];
+          const Block2d& d = blocks[std::size_t(r)].recv[std::size_t(q)];
+          ASSERT_EQ(s.rows, d.rows);
+          ASSERT_EQ(s.cols, d.cols);
+          for (std::int64_t i = 0; i < s.rows; ++i)
+            for (std::int64_t j = 0; j < s.cols; ++j)
+              buf[std::size_t(d.buffer)][std::size_t(d.offset + i * d.stride + j)] =
+                  buf[std::size_t(s.buffer)][std::size_t(s.offset + i * s.stride + j)];
+        }
+      for (int r = 0; r < p; ++r) {
+        const ValueInfo& y = ranks[std::size_t(r)].at("y");
+        const auto& yb = buf[2 * std::size_t(r) + 1];
+        for (std::int64_t i = 0; i < y.local_rows; ++i)
+          for (std::int64_t j = 0; j < y.local_cols; ++j)
+            EXPECT_EQ(yb[std::size_t(i * y.local_cols + j)], double((y.row_begin + i) * 5 + y.col_begin + j))
+                << from << "->" << to << " P=" << p << " rank " << r;
+      }
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Workloads, PlanExecution, ::testing::ValuesIn(workload_names()),

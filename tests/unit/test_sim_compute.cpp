@@ -27,6 +27,24 @@ TEST(Compute, GemmReachesItsEfficientPeak) {
   EXPECT_NEAR(tflops, t.gpu.tflops_f16 * t.gpu.gemm_efficiency, 1.0);
 }
 
+// A batched GEMM: every product its FLOPs, bytes and tiles; 11 products of
+// 12 tiles (each compute-bound) fill the 132 SMs in one wave, as one GEMM of
+// 132 tiles does, and a twelfth product takes a second wave.
+TEST(Compute, BatchedGemmCountsEveryProduct) {
+  const Topology t = load_topology("dgx-h100");
+  const std::int64_t k = 16384;
+  const GemmShape one{t.gpu.gemm_tile_m * 4, std::int64_t(t.gpu.gemm_tile_n) * 3, k};
+  GemmShape batch = one;
+  batch.batch = 11;
+  EXPECT_DOUBLE_EQ(batch.flops(), 11 * one.flops());
+  EXPECT_DOUBLE_EQ(batch.bytes(), 11 * one.bytes());
+  EXPECT_EQ(gemm_tiles(t, batch), t.gpu.sms);
+  const GemmShape full{t.gpu.gemm_tile_m * 12, std::int64_t(t.gpu.gemm_tile_n) * 11, k};
+  EXPECT_NEAR(gemm_body_us(t, batch, t.gpu.sms), gemm_body_us(t, full, t.gpu.sms), 1e-9);
+  batch.batch = 12;
+  EXPECT_NEAR(gemm_body_us(t, batch, t.gpu.sms), 2 * gemm_body_us(t, full, t.gpu.sms), 1e-9);
+}
+
 TEST(Compute, ElementwiseIsHbmBound) {
   const Topology t = load_topology("dgx-h100");
   const double bytes = 1e9;

@@ -10,7 +10,11 @@
 #include <vector>
 
 #include "dry_backend.h"
+#include "exec/integer_values.h"
 #include "exec/verify.h"
+#include "model/builder.h"
+#include "model/catalog.h"
+#include "model/parse.h"
 
 namespace coconet::exec {
 namespace {
@@ -76,6 +80,32 @@ TEST(Verify, AcceptableIsTheElementRule) {
   EXPECT_FALSE(acceptable(1.0, kInf, kInf));
   EXPECT_FALSE(acceptable(kNaN, 1.0, kInf));
   EXPECT_TRUE(acceptable(0.0, 0x1p-11, 0x1p-10));
+}
+
+// Schedules are held exact unless the program regroups sums of values that
+// need not be integers (the transformer layer's MLP GEMM reads a GELU's).
+model::Program sum_of(const std::string& expr) {
+  return model::ProgramBuilder("s")
+      .param("N", 4)
+      .scalar("half", 0.5)
+      .scalar("two", 2.0)
+      .tensor("x", model::DType::f32, {"N"}, model::Layout::local())
+      .stmt("y = " + expr)
+      .stmt("z = allreduce(sum, y)")
+      .output("z")
+      .build();
+}
+
+TEST(ScheduleTolerance, ExactUnlessSumsOfNonIntegersAreRegrouped) {
+  for (const std::string e : {"x * 2 - x", "max(x, 1) * two", "select(x > 0, x, -x)", "abs(x)"})
+    EXPECT_FALSE(sums_non_integers(sum_of(e))) << e;
+  for (const std::string e : {"x / 2", "x * half", "x * 0.5", "sqrt(x)", "gelu(x)", "dropout(x, 0.1)"})
+    EXPECT_TRUE(sums_non_integers(sum_of(e))) << e;
+  for (const std::string w : {"adam", "lamb", "megatron_mlp", "megatron_attention", "gpt3_pipeline"})
+    EXPECT_FALSE(sums_non_integers(model::load_program(model::resolve_workload(w)))) << w;
+  EXPECT_TRUE(sums_non_integers(model::load_program(model::resolve_workload("transformer_layer"))));
+  EXPECT_EQ(schedule_tolerance(model::load_program(model::resolve_workload("megatron_mlp"))), 0.0);
+  EXPECT_GT(schedule_tolerance(model::load_program(model::resolve_workload("transformer_layer"))), 0.0);
 }
 
 }  // namespace

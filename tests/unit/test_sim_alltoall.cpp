@@ -1,0 +1,65 @@
+// The all-to-all's cost (sim/alltoall.h): (P-1)/P of each rank's slice, the
+// part for its node's peers over NVLink and the rest over its share of the
+// NICs, both at once; nothing on one rank; nccl-tests' bus factor (P-1)/P.
+#include <gtest/gtest.h>
+
+#include "sim/alltoall.h"
+#include "sim/collective.h"
+#include "sim/topology.h"
+#include "sim/units.h"
+
+namespace coconet::sim {
+namespace {
+
+using model::OpKind;
+using model::Proto;
+
+constexpr double kBytes = 256.0 * (1 << 20);  // 256 MiB a rank: bandwidth-bound
+
+CollectiveCost cost(const Topology& t, int ranks, double bytes = kBytes, Proto p = Proto::simple) {
+  return predict_collective(t, {OpKind::alltoall, bytes, place(t, ranks), model::Algo::auto_, p});
+}
+
+TEST(Alltoall, OneNodeSendsSevenEighthsOverNvlink) {
+  const Topology t = load_topology("dgx-h100");
+  const CollectiveCost c = cost(t, 8);
+  EXPECT_NEAR(c.transfer_us, transfer_us(kBytes * 7 / 8, t.node.nvlink_GBps()), 1e-6);
+  EXPECT_EQ(c.bottleneck, Link::nvlink);
+  EXPECT_DOUBLE_EQ(bus_factor(OpKind::alltoall, 8), 7.0 / 8);
+  const Traffic tr = traffic_of(t, {OpKind::alltoall, kBytes, place(t, 8)}, c);
+  EXPECT_DOUBLE_EQ(tr.nvlink, kBytes * 7 / 8);
+  EXPECT_DOUBLE_EQ(tr.network, 0.0);
+}
+
+TEST(Alltoall, AcrossNodesHalfTheSliceCrossesTheNetwork) {
+  const Topology t = load_topology("dgx-h100");
+  const CollectiveCost c = cost(t, 16);  // 2 nodes of 8: 8 of 16 peers are on the other node
+  const double nic_share = std::min(t.network.nics, 8) * t.network.nic_GBps() / 8;
+  EXPECT_NEAR(c.transfer_us, transfer_us(kBytes * 8 / 16, nic_share), 1e-6);
+  EXPECT_EQ(c.bottleneck, Link::network);
+  const Traffic tr = traffic_of(t, {OpKind::alltoall, kBytes, place(t, 16)}, c);
+  EXPECT_DOUBLE_EQ(tr.network, kBytes / 2);
+  EXPECT_DOUBLE_EQ(tr.nvlink, kBytes * 7 / 16);
+  // The network hop is paid on top of the node's.
+  EXPECT_GT(c.hops_us, cost(t, 8).hops_us);
+}
+
+TEST(Alltoall, OneRankMovesNothingAndMoreBytesTakeLonger) {
+  const Topology t = load_topology("dgx-a100");
+  EXPECT_DOUBLE_EQ(cost(t, 1).time_us(), 0.0);
+  EXPECT_LT(cost(t, 8, kBytes).time_us(), cost(t, 8, 2 * kBytes).time_us());
+  EXPECT_GT(cost(t, 8, 1024).time_us(), 0.0);  // latency alone for a small one
+}
+
+TEST(Alltoall, AutoPicksTheFastestProtocolAndRingIsItsOnlyAlgorithm) {
+  const Topology t = load_topology("dgx-h100");
+  const CollectiveRequest r{OpKind::alltoall, kBytes, place(t, 8)};
+  const double best = predict_collective(t, r).time_us();
+  for (Proto p : {Proto::ll, Proto::ll128, Proto::simple}) EXPECT_LE(best, cost(t, 8, kBytes, p).time_us() + 1e-9);
+  EXPECT_TRUE(supported(t, OpKind::alltoall, place(t, 8), model::Algo::ring, Proto::simple));
+  EXPECT_FALSE(supported(t, OpKind::alltoall, place(t, 8), model::Algo::tree, Proto::simple));
+  EXPECT_EQ(parse_coll_op("alltoall"), OpKind::alltoall);
+}
+
+}  // namespace
+}  // namespace coconet::sim
