@@ -59,6 +59,9 @@ nlohmann::json layout_json(const step::StepReport& r) {
         {"dp_comm", b.dp_comm_us / kUsPerMs},
         {"optimizer", b.optimizer_us / kUsPerMs}}},
       {"dp_schedule", r.dp_schedule},
+      {"tp_overlap", p.tp_overlap && r.layout.tp > 1},
+      {"layer_fwd_schedule", r.layer_fwd_schedule},
+      {"layer_bwd_schedule", r.layer_bwd_schedule},
       {"layer_us",
        {{"fwd_gemm", r.layer.fwd_gemm_us},
         {"fwd_elementwise", r.layer.fwd_elementwise_us},
@@ -85,21 +88,23 @@ std::string layout_label(const step::StepReport& r) {
   const auto& p = r.spec.parallel;
   std::string sched = step::to_string(p.schedule);
   if (r.layout.virtual_stages > 1) sched += fmt::format(" v{}", r.layout.virtual_stages);
-  return fmt::format("dp {} x tp {} x pp {}, {}, {} micro-batches of {}, ZeRO {}, recompute {}, sequence parallel {}",
-                     r.layout.dp, r.layout.tp, r.layout.pp, r.layout.pp > 1 ? sched : "no pipeline",
-                     r.layout.micro_batches, r.spec.training.micro_batch, p.zero, step::to_string(p.recompute),
-                     p.sequence_parallel && r.layout.tp > 1 ? "on" : "off");
+  return fmt::format(
+      "dp {} x tp {} x pp {}, {}, {} micro-batches of {}, ZeRO {}, recompute {}, sequence parallel {}, TP overlap {}",
+      r.layout.dp, r.layout.tp, r.layout.pp, r.layout.pp > 1 ? sched : "no pipeline", r.layout.micro_batches,
+      r.spec.training.micro_batch, p.zero, step::to_string(p.recompute),
+      p.sequence_parallel && r.layout.tp > 1 ? "on" : "off", p.tp_overlap && r.layout.tp > 1 ? "on" : "off");
 }
 
 Table layouts_table(const std::vector<step::StepReport>& rs) {
   Table t{{"dp", "tp", "pp", "micro_batch", "schedule", "virtual_stages", "zero", "recompute", "sequence_parallel",
-           "step_ms", "tflops_per_gpu", "mfu", "memory_GB", "fits"}};
+           "tp_overlap", "step_ms", "tflops_per_gpu", "mfu", "memory_GB", "fits"}};
   for (const auto& r : rs)
     t.add({std::int64_t(r.layout.dp), std::int64_t(r.layout.tp), std::int64_t(r.layout.pp),
            r.spec.training.micro_batch, step::to_string(r.spec.parallel.schedule),
            std::int64_t(r.layout.virtual_stages), std::int64_t(r.spec.parallel.zero),
            step::to_string(r.spec.parallel.recompute),
-           r.spec.parallel.sequence_parallel && r.layout.tp > 1, r.step_us / kUsPerMs, r.tflops_per_gpu, r.mfu,
+           r.spec.parallel.sequence_parallel && r.layout.tp > 1, r.spec.parallel.tp_overlap && r.layout.tp > 1,
+           r.step_us / kUsPerMs, r.tflops_per_gpu, r.mfu,
            r.memory.total_GB(), r.memory.fits()});
   return t;
 }
@@ -141,6 +146,9 @@ void print_detail(const step::StepReport& r, const sim::Topology& t) {
              " (GEMM {:.0f}, element-wise {:.0f}, TP {:.0f}, recompute {:.0f})\n",
              r.layer.fwd_us(), r.layer.fwd_gemm_us, r.layer.fwd_elementwise_us, r.layer.fwd_tp_us, r.layer.bwd_us(),
              r.layer.bwd_gemm_us, r.layer.bwd_elementwise_us, r.layer.bwd_tp_us, r.layer.recompute_us);
+  fmt::print("  the tuner's best schedules of the layer programs (TP overlap {}):\n    forward  {}\n    backward {}\n",
+             r.spec.parallel.tp_overlap && r.layout.tp > 1 ? "allowed" : "off", r.layer_fwd_schedule,
+             r.layer_bwd_schedule);
 }
 
 void run(const Args& a) {

@@ -1,9 +1,8 @@
 // Composition of a step. Design decisions:
-// - The layer is priced from the cost model's pieces (GEMMs, element-wise
-//   kernels, collectives), not from the megatron_mlp/megatron_attention
-//   workloads through the tuner: those cover the blocks' outputs only, and the
-//   layer's fused kernels (bias-GeLU, bias-dropout-add, scaled masked softmax)
-//   are what Megatron-LM runs, not what the DSL can yet express.
+// - A layer's forward and backward are the layer programs
+//   (workloads/megatron_layer_*.yaml) priced by the tuner on the TP group
+//   (step/layer_block.h); what the programs leave out (the attention
+//   dropout, the bias and LayerNorm parameter gradients) by the bytes it moves.
 // - Every kernel pays one launch, as in the rest of the cost model.
 // - Megatron-LM's rank order: tensor-parallel ranks adjacent, then data
 //   parallel, then pipeline stages; so a TP group packs onto one node, a DP
@@ -91,47 +90,66 @@ double attention_elementwise_bytes(const Shapes& x) {
   return scores * (2 * e) + scores * (2 * e + 1);
 }
 
-// The other element-wise kernels of a layer forward: two LayerNorms (read,
-// write), two fused bias-dropout-add (x, residual, out, mask), the fused
-// bias-GeLU (read, write). LayerNorm and dropout run on 1/t of the tokens
-// with sequence parallelism.
-double other_elementwise_bytes(const Shapes& x, bool sequence_parallel) {
+double ew(const sim::Topology& t, double bytes) { return sim::elementwise_body_us(t, bytes, bytes / 2); }
+
+// What the layer programs leave out, priced by the bytes it moves (see
+// workloads/megatron_layer_*.yaml): forward, the attention probabilities'
+// dropout (read, write, a 1-byte mask); backward, its backward and the bias,
+// LayerNorm gamma and beta gradients (column sums of the output gradients:
+// db2, dbo over T x h, db1 over T x f/t, dbqkv over T x 3h/t; dgamma and
+// dbeta of each LayerNorm read the gradient and the normalised input).
+constexpr int kLeftOutFwdKernels = 1;  // attention dropout
+constexpr int kLeftOutBwdKernels = 7;  // attention dropout, 4 bias gradients, 2 LayerNorm parameter gradients
+
+double attention_dropout_bytes(const Shapes& x) {
   const double e = model::bytes_of(x.dtype);
-  const double th = double(x.tokens) * double(x.hidden) / (sequence_parallel ? x.tp : 1);
-  const double gelu = double(x.tokens) * double(x.ffn_per_gpu) * 2 * e;
-  return 2 * th * 2 * e + 2 * th * (3 * e + 1) + gelu;
+  const double scores = double(x.micro_batch) * double(x.heads_per_gpu) * double(x.seq) * double(x.seq);
+  return scores * (2 * e + 1);
 }
 
-constexpr int kFwdElementwiseKernels = 6;     // 2 LayerNorm, softmax, dropout, 2 bias-dropout-add (+ bias-GeLU below)
-constexpr int kFwdGemmKernels = 6;            // QKV, QK^T, AV, projection, FC1, FC2
-
-double ew(const sim::Topology& t, double bytes) { return sim::elementwise_body_us(t, bytes, bytes / 2); }
+double parameter_gradient_bytes(const Shapes& x, bool sp) {
+  const double e = model::bytes_of(x.dtype);
+  const double th = double(x.tokens) * double(x.hidden) / (sp ? x.tp : 1);
+  const double per_gpu_h = double(x.tokens) * double(x.hidden) / x.tp;
+  const double biases = 2 * th + double(x.tokens) * double(x.ffn_per_gpu) + 3 * per_gpu_h;
+  const double layernorms = 2 * 2 * th;
+  return (biases + layernorms) * e;
+}
 
 struct LayerCompute {
   Kernels fwd;
   Kernels bwd;
   Kernels attention_fwd;  // what selective recomputation runs again
+  double fwd_tp_us = 0;
+  double bwd_tp_us = 0;
+  std::string fwd_schedule;
+  std::string bwd_schedule;
 };
 
-LayerCompute layer_compute(const sim::Topology& t, const Shapes& x, bool sp) {
-  const std::int64_t T = x.tokens, h = x.hidden;
-  const GemmPasses qkv = linear(t, T, 3 * h / x.tp, h, x.dtype);
-  const GemmPasses proj = linear(t, T, h, h / x.tp, x.dtype);
-  const GemmPasses fc1 = linear(t, T, x.ffn_per_gpu, h, x.dtype);
-  const GemmPasses fc2 = linear(t, T, h, x.ffn_per_gpu, x.dtype);
-  const GemmPasses core = attention_core(t, x);
+LayerShape layer_shape(const ModelSpec& s, const Layout& l, bool sp) {
+  return LayerShape{s.training.micro_batch, s.model.sequence,      s.model.heads,           s.model.hidden / s.model.heads,
+                    s.model.ffn,            l.tp,                  s.training.dtype,        sp,
+                    s.parallel.tp_overlap && l.tp > 1};
+}
+
+// The layer programs' best schedules (step/layer_block.h), plus what they
+// leave out by formula; selective recomputation's attention core by its
+// GEMMs and the softmax and dropout bytes.
+LayerCompute layer_compute(const sim::Topology& t, const Shapes& x, const LayerBlock& tuned, bool sp) {
   const double launch = t.gpu.launch_us;
+  const double drop = ew(t, attention_dropout_bytes(x));
   LayerCompute c;
-  const double attn_ew = ew(t, attention_elementwise_bytes(x));
-  const double other_ew = ew(t, other_elementwise_bytes(x, sp));
-  const int fwd_kernels = kFwdGemmKernels + kFwdElementwiseKernels + 1;
-  c.fwd.gemm_us = qkv.fwd + proj.fwd + fc1.fwd + fc2.fwd + core.fwd;
-  c.fwd.elementwise_us = attn_ew + other_ew + fwd_kernels * launch;
-  c.bwd.gemm_us = qkv.bwd + proj.bwd + fc1.bwd + fc2.bwd + core.bwd;
-  c.bwd.elementwise_us = kBwdElementwiseFactor * (attn_ew + other_ew) +
-                         (2 * kFwdGemmKernels + kFwdElementwiseKernels + 1) * launch;
-  c.attention_fwd.gemm_us = core.fwd;
-  c.attention_fwd.elementwise_us = attn_ew + 4 * launch;
+  c.fwd.gemm_us = tuned.fwd.gemm_us;
+  c.fwd.elementwise_us = tuned.fwd.elementwise_us + drop + kLeftOutFwdKernels * launch;
+  c.fwd_tp_us = tuned.fwd.tp_us();
+  c.bwd.gemm_us = tuned.bwd.gemm_us;
+  c.bwd.elementwise_us = tuned.bwd.elementwise_us + kBwdElementwiseFactor * drop +
+                         ew(t, parameter_gradient_bytes(x, sp)) + kLeftOutBwdKernels * launch;
+  c.bwd_tp_us = tuned.bwd.tp_us();
+  c.fwd_schedule = tuned.fwd.schedule;
+  c.bwd_schedule = tuned.bwd.schedule;
+  c.attention_fwd.gemm_us = attention_core(t, x).fwd;
+  c.attention_fwd.elementwise_us = ew(t, attention_elementwise_bytes(x)) + 4 * launch;
   return c;
 }
 
@@ -142,17 +160,6 @@ double collective_us(const sim::Topology& t, OpKind op, double bytes, const sim:
   r.bytes = bytes;
   r.where = where;
   return sim::predict_collective(t, r).time_us();
-}
-
-// A layer's TP collectives forward (backward is the same count): two
-// allreduces of the b s h activations, or with sequence parallelism two
-// all-gathers and two reduce-scatters of them.
-double layer_tp_us(const sim::Topology& t, const Shapes& x, bool sp) {
-  if (x.tp <= 1) return 0;
-  const sim::Placement where = sim::place(t, x.tp);
-  const double bytes = double(x.tokens) * double(x.hidden) * model::bytes_of(x.dtype);
-  if (!sp) return 2 * collective_us(t, OpKind::allreduce, bytes, where);
-  return 2 * (collective_us(t, OpKind::allgather, bytes, where) + collective_us(t, OpKind::reducescatter, bytes, where));
 }
 
 // The output layer on the last stage: logits GEMM (vocabulary split over tp)
@@ -302,7 +309,7 @@ double model_flops_without_recompute(const ModelSpec& s) {
   return 72.0 * B * sq * l * h * h * (1.0 + sq / (6.0 * h) + V / (12.0 * l * h));
 }
 
-StepReport predict_step(const ModelSpec& s, const sim::Topology& t, DpBlockPricer* dp) {
+StepReport predict_step(const ModelSpec& s, const sim::Topology& t, DpBlockPricer* dp, LayerBlockPricer* layer_pricer) {
   StepReport r;
   r.spec = s;
   r.topology = t.name;
@@ -312,14 +319,24 @@ StepReport predict_step(const ModelSpec& s, const sim::Topology& t, DpBlockPrice
   const Shapes x = shapes_of(s, l);
 
   // One layer, one micro-batch.
-  const LayerCompute c = layer_compute(t, x, sp);
+  const LayerShape shape = layer_shape(s, l, sp);
+  LayerBlock tuned;
+  if (layer_pricer != nullptr) {
+    tuned = layer_pricer->price(shape);
+  } else {
+    LayerBlockPricer fresh(t);
+    tuned = fresh.price(shape);
+  }
+  const LayerCompute c = layer_compute(t, x, tuned, sp);
+  r.layer_fwd_schedule = c.fwd_schedule;
+  r.layer_bwd_schedule = c.bwd_schedule;
   LayerTimes& lt = r.layer;
   lt.fwd_gemm_us = c.fwd.gemm_us;
   lt.fwd_elementwise_us = c.fwd.elementwise_us;
-  lt.fwd_tp_us = layer_tp_us(t, x, sp);
+  lt.fwd_tp_us = c.fwd_tp_us;
   lt.bwd_gemm_us = c.bwd.gemm_us;
   lt.bwd_elementwise_us = c.bwd.elementwise_us;
-  lt.bwd_tp_us = lt.fwd_tp_us;
+  lt.bwd_tp_us = c.bwd_tp_us;
   switch (s.parallel.recompute) {
     case Recompute::none: break;
     case Recompute::selective: lt.recompute_us = c.attention_fwd.gemm_us + c.attention_fwd.elementwise_us; break;

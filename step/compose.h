@@ -1,8 +1,7 @@
 // One training step of a model on a cluster, composed from the cost model's
-// own pieces: a transformer layer's GEMMs (sim::gemm_body_us with Megatron-LM's
-// shapes on one GPU of the tensor-parallel group), its element-wise kernels
-// (sim::elementwise_body_us over the bytes they move), its tensor-parallel
-// collectives (sim::predict_collective on the TP group's placement), the
+// own pieces: a transformer layer's forward and backward (the layer programs'
+// best schedules by the tuner on the tensor-parallel group: step/layer_block.h;
+// what they leave out by sim::elementwise_body_us over the bytes it moves), the
 // pipeline schedule's bubble and sends, the data-parallel gradient reduction
 // per ZeRO stage and the optimizer step (per bucket, the adam workload's best
 // schedule by the tuner: step/dp_block.h). docs/step.md states every formula,
@@ -14,6 +13,7 @@
 
 #include "sim/topology.h"
 #include "step/dp_block.h"
+#include "step/layer_block.h"
 #include "step/memory.h"
 #include "step/spec.h"
 
@@ -66,6 +66,10 @@ struct StepReport {
   // The adam workload's schedule the tuner chose for each bucket's reduction
   // and optimizer step (ZeRO 0-2, 16-bit gradients); empty when priced by the formulas.
   std::string dp_schedule;
+  // The layer programs' schedules the tuner chose for one layer's forward and
+  // backward (workloads/megatron_layer_*.yaml).
+  std::string layer_fwd_schedule;
+  std::string layer_bwd_schedule;
   Breakdown breakdown;
   double step_us = 0;
   double model_flops = 0;     // per step, the whole job (Megatron-LM eq. 3)
@@ -88,7 +92,9 @@ struct StepReport {
 // Prices one step; throws UserError for a layout the cluster cannot hold
 // (resolve_layout). A layout that does not fit in memory is priced too and
 // says so in memory.fits. `dp` prices the data-parallel blocks through the
-// tuner and caches them; it must be made for `t` (nullptr: a fresh one).
-[[nodiscard]] StepReport predict_step(const ModelSpec& s, const sim::Topology& t, DpBlockPricer* dp = nullptr);
+// tuner and caches them, `layers` a layer's forward and backward; each must
+// be made for `t` (nullptr: a fresh one).
+[[nodiscard]] StepReport predict_step(const ModelSpec& s, const sim::Topology& t, DpBlockPricer* dp = nullptr,
+                                      LayerBlockPricer* layers = nullptr);
 
 }  // namespace coconet::step

@@ -37,12 +37,17 @@ std::vector<bool> sequence_parallel_choices(const ModelSpec& base, int tp, const
   return {false, true};
 }
 
+std::vector<bool> tp_overlap_choices(const ModelSpec& base, int tp, const SearchOptions& o) {
+  if (tp == 1 || !o.vary_tp_overlap) return {base.parallel.tp_overlap};
+  return {false, true};
+}
+
 // Prices `s` and keeps it in `fits` when it fits in memory.
-void try_layout(const ModelSpec& s, const sim::Topology& t, DpBlockPricer& pricer, SearchResult& res,
-                std::vector<StepReport>& fits) {
+void try_layout(const ModelSpec& s, const sim::Topology& t, DpBlockPricer& pricer, LayerBlockPricer& layers,
+                SearchResult& res, std::vector<StepReport>& fits) {
   StepReport r;
   try {
-    r = predict_step(s, t, &pricer);
+    r = predict_step(s, t, &pricer, &layers);
   } catch (const UserError&) {
     return;  // a layout the rules reject (e.g. interleaving with too few micro-batches)
   }
@@ -72,6 +77,7 @@ SearchResult search_layouts(const ModelSpec& base, const sim::Topology& t, const
   if (o.vary_recompute) recomputes = {Recompute::none, Recompute::selective, Recompute::full};
   const std::vector<int> zeros = zero_stages(base, o);
   DpBlockPricer pricer(t);
+  LayerBlockPricer layers(t);
   std::vector<StepReport> fits;
   for (int tp : tps) {
     if (base.model.heads % tp != 0 || gpus % tp != 0) continue;
@@ -101,7 +107,10 @@ SearchResult search_layouts(const ModelSpec& base, const sim::Topology& t, const
               s.parallel.zero = zero;
               for (bool sp : sequence_parallel_choices(base, tp, o)) {
                 s.parallel.sequence_parallel = sp;
-                try_layout(s, t, pricer, res, fits);
+                for (bool overlap : tp_overlap_choices(base, tp, o)) {
+                  s.parallel.tp_overlap = overlap;
+                  try_layout(s, t, pricer, layers, res, fits);
+                }
               }
             }
           }
@@ -110,6 +119,7 @@ SearchResult search_layouts(const ModelSpec& base, const sim::Topology& t, const
     }
   }
   res.tuned_blocks = pricer.tuned();
+  res.tuned_layers = layers.tuned();
   const auto keep = std::min<std::size_t>(fits.size(), std::size_t(std::max(0, o.keep)));
   std::partial_sort(fits.begin(), fits.begin() + std::ptrdiff_t(keep), fits.end(),
                     [](const StepReport& a, const StepReport& b) { return a.step_us < b.step_us; });

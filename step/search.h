@@ -26,6 +26,7 @@ struct SearchOptions {
   bool vary_zero = true;         // false: the spec's ZeRO stage only
   bool vary_recompute = true;
   bool vary_sequence_parallel = true;
+  bool vary_tp_overlap = true;   // false: the spec's tp_overlap only
 };
 
 struct SearchResult {
@@ -33,6 +34,7 @@ struct SearchResult {
   int evaluated = 0;             // layouts priced
   int over_memory = 0;           // of them, how many did not fit
   int tuned_blocks = 0;          // distinct data-parallel blocks the tuner priced
+  int tuned_layers = 0;          // distinct layer shapes whose programs the tuner priced
 };
 
 [[nodiscard]] SearchResult search_layouts(const ModelSpec& base, const sim::Topology& t,

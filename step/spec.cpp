@@ -137,7 +137,7 @@ Training read_training(const Reader& r, const YAML::Node& root) {
 Parallelism read_parallel(const Reader& r, const YAML::Node& root) {
   const YAML::Node n = r.section(root, "parallel",
                                  {"dp", "tp", "pp", "schedule", "virtual_stages", "zero", "recompute",
-                                  "sequence_parallel", "bucket_MB"});
+                                  "sequence_parallel", "tp_overlap", "bucket_MB"});
   Parallelism p;
   p.dp = n["dp"] ? int(r.count(n, "parallel", "dp")) : 0;
   p.tp = int(r.count(n, "parallel", "tp", 1));
@@ -152,6 +152,7 @@ Parallelism read_parallel(const Reader& r, const YAML::Node& root) {
   }
   p.recompute = r.parsed(n, "recompute", Recompute::none, parse_recompute);
   if (n["sequence_parallel"]) p.sequence_parallel = r.ctx().scalar<bool>(n["sequence_parallel"], "sequence_parallel");
+  if (n["tp_overlap"]) p.tp_overlap = r.ctx().scalar<bool>(n["tp_overlap"], "parallel.tp_overlap");
   if (n["bucket_MB"]) {
     p.bucket_MB = r.ctx().scalar<double>(n["bucket_MB"], "parallel.bucket_MB");
     if (!(p.bucket_MB > 0) || p.bucket_MB > 1e6)

@@ -49,6 +49,10 @@ struct Parallelism {
   int zero = 0;            // 0-3
   Recompute recompute = Recompute::none;
   bool sequence_parallel = false;
+  // Whether a layer's TP collectives may overlap or fuse with its computation
+  // (the tuner's overlapped and collective-fused schedules of the layer
+  // programs); Megatron-LM SC'21 does not overlap them.
+  bool tp_overlap = false;
   double bucket_MB = 25;  // data-parallel gradient buckets (PyTorch DDP's default)
 };
 
