@@ -29,6 +29,7 @@ struct Args {
   std::vector<std::string> sets;
   Format format = Format::table;
   bool search = false;
+  bool search_tp_overlap = false;
   int top = 5;
   std::string trace;
 };
@@ -153,6 +154,7 @@ void print_detail(const step::StepReport& r, const sim::Topology& t) {
 
 void run(const Args& a) {
   if (!a.trace.empty()) model::check_output_file(a.trace, "--trace");  // before any work
+  if (a.search_tp_overlap && !a.search) throw UserError("--search-tp-overlap needs --search");
   step::Overrides model_sets;
   sim::Overrides topo_sets;
   for (const auto& s : a.sets) {
@@ -169,6 +171,7 @@ void run(const Args& a) {
   if (a.search) {
     step::SearchOptions o;
     o.keep = a.top;
+    o.vary_tp_overlap = a.search_tp_overlap;
     const step::SearchResult r = step::search_layouts(spec, t, o);
     evaluated = r.evaluated;
     over = r.over_memory;
@@ -217,6 +220,9 @@ void register_step(CLI::App& app) {
   cmd->add_flag("--search", a->search,
                 "Search tp, pp, dp, micro-batch, pipeline schedule, ZeRO stage, recomputation and sequence "
                 "parallelism within memory; print the best layouts");
+  cmd->add_flag("--search-tp-overlap", a->search_tp_overlap,
+                "With --search, also try each layout with parallel.tp_overlap both ways (slower: an overlapped "
+                "layer tunes every schedule of its programs)");
   cmd->add_option("--trace", a->trace,
                   "Write a Chrome trace (Perfetto) JSON of one step here (with --search, of the best layout)");
   cmd->add_option("--top", a->top, "Layouts --search prints")->capture_default_str()->check(at_least(1));

@@ -26,7 +26,7 @@ struct SearchOptions {
   bool vary_zero = true;         // false: the spec's ZeRO stage only
   bool vary_recompute = true;
   bool vary_sequence_parallel = true;
-  bool vary_tp_overlap = true;   // false: the spec's tp_overlap only
+  bool vary_tp_overlap = false;  // true: tp_overlap both ways (an overlapped layer tunes every schedule: slower)
 };
 
 struct SearchResult {
