@@ -296,6 +296,89 @@ TEST(StepDpBlock, TheStepSaysWhichScheduleItChoseAndZero2PaysEveryMicroBatch) {
   EXPECT_TRUE(predict_step(parse_model(kSmall, "s", {{"training.grad_dtype", "f32"}}), t).dp_schedule.empty());
 }
 
+// ---- a layer's forward and backward through the tuner --------------------------------
+
+LayerShape gpt_layer(int tp, bool sp, bool overlap) {
+  // GPT-3 175B's layer (96 heads of 128, ffn 4 x 12288), micro-batch 1, sequence 2048.
+  return LayerShape{1, 2048, 96, 128, 49152, tp, model::DType::bf16, sp, overlap};
+}
+
+TEST(StepLayerBlock, TheLayerIsTheTunersBestScheduleOfTheLayerPrograms) {
+  const sim::Topology t = sim::load_topology("dgx-h100", {{"nodes", "1"}});
+  LayerBlockPricer pricer(t);
+  const LayerBlock plain = pricer.price(gpt_layer(8, false, false));
+  const LayerBlock overlapped = pricer.price(gpt_layer(8, false, true));
+  const LayerBlock sp = pricer.price(gpt_layer(8, true, false));
+  EXPECT_EQ(pricer.tuned(), 3);
+  (void)pricer.price(gpt_layer(8, false, false));  // cached
+  EXPECT_EQ(pricer.tuned(), 3);
+  // Without overlap: no stage beside another and no collective fused; the
+  // tensor-parallel programs allreduce, the sequence-parallel ones do not.
+  for (const LayerPass* pass : {&plain.fwd, &plain.bwd, &sp.fwd, &sp.bwd}) {
+    EXPECT_EQ(pass->schedule.find("ol("), std::string::npos) << pass->schedule;
+    EXPECT_EQ(pass->schedule.find("fuse("), std::string::npos) << pass->schedule;
+    EXPECT_GT(pass->gemm_us, 0);
+    EXPECT_GT(pass->elementwise_us, 0);
+    EXPECT_GT(pass->tp_us(), 0);
+  }
+  EXPECT_NE(plain.fwd.schedule.find("AR"), std::string::npos) << plain.fwd.schedule;
+  EXPECT_NE(sp.fwd.schedule.find("AG"), std::string::npos) << sp.fwd.schedule;
+  EXPECT_EQ(sp.bwd.schedule.find("AR"), std::string::npos) << sp.bwd.schedule;
+  // Overlap widens the tuner's choice: never slower.
+  EXPECT_LE(overlapped.fwd.time_us, plain.fwd.time_us);
+  EXPECT_LE(overlapped.bwd.time_us, plain.bwd.time_us);
+  // The backward has twice the forward's GEMM work (dgrad and wgrad).
+  EXPECT_NEAR(plain.bwd.gemm_us / plain.fwd.gemm_us, 2.0, 0.5);
+  // The same pass through the tuner directly (what `coconet predict` does).
+  model::Program fwd = model::load_program(model::resolve_workload("megatron_layer_fwd"));
+  for (auto& in : fwd.inputs) in.type.dtype = model::DType::bf16;
+  model::check(fwd);
+  std::vector<model::Schedule> unoverlapped;
+  for (auto& x : model::enumerate_schedules(fwd))
+    if (x.name().find("ol(") == std::string::npos && x.name().find("fuse(") == std::string::npos)
+      unoverlapped.push_back(x);
+  const sim::TuneResult direct = sim::tune(
+      unoverlapped, sim::Context{t, 8, {{"B", 1}, {"S", 2048}, {"NH", 96}, {"D", 128}, {"F", 49152}}},
+      sim::predict_space());
+  EXPECT_EQ(direct.ranked.front().name, plain.fwd.schedule);
+  EXPECT_DOUBLE_EQ(direct.ranked.front().time_us, plain.fwd.time_us);
+}
+
+TEST(StepLayerBlock, TheStepSaysWhichSchedulesItChoseAndTpOverlapIsAModelKey) {
+  const sim::Topology t = a100(2);
+  const StepReport off = predict_step(parse_model(kSmall, "s"), t);
+  const StepReport on = predict_step(parse_model(kSmall, "s", {{"parallel.tp_overlap", "true"}}), t);
+  EXPECT_FALSE(off.spec.parallel.tp_overlap);
+  EXPECT_TRUE(on.spec.parallel.tp_overlap);
+  EXPECT_FALSE(off.layer_fwd_schedule.empty());
+  EXPECT_FALSE(off.layer_bwd_schedule.empty());
+  EXPECT_LE(on.layer.fwd_us() + on.layer.bwd_us(), off.layer.fwd_us() + off.layer.bwd_us());
+  // The layer's forward is the tuned program plus the attention dropout by formula.
+  LayerBlockPricer pricer(t);
+  const LayerBlock b = pricer.price(LayerShape{2, 1024, 16, 64, 4096, 2, model::DType::bf16, false, false});
+  EXPECT_EQ(b.fwd.schedule, off.layer_fwd_schedule);
+  EXPECT_DOUBLE_EQ(off.layer.fwd_gemm_us, b.fwd.gemm_us);
+  EXPECT_DOUBLE_EQ(off.layer.fwd_tp_us, b.fwd.tp_us());
+  EXPECT_GT(off.layer.fwd_elementwise_us, b.fwd.elementwise_us);
+  // A value that is not a boolean names the file and line.
+  const std::string e = error_of(std::string(kSmall) + "  tp_overlap: maybe\n");
+  EXPECT_TRUE(has(e, "small.yaml:")) << e;
+  EXPECT_TRUE(has(e, "tp_overlap")) << e;
+}
+
+TEST(StepSearch, VaryingTpOverlapTriesBoth) {
+  const sim::Topology t = a100(2);
+  SearchOptions o;
+  o.vary_tp = o.vary_pp = o.vary_micro_batch = o.vary_schedule = o.vary_zero = o.vary_recompute = false;
+  o.vary_sequence_parallel = false;
+  o.keep = 10;
+  const SearchResult fixed = search_layouts(parse_model(kSmall, "s"), t, o);
+  o.vary_tp_overlap = true;
+  const SearchResult both = search_layouts(parse_model(kSmall, "s"), t, o);
+  EXPECT_EQ(both.evaluated, 2 * fixed.evaluated);
+  EXPECT_EQ(both.tuned_layers, 2 * fixed.tuned_layers);
+}
+
 // ---- Megatron-LM, SC'21 Table 1 -----------------------------------------------------
 
 TEST(StepReference, MegatronTable1WithinFifteenPercent) {
