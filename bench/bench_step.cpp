@@ -1,10 +1,11 @@
 // Benchmarks of whole-step prediction (goals from issue 16):
 //   BM_StepPredict      one step of GPT-3 175B on 128 nodes x 8 H100, its
-//                       shipped layout, its data-parallel blocks tuned afresh
-//                       (no cache): under a millisecond
+//                       shipped layout, its layer programs (enumerated and
+//                       tuned) and data-parallel blocks tuned afresh (no
+//                       cache): no goal of its own (--search's is the goal)
 //   BM_StepSearchGpt3   `coconet step models/gpt3-175b.yaml --topology
 //                       dgx-h100 --nodes 128 --search` (ZeRO 0-3, GPipe,
-//                       the DP blocks through the tuner): under 1 s
+//                       the layers and DP blocks through the tuner): under 1 s
 //   BM_StepTrace        the Chrome trace of that step's shipped layout
 #include <benchmark/benchmark.h>
 
@@ -30,15 +31,17 @@ BENCHMARK(BM_StepPredict)->Unit(benchmark::kMicrosecond);
 void BM_StepSearchGpt3(benchmark::State& state) {
   const step::ModelSpec s = step::load_model("gpt3-175b");
   const sim::Topology t = sim::load_topology("dgx-h100", {{"nodes", "128"}});
-  int evaluated = 0, tuned = 0;
+  int evaluated = 0, tuned = 0, layers = 0;
   for (auto _ : state) {
     const step::SearchResult r = step::search_layouts(s, t);
     evaluated = r.evaluated;
     tuned = r.tuned_blocks;
+    layers = r.tuned_layers;
     benchmark::DoNotOptimize(r.best.data());
   }
   state.counters["layouts"] = evaluated;
   state.counters["tuned_blocks"] = tuned;
+  state.counters["tuned_layers"] = layers;
 }
 BENCHMARK(BM_StepSearchGpt3)->Unit(benchmark::kMillisecond);
 
