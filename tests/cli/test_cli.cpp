@@ -442,6 +442,30 @@ TEST_F(Cli, StepRejectsImpossibleLayoutsWithTheirLine) {
   EXPECT_TRUE(contains(unknown.err, "bad.yaml:1:")) << unknown.err;
   EXPECT_TRUE(contains(unknown.err, "unknown key 'width'")) << unknown.err;
   EXPECT_EQ(run({"step", "no-such-model"}).code, 2);
+  const Result overlap = run({"step", "gpt3-175b", "-t", "dgx-h100", "-N", "128", "--search-tp-overlap"});
+  EXPECT_EQ(overlap.code, 2) << overlap.all();
+  EXPECT_TRUE(contains(overlap.err, "--search-tp-overlap needs --search")) << overlap.err;
+  const Result maybe = run({"step", "gpt3-175b", "-t", "dgx-h100", "-N", "128", "--set", "parallel.tp_overlap=maybe"});
+  EXPECT_EQ(maybe.code, 2) << maybe.all();
+  EXPECT_TRUE(contains(maybe.err, "tp_overlap")) << maybe.err;
+}
+
+// The layer's forward and backward schedules the tuner chose are printed and
+// in the json; tp_overlap=true lets them overlap or fuse the TP collectives.
+TEST_F(Cli, StepSaysWhichLayerSchedulesTheTunerChose) {
+  const Result r = run({"step", "gpt3-175b", "-t", "dgx-h100", "-N", "128"});
+  ASSERT_EQ(r.code, 0) << r.all();
+  EXPECT_TRUE(contains(r.out, "the tuner's best schedules of the layer programs (TP overlap off)")) << r.out;
+  const json off = parsed(run({"step", "gpt3-175b", "-t", "dgx-h100", "-N", "128", "--format", "json"}));
+  const json on = parsed(run({"step", "gpt3-175b", "-t", "dgx-h100", "-N", "128", "--format", "json", "--set",
+                              "parallel.tp_overlap=true"}));
+  const auto& a = off["layouts"][0];
+  const auto& b = on["layouts"][0];
+  EXPECT_FALSE(a["tp_overlap"].get<bool>());
+  EXPECT_TRUE(b["tp_overlap"].get<bool>());
+  EXPECT_FALSE(a["layer_fwd_schedule"].get<std::string>().empty());
+  EXPECT_EQ(a["layer_bwd_schedule"].get<std::string>().find("ol("), std::string::npos);
+  EXPECT_LE(b["step_ms"].get<double>(), a["step_ms"].get<double>());
 }
 
 // ---- compare: the same experiment on several clusters ------------------------------
