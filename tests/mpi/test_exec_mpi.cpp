@@ -40,6 +40,7 @@ model::Bindings small_sizes(const model::Program& p) {
     if (k == "H") v = 6;
     if (k == "NH") v = 3;  // transformer_layer: 3 heads of 2 over the ranks (ragged at 2 and 4)
     if (k == "D") v = 2;
+    if (k == "F") v = 8;   // the layer programs' MLP size
   }
   return b;
 }
@@ -87,9 +88,14 @@ TEST_P(EveryScheduleTest, VerifiesAgainstProgramAndInterpreter) {
     }
 }
 
+// The layer backward programs are not here: at these sizes (7 tokens) their
+// f32 LayerNorm backward is 2e-5 off the interpreter's double, past the
+// 2^-16 tolerance (workloads/megatron_layer_bwd.yaml); exec.run.megatron_layer_*bwd
+// run them at their defaults.
 INSTANTIATE_TEST_SUITE_P(Workloads, EveryScheduleTest,
                          ::testing::Values("sgd", "adam", "lamb", "megatron_mlp", "megatron_attention",
                                            "gpt3_pipeline", "sgd_clip", "layernorm_softmax", "transformer_layer",
+                                           "megatron_layer_fwd", "megatron_layer_sp_fwd",
                                            "alltoall_ulysses"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
