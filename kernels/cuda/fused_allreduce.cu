@@ -19,14 +19,10 @@
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/collectives.h"
 #include "kernels/cuda/fused_allreduce.h"
+#include "kernels/cuda/lsa_comm_impl.cuh"
 #include "kernels/cuda/vec.cuh"
 
 namespace coconet::kernels::cuda {
-
-struct LsaComm::Impl {
-  ncclComm_t comm = nullptr;
-  ncclDevComm dev{};
-};
 
 namespace {
 
