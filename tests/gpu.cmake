@@ -13,6 +13,7 @@ if(COCONET_HAVE_CUDA AND TARGET coconet_exec AND TARGET coconet_kernels_cuda)
   add_executable(test_gpu
     ${CMAKE_CURRENT_SOURCE_DIR}/gpu/test_cuda_kernels.cpp
     ${CMAKE_CURRENT_SOURCE_DIR}/gpu/test_cuda_runtime.cpp
+    ${CMAKE_CURRENT_SOURCE_DIR}/gpu/test_fused_program_lsa.cpp
   )
   target_link_libraries(test_gpu PRIVATE coconet_exec coconet_kernels_cuda GTest::gtest_main
     coconet_warnings)

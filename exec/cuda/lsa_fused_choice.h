@@ -24,12 +24,13 @@ namespace coconet::exec::cuda {
 struct LsaFusedRoles {
   std::vector<kernels::cuda::LsaRole> inputs;   // per program input slot
   std::vector<kernels::cuda::LsaRole> outputs;  // per program output slot
-  std::vector<std::string> input_windows;       // per input: the value whose window it reads ("": local)
-  std::vector<std::string> output_windows;      // per output: the value it is gathered into ("": local)
+  std::vector<std::string> input_windows;  // per input: the value whose window it reads ("": local)
+  std::vector<std::string> output_windows;  // per output: the value it is gathered into ("": local)
 };
 
 // The roles, or nullopt with the reason (in words for the run's notes) in `why`.
 [[nodiscard]] std::optional<LsaFusedRoles> lsa_single_kernel(const plan::FusedForm& form,
-                                                             const model::Program& program, std::string& why);
+                                                             const model::Program& program,
+                                                             std::string& why);
 
 }  // namespace coconet::exec::cuda

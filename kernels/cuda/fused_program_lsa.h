@@ -28,8 +28,10 @@ namespace coconet::kernels::cuda {
 
 struct LsaOperand {
   LsaRole role = LsaRole::local;
-  const SymmetricBuffer* window = nullptr;  // reduced, gathered: the full value (n elements) in a window
-  void* local = nullptr;  // local: element 0 of this rank's shard; gathered: an optional local copy of the shard
+  const SymmetricBuffer* window =
+      nullptr;            // reduced, gathered: the full value (n elements) in a window
+  void* local = nullptr;  // local: element 0 of this rank's shard; gathered: an optional local copy
+                          // of the shard
 };
 
 // Queues the kernel on `stream`. The reduced window must hold every rank's

@@ -14,8 +14,8 @@
 namespace coconet::kernels::cuda {
 
 enum class LsaRole : std::uint8_t {
-  reduced,   // input: the sum over the LSA team of one symmetric window, at this rank's shard
-  local,     // input or output: this rank's shard in its own memory (state read and written in place)
+  reduced,  // input: the sum over the LSA team of one symmetric window, at this rank's shard
+  local,  // input or output: this rank's shard in its own memory (state read and written in place)
   gathered,  // output: stored into every peer's symmetric window at this rank's shard
 };
 
@@ -25,7 +25,8 @@ enum class LsaRole : std::uint8_t {
 // multiple of 16 bytes), which plan_lsa_launch computes from the shard.
 struct LsaOperandPlace {
   LsaRole role = LsaRole::local;
-  std::uintptr_t local_address = 0;  // local: element 0 of the shard; gathered: an optional local copy (0: none)
+  std::uintptr_t local_address =
+      0;  // local: element 0 of the shard; gathered: an optional local copy (0: none)
 };
 
 struct LsaLaunchPlan {
@@ -39,8 +40,8 @@ struct LsaLaunchPlan {
 // Throws UserError naming what is wrong.
 [[nodiscard]] LsaLaunchPlan plan_lsa_launch(const ElementwiseProgram& program,
                                             std::span<const LsaOperandPlace> inputs,
-                                            std::span<const LsaOperandPlace> outputs, std::int64_t n,
-                                            int lsa_size, int lsa_rank);
+                                            std::span<const LsaOperandPlace> outputs,
+                                            std::int64_t n, int lsa_size, int lsa_rank);
 
 // The input slot the reduction feeds (the one reduced input); -1 when none.
 [[nodiscard]] int reduced_slot(std::span<const LsaOperandPlace> inputs);

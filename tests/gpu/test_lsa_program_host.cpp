@@ -28,16 +28,20 @@ using model::DType;
 
 // m1 = 0.9 m + g; w1 = w - 0.1 m1: inputs in slot order as compiled.
 kernels::ElementwiseProgram momentum_program() {
-  const std::vector<kernels::ElementwiseStmt> stmts{{"m1", model::parse_expr("0.9 * m + g"), DType::f32},
-                                                    {"w1", model::parse_expr("w - 0.1 * m1"), DType::f32}};
-  return kernels::compile_elementwise(stmts, {{"g", DType::f16}, {"m", DType::f32}, {"w", DType::f32}}, {});
+  const std::vector<kernels::ElementwiseStmt> stmts{
+      {"m1", model::parse_expr("0.9 * m + g"), DType::f32},
+      {"w1", model::parse_expr("w - 0.1 * m1"), DType::f32}};
+  return kernels::compile_elementwise(
+      stmts, {{"g", DType::f16}, {"m", DType::f32}, {"w", DType::f32}}, {});
 }
 
 // Places for the program's inputs: g reduced, the others local at `local`.
-std::vector<LsaOperandPlace> input_places(const kernels::ElementwiseProgram& p, std::uintptr_t local) {
+std::vector<LsaOperandPlace> input_places(const kernels::ElementwiseProgram& p,
+                                          std::uintptr_t local) {
   std::vector<LsaOperandPlace> out;
   for (const auto& name : p.input_names)
-    out.push_back(name == "g" ? LsaOperandPlace{LsaRole::reduced, 0} : LsaOperandPlace{LsaRole::local, local});
+    out.push_back(name == "g" ? LsaOperandPlace{LsaRole::reduced, 0}
+                              : LsaOperandPlace{LsaRole::local, local});
   return out;
 }
 
@@ -68,7 +72,8 @@ TEST(LsaProgramPlan, VectorHeadAlignsEveryOperandOrNone) {
   // Rank 0 starts at 0: no head.
   EXPECT_EQ(kc::plan_lsa_launch(p, input_places(p, kAligned), outs0, 37, 2, 0).vec_head, 0);
   // A gathered output's local copy counts too.
-  const std::vector<LsaOperandPlace> copy{{LsaRole::local, kAligned}, {LsaRole::gathered, kAligned + 4}};
+  const std::vector<LsaOperandPlace> copy{{LsaRole::local, kAligned},
+                                          {LsaRole::gathered, kAligned + 4}};
   EXPECT_EQ(kc::plan_lsa_launch(p, input_places(p, kAligned), copy, 37, 2, 0).vec_head, -1);
 }
 
@@ -76,8 +81,8 @@ TEST(LsaProgramPlan, MisplacedRolesAreRefusedWithTheReason) {
   const auto p = momentum_program();
   const auto ins = input_places(p, kAligned);
   const std::vector<LsaOperandPlace> outs{{LsaRole::local, kAligned}, {LsaRole::gathered, 0}};
-  auto refused = [&](std::vector<LsaOperandPlace> i, std::vector<LsaOperandPlace> o, std::int64_t n, int size,
-                     int rank, const std::string& part) {
+  auto refused = [&](std::vector<LsaOperandPlace> i, std::vector<LsaOperandPlace> o, std::int64_t n,
+                     int size, int rank, const std::string& part) {
     try {
       (void)kc::plan_lsa_launch(p, i, o, n, size, rank);
       ADD_FAILURE() << "accepted; expected a refusal naming '" << part << "'";
@@ -113,34 +118,41 @@ const plan::Op& only_fused_op(const plan::StepPlan& plan) {
 
 TEST(LsaFusedChoice, AdamWithSlicedMomentsTakesTheSingleKernel) {
   const model::Program p = model::load_program(model::resolve_workload("adam"));
-  const auto plan = plan::lower(named(p, "fuse(RS-C-AG)+asSlice(m,v)"), {{"N", 37}}, 2, plan::cuda_capabilities());
-  const plan::FusedForm& form = *only_fused_op(plan).fused;
-  std::string why;
-  const auto roles = exec::cuda::lsa_single_kernel(form, plan.program, why);
-  ASSERT_TRUE(roles.has_value()) << why;
-  const auto& prog = form.passes[0].program;
-  for (std::size_t k = 0; k < prog.input_names.size(); ++k) {
-    const bool head = prog.input_names[k] == "g1.rs";
-    EXPECT_EQ(roles->inputs[k], head ? LsaRole::reduced : LsaRole::local) << prog.input_names[k];
-    EXPECT_EQ(roles->input_windows[k], head ? "g" : "") << prog.input_names[k];
-  }
-  for (std::size_t k = 0; k < prog.output_names.size(); ++k) {
-    const bool weights = prog.output_names[k] == "w1.s";
-    EXPECT_EQ(roles->outputs[k], weights ? LsaRole::gathered : LsaRole::local) << prog.output_names[k];
-    EXPECT_EQ(roles->output_windows[k], weights ? "w1" : "") << prog.output_names[k];
+  for (int ranks : {1, 2}) {
+    const auto plan = plan::lower(named(p, "fuse(RS-C-AG)+asSlice(m,v)"), {{"N", 37}}, ranks,
+                                  plan::cuda_capabilities());
+    const plan::FusedForm& form = *only_fused_op(plan).fused;
+    std::string why;
+    const auto roles = exec::cuda::lsa_single_kernel(form, plan.program, why);
+    ASSERT_TRUE(roles.has_value()) << why;
+    const auto& prog = form.passes[0].program;
+    for (std::size_t k = 0; k < prog.input_names.size(); ++k) {
+      const bool head = prog.input_names[k] == "g1.rs";
+      EXPECT_EQ(roles->inputs[k], head ? LsaRole::reduced : LsaRole::local) << prog.input_names[k];
+      EXPECT_EQ(roles->input_windows[k], head ? "g" : "") << prog.input_names[k];
+    }
+    for (std::size_t k = 0; k < prog.output_names.size(); ++k) {
+      const bool weights = prog.output_names[k] == "w1.s";
+      EXPECT_EQ(roles->outputs[k], weights ? LsaRole::gathered : LsaRole::local)
+          << prog.output_names[k];
+      EXPECT_EQ(roles->output_windows[k], weights ? "w1" : "") << prog.output_names[k];
+    }
   }
 }
 
 TEST(LsaFusedChoice, NormPhasesAndSendHeadsKeepTheHostPath) {
   const model::Program lamb = model::load_program(model::resolve_workload("lamb"));
-  const auto plan = plan::lower(named(lamb, "fuse(RS-C-AG)+asSlice(m,v)"), {{"N", 37}}, 2, plan::cuda_capabilities());
+  const auto plan = plan::lower(named(lamb, "fuse(RS-C-AG)+asSlice(m,v)"), {{"N", 37}}, 2,
+                                plan::cuda_capabilities());
   std::string why;
-  EXPECT_FALSE(exec::cuda::lsa_single_kernel(*only_fused_op(plan).fused, plan.program, why).has_value());
+  EXPECT_FALSE(
+      exec::cuda::lsa_single_kernel(*only_fused_op(plan).fused, plan.program, why).has_value());
   EXPECT_NE(why.find("norm phase"), std::string::npos) << why;
   // Every fused op of every workload: accepted ones read one reduced input;
   // refused ones say why. Send heads are never accepted.
   int accepted = 0, refused = 0;
-  for (const char* w : {"sgd", "adam", "lamb", "megatron_mlp", "megatron_attention", "gpt3_pipeline"}) {
+  for (const char* w :
+       {"sgd", "adam", "lamb", "megatron_mlp", "megatron_attention", "gpt3_pipeline"}) {
     const model::Program p = model::load_program(model::resolve_workload(w));
     for (const auto& s : model::enumerate_schedules(p)) {
       const auto sizes = p.params.contains("N") ? model::Bindings{{"N", 37}}
@@ -157,12 +169,30 @@ TEST(LsaFusedChoice, NormPhasesAndSendHeadsKeepTheHostPath) {
         }
         ++accepted;
         EXPECT_NE(head->op, model::OpKind::send) << w << " " << s.name();
-        EXPECT_EQ(std::count(roles->inputs.begin(), roles->inputs.end(), LsaRole::reduced), 1) << w << " " << s.name();
+        EXPECT_EQ(std::count(roles->inputs.begin(), roles->inputs.end(), LsaRole::reduced), 1)
+            << w << " " << s.name();
       }
     }
   }
   EXPECT_GT(accepted, 0);
   EXPECT_GT(refused, 0);
+}
+
+// Every fused schedule of sgd (the GPU test runs them all through the single kernel).
+TEST(LsaFusedChoice, EveryFusedSgdScheduleTakesTheSingleKernel) {
+  const model::Program p = model::load_program(model::resolve_workload("sgd"));
+  int fused = 0;
+  for (const auto& s : model::enumerate_schedules(p)) {
+    if (s.name().find("fuse(") == std::string::npos) continue;
+    for (int ranks : {1, 2}) {
+      const auto plan = plan::lower(s, {{"N", 37}}, ranks, plan::cuda_capabilities());
+      std::string why;
+      EXPECT_TRUE(exec::cuda::lsa_single_kernel(*only_fused_op(plan).fused, plan.program, why).has_value())
+          << s.name() << " on " << ranks << " ranks: " << why;
+      ++fused;
+    }
+  }
+  EXPECT_GT(fused, 0);
 }
 
 }  // namespace
