@@ -52,6 +52,7 @@ struct LsaProgramParams {
   int n_out;
   std::int64_t shard_begin;
   std::int64_t shard_size;
+  std::int64_t global_first;  // global index of element 0 of the range (dropout's key)
   int vec_head;  // -1: scalar path only
 };
 
@@ -120,7 +121,7 @@ __device__ __forceinline__ void one_element(const ncclDevComm& dev, const LsaPro
     return slot == p.reduced_slot ? reduced : load_at(p.in_local[slot], p.in_types[slot], i);
   };
   float out[kMaxOutputs];
-  eval_element(p.code, p.length, p.out_types, load, static_cast<std::uint64_t>(gi), out);
+  eval_element(p.code, p.length, p.out_types, load, static_cast<std::uint64_t>(p.global_first + gi), out);
   for (int s = 0; s < p.n_out; ++s) store_outputs(dev, p, s, i, out[s]);
 }
 
@@ -150,7 +151,7 @@ __device__ __forceinline__ void one_group(const ncclDevComm& dev, const LsaProgr
   for (int k = 0; k < kVecElems; ++k) {
     float o[kMaxOutputs];
     auto load = [&](int slot) { return in[slot][k]; };
-    eval_element(p.code, p.length, p.out_types, load, static_cast<std::uint64_t>(gi + k), o);
+    eval_element(p.code, p.length, p.out_types, load, static_cast<std::uint64_t>(p.global_first + gi + k), o);
     for (int s = 0; s < p.n_out; ++s) out[s][k] = o[s];
   }
   for (int s = 0; s < p.n_out; ++s) {
@@ -185,7 +186,7 @@ void check_window(const LsaOperand& o, DType t, std::int64_t n, const std::strin
   if (o.window == nullptr)
     throw UserError("fused op (single kernel over the LSA team): '" + name + "' needs a symmetric window");
   const DeviceView v = o.window->view();
-  if (v.dtype != t || v.size != n)
+  if (v.dtype != t || v.size < n)
     throw UserError("fused op (single kernel over the LSA team): the window of '" + name + "' holds " +
                     std::to_string(v.size) + " elements of another dtype or size than the program's " +
                     std::to_string(n));
@@ -201,7 +202,7 @@ std::vector<LsaOperandPlace> places(std::span<const LsaOperand> ops) {
 
 void fused_program_lsa(const LsaComm& comm, const ElementwiseProgram& program,
                        std::span<const LsaOperand> inputs, std::span<const LsaOperand> outputs,
-                       std::int64_t n, cudaStream_t stream) {
+                       std::int64_t n, cudaStream_t stream, std::int64_t global_first) {
   const auto in_places = places(inputs), out_places = places(outputs);
   const LsaLaunchPlan plan =
       plan_lsa_launch(program, in_places, out_places, n, comm.lsa_size(), comm.lsa_rank());
@@ -240,6 +241,7 @@ void fused_program_lsa(const LsaComm& comm, const ElementwiseProgram& program,
   p.n_out = static_cast<int>(outputs.size());
   p.shard_begin = plan.shard.begin;
   p.shard_size = plan.shard.size;
+  p.global_first = global_first;
   p.vec_head = plan.vec_head;
   // Every CTA takes part in the barriers, even with nothing to compute.
   fused_program_lsa_kernel<<<kFusedCtas, kBlockThreads, 0, stream>>>(comm.impl().dev, p);

@@ -37,10 +37,12 @@ struct LsaOperand {
 // Queues the kernel on `stream`. The reduced window must hold every rank's
 // full input before the launch (written earlier on this stream or
 // synchronised); gathered windows hold every rank's result when the kernel
-// ends. Throws UserError when the operands do not fit the program (roles,
+// ends. `global_first` is the global index of element 0 of the n (the key
+// of dropout's mask, as the interpreter's). A window may be larger than n.
+// Throws UserError when the operands do not fit the program (roles,
 // dtypes, sizes, a window both reduced and gathered).
 void fused_program_lsa(const LsaComm& comm, const ElementwiseProgram& program,
                        std::span<const LsaOperand> inputs, std::span<const LsaOperand> outputs,
-                       std::int64_t n, cudaStream_t stream);
+                       std::int64_t n, cudaStream_t stream, std::int64_t global_first = 0);
 
 }  // namespace coconet::kernels::cuda

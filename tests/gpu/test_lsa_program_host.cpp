@@ -6,9 +6,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "../unit/dry_backend.h"
+#include "exec/cuda/lsa_fused_call.h"
+#include "exec/fused_builder.h"
+#include "exec/rank_values.h"
 #include "exec/cuda/lsa_fused_choice.h"
 #include "kernels/cuda/lsa_program_plan.h"
 #include "model/catalog.h"
@@ -193,6 +198,144 @@ TEST(LsaFusedChoice, EveryFusedSgdScheduleTakesTheSingleKernel) {
     }
   }
   EXPECT_GT(fused, 0);
+}
+
+// ---- a FusedCall as one single-kernel launch (lsa_fused_call.h)
+
+// Buffers of the hand-made calls below and their dtypes.
+enum Buf : exec::BufferId { kG, kHeadOut, kM, kW, kM1, kW1, kBufs };
+DType buffer_dtype(exec::BufferId b) { return b == kG || b == kHeadOut ? DType::f16 : DType::f32; }
+
+exec::Operand column(exec::BufferId b, std::int64_t base) { return {b, {base, 1, 0}}; }
+
+int slot_of(const std::vector<std::string>& names, const std::string& name) {
+  return int(std::find(names.begin(), names.end(), name) - names.begin());
+}
+
+// Rank 1 of 2 over 37 elements: reduce-scatter g into a scratch shard, the
+// momentum program over the shard (m sliced, w whole), w1 gathered in place.
+exec::FusedCall rs_call(const kernels::ElementwiseProgram& prog) {
+  exec::FusedPiece piece;
+  exec::HeadCall h{exec::HeadCall::Kind::reduce_scatter, model::ReduceOp::sum, {{kG, 0, 19}, {kG, 19, 18}},
+                   {kHeadOut, 0, 18}, -1};
+  piece.heads.push_back(h);
+  exec::ElementwiseCall c{&prog, {}, {}, kernels::Block{18, 1, 19, 0, 1}};
+  for (const auto& name : prog.input_names)
+    c.inputs.push_back(name == "g" ? column(kHeadOut, 0) : name == "m" ? column(kM, 0) : column(kW, 19));
+  for (const auto& name : prog.output_names) c.outputs.push_back(name == "m1" ? column(kM1, 0) : column(kW1, 19));
+  piece.computes.push_back(c);
+  piece.gathers.push_back({{kW1, 19, 18}, {{kW1, 0, 19}, {kW1, 19, 18}}});
+  exec::FusedCall call;
+  call.passes.push_back({{piece}, {}});
+  return call;
+}
+
+std::optional<exec::cuda::LsaCallPlan> plan_call(const exec::FusedCall& call, std::string& why) {
+  return exec::cuda::plan_lsa_call(call, 1, 2, buffer_dtype, why);
+}
+
+TEST(LsaFusedCall, ReduceScatterCallStagesTheGradientAndTheGatheredWeights) {
+  const auto prog = momentum_program();
+  std::string why;
+  const auto p = plan_call(rs_call(prog), why);
+  ASSERT_TRUE(p.has_value()) << why;
+  EXPECT_EQ(p->n, 37);
+  EXPECT_EQ(p->global_first, 0);
+  EXPECT_EQ(p->reduced_source.buffer, kG);
+  EXPECT_EQ(p->reduced_source.count, 37);
+  const int g = slot_of(prog.input_names, "g"), m = slot_of(prog.input_names, "m"), w = slot_of(prog.input_names, "w");
+  EXPECT_EQ(p->in_roles[g], LsaRole::reduced);
+  EXPECT_EQ(p->in_roles[m], LsaRole::local);
+  EXPECT_EQ(p->in_local[m].offset, 0);
+  EXPECT_EQ(p->in_local[w].buffer, kW);
+  EXPECT_EQ(p->in_local[w].offset, 19);  // w is whole: this rank's shard starts at 19
+  EXPECT_EQ(p->in_local[w].count, 18);
+  const int m1 = slot_of(prog.output_names, "m1"), w1 = slot_of(prog.output_names, "w1");
+  EXPECT_EQ(p->out_roles[m1], LsaRole::local);
+  EXPECT_EQ(p->out_roles[w1], LsaRole::gathered);
+  EXPECT_EQ(p->out_local[w1].count, 0);  // gathered in place: the copy out covers the shard too
+  EXPECT_EQ(p->out_dest[w1].buffer, kW1);
+  EXPECT_EQ(p->out_dest[w1].count, 37);
+  EXPECT_EQ(p->staged_elements(), 74);  // the gradient in, the weights out
+}
+
+TEST(LsaFusedCall, AllreduceCallGathersEveryOutputIntoItself) {
+  const auto prog = momentum_program();
+  exec::FusedPiece piece;
+  piece.heads.push_back({exec::HeadCall::Kind::allreduce, model::ReduceOp::sum, {{kG, 0, 37}}, {kHeadOut, 0, 37}, -1});
+  exec::ElementwiseCall c{&prog, {}, {}, kernels::Block{37, 1, 0, 0, 1}};
+  for (const auto& name : prog.input_names)
+    c.inputs.push_back(column(name == "g" ? kHeadOut : name == "m" ? kM : kW, 0));
+  for (const auto& name : prog.output_names) c.outputs.push_back(column(name == "m1" ? kM1 : kW1, 0));
+  piece.computes.push_back(c);
+  exec::FusedCall call;
+  call.passes.push_back({{piece}, {}});
+  std::string why;
+  const auto p = plan_call(call, why);
+  ASSERT_TRUE(p.has_value()) << why;
+  const int m = slot_of(prog.input_names, "m");
+  EXPECT_EQ(p->in_local[m].offset, 19);  // the block covers the whole range: the shard is read at 19
+  for (std::size_t k = 0; k < prog.output_names.size(); ++k) {
+    EXPECT_EQ(p->out_roles[k], LsaRole::gathered);
+    EXPECT_EQ(p->out_dest[k].count, 37);
+  }
+}
+
+TEST(LsaFusedCall, OtherShapesKeepTheHostPath) {
+  const auto prog = momentum_program();
+  auto refused = [&](exec::FusedCall call, const std::string& part) {
+    std::string why;
+    EXPECT_FALSE(plan_call(call, why).has_value()) << "expected a refusal naming '" << part << "'";
+    EXPECT_NE(why.find(part), std::string::npos) << why;
+  };
+  auto two_pieces = rs_call(prog);
+  two_pieces.passes[0].pieces.push_back(two_pieces.passes[0].pieces[0]);
+  refused(two_pieces, "several pieces");
+  auto norm = rs_call(prog);
+  norm.norms_before.push_back({{kW, 0, 37}, {kM, 0, 1}, false});
+  refused(norm, "norm phase");
+  auto swapped = rs_call(prog);
+  std::swap(swapped.passes[0].pieces[0].heads[0].in[0], swapped.passes[0].pieces[0].heads[0].in[1]);
+  refused(swapped, "reduce-scatter parts");
+  auto strided = rs_call(prog);
+  strided.passes[0].pieces[0].computes[0].inputs[0].access.row_stride = 2;
+  refused(strided, "strided");
+  auto stray = rs_call(prog);
+  stray.passes[0].pieces[0].gathers.push_back({{kM, 0, 18}, {{kM, 0, 19}, {kM, 19, 18}}});
+  refused(stray, "allgather");
+  auto send = rs_call(prog);
+  send.passes[0].pieces[0].heads[0].kind = exec::HeadCall::Kind::send;
+  refused(send, "not a reduce-scatter");
+}
+
+// The runtime's own calls (exec/fused_builder.h) for adam's and sgd's fused
+// schedules on 2 ranks take the single kernel on both positions.
+TEST(LsaFusedCall, TheBuildersCallsForAdamAndSgdTakeIt) {
+  int planned = 0;
+  for (const char* w : {"adam", "sgd"}) {
+    const model::Program p = model::load_program(model::resolve_workload(w));
+    for (const auto& s : model::enumerate_schedules(p)) {
+      if (s.name().find("fuse(") == std::string::npos) continue;
+      const auto plan = plan::lower(s, {{"N", 37}}, 2, plan::cuda_capabilities());
+      for (int position : {0, 1}) {
+        exec::testing::DryBackend dry(position, 2, plan::cuda_capabilities());
+        exec::RankValues values(plan.program, {{"N", 37}}, 2, 0, position, exec::fused_scratch_values(plan));
+        values.allocate(dry);
+        const auto calls = exec::build_fused_calls(dry, plan, only_fused_op(plan), values);
+        for (const auto& call : calls.chunks) {
+          std::string why;
+          const auto lp = exec::cuda::plan_lsa_call(call, position, 2, [&](exec::BufferId b) { return dry.dtype_of(b); },
+                                                    why);
+          EXPECT_TRUE(lp.has_value()) << w << " " << s.name() << " position " << position << ": " << why;
+          if (lp) {
+            EXPECT_EQ(std::count(lp->in_roles.begin(), lp->in_roles.end(), LsaRole::reduced), 1);
+          }
+          ++planned;
+        }
+      }
+    }
+  }
+  EXPECT_GT(planned, 0);
 }
 
 }  // namespace
