@@ -28,13 +28,16 @@ bool shard_run(const std::vector<View>& parts, std::int64_t& n) {
   const int p = static_cast<int>(parts.size());
   for (int r = 0; r < p; ++r) {
     const kc::Span1d s = kc::shard_of(n, p, r);
-    if (parts[r].buffer != parts[0].buffer || parts[r].offset != parts[0].offset + s.begin || parts[r].count != s.size)
+    if (parts[r].buffer != parts[0].buffer || parts[r].offset != parts[0].offset + s.begin ||
+        parts[r].count != s.size)
       return false;
   }
   return p > 0;
 }
 
-bool same_place(const View& v, const Operand& o) { return v.buffer == o.buffer && v.offset == o.access.base; }
+bool same_place(const View& v, const Operand& o) {
+  return v.buffer == o.buffer && v.offset == o.access.base;
+}
 
 std::string shape_refusal(const FusedCall& call) {
   if (!call.norms_before.empty()) return "a norm phase";
@@ -49,7 +52,8 @@ std::string shape_refusal(const FusedCall& call) {
     return "a head that is not a reduce-scatter or an allreduce";
   if (h.op != ReduceOp::sum) return "a head that does not sum";
   if (piece.computes[0].program == nullptr) return "no program";
-  if (h.kind == HeadCall::Kind::allreduce && !piece.gathers.empty()) return "an allreduce head with allgathers";
+  if (h.kind == HeadCall::Kind::allreduce && !piece.gathers.empty())
+    return "an allreduce head with allgathers";
   return "";
 }
 
@@ -62,7 +66,8 @@ std::int64_t LsaCallPlan::staged_elements() const {
 }
 
 std::optional<LsaCallPlan> plan_lsa_call(const FusedCall& call, int position, int ranks,
-                                         const std::function<model::DType(BufferId)>& dtype_of, std::string& why) {
+                                         const std::function<model::DType(BufferId)>& dtype_of,
+                                         std::string& why) {
   why = shape_refusal(call);
   if (!why.empty()) return std::nullopt;
   const FusedPiece& piece = call.passes[0].pieces[0];
@@ -90,7 +95,8 @@ std::optional<LsaCallPlan> plan_lsa_call(const FusedCall& call, int position, in
     return std::nullopt;
   }
   p.global_first = static_cast<std::int64_t>(c.block.global_index(0, 0)) - (rs ? shard.begin : 0);
-  const std::int64_t local_shift = rs ? 0 : shard.begin;  // allreduce: the block covers the whole range
+  const std::int64_t local_shift =
+      rs ? 0 : shard.begin;  // allreduce: the block covers the whole range
   if (c.inputs.size() != prog.input_types.size() || c.outputs.size() != prog.output_types.size()) {
     why = "operand counts that differ from the program's";
     return std::nullopt;
@@ -105,7 +111,8 @@ std::optional<LsaCallPlan> plan_lsa_call(const FusedCall& call, int position, in
     const bool is_head = same_place(head.out, o);
     reduced += is_head ? 1 : 0;
     p.in_roles.push_back(is_head ? kc::LsaRole::reduced : kc::LsaRole::local);
-    p.in_local.push_back(is_head ? View{} : View{o.buffer, o.access.base + local_shift, shard.size});
+    p.in_local.push_back(is_head ? View{}
+                                 : View{o.buffer, o.access.base + local_shift, shard.size});
   }
   if (reduced != 1 || dtype_of(head.out.buffer) != dtype_of(p.reduced_source.buffer)) {
     why = "a program that does not read the head's result exactly once";
@@ -135,8 +142,8 @@ std::optional<LsaCallPlan> plan_lsa_call(const FusedCall& call, int position, in
       p.out_dest.push_back({});
       continue;
     }
-    if (static_cast<int>(g->parts.size()) != ranks || !shard_run(g->parts, gathered_n) || gathered_n != p.n ||
-        dtype_of(g->parts[0].buffer) != prog.output_types[k]) {
+    if (static_cast<int>(g->parts.size()) != ranks || !shard_run(g->parts, gathered_n) ||
+        gathered_n != p.n || dtype_of(g->parts[0].buffer) != prog.output_types[k]) {
       why = "allgather parts that are not one contiguous run split by the shard rule";
       return std::nullopt;
     }

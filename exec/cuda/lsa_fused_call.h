@@ -31,9 +31,10 @@ struct LsaCallPlan {
   std::int64_t global_first = 0;  // global index of element 0 of the range (dropout's key)
   View reduced_source;            // the n elements the head reduces: copied into a window
   std::vector<kernels::cuda::LsaRole> in_roles, out_roles;
-  std::vector<View> in_local;   // local inputs: this rank's shard (unused for the reduced one)
-  std::vector<View> out_local;  // local outputs: the shard; gathered: a local copy too (count 0: none)
-  std::vector<View> out_dest;   // gathered: the n elements its window is copied to
+  std::vector<View> in_local;  // local inputs: this rank's shard (unused for the reduced one)
+  std::vector<View>
+      out_local;  // local outputs: the shard; gathered: a local copy too (count 0: none)
+  std::vector<View> out_dest;  // gathered: the n elements its window is copied to
   // Elements the staging copies move (each read once and written once): the
   // reduced source plus every gathered destination.
   [[nodiscard]] std::int64_t staged_elements() const;
@@ -41,8 +42,8 @@ struct LsaCallPlan {
 
 // The plan for `call` on group position `position` of `ranks`, or nullopt
 // with the reason in `why`. `dtype_of` gives a buffer's dtype.
-[[nodiscard]] std::optional<LsaCallPlan> plan_lsa_call(const FusedCall& call, int position, int ranks,
-                                                       const std::function<model::DType(BufferId)>& dtype_of,
-                                                       std::string& why);
+[[nodiscard]] std::optional<LsaCallPlan> plan_lsa_call(
+    const FusedCall& call, int position, int ranks,
+    const std::function<model::DType(BufferId)>& dtype_of, std::string& why);
 
 }  // namespace coconet::exec::cuda

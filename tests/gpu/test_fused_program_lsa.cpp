@@ -31,6 +31,7 @@ namespace kc = kernels::cuda;
 using kc::LsaRole;
 
 const std::vector<std::int64_t> kRagged{1, 7, 37, 4099, (1 << 20) + 3};
+constexpr std::int64_t kLargestMisaligned = 4099;  // larger sizes run aligned only
 
 struct Case {
   std::string name;
@@ -197,9 +198,12 @@ TEST_F(FusedProgramLsa, EqualsTheInterpreterOnOneRank) {
       cases.push_back(workload_case("sgd", s.name()));
   for (const auto& c : cases)
     for (std::int64_t n : kRagged)
-      for (int offset : {0, 1, 3})
+      for (int offset : {0, 1, 3}) {
+        if (n > kLargestMisaligned && offset != 0)
+          continue;  // the large size once: test_gpu's time budget
         EXPECT_TRUE(single_kernel_matches(comm_, *lsa_, c, c.program, n, offset))
             << c.name << " n=" << n << " offset " << offset;
+      }
 }
 
 // One opcode changed (the first add becomes a sub): the comparison must fail.

@@ -12,9 +12,9 @@
 
 #include "../unit/dry_backend.h"
 #include "exec/cuda/lsa_fused_call.h"
+#include "exec/cuda/lsa_fused_choice.h"
 #include "exec/fused_builder.h"
 #include "exec/rank_values.h"
-#include "exec/cuda/lsa_fused_choice.h"
 #include "kernels/cuda/lsa_program_plan.h"
 #include "model/catalog.h"
 #include "model/enumerate.h"
@@ -192,7 +192,8 @@ TEST(LsaFusedChoice, EveryFusedSgdScheduleTakesTheSingleKernel) {
     for (int ranks : {1, 2}) {
       const auto plan = plan::lower(s, {{"N", 37}}, ranks, plan::cuda_capabilities());
       std::string why;
-      EXPECT_TRUE(exec::cuda::lsa_single_kernel(*only_fused_op(plan).fused, plan.program, why).has_value())
+      EXPECT_TRUE(
+          exec::cuda::lsa_single_kernel(*only_fused_op(plan).fused, plan.program, why).has_value())
           << s.name() << " on " << ranks << " ranks: " << why;
       ++fused;
     }
@@ -216,13 +217,19 @@ int slot_of(const std::vector<std::string>& names, const std::string& name) {
 // momentum program over the shard (m sliced, w whole), w1 gathered in place.
 exec::FusedCall rs_call(const kernels::ElementwiseProgram& prog) {
   exec::FusedPiece piece;
-  exec::HeadCall h{exec::HeadCall::Kind::reduce_scatter, model::ReduceOp::sum, {{kG, 0, 19}, {kG, 19, 18}},
-                   {kHeadOut, 0, 18}, -1};
+  exec::HeadCall h{exec::HeadCall::Kind::reduce_scatter,
+                   model::ReduceOp::sum,
+                   {{kG, 0, 19}, {kG, 19, 18}},
+                   {kHeadOut, 0, 18},
+                   -1};
   piece.heads.push_back(h);
   exec::ElementwiseCall c{&prog, {}, {}, kernels::Block{18, 1, 19, 0, 1}};
   for (const auto& name : prog.input_names)
-    c.inputs.push_back(name == "g" ? column(kHeadOut, 0) : name == "m" ? column(kM, 0) : column(kW, 19));
-  for (const auto& name : prog.output_names) c.outputs.push_back(name == "m1" ? column(kM1, 0) : column(kW1, 19));
+    c.inputs.push_back(name == "g"   ? column(kHeadOut, 0)
+                       : name == "m" ? column(kM, 0)
+                                     : column(kW, 19));
+  for (const auto& name : prog.output_names)
+    c.outputs.push_back(name == "m1" ? column(kM1, 0) : column(kW1, 19));
   piece.computes.push_back(c);
   piece.gathers.push_back({{kW1, 19, 18}, {{kW1, 0, 19}, {kW1, 19, 18}}});
   exec::FusedCall call;
@@ -243,7 +250,8 @@ TEST(LsaFusedCall, ReduceScatterCallStagesTheGradientAndTheGatheredWeights) {
   EXPECT_EQ(p->global_first, 0);
   EXPECT_EQ(p->reduced_source.buffer, kG);
   EXPECT_EQ(p->reduced_source.count, 37);
-  const int g = slot_of(prog.input_names, "g"), m = slot_of(prog.input_names, "m"), w = slot_of(prog.input_names, "w");
+  const int g = slot_of(prog.input_names, "g"), m = slot_of(prog.input_names, "m"),
+            w = slot_of(prog.input_names, "w");
   EXPECT_EQ(p->in_roles[g], LsaRole::reduced);
   EXPECT_EQ(p->in_roles[m], LsaRole::local);
   EXPECT_EQ(p->in_local[m].offset, 0);
@@ -262,11 +270,16 @@ TEST(LsaFusedCall, ReduceScatterCallStagesTheGradientAndTheGatheredWeights) {
 TEST(LsaFusedCall, AllreduceCallGathersEveryOutputIntoItself) {
   const auto prog = momentum_program();
   exec::FusedPiece piece;
-  piece.heads.push_back({exec::HeadCall::Kind::allreduce, model::ReduceOp::sum, {{kG, 0, 37}}, {kHeadOut, 0, 37}, -1});
+  piece.heads.push_back({exec::HeadCall::Kind::allreduce,
+                         model::ReduceOp::sum,
+                         {{kG, 0, 37}},
+                         {kHeadOut, 0, 37},
+                         -1});
   exec::ElementwiseCall c{&prog, {}, {}, kernels::Block{37, 1, 0, 0, 1}};
   for (const auto& name : prog.input_names)
     c.inputs.push_back(column(name == "g" ? kHeadOut : name == "m" ? kM : kW, 0));
-  for (const auto& name : prog.output_names) c.outputs.push_back(column(name == "m1" ? kM1 : kW1, 0));
+  for (const auto& name : prog.output_names)
+    c.outputs.push_back(column(name == "m1" ? kM1 : kW1, 0));
   piece.computes.push_back(c);
   exec::FusedCall call;
   call.passes.push_back({{piece}, {}});
@@ -274,7 +287,8 @@ TEST(LsaFusedCall, AllreduceCallGathersEveryOutputIntoItself) {
   const auto p = plan_call(call, why);
   ASSERT_TRUE(p.has_value()) << why;
   const int m = slot_of(prog.input_names, "m");
-  EXPECT_EQ(p->in_local[m].offset, 19);  // the block covers the whole range: the shard is read at 19
+  EXPECT_EQ(p->in_local[m].offset,
+            19);  // the block covers the whole range: the shard is read at 19
   for (std::size_t k = 0; k < prog.output_names.size(); ++k) {
     EXPECT_EQ(p->out_roles[k], LsaRole::gathered);
     EXPECT_EQ(p->out_dest[k].count, 37);
@@ -319,14 +333,16 @@ TEST(LsaFusedCall, TheBuildersCallsForAdamAndSgdTakeIt) {
       const auto plan = plan::lower(s, {{"N", 37}}, 2, plan::cuda_capabilities());
       for (int position : {0, 1}) {
         exec::testing::DryBackend dry(position, 2, plan::cuda_capabilities());
-        exec::RankValues values(plan.program, {{"N", 37}}, 2, 0, position, exec::fused_scratch_values(plan));
+        exec::RankValues values(plan.program, {{"N", 37}}, 2, 0, position,
+                                exec::fused_scratch_values(plan));
         values.allocate(dry);
         const auto calls = exec::build_fused_calls(dry, plan, only_fused_op(plan), values);
         for (const auto& call : calls.chunks) {
           std::string why;
-          const auto lp = exec::cuda::plan_lsa_call(call, position, 2, [&](exec::BufferId b) { return dry.dtype_of(b); },
-                                                    why);
-          EXPECT_TRUE(lp.has_value()) << w << " " << s.name() << " position " << position << ": " << why;
+          const auto lp = exec::cuda::plan_lsa_call(
+              call, position, 2, [&](exec::BufferId b) { return dry.dtype_of(b); }, why);
+          EXPECT_TRUE(lp.has_value())
+              << w << " " << s.name() << " position " << position << ": " << why;
           if (lp) {
             EXPECT_EQ(std::count(lp->in_roles.begin(), lp->in_roles.end(), LsaRole::reduced), 1);
           }
