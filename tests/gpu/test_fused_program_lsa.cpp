@@ -4,10 +4,12 @@
 // workloads' fused ops that take the single kernel (sgd, adam, ...), LAMB's
 // first pass (the program before its norm phase), and a tests-only update
 // (momentum, weight decay, select, max, pow) in f16/bf16 storage, at ragged
-// sizes and misaligned local operands, on one rank (an LSA team of one). A
-// program with one opcode changed must be caught. Skipped without a GPU.
+// sizes and misaligned local operands, on one rank (an LSA team of one), and
+// under mpirun over every rank of one node. A program with one opcode
+// changed must be caught. Skipped without a GPU.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
+#include <mpi.h>
 #include <nccl.h>
 
 #include <memory>
@@ -16,6 +18,8 @@
 
 #include "exec/cuda/host_convert.h"
 #include "exec/cuda/lsa_fused_choice.h"
+#include "exec/cuda/nccl_bootstrap.h"
+#include "exec/mpi_session.h"
 #include "gpu_test_util.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/fused_program_lsa.h"
@@ -151,11 +155,13 @@ Case lamb_first_pass() {
   throw InternalError("lamb has no fused op");
 }
 
-// A tests-only update in f16/bf16 storage: momentum with weight decay, select, max, pow.
+// A tests-only update in f16/bf16 storage: momentum with weight decay, select,
+// max, pow. Both branches agree at m1 = 1, so a rounding difference between
+// device and host that flips the branch moves w1 by rounding only.
 Case momentum_case() {
   const std::vector<kernels::ElementwiseStmt> stmts{
       {"m1", model::parse_expr("0.9 * m + g + 0.01 * w"), DType::bf16},
-      {"w1", model::parse_expr("select(m1 > 1, w - 0.1 * max(m1, 0.5), w - pow(m1, 2) * 0.05)"),
+      {"w1", model::parse_expr("select(m1 > 1, w - 0.1 * max(m1, 0.5), w - pow(m1, 2) * 0.1)"),
        DType::bf16}};
   Case c{"momentum",
          kernels::compile_elementwise(
@@ -220,6 +226,88 @@ TEST_F(FusedProgramLsa, AWrongProgramIsCaught) {
     ASSERT_TRUE(changed) << c.name << " has no add to change";
     EXPECT_FALSE(single_kernel_matches(comm_, *lsa_, c, wrong, 4099, 0)) << c.name;
   }
+}
+
+// Under mpirun on one node: every rank's gradient differs, the reduced input
+// is their f32 sum in rank order (rounded to f16, as the kernel sums), each
+// rank updates its shard of m and w, and every rank ends with the whole w1.
+TEST_F(GpuTest, SingleKernelOverEveryRankUnderMpirun) {
+  if (!exec::launched_by_mpirun())
+    GTEST_SKIP() << "not started by mpirun: one rank is covered above";
+  exec::ensure_mpi();
+  int ranks = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  if (ranks < 2) GTEST_SKIP() << "one rank: covered above";
+  int devices = 0;
+  COCONET_CUDA_CHECK(cudaGetDeviceCount(&devices));
+  COCONET_CUDA_CHECK(cudaSetDevice(exec::cuda::node_local_rank(MPI_COMM_WORLD) % devices));
+  ncclComm_t comm = exec::cuda::make_nccl_comm(MPI_COMM_WORLD);
+  {
+    std::string why;
+    const auto lsa = kc::make_lsa_comm(comm, why);
+    if (!lsa) {
+      (void)ncclCommDestroy(comm);
+      GTEST_SKIP() << "the ranks are not one LSA team: " << why;
+    }
+    const Case c = momentum_case();
+    const auto& prog = c.program;
+    for (std::int64_t n : {std::int64_t{37}, std::int64_t{4099}}) {
+      const kc::Span1d shard = kc::shard_of(n, lsa->lsa_size(), lsa->lsa_rank());
+      const auto shard_of_values = [&](const std::vector<double>& v) {
+        return std::vector<double>(v.begin() + shard.begin, v.begin() + shard.begin + shard.size);
+      };
+      std::vector<std::vector<double>> grads;  // every rank's gradient
+      for (int q = 0; q < lsa->lsa_size(); ++q)
+        grads.push_back(random_values(n, 0.05, 2, DType::f16, static_cast<std::uint32_t>(100 + q)));
+      std::vector<double> reduced(n);
+      for (std::int64_t i = 0; i < n; ++i) {
+        float sum = 0.0f;
+        for (const auto& gq : grads) sum += static_cast<float>(gq[i]);
+        reduced[i] = kernels::round_to(DType::f16, sum);
+      }
+      std::vector<std::vector<double>> full;
+      std::vector<std::unique_ptr<DeviceArray>> locals;
+      std::vector<kc::LsaOperand> ins, outs;
+      kc::SymmetricBuffer g(comm, DType::f16, n), w1(comm, prog.output_types[1], n);
+      upload(g, grads[static_cast<std::size_t>(lsa->lsa_rank())]);
+      for (std::size_t k = 0; k < prog.input_names.size(); ++k) {
+        full.push_back(
+            random_values(n, 0.05, 2, prog.input_types[k], static_cast<std::uint32_t>(20 + k)));
+        if (c.inputs[k] == LsaRole::reduced) {
+          ins.push_back({LsaRole::reduced, &g, nullptr});
+        } else {
+          locals.push_back(
+              std::make_unique<DeviceArray>(shard_of_values(full.back()), prog.input_types[k]));
+          ins.push_back({LsaRole::local, nullptr, locals.back()->data()});
+        }
+      }
+      DeviceArray m1(std::vector<double>(shard.size, 0.0), prog.output_types[0]);
+      ASSERT_EQ(prog.output_names[0], "m1");
+      outs.push_back({LsaRole::local, nullptr, m1.data()});
+      outs.push_back({LsaRole::gathered, &w1, nullptr});
+      MPI_Barrier(MPI_COMM_WORLD);  // every rank's gradient is in its window
+      kc::fused_program_lsa(*lsa, prog, ins, outs, n, nullptr);
+      COCONET_CUDA_CHECK(cudaDeviceSynchronize());
+      std::vector<double> e_m1(n), e_w1(n);
+      for (std::int64_t i = 0; i < n; ++i) {
+        float out[kernels::kMaxOutputs];
+        auto load = [&](int slot) {
+          return static_cast<float>(c.inputs[slot] == LsaRole::reduced ? reduced[i]
+                                                                       : full[slot][i]);
+        };
+        kernels::eval_element(prog.code.data(), static_cast<int>(prog.code.size()),
+                              prog.output_types.data(), load, static_cast<std::uint64_t>(i), out);
+        e_m1[i] = out[0];
+        e_w1[i] = out[1];
+      }
+      EXPECT_TRUE(close(m1.read(), shard_of_values(e_m1), tolerance(prog.output_types[0])))
+          << "rank " << lsa->lsa_rank() << " n=" << n;
+      EXPECT_TRUE(close(download(w1), e_w1, tolerance(prog.output_types[1])))
+          << "rank " << lsa->lsa_rank() << " n=" << n;
+      MPI_Barrier(MPI_COMM_WORLD);  // no rank frees its windows while a peer still reads them
+    }
+  }
+  (void)ncclCommDestroy(comm);
 }
 
 }  // namespace
