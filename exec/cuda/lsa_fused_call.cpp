@@ -65,98 +65,115 @@ std::int64_t LsaCallPlan::staged_elements() const {
   return total;
 }
 
+namespace {
+
+// What planning one call reads, besides the plan it fills.
+struct CallContext {
+  const FusedPiece& piece;
+  const HeadCall& head;
+  const ElementwiseCall& c;
+  const kernels::ElementwiseProgram& prog;
+  const std::function<model::DType(BufferId)>& dtype_of;
+  int position = 0;
+  int ranks = 1;
+  bool rs = true;  // a reduce-scatter head; false: an allreduce
+  kc::Span1d shard;
+  std::int64_t local_shift =
+      0;  // allreduce: the block covers the whole range, the shard starts later
+};
+
+// The range, its source and this rank's shard; "" or the refusal.
+std::string plan_head(CallContext& x, LsaCallPlan& p) {
+  if (x.rs) {
+    if (static_cast<int>(x.head.in.size()) != x.ranks || !shard_run(x.head.in, p.n))
+      return "reduce-scatter parts that are not one contiguous run split by the shard rule";
+    p.reduced_source = {x.head.in[0].buffer, x.head.in[0].offset, p.n};
+  } else {
+    p.n = x.head.in.at(0).count;
+    p.reduced_source = x.head.in[0];
+  }
+  x.shard = kc::shard_of(p.n, x.ranks, x.position);
+  x.local_shift = x.rs ? 0 : x.shard.begin;
+  if (x.c.block.rows * x.c.block.cols != (x.rs ? x.shard.size : p.n) || !flat_global(x.c.block))
+    return "a program block that is not this rank's range";
+  p.global_first =
+      static_cast<std::int64_t>(x.c.block.global_index(0, 0)) - (x.rs ? x.shard.begin : 0);
+  if (x.c.inputs.size() != x.prog.input_types.size() ||
+      x.c.outputs.size() != x.prog.output_types.size())
+    return "operand counts that differ from the program's";
+  return "";
+}
+
+std::string plan_inputs(const CallContext& x, LsaCallPlan& p) {
+  int reduced = 0;
+  for (std::size_t k = 0; k < x.c.inputs.size(); ++k) {
+    const Operand& o = x.c.inputs[k];
+    if (!contiguous(o, x.c.block) || x.dtype_of(o.buffer) != x.prog.input_types[k])
+      return "an input that is strided, broadcast or of another dtype";
+    const bool is_head = same_place(x.head.out, o);
+    reduced += is_head ? 1 : 0;
+    p.in_roles.push_back(is_head ? kc::LsaRole::reduced : kc::LsaRole::local);
+    p.in_local.push_back(is_head ? View{}
+                                 : View{o.buffer, o.access.base + x.local_shift, x.shard.size});
+  }
+  if (reduced != 1 || x.dtype_of(x.head.out.buffer) != x.dtype_of(p.reduced_source.buffer))
+    return "a program that does not read the head's result exactly once";
+  return "";
+}
+
+// Output k: local, gathered by an allgather of the piece, or (allreduce)
+// gathered into its own range; counts the allgathers it matched.
+std::string plan_output(const CallContext& x, std::size_t k, LsaCallPlan& p, std::size_t& matched) {
+  const Operand& o = x.c.outputs[k];
+  if (!contiguous(o, x.c.block) || x.dtype_of(o.buffer) != x.prog.output_types[k])
+    return "an output that is strided, broadcast or of another dtype";
+  const View mine{o.buffer, o.access.base + x.local_shift, x.shard.size};
+  const GatherCall* g = nullptr;
+  for (const auto& gc : x.piece.gathers)
+    if (same_place(gc.in, o)) g = &gc;
+  if (!x.rs || g == nullptr) {  // allreduce: every rank ends with the whole result
+    p.out_roles.push_back(x.rs ? kc::LsaRole::local : kc::LsaRole::gathered);
+    p.out_local.push_back(x.rs ? mine : View{});
+    p.out_dest.push_back(x.rs ? View{} : View{o.buffer, o.access.base, p.n});
+    return "";
+  }
+  std::int64_t gathered_n = 0;
+  if (static_cast<int>(g->parts.size()) != x.ranks || !shard_run(g->parts, gathered_n) ||
+      gathered_n != p.n || x.dtype_of(g->parts[0].buffer) != x.prog.output_types[k])
+    return "allgather parts that are not one contiguous run split by the shard rule";
+  ++matched;
+  const bool in_place = same_place(g->parts[static_cast<std::size_t>(x.position)], o);
+  p.out_roles.push_back(kc::LsaRole::gathered);
+  p.out_local.push_back(in_place ? View{} : mine);
+  p.out_dest.push_back({g->parts[0].buffer, g->parts[0].offset, p.n});
+  return "";
+}
+
+}  // namespace
+
 std::optional<LsaCallPlan> plan_lsa_call(const FusedCall& call, int position, int ranks,
                                          const std::function<model::DType(BufferId)>& dtype_of,
                                          std::string& why) {
   why = shape_refusal(call);
   if (!why.empty()) return std::nullopt;
   const FusedPiece& piece = call.passes[0].pieces[0];
-  const HeadCall& head = piece.heads[0];
   const ElementwiseCall& c = piece.computes[0];
-  const kernels::ElementwiseProgram& prog = *c.program;
-  const bool rs = head.kind == HeadCall::Kind::reduce_scatter;
+  CallContext x{piece,    piece.heads[0],
+                c,        *c.program,
+                dtype_of, position,
+                ranks,    piece.heads[0].kind == HeadCall::Kind::reduce_scatter,
+                {},       0};
   LsaCallPlan p;
-  p.program = &prog;
+  p.program = c.program;
   p.ranks = ranks;
-  if (rs) {
-    if (static_cast<int>(head.in.size()) != ranks || !shard_run(head.in, p.n)) {
-      why = "reduce-scatter parts that are not one contiguous run split by the shard rule";
-      return std::nullopt;
-    }
-    p.reduced_source = {head.in[0].buffer, head.in[0].offset, p.n};
-  } else {
-    p.n = head.in.at(0).count;
-    p.reduced_source = head.in[0];
-  }
-  const kc::Span1d shard = kc::shard_of(p.n, ranks, position);
-  const std::int64_t block_elems = c.block.rows * c.block.cols;
-  if (block_elems != (rs ? shard.size : p.n) || !flat_global(c.block)) {
-    why = "a program block that is not this rank's range";
-    return std::nullopt;
-  }
-  p.global_first = static_cast<std::int64_t>(c.block.global_index(0, 0)) - (rs ? shard.begin : 0);
-  const std::int64_t local_shift =
-      rs ? 0 : shard.begin;  // allreduce: the block covers the whole range
-  if (c.inputs.size() != prog.input_types.size() || c.outputs.size() != prog.output_types.size()) {
-    why = "operand counts that differ from the program's";
-    return std::nullopt;
-  }
-  int reduced = 0;
-  for (std::size_t k = 0; k < c.inputs.size(); ++k) {
-    const Operand& o = c.inputs[k];
-    if (!contiguous(o, c.block) || dtype_of(o.buffer) != prog.input_types[k]) {
-      why = "an input that is strided, broadcast or of another dtype";
-      return std::nullopt;
-    }
-    const bool is_head = same_place(head.out, o);
-    reduced += is_head ? 1 : 0;
-    p.in_roles.push_back(is_head ? kc::LsaRole::reduced : kc::LsaRole::local);
-    p.in_local.push_back(is_head ? View{}
-                                 : View{o.buffer, o.access.base + local_shift, shard.size});
-  }
-  if (reduced != 1 || dtype_of(head.out.buffer) != dtype_of(p.reduced_source.buffer)) {
-    why = "a program that does not read the head's result exactly once";
-    return std::nullopt;
-  }
+  why = plan_head(x, p);
+  if (why.empty()) why = plan_inputs(x, p);
   std::size_t matched = 0;
-  for (std::size_t k = 0; k < c.outputs.size(); ++k) {
-    const Operand& o = c.outputs[k];
-    if (!contiguous(o, c.block) || dtype_of(o.buffer) != prog.output_types[k]) {
-      why = "an output that is strided, broadcast or of another dtype";
-      return std::nullopt;
-    }
-    const View mine{o.buffer, o.access.base + local_shift, shard.size};
-    if (!rs) {  // every rank ends with the whole result: gathered into its own range
-      p.out_roles.push_back(kc::LsaRole::gathered);
-      p.out_local.push_back({});
-      p.out_dest.push_back({o.buffer, o.access.base, p.n});
-      continue;
-    }
-    const GatherCall* g = nullptr;
-    for (const auto& gc : piece.gathers)
-      if (same_place(gc.in, o)) g = &gc;
-    std::int64_t gathered_n = 0;
-    if (g == nullptr) {
-      p.out_roles.push_back(kc::LsaRole::local);
-      p.out_local.push_back(mine);
-      p.out_dest.push_back({});
-      continue;
-    }
-    if (static_cast<int>(g->parts.size()) != ranks || !shard_run(g->parts, gathered_n) ||
-        gathered_n != p.n || dtype_of(g->parts[0].buffer) != prog.output_types[k]) {
-      why = "allgather parts that are not one contiguous run split by the shard rule";
-      return std::nullopt;
-    }
-    ++matched;
-    const bool in_place = same_place(g->parts[static_cast<std::size_t>(position)], o);
-    p.out_roles.push_back(kc::LsaRole::gathered);
-    p.out_local.push_back(in_place ? View{} : mine);
-    p.out_dest.push_back({g->parts[0].buffer, g->parts[0].offset, p.n});
-  }
-  if (matched != piece.gathers.size()) {
+  for (std::size_t k = 0; why.empty() && k < c.outputs.size(); ++k)
+    why = plan_output(x, k, p, matched);
+  if (why.empty() && matched != piece.gathers.size())
     why = "an allgather of a value the program does not compute";
-    return std::nullopt;
-  }
+  if (!why.empty()) return std::nullopt;
   return p;
 }
 
