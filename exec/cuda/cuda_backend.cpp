@@ -533,6 +533,15 @@ class CudaBackend final : public Backend {
       why = "COCONET_FUSED_LSA=0";
     else
       lsa_ = kc::make_lsa_comm(group_, why);
+    if (lsa_ != nullptr) {
+      try {  // symmetric windows can be registered on this communicator
+        staging(0, DType::f32, 1);
+      } catch (const kernels::DeviceError& e) {
+        why = std::string("no symmetric window could be registered: ") + e.what();
+        drop_lsa();
+        lsa_tried_ = true;
+      }
+    }
     if (lsa_ == nullptr && rank_ == 0)
       std::fprintf(stderr, "coconet: fused ops take the host path (NCCL host calls per piece): %s\n", why.c_str());
     return lsa_ != nullptr;
