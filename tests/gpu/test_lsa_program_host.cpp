@@ -333,10 +333,12 @@ TEST(LsaFusedCall, TheBuildersCallsForAdamAndSgdTakeIt) {
       const auto plan = plan::lower(s, {{"N", 37}}, 2, plan::cuda_capabilities());
       for (int position : {0, 1}) {
         exec::testing::DryBackend dry(position, 2, plan::cuda_capabilities());
+        dry.set_groups(1);
         exec::RankValues values(plan.program, {{"N", 37}}, 2, 0, position,
                                 exec::fused_scratch_values(plan));
         values.allocate(dry);
         const auto calls = exec::build_fused_calls(dry, plan, only_fused_op(plan), values);
+        EXPECT_FALSE(calls.chunks.empty()) << w << " " << s.name() << " position " << position;
         for (const auto& call : calls.chunks) {
           std::string why;
           const auto lp = exec::cuda::plan_lsa_call(
@@ -352,6 +354,46 @@ TEST(LsaFusedCall, TheBuildersCallsForAdamAndSgdTakeIt) {
     }
   }
   EXPECT_GT(planned, 0);
+}
+
+// The kernel, the device communicator and the windows are collective: every
+// position of the group must decide alike, for every fused op of every
+// workload (the Megatron epilogues' broadcast bias and LAMB's norms keep the
+// host path on all of them).
+TEST(LsaFusedCall, EveryPositionDecidesAlike) {
+  int taken = 0, refused = 0;
+  for (const char* w : {"sgd", "adam", "lamb", "megatron_mlp", "megatron_attention"}) {
+    const model::Program p = model::load_program(model::resolve_workload(w));
+    model::Bindings small;
+    for (const auto& [k, v] : p.params)
+      small[k] = k == "N" ? 37 : k == "S" ? 16 : k == "H" ? 64 : std::min<std::int64_t>(v, 2);
+    const model::Bindings sizes = p.bind(small);
+    for (const auto& s : model::enumerate_schedules(p)) {
+      const auto plan = plan::lower(s, sizes, 2, plan::cuda_capabilities());
+      for (const auto& op : plan.ops) {
+        if (!op.fused) continue;
+        std::vector<std::string> outcome(2);
+        for (int position : {0, 1}) {
+          exec::testing::DryBackend dry(position, 2, plan::cuda_capabilities());
+          dry.set_groups(1);
+          exec::RankValues values(plan.program, sizes, 2, 0, position,
+                                  exec::fused_scratch_values(plan));
+          values.allocate(dry);
+          for (const auto& call : exec::build_fused_calls(dry, plan, op, values).chunks) {
+            std::string why;
+            const auto lp = exec::cuda::plan_lsa_call(
+                call, position, 2, [&](exec::BufferId b) { return dry.dtype_of(b); }, why);
+            outcome[static_cast<std::size_t>(position)] += (lp ? "taken" : why) + ";";
+          }
+        }
+        EXPECT_FALSE(outcome[0].empty()) << w << " " << s.name();
+        EXPECT_EQ(outcome[0], outcome[1]) << w << " " << s.name();
+        (outcome[0].find("taken") != std::string::npos ? taken : refused) += 1;
+      }
+    }
+  }
+  EXPECT_GT(taken, 0);
+  EXPECT_GT(refused, 0);
 }
 
 }  // namespace
