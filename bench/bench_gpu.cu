@@ -8,7 +8,9 @@
 //   hand-written kc::adam_step: the same 26 bytes per element;
 // - one GEMM vs the same GEMM in 2/4/8 row chunks at the paper's Megatron
 //   shapes (GPT-2 8.3B on 8 GPUs: B*S = 8192 rows, H = 3072);
-// - the fused RS+Adam+AG on one rank, LSA kernel vs host-API fallback.
+// - the fused RS+Adam+AG on one rank, LSA kernel vs host-API fallback, and
+//   the generated single LSA kernel on Adam's compiled program against the
+//   hand-written LSA kernel (the same operands and bytes).
 // Without a GPU it prints why and exits 0 (nothing to measure).
 #include <benchmark/benchmark.h>
 #include <cuda_runtime.h>
@@ -26,6 +28,7 @@
 #include "kernels/cuda/fill.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/fused_allreduce.h"
+#include "kernels/cuda/fused_program_lsa.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/optimizer.h"
@@ -240,6 +243,38 @@ void BM_FusedAdamLsa(benchmark::State& state) {
   (void)ncclCommDestroy(comm);
 }
 
+// The generated single kernel (fused_program_lsa.h) on Adam's compiled
+// program, with the hand-written kernel's operands: g1 reduced from the f16
+// gradient window, m and v updated in place, w read from its window and w1
+// stored into it (in place, as BM_FusedAdamLsa): the same 26 bytes per element.
+void BM_FusedGenericLsa(benchmark::State& state) {
+  const coconet::kernels::ElementwiseProgram program = coconet::bench::adam_program();
+  const std::int64_t n = state.range(0);
+  ncclComm_t comm = one_rank_comm();
+  {
+    std::string why;
+    auto lsa = kc::make_lsa_comm(comm, why);
+    if (!lsa) {
+      state.SkipWithError(("LSA path unavailable: " + why).c_str());
+    } else {
+      kc::SymmetricBuffer g(comm, DType::f16, n), w(comm, DType::f32, n);
+      DeviceMem m(n * 4), v(n * 4);
+      std::vector<kc::LsaOperand> ins, outs;
+      for (const auto& name : program.input_names) {
+        if (name == "g1") ins.push_back({kc::LsaRole::reduced, &g, nullptr});
+        else ins.push_back({kc::LsaRole::local, nullptr, name == "m" ? m.p : name == "v" ? v.p : w.view().data});
+      }
+      for (const auto& name : program.output_names) {
+        if (name == "w1") outs.push_back({kc::LsaRole::gathered, &w, nullptr});
+        else outs.push_back({kc::LsaRole::local, nullptr, name == "m1" ? m.p : v.p});
+      }
+      time_with_events(state, kAdamBytesPerElement * static_cast<double>(n),
+                       [&] { kc::fused_program_lsa(*lsa, program, ins, outs, n, nullptr); });
+    }
+  }
+  (void)ncclCommDestroy(comm);
+}
+
 void register_all() {
   for (const auto* name : {"BM_CopyMemcpy", "BM_CopyKernel"}) {
     auto* b = benchmark::RegisterBenchmark(name, std::string(name) == "BM_CopyMemcpy" ? BM_CopyMemcpy : BM_CopyKernel);
@@ -248,7 +283,8 @@ void register_all() {
   for (auto [name, fn] : {std::pair{"BM_AdamFused", &BM_AdamFused}, std::pair{"BM_AdamUnfused", &BM_AdamUnfused},
                           std::pair{"BM_AdamGeneric", &BM_AdamGeneric},
                           std::pair{"BM_LambFused", &BM_LambFused}, std::pair{"BM_FusedAdamHost", &BM_FusedAdamHost},
-                          std::pair{"BM_FusedAdamLsa", &BM_FusedAdamLsa}})
+                          std::pair{"BM_FusedAdamLsa", &BM_FusedAdamLsa},
+                          std::pair{"BM_FusedGenericLsa", &BM_FusedGenericLsa}})
     benchmark::RegisterBenchmark(name, fn)->Arg(kSmallShard)->Arg(kLargeShard)->UseManualTime()->Unit(
         benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("BM_FillInput", BM_FillInput)

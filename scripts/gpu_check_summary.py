@@ -13,6 +13,7 @@ import sys
 # The issue's performance goals.
 BANDWIDTH_GOAL = 0.90      # fused optimizer kernels vs device copy bandwidth, 64M elements
 CHUNK_LOSS_GOAL = 0.05     # chunked GEMM (4 and 8 chunks) vs one GEMM
+GENERATED_GOAL = 0.95      # generated single LSA kernel vs the hand-written one, bandwidth (issue 10)
 LARGE_SHARD = 1 << 26      # 64M elements: the benchmarks' large size
 MAX_BYTES = 4096           # the summary's size limit (issue 12)
 MAX_ROWS = 8               # schedules listed per workload, fastest measured first
@@ -79,13 +80,16 @@ def performance(rows):
                default=None)
     perf = {"copy_GBps": rnd(copy / 1e9, 1) if copy else None, "pct_of_copy": {}}
     for kernel in ("BM_AdamFused", "BM_AdamGeneric", "BM_AdamUnfused", "BM_LambFused", "BM_FusedAdamHost",
-                   "BM_FusedAdamLsa"):
+                   "BM_FusedAdamLsa", "BM_FusedGenericLsa"):
         r = rate(f"{kernel}/{LARGE_SHARD}")
         perf["pct_of_copy"][kernel[3:]] = rnd(100 * r / copy, 1) if r and copy else None
     fused, unfused = time_us(f"BM_AdamFused/{LARGE_SHARD}"), time_us(f"BM_AdamUnfused/{LARGE_SHARD}")
     generic = time_us(f"BM_AdamGeneric/{LARGE_SHARD}")
     perf["adam_unfused_over_fused"] = rnd(unfused / fused) if fused and unfused else None
     perf["adam_generic_over_fused"] = rnd(generic / fused) if fused and generic else None
+    # generated / hand-written bandwidth of the single LSA kernel (same bytes per element)
+    lsa_gen, lsa_hand = rate(f"BM_FusedGenericLsa/{LARGE_SHARD}"), rate(f"BM_FusedAdamLsa/{LARGE_SHARD}")
+    perf["lsa_generated_over_handwritten"] = rnd(lsa_gen / lsa_hand) if lsa_gen and lsa_hand else None
     fill = rows.get(f"BM_FillInput/{1 << 30}", {}).get("items_per_second")
     perf["fill_input_Gelems_per_s"] = rnd(fill / 1e9, 1) if fill else None  # inputs made on the GPU
     one = time_us("BM_MegatronGemm/chunks:1")
@@ -98,6 +102,8 @@ def performance(rows):
     perf["goals"] = {
         "optimizers_ge_90pct_of_copy": all(p is not None and p >= 100 * BANDWIDTH_GOAL for p in pct),
         "chunked_gemm_loss_lt_5pct": all(x is not None and x < CHUNK_LOSS_GOAL for x in losses),
+        "lsa_generated_ge_95pct_of_handwritten": perf["lsa_generated_over_handwritten"] is not None
+        and perf["lsa_generated_over_handwritten"] >= GENERATED_GOAL,
     }
     errors = {k: v["error"][:80] for k, v in rows.items() if "error" in v}
     if errors:

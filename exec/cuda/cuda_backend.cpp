@@ -20,6 +20,14 @@
 //   whose polling interval would add to every short stage.
 // - f16/bf16 reductions are NCCL's (16-bit arithmetic per step); with the
 //   integer-valued inputs coconet verifies with they are exact.
+// - Fused ops: one launch of the generated single LSA kernel
+//   (kernels/cuda/fused_program_lsa.h) when the call has its shape
+//   (lsa_fused_call.h) and the group is one LSA team; the head's input is
+//   staged into a symmetric window and gathered results are copied out of
+//   theirs (the buffers are cudaMalloc'ed, not registered), on the comm
+//   stream between waits on the compute stream. Otherwise, or with
+//   COCONET_FUSED_LSA=0, Backend::fused's default (exec/fused_call.h). Why
+//   the LSA team is unavailable is said once on stderr.
 // - synchronize() polls the streams and the communicators' async errors with
 //   a deadline (nccl_watchdog.h): a hang becomes ncclCommAbort + DeviceError.
 #include "exec/cuda/cuda_backend.h"
@@ -32,19 +40,24 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "exec/cuda/host_convert.h"
+#include "exec/cuda/lsa_fused_call.h"
 #include "exec/cuda/nccl_bootstrap.h"
 #include "exec/cuda/nccl_watchdog.h"
+#include "exec/fused_call.h"
 #include "exec/mpi_session.h"
 #include "kernels/cuda/alltoall.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/collectives.h"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/fill.h"
+#include "kernels/cuda/fused_program_lsa.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/norm.h"
 #include "kernels/cuda/rowreduce.h"
@@ -104,6 +117,7 @@ class CudaBackend final : public Backend {
 
   ~CudaBackend() override {
     free_buffers();
+    drop_lsa();
     for (cudaEvent_t e : events_) (void)cudaEventDestroy(e);
     for (cudaEvent_t e : timing_) (void)cudaEventDestroy(e);
     (void)cudaFree(norm_workspace_);
@@ -131,6 +145,7 @@ class CudaBackend final : public Backend {
                                   groups, size_, groups, groups));
     if (groups == groups_) return;
     synchronize();
+    drop_lsa();  // made over the old group communicator
     if (group_ != world_) COCONET_NCCL_CHECK(ncclCommDestroy(group_));
     groups_ = groups;
     group_ = world_;
@@ -362,9 +377,18 @@ class CudaBackend final : public Backend {
     COCONET_NCCL_CHECK(ncclRecv(address(out), count(out), type(out), peer, world_, comm_));
   }
 
-  // ---- fused ops: Backend::fused's default (exec/fused_call.h) pipelines a
-  // fused op's pieces through the NCCL calls and the generic element-wise
-  // kernel above, host calls interleaved per piece on the two streams.
+  // ---- fused ops: the single LSA kernel when the call has its shape and the
+  // group is one LSA team; otherwise Backend::fused's default
+  // (exec/fused_call.h) pipelines the pieces through the NCCL calls and the
+  // generic element-wise kernel above, host calls interleaved per piece.
+
+  void fused(const FusedCall& call) override {
+    std::string why;
+    const auto plan = plan_lsa_call(call, position(), ranks_per_group(),
+                                    [this](BufferId b) { return dtype_of(b); }, why);
+    if (plan && lsa_ready()) return run_lsa(*plan);
+    run_fused(*this, call);
+  }
 
   // ---- host helpers
 
@@ -496,7 +520,92 @@ class CudaBackend final : public Backend {
     return {PollState::done, ""};
   }
 
+  // The device communicator over the group, made on first use (collective:
+  // every rank reaches it at the same fused op); false, said once, when the
+  // group is not one LSA team or COCONET_FUSED_LSA=0.
+  bool lsa_ready() {
+    if (lsa_ != nullptr) return true;
+    if (lsa_tried_) return false;
+    lsa_tried_ = true;
+    std::string why;
+    const char* env = std::getenv("COCONET_FUSED_LSA");
+    if (env != nullptr && std::string(env) == "0")
+      why = "COCONET_FUSED_LSA=0";
+    else
+      lsa_ = kc::make_lsa_comm(group_, why);
+    if (lsa_ != nullptr) {
+      try {  // symmetric windows can be registered on this communicator
+        staging(0, DType::f32, 1);
+      } catch (const kernels::DeviceError& e) {
+        why = std::string("no symmetric window could be registered: ") + e.what();
+        drop_lsa();
+        lsa_tried_ = true;
+      }
+    }
+    if (lsa_ == nullptr && rank_ == 0)
+      std::fprintf(stderr, "coconet: fused ops take the host path (NCCL host calls per piece): %s\n", why.c_str());
+    return lsa_ != nullptr;
+  }
+
+  // Staging window `slot` with at least `count` elements of `dtype`; grown
+  // (collectively: every rank runs the same fused ops) when too small.
+  const kc::SymmetricBuffer& staging(std::size_t slot, DType dtype, std::int64_t count) {
+    if (staging_.size() <= slot) staging_.resize(slot + 1);
+    auto& s = staging_[slot];
+    if (s == nullptr || s->view().dtype != dtype || s->view().size < count) {
+      synchronize();
+      s.reset();
+      s = std::make_unique<kc::SymmetricBuffer>(group_, dtype, count);
+      COCONET_CUDA_CHECK(cudaDeviceSynchronize());  // its zero fill is done
+    }
+    return *s;
+  }
+
+  void copy_on_comm(void* dst, const void* src, std::int64_t count, DType t) {
+    if (count == 0) return;
+    COCONET_CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<std::size_t>(count) * kc::storage_bytes(t),
+                                       cudaMemcpyDeviceToDevice, comm_));
+  }
+
+  void run_lsa(const LsaCallPlan& p) {
+    const kernels::ElementwiseProgram& prog = *p.program;
+    std::vector<kc::LsaOperand> ins, outs;
+    std::vector<const kc::SymmetricBuffer*> windows(prog.output_types.size(), nullptr);
+    std::size_t slot = 0;
+    while (p.in_roles.at(slot) != kc::LsaRole::reduced) ++slot;
+    const DType rt = prog.input_types[slot];
+    const kc::SymmetricBuffer& reduced = staging(0, rt, p.n);
+    for (std::size_t k = 0; k < prog.output_types.size(); ++k)
+      if (p.out_roles[k] == kc::LsaRole::gathered) windows[k] = &staging(k + 1, prog.output_types[k], p.n);
+    comm_after(compute_);
+    copy_on_comm(reduced.view().data, address(p.reduced_source), p.n, rt);
+    for (std::size_t k = 0; k < p.in_roles.size(); ++k)
+      ins.push_back(p.in_roles[k] == kc::LsaRole::reduced ? kc::LsaOperand{kc::LsaRole::reduced, &reduced, nullptr}
+                                                          : kc::LsaOperand{kc::LsaRole::local, nullptr, local(p.in_local[k])});
+    for (std::size_t k = 0; k < p.out_roles.size(); ++k)
+      outs.push_back({p.out_roles[k], windows[k], local(p.out_local[k])});
+    kc::fused_program_lsa(*lsa_, prog, ins, outs, p.n, comm_, p.global_first);
+    for (std::size_t k = 0; k < windows.size(); ++k)
+      if (windows[k] != nullptr) copy_on_comm(address(p.out_dest[k]), windows[k]->view().data, p.n, prog.output_types[k]);
+    compute_after(comm_);
+  }
+
+  // A local operand's address; nullptr for an empty view (none, or an empty shard).
+  [[nodiscard]] void* local(View v) const { return v.buffer < 0 || v.count == 0 ? nullptr : address(v); }
+
+  // Windows and the device communicator go before the communicator they were made over.
+  void drop_lsa() {
+    staging_.clear();
+    lsa_.reset();
+    lsa_tried_ = false;
+  }
+
   void abort_all() {
+    // The windows and device communicator belong to a communicator being
+    // aborted: released without deregistering (the process is ending).
+    for (auto& s : staging_) (void)s.release();
+    staging_.clear();
+    (void)lsa_.release();
     const std::array<ncclComm_t, 2> comms{group_ != world_ ? group_ : nullptr, world_};
     abort_comms(comms);
     group_ = nullptr;
@@ -513,6 +622,9 @@ class CudaBackend final : public Backend {
   ncclComm_t world_ = nullptr;
   ncclComm_t group_ = nullptr;
   std::unique_ptr<kc::Blas> blas_;
+  std::unique_ptr<kc::LsaComm> lsa_;  // the group as one LSA team, when it is one
+  bool lsa_tried_ = false;
+  std::vector<std::unique_ptr<kc::SymmetricBuffer>> staging_;  // 0: the head's input; k + 1: output k
   void* norm_workspace_ = nullptr;
   void* alltoall_scratch_ = nullptr;  // packed alltoall blocks (kernels/cuda/alltoall.h)
   std::size_t alltoall_scratch_bytes_ = 0;

@@ -27,6 +27,8 @@ add_library(coconet_kernels_cuda STATIC
   ${COCONET_KCUDA_DIR}/rowreduce.cu
   ${COCONET_KCUDA_DIR}/fill.cu
   ${COCONET_KCUDA_DIR}/fused_allreduce.cu
+  ${COCONET_KCUDA_DIR}/fused_program_lsa.cu
+  ${COCONET_KCUDA_DIR}/lsa_program_plan.cpp
 )
 target_include_directories(coconet_kernels_cuda PUBLIC ${COCONET_KCUDA_ROOT} ${NCCL_INCLUDE_DIR})
 target_link_libraries(coconet_kernels_cuda

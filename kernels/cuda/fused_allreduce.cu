@@ -19,14 +19,10 @@
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/collectives.h"
 #include "kernels/cuda/fused_allreduce.h"
+#include "kernels/cuda/lsa_comm_impl.cuh"
 #include "kernels/cuda/vec.cuh"
 
 namespace coconet::kernels::cuda {
-
-struct LsaComm::Impl {
-  ncclComm_t comm = nullptr;
-  ncclDevComm dev{};
-};
 
 namespace {
 
@@ -122,8 +118,13 @@ SymmetricBuffer::SymmetricBuffer(ncclComm_t comm, model::DType dtype, std::int64
     : comm_(comm), count_(count), dtype_(dtype) {
   const std::size_t bytes = window_bytes(dtype, count);
   COCONET_NCCL_CHECK(ncclMemAlloc(&data_, bytes));
-  COCONET_CUDA_CHECK(cudaMemset(data_, 0, bytes));
-  COCONET_NCCL_CHECK(ncclCommWindowRegister(comm, data_, bytes, &window_, NCCL_WIN_COLL_SYMMETRIC));
+  try {
+    COCONET_CUDA_CHECK(cudaMemset(data_, 0, bytes));
+    COCONET_NCCL_CHECK(ncclCommWindowRegister(comm, data_, bytes, &window_, NCCL_WIN_COLL_SYMMETRIC));
+  } catch (...) {  // the destructor does not run for a constructor that throws
+    (void)ncclMemFree(data_);
+    throw;
+  }
 }
 
 SymmetricBuffer::~SymmetricBuffer() {

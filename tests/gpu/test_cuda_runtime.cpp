@@ -7,6 +7,7 @@
 
 #include <nccl.h>
 
+#include <cstdlib>
 #include <memory>
 #include <string>
 
@@ -46,17 +47,17 @@ exec::Backend& backend() {
 
 class CudaRuntime : public GpuTest, public ::testing::WithParamInterface<std::string> {};
 
-void expect_every_schedule_verifies(const model::Program& p) {
-  if (p.groups() > backend().world_size())
+void expect_every_schedule_verifies(const model::Program& p, exec::Backend& b = backend()) {
+  if (p.groups() > b.world_size())
     GTEST_SKIP() << p.name << " spans " << p.groups() << " process groups; one rank runs one";
-  backend().set_groups(p.groups());
+  b.set_groups(p.groups());
   const model::Bindings sizes = small_sizes(p);
   exec::RunOptions options;
   options.iters = 2;
   options.warmup = 1;
-  const exec::References refs = exec::compute_references(backend(), p, sizes, options);
+  const exec::References refs = exec::compute_references(b, p, sizes, options);
   for (const model::Schedule& s : model::enumerate_schedules(p)) {
-    const exec::RunRow row = exec::run_schedule(backend(), s, sizes, refs, options);
+    const exec::RunRow row = exec::run_schedule(b, s, sizes, refs, options);
     EXPECT_TRUE(row.verified) << s.name() << ": " << row.mismatch;
     EXPECT_GT(row.median_us, 0.0) << s.name();
   }
@@ -64,6 +65,19 @@ void expect_every_schedule_verifies(const model::Program& p) {
 
 TEST_P(CudaRuntime, EveryScheduleOfTheWorkloadVerifies) {
   expect_every_schedule_verifies(model::load_program(model::resolve_workload(GetParam())));
+}
+
+// The fused ops that take the single LSA kernel by default (adam, sgd: see
+// exec/cuda/lsa_fused_call.h) verify on the host path too: a backend made
+// with COCONET_FUSED_LSA=0 runs them as NCCL host calls per piece.
+TEST_F(GpuTest, FusedOpsVerifyOnTheHostPathToo) {
+  ASSERT_EQ(setenv("COCONET_FUSED_LSA", "0", 1), 0);
+  {
+    const std::unique_ptr<exec::Backend> host_path = exec::make_backend("cuda");
+    for (const char* w : {"adam", "sgd"})
+      expect_every_schedule_verifies(model::load_program(model::resolve_workload(w)), *host_path);
+  }
+  ASSERT_EQ(unsetenv("COCONET_FUSED_LSA"), 0);
 }
 
 // The tests-only alltoall workload (issue 16): packed blocks through NCCL

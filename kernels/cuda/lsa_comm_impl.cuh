@@ -1,0 +1,18 @@
+// LsaComm's insides (fused_allreduce.h): the host communicator and the
+// device communicator kernels take by value. Private to the .cu files of
+// kernels/cuda that launch LSA kernels.
+#pragma once
+
+#include <nccl.h>
+#include <nccl_device.h>
+
+#include "kernels/cuda/fused_allreduce.h"
+
+namespace coconet::kernels::cuda {
+
+struct LsaComm::Impl {
+  ncclComm_t comm = nullptr;
+  ncclDevComm dev{};
+};
+
+}  // namespace coconet::kernels::cuda
