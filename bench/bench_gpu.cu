@@ -222,7 +222,11 @@ void BM_FusedAdamHost(benchmark::State& state) {
   (void)ncclCommDestroy(comm);
 }
 
-void BM_FusedAdamLsa(benchmark::State& state) {
+// Runs `body(lsa, g, w, m, v)` on a one-rank LSA communicator with Adam's
+// operands: the f16 gradient and f32 weights in symmetric windows, m and v in
+// plain device memory; skips, saying why, where the LSA path is unavailable.
+template <typename Body>
+void with_lsa_adam_operands(benchmark::State& state, Body body) {
   const std::int64_t n = state.range(0);
   ncclComm_t comm = one_rank_comm();
   {
@@ -233,14 +237,21 @@ void BM_FusedAdamLsa(benchmark::State& state) {
     } else {
       kc::SymmetricBuffer g(comm, DType::f16, n), w(comm, DType::f32, n);
       DeviceMem m(n * 4), v(n * 4);
-      time_with_events(state, kAdamBytesPerElement * static_cast<double>(n), [&] {
-        kc::fused_adam_lsa(*lsa, g, w,
-                           {g.view(), w.view(), {m.p, n, DType::f32}, {v.p, n, DType::f32}, kc::AdamHyper{}},
-                           nullptr);
-      });
+      body(*lsa, g, w, m, v);
     }
   }
   (void)ncclCommDestroy(comm);
+}
+
+void BM_FusedAdamLsa(benchmark::State& state) {
+  const std::int64_t n = state.range(0);
+  with_lsa_adam_operands(state, [&](const kc::LsaComm& lsa, kc::SymmetricBuffer& g, kc::SymmetricBuffer& w,
+                                    DeviceMem& m, DeviceMem& v) {
+    time_with_events(state, kAdamBytesPerElement * static_cast<double>(n), [&] {
+      kc::fused_adam_lsa(lsa, g, w, {g.view(), w.view(), {m.p, n, DType::f32}, {v.p, n, DType::f32}, kc::AdamHyper{}},
+                         nullptr);
+    });
+  });
 }
 
 // The generated single kernel (fused_program_lsa.h) on Adam's compiled
@@ -250,29 +261,20 @@ void BM_FusedAdamLsa(benchmark::State& state) {
 void BM_FusedGenericLsa(benchmark::State& state) {
   const coconet::kernels::ElementwiseProgram program = coconet::bench::adam_program();
   const std::int64_t n = state.range(0);
-  ncclComm_t comm = one_rank_comm();
-  {
-    std::string why;
-    auto lsa = kc::make_lsa_comm(comm, why);
-    if (!lsa) {
-      state.SkipWithError(("LSA path unavailable: " + why).c_str());
-    } else {
-      kc::SymmetricBuffer g(comm, DType::f16, n), w(comm, DType::f32, n);
-      DeviceMem m(n * 4), v(n * 4);
-      std::vector<kc::LsaOperand> ins, outs;
-      for (const auto& name : program.input_names) {
-        if (name == "g1") ins.push_back({kc::LsaRole::reduced, &g, nullptr});
-        else ins.push_back({kc::LsaRole::local, nullptr, name == "m" ? m.p : name == "v" ? v.p : w.view().data});
-      }
-      for (const auto& name : program.output_names) {
-        if (name == "w1") outs.push_back({kc::LsaRole::gathered, &w, nullptr});
-        else outs.push_back({kc::LsaRole::local, nullptr, name == "m1" ? m.p : v.p});
-      }
-      time_with_events(state, kAdamBytesPerElement * static_cast<double>(n),
-                       [&] { kc::fused_program_lsa(*lsa, program, ins, outs, n, nullptr); });
+  with_lsa_adam_operands(state, [&](const kc::LsaComm& lsa, kc::SymmetricBuffer& g, kc::SymmetricBuffer& w,
+                                    DeviceMem& m, DeviceMem& v) {
+    std::vector<kc::LsaOperand> ins, outs;
+    for (const auto& name : program.input_names) {
+      if (name == "g1") ins.push_back({kc::LsaRole::reduced, &g, nullptr});
+      else ins.push_back({kc::LsaRole::local, nullptr, name == "m" ? m.p : name == "v" ? v.p : w.view().data});
     }
-  }
-  (void)ncclCommDestroy(comm);
+    for (const auto& name : program.output_names) {
+      if (name == "w1") outs.push_back({kc::LsaRole::gathered, &w, nullptr});
+      else outs.push_back({kc::LsaRole::local, nullptr, name == "m1" ? m.p : v.p});
+    }
+    time_with_events(state, kAdamBytesPerElement * static_cast<double>(n),
+                     [&] { kc::fused_program_lsa(lsa, program, ins, outs, n, nullptr); });
+  });
 }
 
 void register_all() {

@@ -74,46 +74,28 @@ class OpRunner {
     return plan::held_rows(v, values_.ranks_per_group(), unit_.chunks, chunk, slice_mode);
   }
 
+  // One call per range of rows held. A value of rank >= 3 (sliced on
+  // dimension 0 at most, plan/views.h) runs as rows of its last dimension, so
+  // that an operand repeating along it (a row reduction's result) is
+  // addressed by a row stride; one call per range of dimension-0 rows held,
+  // as lowering counts.
   void elementwise(const plan::Op& op, int chunk) {
     const auto& out0 = values_.at(op.stmts.front());
-    if (out0.rank() >= 3) return elementwise_folded(op, chunk);
+    const bool folded = out0.rank() >= 3;
+    const std::int64_t inner = folded ? inner_rows(out0) : 1;
+    const std::int64_t cols = folded ? out0.global_dims.back() : out0.local_cols;
     for (const auto& r : local_ranges(out0, chunk, unit_.slice_mode)) {
-      kernels::Block block{r.end - r.begin, out0.local_cols, r.begin, out0.col_begin, out0.cols};
+      const kernels::Block block = folded ? kernels::Block{(r.end - r.begin) * inner, cols, r.begin * inner, 0, cols}
+                                          : kernels::Block{r.end - r.begin, cols, r.begin, out0.col_begin, out0.cols};
       std::vector<Operand> ins;
       for (const auto& name : op.program->input_names) {
         const auto& t = values_.at(name);
-        ins.push_back(Operand{t.buffer, access_for(t, out0, r.begin)});
+        ins.push_back(Operand{t.buffer, folded ? folded_access(t, out0, r.begin) : access_for(t, out0, r.begin)});
       }
       std::vector<Operand> outs;
       for (const auto& n : op.stmts) {
         const auto& v = values_.at(n);
-        outs.push_back(Operand{v.buffer, {(r.begin - v.row_begin) * v.local_cols, v.local_cols, 1}});
-      }
-      call(block.rows * block.cols);
-      traffic_.elementwise(ins, outs, block);
-      b_.elementwise(*op.program, ins, outs, block, StreamKind::compute);
-    }
-  }
-
-  // A value of rank >= 3 (sliced on dimension 0 at most, plan/views.h) as
-  // rows of its last dimension, so that an operand repeating along it (a row
-  // reduction's result) is addressed by a row stride; one call per range of
-  // dimension-0 rows held, as lowering counts.
-  void elementwise_folded(const plan::Op& op, int chunk) {
-    const auto& out0 = values_.at(op.stmts.front());
-    const std::int64_t inner = inner_rows(out0);
-    const std::int64_t last = out0.global_dims.back();
-    for (const auto& r : local_ranges(out0, chunk, unit_.slice_mode)) {
-      kernels::Block block{(r.end - r.begin) * inner, last, r.begin * inner, 0, last};
-      std::vector<Operand> ins;
-      for (const auto& name : op.program->input_names) {
-        const auto& t = values_.at(name);
-        ins.push_back(Operand{t.buffer, folded_access(t, out0, r.begin)});
-      }
-      std::vector<Operand> outs;
-      for (const auto& n : op.stmts) {
-        const auto& v = values_.at(n);
-        outs.push_back(Operand{v.buffer, {(r.begin - v.row_begin) * v.local_cols, last, 1}});
+        outs.push_back(Operand{v.buffer, {(r.begin - v.row_begin) * v.local_cols, folded ? cols : v.local_cols, 1}});
       }
       call(block.rows * block.cols);
       traffic_.elementwise(ins, outs, block);

@@ -5,6 +5,8 @@
 #include <fmt/core.h>
 #include <gtest/gtest.h>
 
+#include <span>
+
 #include <algorithm>
 
 #include "model/builder.h"
@@ -21,6 +23,7 @@ using sched_test::workload;
 using sched_test::workload_names;
 
 constexpr int kRankCounts[] = {1, 2, 3, 4, 8};
+constexpr int kOneToFour[] = {1, 2, 3, 4};
 
 std::string describe(const std::vector<Mismatch>& ms) {
   std::string out;
@@ -35,24 +38,31 @@ std::string sizes_text(const Bindings& b) {
   return out;
 }
 
-class Equivalence : public ::testing::TestWithParam<std::string> {};
-
-TEST_P(Equivalence, EveryScheduleComputesTheOriginalOutputs) {
-  const Program p = workload(GetParam());
-  const auto schedules = enumerate_schedules(p);
-  for (const auto& sizes : small_sizes(p)) {
-    const Bindings b = p.bind(sizes);
-    for (int ranks : kRankCounts) {
-      const State in = make_inputs(p, ranks, b);
-      const State expected = interpret(p, ranks, b, in);
+// Every schedule of `p` computes the program's outputs at each of `sizes`
+// for each rank count in `ranks`.
+void expect_every_schedule_equal(const Program& p, const std::vector<Schedule>& schedules,
+                                 const std::vector<Bindings>& sizes, std::span<const int> ranks) {
+  for (const auto& given : sizes) {
+    const Bindings b = p.bind(given);
+    for (int r : ranks) {
+      const State in = make_inputs(p, r, b);
+      const State expected = interpret(p, r, b, in);
       for (const auto& s : schedules) {
-        SCOPED_TRACE(fmt::format("{} P={} sizes {}", s.name(), ranks, sizes_text(b)));
-        const State actual = interpret(s, ranks, b, in);
-        const auto mismatches = compare_outputs(p, expected, actual, ranks);
+        SCOPED_TRACE(fmt::format("{} {} P={} sizes {}", p.name, s.name(), r, sizes_text(b)));
+        const auto mismatches = compare_outputs(p, expected, interpret(s, r, b, in), r);
         EXPECT_TRUE(mismatches.empty()) << describe(mismatches);
       }
     }
   }
+}
+
+class Equivalence : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Equivalence, EveryScheduleComputesTheOriginalOutputs) {
+  const Program p = workload(GetParam());
+  const auto sizes = small_sizes(p);
+  expect_every_schedule_equal(p, enumerate_schedules(p), std::vector<Bindings>(sizes.begin(), sizes.end()),
+                              kRankCounts);
 }
 
 INSTANTIATE_TEST_SUITE_P(Workloads, Equivalence, ::testing::ValuesIn(workload_names()),
@@ -105,16 +115,7 @@ TEST(EquivalenceExtra, EveryScheduleOfMorePrograms) {
   for (const Program& p : extra_programs()) {
     const auto schedules = enumerate_schedules(p);
     EXPECT_GT(schedules.size(), 2u) << p.name;
-    for (int ranks : kRankCounts) {
-      const Bindings b = p.bind();
-      const State in = make_inputs(p, ranks, b);
-      const State expected = interpret(p, ranks, b, in);
-      for (const auto& s : schedules) {
-        SCOPED_TRACE(fmt::format("{} {} P={}", p.name, s.name(), ranks));
-        const auto mismatches = compare_outputs(p, expected, interpret(s, ranks, b, in), ranks);
-        EXPECT_TRUE(mismatches.empty()) << describe(mismatches);
-      }
-    }
+    expect_every_schedule_equal(p, schedules, {Bindings{}}, kRankCounts);
   }
 }
 
@@ -132,18 +133,8 @@ TEST(EquivalenceTransformer, EveryScheduleOfLayerNormAndSoftmax) {
     const Stmt* mu = s.program.find_stmt("s.s");
     return mu != nullptr && mu->op == OpKind::rowreduce && mu->type.layout == Layout::sliced(0);
   }));
-  for (const auto& sizes : small_sizes(p)) {
-    const Bindings b = p.bind(sizes);
-    for (int ranks : {1, 2, 3, 4}) {
-      const State in = make_inputs(p, ranks, b);
-      const State expected = interpret(p, ranks, b, in);
-      for (const auto& s : schedules) {
-        SCOPED_TRACE(fmt::format("{} P={} sizes {}", s.name(), ranks, sizes_text(b)));
-        const auto mismatches = compare_outputs(p, expected, interpret(s, ranks, b, in), ranks);
-        EXPECT_TRUE(mismatches.empty()) << describe(mismatches);
-      }
-    }
-  }
+  const auto sizes = small_sizes(p);
+  expect_every_schedule_equal(p, schedules, std::vector<Bindings>(sizes.begin(), sizes.end()), kOneToFour);
 }
 
 // The transformer layer (issue 16): attention core as batched matmuls over
@@ -161,19 +152,10 @@ TEST(EquivalenceTransformer, EveryScheduleOfTheTransformerLayer) {
     const Stmt* mu = s.program.find_stmt("s.s");
     return mu != nullptr && mu->op == OpKind::rowreduce && mu->type.layout == Layout::sliced(0);
   }));
-  for (const Bindings& sizes : {Bindings{{"B", 1}, {"S", 3}, {"NH", 3}, {"D", 2}},
-                                Bindings{{"B", 2}, {"S", 4}, {"NH", 4}, {"D", 2}}}) {
-    const Bindings b = p.bind(sizes);
-    for (int ranks : {1, 2, 3, 4}) {
-      const State in = make_inputs(p, ranks, b);
-      const State expected = interpret(p, ranks, b, in);
-      for (const auto& s : schedules) {
-        SCOPED_TRACE(fmt::format("{} P={} sizes {}", s.name(), ranks, sizes_text(b)));
-        const auto mismatches = compare_outputs(p, expected, interpret(s, ranks, b, in), ranks);
-        EXPECT_TRUE(mismatches.empty()) << describe(mismatches);
-      }
-    }
-  }
+  expect_every_schedule_equal(p, schedules,
+                              {Bindings{{"B", 1}, {"S", 3}, {"NH", 3}, {"D", 2}},
+                               Bindings{{"B", 2}, {"S", 4}, {"NH", 4}, {"D", 2}}},
+                              kOneToFour);
 }
 
 // The layer forward and backward `coconet step` prices through the tuner
@@ -189,19 +171,11 @@ TEST_P(EquivalenceLayer, EveryScheduleOfTheLayerProgram) {
   const Program p = workload(GetParam());
   const auto schedules = enumerate_schedules(p);
   EXPECT_GT(schedules.size(), 4u);
-  for (const Bindings& sizes : {Bindings{{"B", 1}, {"S", 3}, {"NH", 3}, {"D", 2}, {"F", 9}},
-                                Bindings{{"B", 2}, {"S", 4}, {"NH", 4}, {"D", 2}, {"F", 16}}}) {
-    const Bindings b = p.bind(sizes);
-    for (int ranks : {1, 2, 4}) {
-      const State in = make_inputs(p, ranks, b);
-      const State expected = interpret(p, ranks, b, in);
-      for (const auto& s : schedules) {
-        SCOPED_TRACE(fmt::format("{} P={} sizes {}", s.name(), ranks, sizes_text(b)));
-        const auto mismatches = compare_outputs(p, expected, interpret(s, ranks, b, in), ranks);
-        EXPECT_TRUE(mismatches.empty()) << describe(mismatches);
-      }
-    }
-  }
+  constexpr int kRanks[] = {1, 2, 4};
+  expect_every_schedule_equal(p, schedules,
+                              {Bindings{{"B", 1}, {"S", 3}, {"NH", 3}, {"D", 2}, {"F", 9}},
+                               Bindings{{"B", 2}, {"S", 4}, {"NH", 4}, {"D", 2}, {"F", 16}}},
+                              kRanks);
 }
 
 INSTANTIATE_TEST_SUITE_P(Workloads, EquivalenceLayer,
