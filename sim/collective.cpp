@@ -258,23 +258,64 @@ CollectiveCost best_of(const Topology& t, const CollectiveRequest& r, const Env&
   return best;
 }
 
+// An op's own constants in one regime (nccl.per_op), when the topology has
+// them for this request: its op, at the calibrated rank count, on one node.
+const OpConstants* op_constants(const Topology& t, const CollectiveRequest& r, bool large) {
+  if (!t.nccl.per_op || r.where.ranks != t.nccl.per_op->ranks || r.where.nodes != 1) return nullptr;
+  const OpRegimes* g = t.nccl.per_op->find(r.op);
+  if (!g) return nullptr;
+  const std::optional<OpConstants>& c = large ? g->large : g->small;
+  return c ? &*c : nullptr;
+}
+
+// The topology with one op's own constants in place of the shared ones: the
+// base holds the steps' latency (no hop term), the link rate the reduction's
+// cost (no separate reduction term), so the ring's time is base + bytes x bus
+// factor / link.
+Topology with_op_constants(Topology t, const OpConstants& c) {
+  const ProtoTable base{c.base_latency_us, c.base_latency_us, c.base_latency_us};
+  t.nccl.ring_base_us = t.nccl.tree_base_us = t.nccl.nvls_base_us = base;
+  t.node.hop_latency_us = t.node.tree_hop_latency_us = ProtoTable{};
+  t.node.nvlink_link_GBps = t.node.nccl_link_GBps = t.nccl.channel_GBps = c.link_GBps;
+  t.nccl.reduce_GBps = std::numeric_limits<double>::infinity();
+  t.nccl.large_messages.reset();
+  t.nccl.per_op.reset();
+  return t;
+}
+
+// Below MPI's threshold (or with one regime): the op's own constants where the
+// topology has them, else the shared ones.
+CollectiveCost small_message_cost(const Topology& t, const CollectiveRequest& r, int channels) {
+  if (const OpConstants* own = op_constants(t, r, false)) {
+    const Topology o = with_op_constants(t, *own);
+    return best_of(o, r, Env{o, r, channels});
+  }
+  return best_of(t, r, Env{t, r, channels});
+}
+
 // MPI's large-message regime (nccl.large_messages): the same formulas on the
-// topology with the second regime's constants, every algorithm and protocol
-// alike, never below the first regime at the threshold (the step goes up).
+// topology with the second regime's constants (the op's own where nccl.per_op
+// has them), every algorithm and protocol alike, never below the first regime
+// of the same op at the threshold (the step goes up).
 CollectiveCost large_message_cost(const Topology& t, const CollectiveRequest& r, int channels) {
   const LargeMessages& l = *t.nccl.large_messages;
   Topology big = t;
-  big.nccl.large_messages.reset();
-  const ProtoTable base{l.base_latency_us, l.base_latency_us, l.base_latency_us};
-  const ProtoTable hop{l.hop_latency_us, l.hop_latency_us, l.hop_latency_us};
-  big.nccl.ring_base_us = big.nccl.tree_base_us = big.nccl.nvls_base_us = base;
-  big.node.hop_latency_us = big.node.tree_hop_latency_us = hop;
-  big.node.nvlink_link_GBps = big.node.nccl_link_GBps = l.link_GBps;
-  big.nccl.reduce_GBps = l.reduce_GBps;
+  if (const OpConstants* own = op_constants(t, r, true)) {
+    big = with_op_constants(t, *own);
+  } else {
+    big.nccl.large_messages.reset();
+    big.nccl.per_op.reset();
+    const ProtoTable base{l.base_latency_us, l.base_latency_us, l.base_latency_us};
+    const ProtoTable hop{l.hop_latency_us, l.hop_latency_us, l.hop_latency_us};
+    big.nccl.ring_base_us = big.nccl.tree_base_us = big.nccl.nvls_base_us = base;
+    big.node.hop_latency_us = big.node.tree_hop_latency_us = hop;
+    big.node.nvlink_link_GBps = big.node.nccl_link_GBps = l.link_GBps;
+    big.nccl.reduce_GBps = l.reduce_GBps;
+  }
   CollectiveCost c = best_of(big, r, Env{big, r, channels});
   CollectiveRequest at = r;
   at.bytes = l.from_bytes;
-  const double step_floor_us = best_of(t, at, Env{t, at, channels}).time_us();
+  const double step_floor_us = small_message_cost(t, at, channels).time_us();
   if (c.time_us() < step_floor_us) {  // the step's cost, as a fixed cost: exactly the floor, whatever the size
     c.base_us = step_floor_us;
     c.hops_us = c.transfer_us = c.reduce_us = 0;
@@ -319,7 +360,6 @@ bool supported(const Topology& t, model::OpKind op, const Placement& where, Algo
 CollectiveCost predict_collective(const Topology& t, const CollectiveRequest& r) {
   if (r.bytes < 0) throw UserError(fmt::format("a {} of {} bytes is impossible", model::to_string(r.op), r.bytes));
   const int channels = r.channels > 0 ? r.channels : t.nccl.channels;
-  const Env e{t, r, channels};
   if (r.where.ranks <= 1 && r.op != model::OpKind::send) {
     CollectiveCost none;
     none.channels = 0;
@@ -341,7 +381,8 @@ CollectiveCost predict_collective(const Topology& t, const CollectiveRequest& r)
   // The second regime of an MPI topology past its threshold; chosen by the
   // tuning table, as NCCL chooses, and timed at the measured latency level.
   const bool large = t.nccl.large_messages && r.bytes >= t.nccl.large_messages->from_bytes;
-  CollectiveCost c = at_measured_level(latency_correction_us(t), large ? large_message_cost(t, r, channels) : best_of(t, r, e));
+  CollectiveCost c = at_measured_level(latency_correction_us(t), large ? large_message_cost(t, r, channels)
+                                                                       : small_message_cost(t, r, channels));
   c.channels = channels;
   return c;
 }
