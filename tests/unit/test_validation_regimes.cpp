@@ -17,6 +17,7 @@
 #include "model/error.h"
 #include "sim/collective.h"
 #include "sim/topology.h"
+#include "validation/calibrate.h"
 #include "validation/fit_regimes.h"
 #include "validation/mpi_limits.h"
 
@@ -326,6 +327,31 @@ TEST(ValidationRegimes, PerOpKeyErrorsNameFileAndLine) {
   const auto at = gpu.find("device: cpu");
   text = gpu.substr(0, at) + "device: gpu" + gpu.substr(at + std::string("device: cpu").size());
   EXPECT_NE(error_of(text).find("nccl.per_op"), std::string::npos) << error_of(text);
+}
+
+// calibrate's YAML prices each op as the fit does: the per-op constants written,
+// read back and simulated give the fit's own times (to the 4 digits written).
+TEST(ValidationRegimes, CalibratedPerOpKeysPriceAsTheFit) {
+  Fitted f;
+  f.elementwise = {5.0, 8.0, 4.0, 1};
+  f.gemm_f16_GFLOPs = f.gemm_bf16_GFLOPs = 20;
+  std::vector<CollectiveSample> s = samples_of(per_op_truth());
+  std::erase_if(s, [](const CollectiveSample& c) { return c.op == "send" && c.bytes >= 32768; });  // send: shared, large
+  f.collectives = fit_collective_regimes(s, 32768.0, "ompi_info");
+  const std::string yaml = topology_yaml(f, CalibrateOptions{}, "cpu", kRanks);
+  EXPECT_NE(yaml.find("  per_op:"), std::string::npos) << yaml;
+  const sim::Topology t = sim::parse_topology(yaml, "<calibrated>");
+  ASSERT_TRUE(t.nccl.per_op.has_value());
+  const sim::OpRegimes* send = t.nccl.per_op->find(model::OpKind::send);
+  ASSERT_NE(send, nullptr);
+  EXPECT_TRUE(send->small.has_value());
+  EXPECT_FALSE(send->large.has_value());
+  for (model::OpKind op : {model::OpKind::allreduce, model::OpKind::reducescatter, model::OpKind::allgather,
+                           model::OpKind::send})
+    for (double bytes = 1024; bytes <= 1 << 20; bytes *= 2) {
+      const double want = regimes_model_us(f.collectives, model::to_string(op), bytes, kRanks);
+      EXPECT_NEAR(predicted_us(t, op, bytes), want, 1e-3 * want) << model::to_string(op) << " " << bytes;
+    }
 }
 
 TEST(ValidationRegimes, SmallMessagesPricedAsWithoutTheKeys) {
