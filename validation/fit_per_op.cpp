@@ -11,7 +11,7 @@
 namespace coconet::validation {
 
 const OpFit* PerOpFit::find(const std::string& op, int r, bool large) const {
-  if (r != ranks) return nullptr;
+  if (r != ranks && op != "send") return nullptr;  // a send is two ranks, one step, whatever the group
   const auto it = ops.find(op);
   if (it == ops.end()) return nullptr;
   const std::optional<OpFit>& f = large ? it->second.large : it->second.small;
@@ -45,7 +45,8 @@ namespace {
 
 int usual_ranks(const std::vector<CollectiveSample>& s) {
   std::map<int, int> count;
-  for (const auto& c : s) ++count[c.ranks];
+  for (const auto& c : s)
+    if (c.op != "send") ++count[c.ranks];
   int best = 0, most = 0;
   for (const auto& [r, n] : count)
     if (n > most) {
@@ -62,7 +63,7 @@ PerOpFit fit_per_op(const std::vector<CollectiveSample>& s, double threshold_byt
   f.ranks = usual_ranks(s);
   std::map<std::string, std::vector<CollectiveSample>> small, large;
   for (const auto& c : s)
-    if (c.ranks == f.ranks) (threshold_bytes > 0 && c.bytes >= threshold_bytes ? large : small)[c.op].push_back(c);
+    if (c.ranks == f.ranks || c.op == "send") (threshold_bytes > 0 && c.bytes >= threshold_bytes ? large : small)[c.op].push_back(c);
   for (const auto& [op, v] : small) f.ops[op].small = fit_op(v);
   for (const auto& [op, v] : large) f.ops[op].large = fit_op(v);
   return f;

@@ -33,7 +33,7 @@ struct OpRegimesFit {
 };
 
 struct PerOpFit {
-  int ranks = 0;                              // the rank count the constants hold at; 0: none fitted
+  int ranks = 0;                              // the rank count the constants hold at (a send's: any); 0: none fitted
   std::map<std::string, OpRegimesFit> ops;    // by op name ("allreduce", ...)
   [[nodiscard]] const OpFit* find(const std::string& op, int ranks, bool large) const;
 };
@@ -48,7 +48,8 @@ inline constexpr std::size_t kOpConstants = 2;
 [[nodiscard]] std::optional<OpFit> fit_op(const std::vector<CollectiveSample>& s);
 
 // Every op's constants below and from `threshold_bytes` (0: one regime), at the
-// rank count most samples have (samples at other counts are left out).
+// rank count most collective samples have (samples at other counts are left
+// out); a send's at any count (two ranks, one step, whatever the group).
 [[nodiscard]] PerOpFit fit_per_op(const std::vector<CollectiveSample>& s, double threshold_bytes);
 
 }  // namespace coconet::validation
