@@ -211,9 +211,11 @@ CollectiveCost hierarchical(const Env& e, Proto p) {
   return c;
 }
 
-// One rank to its peer: over NVLink inside a node, else over its share of the NICs.
+// One rank to its peer: over NVLink inside a node, else over its share of the
+// NICs. A one-node CPU topology has no network: its sends stay in shared memory.
 CollectiveCost send(const Env& e, Proto p) {
-  const bool net = e.r.where.send_crosses_nodes;
+  const bool one_machine = e.t.device == Device::cpu && e.t.nodes == 1;
+  const bool net = e.r.where.send_crosses_nodes && !one_machine;
   CollectiveCost c{Algo::ring, p};
   c.base_us = e.t.nccl.ring_base_us.at(p);
   c.hops_us = net ? e.t.network.hop_latency_us.at(p) : e.t.node.hop_latency_us.at(p);
@@ -258,23 +260,63 @@ CollectiveCost best_of(const Topology& t, const CollectiveRequest& r, const Env&
   return best;
 }
 
+// An op's own constants in one regime (nccl.per_op), when the topology has
+// them for this request: a collective at the calibrated rank count on one
+// node; a send (always two ranks, one step) on a one-node topology.
+const OpConstants* op_constants(const Topology& t, const CollectiveRequest& r, bool large) {
+  if (!t.nccl.per_op) return nullptr;
+  const bool applies = r.op == model::OpKind::send ? t.nodes == 1
+                                                   : r.where.ranks == t.nccl.per_op->ranks && r.where.nodes == 1;
+  if (!applies) return nullptr;
+  const OpRegimes* g = t.nccl.per_op->find(r.op);
+  if (!g) return nullptr;
+  const std::optional<OpConstants>& c = large ? g->large : g->small;
+  return c ? &*c : nullptr;
+}
+
+// An op priced by its own constants: base + bytes x bus factor / link (the
+// base holds the steps' latency, the rate the reduction's cost), on the
+// algorithm and protocol asked for (MPI has one of each; `auto`: ring, simple).
+CollectiveCost op_cost(const OpConstants& own, const CollectiveRequest& r) {
+  CollectiveCost c{r.algo == Algo::auto_ ? Algo::ring : r.algo, r.proto == Proto::auto_ ? Proto::simple : r.proto};
+  c.base_us = own.base_latency_us;
+  c.link_GBps = own.link_GBps;
+  const double ranks = r.op == model::OpKind::send ? 2 : r.where.ranks;
+  c.transfer_us = sim::transfer_us(r.bytes * bus_factor(r.op, static_cast<int>(ranks)), own.link_GBps);
+  c.bottleneck = Link::nvlink;
+  return c;
+}
+
+// Below MPI's threshold (or with one regime): the op's own constants where the
+// topology has them, else the shared ones.
+CollectiveCost small_message_cost(const Topology& t, const CollectiveRequest& r, int channels) {
+  if (const OpConstants* own = op_constants(t, r, false)) return op_cost(*own, r);
+  return best_of(t, r, Env{t, r, channels});
+}
+
 // MPI's large-message regime (nccl.large_messages): the same formulas on the
-// topology with the second regime's constants, every algorithm and protocol
-// alike, never below the first regime at the threshold (the step goes up).
+// topology with the second regime's constants (the op's own where nccl.per_op
+// has them), every algorithm and protocol alike, never below the first regime
+// of the same op at the threshold (the step goes up).
 CollectiveCost large_message_cost(const Topology& t, const CollectiveRequest& r, int channels) {
   const LargeMessages& l = *t.nccl.large_messages;
-  Topology big = t;
-  big.nccl.large_messages.reset();
-  const ProtoTable base{l.base_latency_us, l.base_latency_us, l.base_latency_us};
-  const ProtoTable hop{l.hop_latency_us, l.hop_latency_us, l.hop_latency_us};
-  big.nccl.ring_base_us = big.nccl.tree_base_us = big.nccl.nvls_base_us = base;
-  big.node.hop_latency_us = big.node.tree_hop_latency_us = hop;
-  big.node.nvlink_link_GBps = big.node.nccl_link_GBps = l.link_GBps;
-  big.nccl.reduce_GBps = l.reduce_GBps;
-  CollectiveCost c = best_of(big, r, Env{big, r, channels});
+  const auto shared = [&] {
+    Topology big = t;
+    big.nccl.large_messages.reset();
+    big.nccl.per_op.reset();
+    const ProtoTable base{l.base_latency_us, l.base_latency_us, l.base_latency_us};
+    const ProtoTable hop{l.hop_latency_us, l.hop_latency_us, l.hop_latency_us};
+    big.nccl.ring_base_us = big.nccl.tree_base_us = big.nccl.nvls_base_us = base;
+    big.node.hop_latency_us = big.node.tree_hop_latency_us = hop;
+    big.node.nvlink_link_GBps = big.node.nccl_link_GBps = l.link_GBps;
+    big.nccl.reduce_GBps = l.reduce_GBps;
+    return best_of(big, r, Env{big, r, channels});
+  };
+  const OpConstants* own = op_constants(t, r, true);
+  CollectiveCost c = own ? op_cost(*own, r) : shared();
   CollectiveRequest at = r;
   at.bytes = l.from_bytes;
-  const double step_floor_us = best_of(t, at, Env{t, at, channels}).time_us();
+  const double step_floor_us = small_message_cost(t, at, channels).time_us();
   if (c.time_us() < step_floor_us) {  // the step's cost, as a fixed cost: exactly the floor, whatever the size
     c.base_us = step_floor_us;
     c.hops_us = c.transfer_us = c.reduce_us = 0;
@@ -319,7 +361,6 @@ bool supported(const Topology& t, model::OpKind op, const Placement& where, Algo
 CollectiveCost predict_collective(const Topology& t, const CollectiveRequest& r) {
   if (r.bytes < 0) throw UserError(fmt::format("a {} of {} bytes is impossible", model::to_string(r.op), r.bytes));
   const int channels = r.channels > 0 ? r.channels : t.nccl.channels;
-  const Env e{t, r, channels};
   if (r.where.ranks <= 1 && r.op != model::OpKind::send) {
     CollectiveCost none;
     none.channels = 0;
@@ -341,7 +382,8 @@ CollectiveCost predict_collective(const Topology& t, const CollectiveRequest& r)
   // The second regime of an MPI topology past its threshold; chosen by the
   // tuning table, as NCCL chooses, and timed at the measured latency level.
   const bool large = t.nccl.large_messages && r.bytes >= t.nccl.large_messages->from_bytes;
-  CollectiveCost c = at_measured_level(latency_correction_us(t), large ? large_message_cost(t, r, channels) : best_of(t, r, e));
+  CollectiveCost c = at_measured_level(latency_correction_us(t), large ? large_message_cost(t, r, channels)
+                                                                       : small_message_cost(t, r, channels));
   c.channels = channels;
   return c;
 }
@@ -371,7 +413,8 @@ Traffic traffic_of(const Topology& t, const CollectiveRequest& r, const Collecti
     }
   };
   if (r.op == model::OpKind::send) {
-    (w.send_crosses_nodes ? out.network : out.nvlink) = r.bytes * wire;
+    const bool one_machine = t.device == Device::cpu && t.nodes == 1;  // as send(): no network
+    (w.send_crosses_nodes && !one_machine ? out.network : out.nvlink) = r.bytes * wire;
   } else {
     switch (c.algo) {
       case Algo::tree: along(2.0 * r.bytes); break;  // up the tree, then down

@@ -274,13 +274,42 @@ NcclSpec::MeasuredLatency read_measured_latency(const Reader& r, const YAML::Nod
   return m;
 }
 
+// The ops `nccl.per_op` may name: the ones calibrate measures.
+constexpr model::OpKind kPerOpKinds[] = {model::OpKind::allreduce, model::OpKind::reducescatter,
+                                         model::OpKind::allgather, model::OpKind::send};
+
+OpConstants read_op_constants(const Reader& r, const YAML::Node& parent, const std::string& path, const char* key) {
+  const YAML::Node n = r.section(parent, path, key, {"base_latency_us", "link_GBps"});
+  const std::string p = Reader::join(path, key);
+  return {r.non_negative(n, p, "base_latency_us"), r.positive(n, p, "link_GBps")};
+}
+
+PerOp read_per_op(const Reader& r, const YAML::Node& nccl) {
+  const YAML::Node n = r.section(nccl, "nccl", "per_op", {"ranks", "allreduce", "reducescatter", "allgather", "send"});
+  PerOp p;
+  p.ranks = r.positive_int(n, "nccl.per_op", "ranks", model::kMaxGpus);
+  for (model::OpKind op : kPerOpKinds) {
+    const std::string name = model::to_string(op);
+    if (!n[name]) continue;
+    const std::string path = "nccl.per_op." + name;
+    const YAML::Node o = r.section(n, "nccl.per_op", name.c_str(), {"small", "large"});
+    OpRegimes g;
+    if (o["small"]) g.small = read_op_constants(r, o, path, "small");
+    if (o["large"]) g.large = read_op_constants(r, o, path, "large");
+    if (o["large"] && !nccl["large_messages"])
+      r.fail(o["large"], path + ".large", "a large-message regime needs nccl.large_messages (its from_bytes); add it or remove this key");
+    p.ops.emplace_back(op, g);
+  }
+  return p;
+}
+
 NcclSpec read_nccl(const Reader& r, const YAML::Node& root) {
   const YAML::Node n = r.section(root, "", "nccl",
                                  {"channels", "channel_GBps", "ll_max_GBps", "ll_efficiency",
                                   "ll128_efficiency", "tree_efficiency", "tree_ll_efficiency",
                                   "tree_ll128_efficiency", "base_latency_us",
                                   "hbm_bytes_per_link_byte", "reduce_GBps", "sms_per_channel",
-                                  "large_messages", "measured_latency", "interference"});
+                                  "large_messages", "per_op", "measured_latency", "interference"});
   NcclSpec s;
   s.channels = r.positive_int(n, "nccl", "channels", model::kMaxChannels);
   s.channel_GBps = r.positive(n, "nccl", "channel_GBps");
@@ -314,6 +343,7 @@ NcclSpec read_nccl(const Reader& r, const YAML::Node& root) {
                                      r.non_negative(l, p, "hop_latency_us"), r.positive(l, p, "link_GBps"),
                                      r.positive(l, p, "reduce_GBps")};
   }
+  if (n["per_op"]) s.per_op = read_per_op(r, n);
   if (n["measured_latency"]) s.measured_latency = read_measured_latency(r, n);
   s.interference = n["interference"] ? r.non_negative(n, "nccl", "interference") : 0.0;
   return s;
@@ -487,6 +517,9 @@ Topology parse_topology(const std::string& yaml_text, const std::string& origin,
   if (t.nccl.large_messages && t.device != Device::cpu)
     ctx.fail(root["nccl"]["large_messages"],
              "nccl.large_messages is MPI's second regime: it needs `device: cpu` (NCCL's protocols are ll, ll128, simple)");
+  if (t.nccl.per_op && t.device != Device::cpu)
+    ctx.fail(root["nccl"]["per_op"],
+             "nccl.per_op holds MPI's per-operation constants: it needs `device: cpu` (NCCL's cost is one formula per algorithm)");
   if (t.nccl.measured_latency && t.nccl.measured_latency->algo == model::Algo::nvls && !t.node.nvls)
     ctx.fail(root["nccl"]["measured_latency"], "nccl.measured_latency: an nvls measurement needs node.nvls: true");
   t.asymmetry = read_asymmetry(r, root, t);

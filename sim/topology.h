@@ -79,6 +79,32 @@ struct LargeMessages {
   double reduce_GBps = 0;
 };
 
+// One collective's own constants in one regime (optional `nccl.per_op`,
+// device: cpu): Open MPI's `coll tuned` picks an algorithm per operation and
+// size, so each op has its own cost. At the calibrated rank count the ring's
+// step count is fixed per op, so base and hops, link and reduction rates are
+// not separable: the cost is base + bytes x bus factor / link_GBps (the base
+// holds the steps' latency, the rate the reduction's cost).
+struct OpConstants {
+  double base_latency_us = 0;
+  double link_GBps = 0;
+};
+struct OpRegimes {
+  std::optional<OpConstants> small;  // below nccl.large_messages.from_bytes (every size with one regime)
+  std::optional<OpConstants> large;  // from it on (needs nccl.large_messages)
+};
+// `nccl.per_op`: the ops that have their own constants, at `ranks` ranks on one
+// node; any other op, rank count or regime absent here: the shared constants.
+struct PerOp {
+  int ranks = 0;
+  std::vector<std::pair<model::OpKind, OpRegimes>> ops;
+  [[nodiscard]] const OpRegimes* find(model::OpKind op) const {
+    for (const auto& [k, v] : ops)
+      if (k == op) return &v;
+    return nullptr;
+  }
+};
+
 struct NcclSpec {
   int channels = 0;
   double channel_GBps = 0;
@@ -112,6 +138,7 @@ struct NcclSpec {
   // left runs at that fraction of its speed (1 on a GPU: one CTA per channel).
   double sms_per_channel = 0;
   std::optional<LargeMessages> large_messages;  // absent: one regime for every size
+  std::optional<PerOp> per_op;                  // absent: every op takes the shared constants
   // A published small-message time (nccl-tests, one node): it sets the level
   // of every collective's latency (sim/collective.h); absent, the tuning table's.
   struct MeasuredLatency {

@@ -72,6 +72,17 @@ double gemm_rate(const std::vector<MicroSample>& s, model::DType t, double launc
   return g.empty() ? 0.0 : fit_gemm_GFLOPs(g, launch_us);
 }
 
+// The mean and worst relative error of a collectives model over samples (the fit's formulas).
+std::string errors_over(const CollectiveRegimes& f, const std::vector<CollectiveSample>& cs) {
+  double sum = 0, worst = 0;
+  for (const auto& x : cs) {
+    const double e = std::abs(regimes_model_us(f, x.op, x.bytes, x.ranks) / x.measured_us - 1.0) * 100.0;
+    sum += e;
+    worst = std::max(worst, e);
+  }
+  return fmt::format("mean |error| {:.1f}%, worst {:.1f}%", sum / double(cs.size()), worst);
+}
+
 // The collectives' fit with one regime against the written one, on the same
 // samples (the fit's own formulas, fit_regimes.h): what the second regime buys.
 std::string regime_comments(const Calibration& c) {
@@ -82,15 +93,7 @@ std::string regime_comments(const Calibration& c) {
   const CollectiveRegimes& two = c.fit.collectives;
   CollectiveRegimes one;
   one.small = fit_collectives(cs);
-  const auto errors = [&](const CollectiveRegimes& f) {
-    double sum = 0, worst = 0;
-    for (const auto& x : cs) {
-      const double e = std::abs(regimes_model_us(f, x.op, x.bytes, x.ranks) / x.measured_us - 1.0) * 100.0;
-      sum += e;
-      worst = std::max(worst, e);
-    }
-    return fmt::format("mean |error| {:.1f}%, worst {:.1f}%", sum / double(cs.size()), worst);
-  };
+  const auto errors = [&](const CollectiveRegimes& f) { return errors_over(f, cs); };
   std::string s = fmt::format("# Collectives ({} microbenchmarks), the fit's formulas: one regime {}", cs.size(),
                               errors(one));
   const auto split = [&](double at, const std::string& what) {
@@ -99,8 +102,18 @@ std::string regime_comments(const Calibration& c) {
   };
   if (c.mpi_limit) split(c.mpi_limit->bytes, c.mpi_limit->source);
   split(two.fitted_threshold_bytes, "the residual-minimising split");
-  s += two.large ? fmt::format(";\n#   kept: two regimes, split at {:.0f} bytes.\n", two.threshold_bytes)
-                 : ";\n#   kept: one regime (a second did not explain the samples better than its extra constants would by chance).\n";
+  s += two.large ? fmt::format(";\n#   kept: two regimes, split at {:.0f} bytes", two.threshold_bytes)
+                 : ";\n#   kept: one regime (a second did not explain the samples better than its extra constants would by chance)";
+  s += fmt::format(";\n#   with each op's own constants (nccl.per_op) {}.\n", errors(two));
+  for (const auto& [op, g] : two.per_op.ops) {
+    std::vector<CollectiveSample> mine;
+    for (const auto& x : cs)
+      if (x.op == op) mine.push_back(x);
+    CollectiveRegimes shared = two;
+    shared.per_op = {};
+    s += fmt::format("#     {:<14} {} samples: shared constants {}; its own {}\n", op, mine.size(),
+                     errors_over(shared, mine), errors_over(two, mine));
+  }
   return s;
 }
 
@@ -230,6 +243,29 @@ std::string large_messages_yaml(const CollectiveRegimes& r) {
   return y;
 }
 
+// Each op's own constants (validation/fit_per_op.h), where fitted.
+std::string per_op_yaml(const CollectiveRegimes& r) {
+  const auto regime = [&](const char* key, const std::optional<OpFit>& f, const std::string& where) {
+    if (!f) return std::string();
+    return fmt::format("      {}: {{base_latency_us: {:.4g}, link_GBps: {:.4g}}}  # fit: {} microbenchmarks {}\n", key,
+                       f->base_us, bounded(f->GBps), f->samples, where);
+  };
+  const std::string below = r.large ? fmt::format("below {:.0f} bytes", r.threshold_bytes) : "of every size";
+  const std::string from = fmt::format("from {:.0f} bytes on", r.threshold_bytes);
+  std::string ops;
+  for (const auto& [op, g] : r.per_op.ops) {
+    const std::string body = regime("small", g.small, below) + (r.large ? regime("large", g.large, from) : "");
+    if (!body.empty()) ops += fmt::format("    {}:\n{}", op, body);
+  }
+  if (ops.empty()) return "";
+  return fmt::format(
+             "  per_op:                        # fit: each collective's own constants (MPI picks an algorithm per op and size);\n"
+             "                                 # base = fixed cost with the steps' latency, link = bus bandwidth with the reduction's cost\n"
+             "    ranks: {}                     # the rank count they were fitted at; other counts take the shared constants\n",
+             r.per_op.ranks) +
+         ops;
+}
+
 std::string topology_yaml(const Fitted& f, const CalibrateOptions& o, const std::string& backend, int ranks) {
   ElementwiseFit e = f.elementwise;
   e.GBps = bounded(e.GBps);
@@ -288,7 +324,7 @@ std::string topology_yaml(const Fitted& f, const CalibrateOptions& o, const std:
                    std::max(f.sms_per_channel, kMinPositiveUnits));
   y += fmt::format("  interference: {:.3g}             # fit: extra slowdown of a kernel and a collective side by side (overlapped GEMM + allreduce)\n",
                    f.interference);
-  return y + large_messages_yaml(f.collectives);
+  return y + large_messages_yaml(f.collectives) + per_op_yaml(f.collectives);
 }
 
 Calibration calibrate(exec::Backend& backend, const CalibrateOptions& o, Progress& progress) {

@@ -51,6 +51,14 @@ std::optional<CollectiveRegimes> fit_split(const std::vector<CollectiveSample>& 
 
 namespace {
 
+// `f` with each op's own constants on its regimes, its residual that of the whole.
+CollectiveRegimes with_per_op(CollectiveRegimes f, const std::vector<CollectiveSample>& s) {
+  f.shared_residual = f.residual;
+  f.per_op = fit_per_op(s, f.large ? f.threshold_bytes : 0.0);
+  f.residual = residual_of(f, s);
+  return f;
+}
+
 // The candidate split with the smallest residual: every distinct sample size.
 std::optional<CollectiveRegimes> best_split(const std::vector<CollectiveSample>& s) {
   std::set<double> sizes;
@@ -65,10 +73,20 @@ std::optional<CollectiveRegimes> best_split(const std::vector<CollectiveSample>&
 
 }  // namespace
 
+namespace {
+
+double small_regime_us(const CollectiveRegimes& f, const std::string& op, double bytes, int ranks) {
+  if (const OpFit* own = f.per_op.find(op, ranks, false)) return op_model_us(*own, op, bytes, ranks);
+  return collective_model_us(f.small, op, bytes, ranks);
+}
+
+}  // namespace
+
 double regimes_model_us(const CollectiveRegimes& f, const std::string& op, double bytes, int ranks) {
-  if (!f.large || bytes < f.threshold_bytes) return collective_model_us(f.small, op, bytes, ranks);
-  return std::max(collective_model_us(*f.large, op, bytes, ranks),
-                  collective_model_us(f.small, op, f.threshold_bytes, ranks));
+  if (!f.large || bytes < f.threshold_bytes) return small_regime_us(f, op, bytes, ranks);
+  const OpFit* own = f.per_op.find(op, ranks, true);
+  return std::max(own ? op_model_us(*own, op, bytes, ranks) : collective_model_us(*f.large, op, bytes, ranks),
+                  small_regime_us(f, op, f.threshold_bytes, ranks));
 }
 
 CollectiveRegimes fit_collective_regimes(const std::vector<CollectiveSample>& s,
@@ -92,10 +110,10 @@ CollectiveRegimes fit_collective_regimes(const std::vector<CollectiveSample>& s,
   }
   const double rms = std::sqrt(one.residual / static_cast<double>(s.size()));
   if (!two || rms <= kExactFitRms || bic(two->residual, s.size(), constants) >= bic(one.residual, s.size(), kRegimeConstants))
-    return one;
+    return with_per_op(one, s);
   two->one_regime_residual = one.residual;
   two->fitted_threshold_bytes = one.fitted_threshold_bytes;
-  return *two;
+  return with_per_op(*two, s);
 }
 
 }  // namespace coconet::validation

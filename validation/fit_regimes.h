@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "validation/fit.h"
+#include "validation/fit_per_op.h"
 
 namespace coconet::validation {
 
@@ -25,18 +26,24 @@ struct CollectiveRegimes {
   double residual = 0;                 // sum of squared relative errors of this model
   double one_regime_residual = 0;      // of the one-regime fit on the same samples
   double fitted_threshold_bytes = 0;   // the residual-minimising threshold (0: none), for comparison
+  // Each op's own constants per regime (validation/fit_per_op.h), in place of
+  // `small` / `large` for that op where fitted; empty: the shared ones for all.
+  PerOpFit per_op;
+  double shared_residual = 0;          // of the shared constants alone (before per_op)
 };
 
 // The model's time: the small regime below the threshold, from it on the large
 // one but never less than the small regime at the threshold (a step up, never
-// down: time stays non-decreasing in size), as sim/collective.cpp prices it.
+// down: time stays non-decreasing in size), as sim/collective.cpp prices it;
+// in each regime the op's own constants where `per_op` has them.
 [[nodiscard]] double regimes_model_us(const CollectiveRegimes& f, const std::string& op, double bytes, int ranks);
 
 // The two regimes split at `threshold` (no criterion applied); empty when a
 // side has fewer samples than a regime has constants.
 [[nodiscard]] std::optional<CollectiveRegimes> fit_split(const std::vector<CollectiveSample>& s, double threshold);
 
-// Fits one or two regimes. `library_threshold_bytes`: the MPI library's limit
+// Fits one or two regimes of shared constants (the criterion decides on
+// these), then each op's own constants in each regime (per_op). `library_threshold_bytes`: the MPI library's limit
 // (with `library_source` saying where it was read), tried instead of a fitted
 // threshold; absent, or leaving fewer samples than constants on a side: fitted.
 [[nodiscard]] CollectiveRegimes fit_collective_regimes(const std::vector<CollectiveSample>& s,

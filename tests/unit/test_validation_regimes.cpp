@@ -1,7 +1,9 @@
 // The two-regime collective model: the fit (validation/fit_regimes.h) on
 // synthetic samples, the MPI library's limit (validation/mpi_limits.h), the
-// topology's optional `nccl.large_messages` keys (sim/topology.h) with their
-// errors, and the property that a prediction never falls as the size grows.
+// topology's optional `nccl.large_messages` and `nccl.per_op` keys
+// (sim/topology.h) with their errors, the per-operation fit
+// (validation/fit_per_op.h), and the property that a prediction never falls
+// as the size grows.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,6 +17,7 @@
 #include "model/error.h"
 #include "sim/collective.h"
 #include "sim/topology.h"
+#include "validation/calibrate.h"
 #include "validation/fit_regimes.h"
 #include "validation/mpi_limits.h"
 
@@ -113,6 +116,56 @@ TEST(ValidationRegimes, ReadsTheSharedMemoryLimitFromOmpiInfo) {
   EXPECT_FALSE(parse_ompi_info("").has_value());
 }
 
+// --- per-operation constants -------------------------------------------------
+
+// Open MPI as measured on a 2-core machine: past 32 KiB each op its own cost
+// (reduce-scatter dearer than allreduce, allgather and send without a step).
+CollectiveRegimes per_op_truth() {
+  CollectiveRegimes t = truth();
+  t.per_op.ranks = kRanks;
+  t.per_op.ops["allreduce"] = {OpFit{15.0, 4.0}, OpFit{200.0, 0.5}};
+  t.per_op.ops["reducescatter"] = {OpFit{14.0, 3.0}, OpFit{260.0, 0.25}};
+  t.per_op.ops["allgather"] = {OpFit{13.0, 8.0}, OpFit{13.5, 9.0}};
+  t.per_op.ops["send"] = {OpFit{12.0, 10.0}, OpFit{13.5, 12.0}};
+  return t;
+}
+
+void expect_op(const std::optional<OpFit>& got, const OpFit& want, const std::string& what) {
+  ASSERT_TRUE(got.has_value()) << what;
+  EXPECT_NEAR(got->base_us, want.base_us, 1e-6 * want.base_us) << what;
+  EXPECT_NEAR(got->GBps, want.GBps, 1e-6 * want.GBps) << what;
+}
+
+TEST(ValidationRegimes, RecoversEachOpsOwnConstants) {
+  const CollectiveRegimes want = per_op_truth();
+  const CollectiveRegimes f = fit_collective_regimes(samples_of(want), 32768.0, "ompi_info");
+  ASSERT_TRUE(f.large.has_value());
+  EXPECT_EQ(f.per_op.ranks, kRanks);
+  for (const char* op : kOps) {
+    expect_op(f.per_op.ops.at(op).small, *want.per_op.ops.at(op).small, std::string(op) + " small");
+    expect_op(f.per_op.ops.at(op).large, *want.per_op.ops.at(op).large, std::string(op) + " large");
+  }
+  EXPECT_LT(f.residual, 1e-12);
+  EXPECT_GT(f.shared_residual, 1e-3);  // the shared constants cannot follow every op
+  // Past the threshold the fitted model prices reduce-scatter above allreduce, as the truth does.
+  EXPECT_GT(regimes_model_us(f, "reducescatter", 32768, kRanks), regimes_model_us(f, "allreduce", 32768, kRanks));
+}
+
+TEST(ValidationRegimes, AnOpWithTooFewSamplesTakesTheSharedConstants) {
+  std::vector<CollectiveSample> s = samples_of(per_op_truth());
+  // send: one size below the threshold only, none above.
+  std::erase_if(s, [](const CollectiveSample& c) { return c.op == "send" && c.bytes != 1024; });
+  const CollectiveRegimes f = fit_collective_regimes(s, 32768.0, "ompi_info");
+  ASSERT_TRUE(f.large.has_value());
+  EXPECT_FALSE(f.per_op.ops.at("send").small.has_value());
+  EXPECT_FALSE(f.per_op.ops.at("send").large.has_value());
+  EXPECT_TRUE(f.per_op.ops.at("allreduce").small.has_value());
+  EXPECT_DOUBLE_EQ(regimes_model_us(f, "send", 4096, kRanks), collective_model_us(f.small, "send", 4096, kRanks));
+  // Another rank count than the fitted one: shared constants for every op.
+  EXPECT_DOUBLE_EQ(regimes_model_us(f, "allreduce", 4096, 4), collective_model_us(f.small, "allreduce", 4096, 4));
+  EXPECT_EQ(fit_op({{"send", 1024, kRanks, 10.0}, {"send", 1024, kRanks, 11.0}}), std::nullopt);
+}
+
 // --- the topology's keys ---------------------------------------------------
 
 std::string cpu_local_text() {
@@ -129,6 +182,14 @@ std::string with_large(const std::string& block) {
 const char* const kLarge =
     "  large_messages:\n    from_bytes: 32768\n    base_latency_us: 150\n    hop_latency_us: 5\n"
     "    link_GBps: 10\n    reduce_GBps: 0.2\n";
+
+// Each op's own constants: allreduce and reduce-scatter in both regimes, allgather
+// only past the threshold (and faster there than its shared small regime), send none.
+const char* const kPerOp =
+    "  per_op:\n    ranks: 2\n"
+    "    allreduce:\n      small: {base_latency_us: 15, link_GBps: 4}\n      large: {base_latency_us: 200, link_GBps: 0.5}\n"
+    "    reducescatter:\n      small: {base_latency_us: 14, link_GBps: 3}\n      large: {base_latency_us: 260, link_GBps: 0.25}\n"
+    "    allgather:\n      large: {base_latency_us: 1, link_GBps: 1000}\n";
 
 // The message of the UserError parsing `text` throws ("" when none).
 std::string error_of(const std::string& text) {
@@ -193,8 +254,11 @@ double predicted_us(const sim::Topology& t, model::OpKind op, double bytes) {
 
 TEST(ValidationRegimes, PredictionNeverFallsAsTheSizeGrows) {
   // As calibrated (a step up), and with a large regime faster than the small one at the threshold.
-  for (const char* block : {kLarge, "  large_messages:\n    from_bytes: 32768\n    base_latency_us: 0\n"
-                                    "    hop_latency_us: 0\n    link_GBps: 1000\n    reduce_GBps: 1000\n"}) {
+  // And with each op's own constants (nccl.per_op), one of them faster past the threshold.
+  const std::string with_own = std::string(kLarge) + kPerOp;
+  for (const std::string& block : {std::string(kLarge), with_own,
+                                  std::string("  large_messages:\n    from_bytes: 32768\n    base_latency_us: 0\n"
+                                              "    hop_latency_us: 0\n    link_GBps: 1000\n    reduce_GBps: 1000\n")}) {
     const sim::Topology t = sim::parse_topology(with_large(block), "calibrated.yaml");
     for (model::OpKind op : {model::OpKind::allreduce, model::OpKind::reducescatter, model::OpKind::allgather,
                              model::OpKind::send}) {
@@ -206,6 +270,88 @@ TEST(ValidationRegimes, PredictionNeverFallsAsTheSizeGrows) {
       }
     }
   }
+}
+
+TEST(ValidationRegimes, PerOpKeysPriceEachOp) {
+  const sim::Topology shared = sim::parse_topology(with_large(kLarge), "calibrated.yaml");
+  const sim::Topology own = sim::parse_topology(with_large(std::string(kLarge) + kPerOp), "calibrated.yaml");
+  ASSERT_TRUE(own.nccl.per_op.has_value());
+  EXPECT_EQ(own.nccl.per_op->ranks, 2);
+  EXPECT_FALSE(shared.nccl.per_op.has_value());
+  // allreduce below: 15 us + 8 KiB x 1 (bus factor at 2 ranks) / 4 GB/s; from the threshold: 200 + 32 KiB / 0.5 GB/s.
+  EXPECT_NEAR(predicted_us(own, model::OpKind::allreduce, 8192), 15.0 + 8192 / 4e3, 1e-9);
+  EXPECT_NEAR(predicted_us(own, model::OpKind::allreduce, 32768), 200.0 + 32768 / 0.5e3, 1e-9);
+  EXPECT_NEAR(predicted_us(own, model::OpKind::reducescatter, 32768), 260.0 + 32768 * 0.5 / 0.25e3, 1e-9);
+  // allgather has no small constants, send none at all: the shared ones.
+  for (double bytes : {1024.0, 8192.0})
+    EXPECT_DOUBLE_EQ(predicted_us(own, model::OpKind::allgather, bytes), predicted_us(shared, model::OpKind::allgather, bytes));
+  for (double bytes : {1024.0, 65536.0})
+    EXPECT_DOUBLE_EQ(predicted_us(own, model::OpKind::send, bytes), predicted_us(shared, model::OpKind::send, bytes));
+  // Its large regime, cheaper than its shared small regime at the threshold: the step floor holds.
+  const sim::Topology one = sim::parse_topology(cpu_local_text(), "cpu-local");
+  EXPECT_DOUBLE_EQ(predicted_us(own, model::OpKind::allgather, 65536), predicted_us(one, model::OpKind::allgather, 32768));
+  // Another rank count: the shared constants.
+  sim::CollectiveRequest r;
+  r.op = model::OpKind::allreduce;
+  r.bytes = 8192;
+  r.where = sim::place(own, 3);
+  EXPECT_DOUBLE_EQ(sim::predict_collective(own, r).time_us(), sim::predict_collective(shared, r).time_us());
+}
+
+TEST(ValidationRegimes, PerOpKeyErrorsNameFileAndLine) {
+  std::string text = with_large(std::string(kLarge) + "  per_op:\n    ranks: 2\n    allreduce:\n      small: {base_latency_us: 15, link_GBps: 0}\n");
+  std::string e = error_of(text);
+  EXPECT_NE(e.find(fmt::format("calibrated.yaml:{}", line_of(text, "link_GBps: 0"))), std::string::npos) << e;
+  EXPECT_NE(e.find("nccl.per_op.allreduce.small.link_GBps"), std::string::npos) << e;
+  EXPECT_NE(e.find("positive"), std::string::npos) << e;
+
+  text = with_large(std::string(kLarge) + "  per_op:\n    ranks: 2\n    allreduce:\n      small: {base_latency_us: -1, link_GBps: 3}\n");
+  EXPECT_NE(error_of(text).find("base_latency_us: must be zero or more"), std::string::npos) << error_of(text);
+
+  text = with_large(std::string(kLarge) + "  per_op:\n    ranks: 2\n    broadcast:\n      small: {base_latency_us: 1, link_GBps: 3}\n");
+  EXPECT_NE(error_of(text).find("broadcast"), std::string::npos) << error_of(text);
+
+  text = with_large(std::string(kLarge) + "  per_op:\n    allreduce:\n      small: {base_latency_us: 1, link_GBps: 3}\n");
+  EXPECT_NE(error_of(text).find("needs the key 'ranks'"), std::string::npos) << error_of(text);
+
+  text = with_large(std::string(kLarge) + "  per_op:\n    ranks: 2\n    allreduce:\n      medium: {base_latency_us: 1, link_GBps: 3}\n");
+  EXPECT_NE(error_of(text).find("medium"), std::string::npos) << error_of(text);
+
+  // A large regime without nccl.large_messages.
+  text = with_large("  per_op:\n    ranks: 2\n    allreduce:\n      large: {base_latency_us: 1, link_GBps: 3}\n");
+  e = error_of(text);
+  EXPECT_NE(e.find("needs nccl.large_messages"), std::string::npos) << e;
+  EXPECT_NE(e.find(fmt::format("calibrated.yaml:{}", line_of(text, "large: {"))), std::string::npos) << e;
+
+  const std::string gpu = with_large(kPerOp);
+  const auto at = gpu.find("device: cpu");
+  text = gpu.substr(0, at) + "device: gpu" + gpu.substr(at + std::string("device: cpu").size());
+  EXPECT_NE(error_of(text).find("nccl.per_op"), std::string::npos) << error_of(text);
+}
+
+// calibrate's YAML prices each op as the fit does: the per-op constants written,
+// read back and simulated give the fit's own times (to the 4 digits written).
+TEST(ValidationRegimes, CalibratedPerOpKeysPriceAsTheFit) {
+  Fitted f;
+  f.elementwise = {5.0, 8.0, 4.0, 1};
+  f.gemm_f16_GFLOPs = f.gemm_bf16_GFLOPs = 20;
+  std::vector<CollectiveSample> s = samples_of(per_op_truth());
+  std::erase_if(s, [](const CollectiveSample& c) { return c.op == "send" && c.bytes >= 32768; });  // send: shared, large
+  f.collectives = fit_collective_regimes(s, 32768.0, "ompi_info");
+  const std::string yaml = topology_yaml(f, CalibrateOptions{}, "cpu", kRanks);
+  EXPECT_NE(yaml.find("  per_op:"), std::string::npos) << yaml;
+  const sim::Topology t = sim::parse_topology(yaml, "<calibrated>");
+  ASSERT_TRUE(t.nccl.per_op.has_value());
+  const sim::OpRegimes* send = t.nccl.per_op->find(model::OpKind::send);
+  ASSERT_NE(send, nullptr);
+  EXPECT_TRUE(send->small.has_value());
+  EXPECT_FALSE(send->large.has_value());
+  for (model::OpKind op : {model::OpKind::allreduce, model::OpKind::reducescatter, model::OpKind::allgather,
+                           model::OpKind::send})
+    for (double bytes = 1024; bytes <= 1 << 20; bytes *= 2) {
+      const double want = regimes_model_us(f.collectives, model::to_string(op), bytes, kRanks);
+      EXPECT_NEAR(predicted_us(t, op, bytes), want, 1e-3 * want) << model::to_string(op) << " " << bytes;
+    }
 }
 
 TEST(ValidationRegimes, SmallMessagesPricedAsWithoutTheKeys) {

@@ -1,0 +1,72 @@
+// Per-operation fits: each op's samples in each regime, two constants each.
+#include "validation/fit_per_op.h"
+
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "sim/units.h"
+
+namespace coconet::validation {
+
+const OpFit* PerOpFit::find(const std::string& op, int r, bool large) const {
+  if (r != ranks && op != "send") return nullptr;  // a send is two ranks, one step, whatever the group
+  const auto it = ops.find(op);
+  if (it == ops.end()) return nullptr;
+  const std::optional<OpFit>& f = large ? it->second.large : it->second.small;
+  return f ? &*f : nullptr;
+}
+
+double op_model_us(const OpFit& f, const std::string& op, double bytes, int ranks) {
+  return f.base_us + sim::transfer_us(bytes * ring_bus_factor(op, ranks), f.GBps);
+}
+
+std::optional<OpFit> fit_op(const std::vector<CollectiveSample>& s) {
+  std::set<double> sizes;
+  for (const auto& c : s) sizes.insert(c.bytes);
+  if (sizes.size() < kOpConstants) return std::nullopt;
+  std::vector<std::vector<double>> a;
+  std::vector<double> y;
+  for (const auto& c : s) {
+    // The second unknown is 1 / GBps: microseconds per thousand bus bytes.
+    a.push_back({1.0, c.bytes * ring_bus_factor(c.op, c.ranks) / sim::kBytesPerGBpsUs});
+    y.push_back(c.measured_us);
+  }
+  const std::vector<double> x = fit_relative_nonnegative(a, y);
+  OpFit f;
+  f.base_us = x[0];
+  f.GBps = x[1] > 0 ? 1.0 / x[1] : std::numeric_limits<double>::infinity();
+  f.samples = static_cast<int>(s.size());
+  return f;
+}
+
+namespace {
+
+int usual_ranks(const std::vector<CollectiveSample>& s) {
+  std::map<int, int> count;
+  for (const auto& c : s)
+    if (c.op != "send") ++count[c.ranks];
+  int best = 0, most = 0;
+  for (const auto& [r, n] : count)
+    if (n > most) {
+      best = r;
+      most = n;
+    }
+  return best;
+}
+
+}  // namespace
+
+PerOpFit fit_per_op(const std::vector<CollectiveSample>& s, double threshold_bytes) {
+  PerOpFit f;
+  f.ranks = usual_ranks(s);
+  std::map<std::string, std::vector<CollectiveSample>> small, large;
+  for (const auto& c : s)
+    if (c.ranks == f.ranks || c.op == "send") (threshold_bytes > 0 && c.bytes >= threshold_bytes ? large : small)[c.op].push_back(c);
+  for (const auto& [op, v] : small) f.ops[op].small = fit_op(v);
+  for (const auto& [op, v] : large) f.ops[op].large = fit_op(v);
+  return f;
+}
+
+}  // namespace coconet::validation
