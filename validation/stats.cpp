@@ -67,4 +67,9 @@ bool decided(std::span<const MedianEstimate> estimates, double max_relative_widt
   return true;
 }
 
+bool decided_with_pick(std::span<const MedianEstimate> estimates, std::size_t pick, double max_relative_width) {
+  return decided(estimates, max_relative_width) && pick < estimates.size() &&
+         estimates[pick].relative_width() <= max_relative_width;
+}
+
 }  // namespace coconet::validation

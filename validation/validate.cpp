@@ -89,8 +89,9 @@ exec::RunOptions run_options(const ValidateOptions& o, const model::Experiment& 
 // point in turn, so a burst of load falls on all of them alike instead of on
 // whichever ran during it. A schedule's time is the median of all its timed
 // steps, with the order-statistic interval of validation/stats.h. When the
-// intervals do not decide the point (stats.h decided()), more rounds follow
-// while the point's share of the time budget lasts.
+// intervals do not decide the point (stats.h decided_with_pick(): the fastest, its
+// ties and the model's pick narrow), more rounds follow while the point's
+// share of the time budget lasts.
 constexpr int kRounds = 5;
 constexpr int kMaxRounds = 40;
 
@@ -107,6 +108,14 @@ double median_of(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const std::size_t n = v.size();
   return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
+}
+
+// The schedule the model ranks first (the fastest prediction; the first of equals).
+std::size_t predicted_best(const std::vector<Predicted>& pred) {
+  std::size_t best = 0;
+  for (std::size_t i = 1; i < pred.size(); ++i)
+    if (pred[i].time_us < pred[best].time_us) best = i;
+  return best;
 }
 
 // Time for extra rounds, shared out over the points still to measure: a point
@@ -209,7 +218,8 @@ std::vector<ResultRow> measure(exec::Backend& backend, const PointRun& pr, Budge
   while (round < rounds) run_round(ro.iters / rounds + (round < ro.iters % rounds ? 1 : 0));  // run_round counts
   extra_from_s = seconds_since(t0);
   const int extra_steps = std::max(1, ro.iters / rounds);
-  while (round < kMaxRounds && !decided(estimates_of(got))) {
+  const std::size_t pick = predicted_best(pr.pred);
+  while (round < kMaxRounds && !decided_with_pick(estimates_of(got), pick)) {
     const double spent = seconds_since(t0) - extra_from_s;
     const double per_round = round > 0 ? seconds_since(t0) / round : 0.0;
     if (!rank0_says(backend, spent + per_round <= budget.share_s())) break;

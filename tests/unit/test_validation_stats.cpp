@@ -88,6 +88,9 @@ TEST(ValidationStats, WideIntervalsDoNotDecide) {
   const auto slow_wide = median_interval(ramp(200, 10, 10));
   const std::vector<MedianEstimate> w = {narrow, median_interval(ramp(100.2, 0.5, 10)), slow_wide};
   EXPECT_TRUE(decided(w));
+  // ... unless the model picked the wide slow one: its regret rests on its median.
+  EXPECT_FALSE(decided_with_pick(w, 2));
+  EXPECT_TRUE(decided_with_pick(w, 0));
 }
 
 }  // namespace
