@@ -81,12 +81,6 @@ double peak_rss_MB() {
   return double(u.ru_maxrss) / kKBPerMB;
 }
 
-model::Schedule schedule_named(const model::Program& p, const std::string& name) {
-  for (auto& s : model::enumerate_schedules(p))
-    if (s.name() == name) return s;
-  return {};
-}
-
 void per_rank_step(benchmark::State& state, const std::string& workload, const std::string& schedule, int chunks,
                    const model::Bindings& sizes) {
   const model::Program p = model::load_program(model::resolve_workload(workload));
@@ -95,11 +89,7 @@ void per_rank_step(benchmark::State& state, const std::string& workload, const s
   sim::Context ctx{t, t.total_gpus() / p.groups(), p.params};
   for (const auto& [k, v] : sizes) ctx.sizes[k] = v;
   ctx.rank_mode = sim::RankMode::every_rank;
-  model::Schedule s = schedule_named(p, schedule);
-  if (s.stages.empty()) {
-    state.SkipWithError(("no schedule " + schedule).c_str());
-    return;
-  }
+  model::Schedule s = model::find_schedule(p, schedule);
   s.knobs.chunks = chunks;
   double sink = 0;
   std::size_t classes = 0, events = 0;

@@ -10,7 +10,6 @@
 // once. A rank that
 // fails while running reports itself and aborts the whole job; a watchdog
 // aborts a job that stops making progress.
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -47,6 +46,7 @@
 #include "plan/capabilities.h"
 #include "sim/topology.h"
 #include "sim/tuner.h"
+#include "validation/launch.h"
 #include "validation/progress.h"
 
 namespace coconet::cli {
@@ -492,8 +492,7 @@ void run_command(const RunArgs& a) {
     (void)prepare_jobs(a, checked, std::max(a.ranks, 1));  // bad input is reported once, before any rank starts
     if (a.ranks > 0) {
       exec::check_cores(a.ranks, a.oversubscribe, true);
-      ::setenv(validation::kProgressEnv, ::isatty(STDERR_FILENO) ? "1" : "0", 1);  // the ranks draw for this terminal
-      exec::relaunch_under_mpirun(a.ranks);
+      validation::run_under_mpirun(a.ranks);  // the ranks draw progress for this terminal
     }
   }
   if (a.backend == "cuda") {

@@ -422,11 +422,6 @@ bool same_value(double a, double b) { return a == b || (std::isnan(a) && std::is
 
 }  // namespace
 
-double input_value(const TensorDecl& decl, int decl_index, std::int64_t global_index, int rank,
-                   std::uint64_t seed) {
-  return input_element(input_key(seed, decl_index), decl.type.layout.is_local(), rank, global_index);
-}
-
 State make_inputs(const Program& p, int ranks_per_group, const Bindings& b, std::uint64_t seed) {
   if (ranks_per_group < 1) throw UserError("ranks per group must be at least 1");
   const int world = world_size(p, ranks_per_group);
@@ -434,13 +429,15 @@ State make_inputs(const Program& p, int ranks_per_group, const Bindings& b, std:
   for (std::size_t i = 0; i < p.inputs.size(); ++i) {
     const TensorDecl& decl = p.inputs[i];
     RankValues v = empty_value(decl.type, b, world);
+    const std::uint64_t key = input_key(seed, static_cast<int>(i));
+    const bool local = decl.type.layout.is_local();
     for (int r = 0; r < ranks_per_group; ++r) {
       const int rank = rank_of(decl.type.group, ranks_per_group, r);
       auto& part = v.ranks[at(rank)];
       part.assign(at(numel(local_dims(v.global_dims, decl.type.layout, ranks_per_group, r))), 0.0);
       for_each_element(v.global_dims, decl.type.layout, ranks_per_group, r,
                        [&](std::int64_t lf, std::int64_t gf, const Dims&) {
-                         part[at(lf)] = input_value(decl, static_cast<int>(i), gf, rank, seed);
+                         part[at(lf)] = input_element(key, local, rank, gf);
                        });
     }
     state.emplace(decl.name, std::move(v));

@@ -25,15 +25,10 @@ using State = std::map<std::string, RankValues>;
 
 // Deterministic integer-valued inputs (so sums are exact): the same global
 // value sliced across ranks for replicated/sliced tensors, per-rank values for
-// local ones. Positive where a tensor feeds a sqrt (second moments).
+// local ones. Positive where a tensor feeds a sqrt (second moments). Each
+// element's value is model/input_pattern.h's, as every backend fills it.
 [[nodiscard]] State make_inputs(const Program& p, int ranks_per_group, const Bindings& b,
                                 std::uint64_t seed = 1);
-
-// Deterministic input value of element `global_index` of tensor `decl` on rank
-// `rank` (the rank only matters for local tensors). Backends fill with this so
-// they see exactly the interpreter's inputs.
-[[nodiscard]] double input_value(const TensorDecl& decl, int decl_index, std::int64_t global_index,
-                                 int rank, std::uint64_t seed = 1);
 
 // Runs every statement of the schedule's program; returns inputs and values.
 [[nodiscard]] State interpret(const Schedule& s, int ranks_per_group, const Bindings& b,

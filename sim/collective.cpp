@@ -40,7 +40,7 @@ Placement place(const Topology& t, int ranks) {
   p.ranks = ranks;
   p.per_node = std::min(ranks, t.node.gpus);
   p.nodes = (ranks + t.node.gpus - 1) / t.node.gpus;
-  p.send_crosses_nodes = ranks >= t.node.gpus;
+  p.send_crosses_nodes = t.nodes > 1 && ranks >= t.node.gpus;  // one node: no network to cross
   return p;
 }
 
@@ -214,8 +214,7 @@ CollectiveCost hierarchical(const Env& e, Proto p) {
 // One rank to its peer: over NVLink inside a node, else over its share of the
 // NICs. A one-node CPU topology has no network: its sends stay in shared memory.
 CollectiveCost send(const Env& e, Proto p) {
-  const bool one_machine = e.t.device == Device::cpu && e.t.nodes == 1;
-  const bool net = e.r.where.send_crosses_nodes && !one_machine;
+  const bool net = e.r.where.send_crosses_nodes;
   CollectiveCost c{Algo::ring, p};
   c.base_us = e.t.nccl.ring_base_us.at(p);
   c.hops_us = net ? e.t.network.hop_latency_us.at(p) : e.t.node.hop_latency_us.at(p);
@@ -327,8 +326,7 @@ CollectiveCost large_message_cost(const Topology& t, const CollectiveRequest& r,
 // The cost at the measured latency level: the latency lowered by the
 // correction, never below zero.
 CollectiveCost at_measured_level(double correction, CollectiveCost c) {
-  c.table_latency_us = c.latency_us();
-  c.base_us -= std::min(correction, c.table_latency_us);
+  c.base_us -= std::min(correction, c.latency_us());
   return c;
 }
 
@@ -413,8 +411,7 @@ Traffic traffic_of(const Topology& t, const CollectiveRequest& r, const Collecti
     }
   };
   if (r.op == model::OpKind::send) {
-    const bool one_machine = t.device == Device::cpu && t.nodes == 1;  // as send(): no network
-    (w.send_crosses_nodes && !one_machine ? out.network : out.nvlink) = r.bytes * wire;
+    (w.send_crosses_nodes ? out.network : out.nvlink) = r.bytes * wire;
   } else {
     switch (c.algo) {
       case Algo::tree: along(2.0 * r.bytes); break;  // up the tree, then down

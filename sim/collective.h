@@ -57,7 +57,6 @@ struct CollectiveCost {
   double link_GBps = 0;    // the bottleneck bandwidth (algorithm bandwidth)
   Link bottleneck = Link::nvlink;
   int channels = 0;        // channels (one SM each) the collective occupies
-  double table_latency_us = 0;  // NCCL's tuning-table latency (base + hops): what `auto` ranked by
 
   [[nodiscard]] double latency_us() const { return base_us + hops_us; }
   [[nodiscard]] double time_us() const { return base_us + hops_us + transfer_us; }

@@ -32,13 +32,6 @@ std::vector<PipeOp> one_f_one_b(int warmup, int total, int pp, int v) {
   return out;
 }
 
-std::vector<PipeOp> gpipe(int m) {
-  std::vector<PipeOp> out;
-  for (int j = 0; j < m; ++j) out.push_back({Pass::forward, j, 0});
-  for (int j = 0; j < m; ++j) out.push_back({Pass::backward, j, 0});
-  return out;
-}
-
 struct OpIndex {
   int pp, v, m;
   [[nodiscard]] std::size_t operator()(Pass p, int stage, int mb, int chunk) const {
@@ -72,7 +65,7 @@ std::vector<std::vector<PipeOp>> stage_orders(PipeSchedule s, int pp, int virtua
   std::vector<std::vector<PipeOp>> out;
   for (int stage = 0; stage < pp; ++stage) {
     switch (s) {
-      case PipeSchedule::gpipe: out.push_back(gpipe(m)); break;
+      case PipeSchedule::gpipe: out.push_back(one_f_one_b(m, m, pp, 1)); break;  // every forward is warm-up
       case PipeSchedule::one_f_one_b: out.push_back(one_f_one_b(std::min(pp - stage - 1, m), m, pp, 1)); break;
       case PipeSchedule::interleaved:
         out.push_back(one_f_one_b(std::min((pp - stage - 1) * 2 + (v - 1) * pp, m * v), m * v, pp, v));

@@ -25,8 +25,7 @@ const std::set<std::string> kMeasurable = {"allreduce", "reducescatter", "allgat
 
 ExtraSizes experiment_sizes(const std::string& experiment, int world, const plan::Capabilities& caps,
                             const model::Assignments& sets) {
-  const std::string path = model::resolve_experiment(experiment);
-  const model::Experiment e = model::parse_experiment(model::read_file(path), path);
+  const model::Experiment e = model::load_experiment(model::resolve_experiment(experiment));
   std::set<std::pair<std::string, std::int64_t>> colls;
   std::set<std::tuple<std::int64_t, std::int64_t, std::int64_t, model::DType>> gemms;
   ExtraSizes out;

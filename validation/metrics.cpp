@@ -54,7 +54,7 @@ PointMetrics point_metrics(const PointKey& key, std::span<const ResultRow> rows)
   for (const std::size_t i : measured_best_set(est)) m.measured_best_set.push_back(rows[i].schedule);
   m.top1_in_set = m.top1 || std::find(m.measured_best_set.begin(), m.measured_best_set.end(), pbest.schedule) !=
                                 m.measured_best_set.end();
-  m.decided = decided_with_pick(est, static_cast<std::size_t>(&pbest - rows.data()));
+  m.decided = decided(est, static_cast<std::size_t>(&pbest - rows.data()));
   const Interval pick = pbest.measured.estimate().ci, best = mbest.measured.estimate().ci;
   m.regret_ci = {std::max(0.0, pick.lo / best.hi - 1.0) * kPercent, std::max(0.0, pick.hi / best.lo - 1.0) * kPercent};
   std::vector<double> pred, meas;

@@ -34,7 +34,7 @@ struct PointMetrics {
   bool top1 = false;                     // strict: the predicted best has the fastest median
   std::vector<std::string> measured_best_set;  // the fastest first, then every schedule tied with it
   bool top1_in_set = false;              // the predicted best is in measured_best_set
-  bool decided = true;                   // the tied schedules' intervals are narrow (stats.h decided())
+  bool decided = true;                   // the tied schedules' and the pick's intervals are narrow (stats.h decided())
   double regret_pct = 0;                 // 0 when top1
   Interval regret_ci;                    // regret with the pick's and the best's medians in their intervals
   std::optional<double> spearman;

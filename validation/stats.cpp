@@ -61,15 +61,11 @@ std::vector<std::size_t> measured_best_set(std::span<const MedianEstimate> estim
   return set;
 }
 
-bool decided(std::span<const MedianEstimate> estimates, double max_relative_width) {
+bool decided(std::span<const MedianEstimate> estimates, std::size_t pick, double max_relative_width) {
+  if (pick >= estimates.size() || estimates[pick].relative_width() > max_relative_width) return false;
   for (const std::size_t i : measured_best_set(estimates))
     if (estimates[i].relative_width() > max_relative_width) return false;
   return true;
-}
-
-bool decided_with_pick(std::span<const MedianEstimate> estimates, std::size_t pick, double max_relative_width) {
-  return decided(estimates, max_relative_width) && pick < estimates.size() &&
-         estimates[pick].relative_width() <= max_relative_width;
 }
 
 }  // namespace coconet::validation

@@ -56,12 +56,11 @@ struct MedianEstimate {
 // then in input order). Empty input: empty.
 [[nodiscard]] std::vector<std::size_t> measured_best_set(std::span<const MedianEstimate> estimates);
 
-// Whether the estimates decide the point (kDecisiveWidth above).
-[[nodiscard]] bool decided(std::span<const MedianEstimate> estimates, double max_relative_width = kDecisiveWidth);
-// The same, and the schedule the model picked (`pick`, an index) is narrow
-// too: its regret is read from its median, so a pick that lost to a slow
-// round must not be judged on a wide interval.
-[[nodiscard]] bool decided_with_pick(std::span<const MedianEstimate> estimates, std::size_t pick,
-                                     double max_relative_width = kDecisiveWidth);
+// Whether the estimates decide the point (kDecisiveWidth above), the
+// schedule the model picked (`pick`, an index) included: its regret is read
+// from its median, so a pick that lost to a slow round must not be judged on
+// a wide interval.
+[[nodiscard]] bool decided(std::span<const MedianEstimate> estimates, std::size_t pick,
+                           double max_relative_width = kDecisiveWidth);
 
 }  // namespace coconet::validation

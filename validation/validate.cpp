@@ -89,7 +89,7 @@ exec::RunOptions run_options(const ValidateOptions& o, const model::Experiment& 
 // point in turn, so a burst of load falls on all of them alike instead of on
 // whichever ran during it. A schedule's time is the median of all its timed
 // steps, with the order-statistic interval of validation/stats.h. When the
-// intervals do not decide the point (stats.h decided_with_pick(): the fastest, its
+// intervals do not decide the point (stats.h decided(): the fastest, its
 // ties and the model's pick narrow), more rounds follow while the point's
 // share of the time budget lasts.
 constexpr int kRounds = 5;
@@ -112,10 +112,9 @@ double median_of(std::vector<double> v) {
 
 // The schedule the model ranks first (the fastest prediction; the first of equals).
 std::size_t predicted_best(const std::vector<Predicted>& pred) {
-  std::size_t best = 0;
-  for (std::size_t i = 1; i < pred.size(); ++i)
-    if (pred[i].time_us < pred[best].time_us) best = i;
-  return best;
+  const auto best = std::min_element(pred.begin(), pred.end(),
+                                     [](const Predicted& x, const Predicted& y) { return x.time_us < y.time_us; });
+  return static_cast<std::size_t>(best - pred.begin());
 }
 
 // Time for extra rounds, shared out over the points still to measure: a point
@@ -219,7 +218,7 @@ std::vector<ResultRow> measure(exec::Backend& backend, const PointRun& pr, Budge
   extra_from_s = seconds_since(t0);
   const int extra_steps = std::max(1, ro.iters / rounds);
   const std::size_t pick = predicted_best(pr.pred);
-  while (round < kMaxRounds && !decided_with_pick(estimates_of(got), pick)) {
+  while (round < kMaxRounds && !decided(estimates_of(got), pick)) {
     const double spent = seconds_since(t0) - extra_from_s;
     const double per_round = round > 0 ? seconds_since(t0) / round : 0.0;
     if (!rank0_says(backend, spent + per_round <= budget.share_s())) break;

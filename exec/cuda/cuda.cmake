@@ -6,7 +6,6 @@ target_sources(coconet_exec PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/cuda_backend.cpp
   ${CMAKE_CURRENT_LIST_DIR}/host_convert.cpp
   ${CMAKE_CURRENT_LIST_DIR}/lsa_fused_call.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/lsa_fused_choice.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nccl_bootstrap.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nccl_watchdog.cpp
 )

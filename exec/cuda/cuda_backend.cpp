@@ -571,9 +571,7 @@ class CudaBackend final : public Backend {
     const kernels::ElementwiseProgram& prog = *p.program;
     std::vector<kc::LsaOperand> ins, outs;
     std::vector<const kc::SymmetricBuffer*> windows(prog.output_types.size(), nullptr);
-    std::size_t slot = 0;
-    while (p.in_roles.at(slot) != kc::LsaRole::reduced) ++slot;
-    const DType rt = prog.input_types[slot];
+    const DType rt = prog.input_types[p.reduced_slot];
     const kc::SymmetricBuffer& reduced = staging(0, rt, p.n);
     for (std::size_t k = 0; k < prog.output_types.size(); ++k)
       if (p.out_roles[k] == kc::LsaRole::gathered) windows[k] = &staging(k + 1, prog.output_types[k], p.n);

@@ -57,16 +57,6 @@ std::string shape_refusal(const FusedCall& call) {
   return "";
 }
 
-}  // namespace
-
-std::int64_t LsaCallPlan::staged_elements() const {
-  std::int64_t total = reduced_source.count;
-  for (const View& d : out_dest) total += d.count;
-  return total;
-}
-
-namespace {
-
 // What planning one call reads, besides the plan it fills.
 struct CallContext {
   const FusedPiece& piece;
@@ -112,6 +102,7 @@ std::string plan_inputs(const CallContext& x, LsaCallPlan& p) {
       return "an input that is strided, broadcast or of another dtype";
     const bool is_head = same_place(x.head.out, o);
     reduced += is_head ? 1 : 0;
+    if (is_head) p.reduced_slot = k;
     p.in_roles.push_back(is_head ? kc::LsaRole::reduced : kc::LsaRole::local);
     p.in_local.push_back(is_head ? View{}
                                  : View{o.buffer, o.access.base + x.local_shift, x.shard.size});
@@ -165,7 +156,6 @@ std::optional<LsaCallPlan> plan_lsa_call(const FusedCall& call, int position, in
                 {},       0};
   LsaCallPlan p;
   p.program = c.program;
-  p.ranks = ranks;
   why = plan_head(x, p);
   if (why.empty()) why = plan_inputs(x, p);
   std::size_t matched = 0;

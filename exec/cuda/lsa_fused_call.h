@@ -27,17 +27,14 @@ namespace coconet::exec::cuda {
 struct LsaCallPlan {
   const kernels::ElementwiseProgram* program = nullptr;
   std::int64_t n = 0;             // elements of the full range the op covers
-  int ranks = 1;                  // ranks of the group (the LSA team)
   std::int64_t global_first = 0;  // global index of element 0 of the range (dropout's key)
   View reduced_source;            // the n elements the head reduces: copied into a window
   std::vector<kernels::cuda::LsaRole> in_roles, out_roles;
+  std::size_t reduced_slot = 0;  // the input the head's reduction feeds
   std::vector<View> in_local;  // local inputs: this rank's shard (unused for the reduced one)
   std::vector<View>
       out_local;  // local outputs: the shard; gathered: a local copy too (count 0: none)
   std::vector<View> out_dest;  // gathered: the n elements its window is copied to
-  // Elements the staging copies move (each read once and written once): the
-  // reduced source plus every gathered destination.
-  [[nodiscard]] std::int64_t staged_elements() const;
 };
 
 // The plan for `call` on group position `position` of `ranks`, or nullopt

@@ -3,7 +3,8 @@
 // its output. Blocks are packed into contiguous scratch with
 // cudaMemcpy2DAsync, exchanged as grouped ncclSend / ncclRecv (one launch
 // through ncclGroupStart/End), then unpacked; a rank's block for itself is
-// copied directly. Ragged and empty blocks are fine.
+// packed and unpacked like the others, without a send. Ragged and empty
+// blocks are fine.
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -60,9 +60,7 @@ class Equivalence : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Equivalence, EveryScheduleComputesTheOriginalOutputs) {
   const Program p = workload(GetParam());
-  const auto sizes = small_sizes(p);
-  expect_every_schedule_equal(p, enumerate_schedules(p), std::vector<Bindings>(sizes.begin(), sizes.end()),
-                              kRankCounts);
+  expect_every_schedule_equal(p, enumerate_schedules(p), small_sizes(p), kRankCounts);
 }
 
 INSTANTIATE_TEST_SUITE_P(Workloads, Equivalence, ::testing::ValuesIn(workload_names()),
@@ -133,8 +131,7 @@ TEST(EquivalenceTransformer, EveryScheduleOfLayerNormAndSoftmax) {
     const Stmt* mu = s.program.find_stmt("s.s");
     return mu != nullptr && mu->op == OpKind::rowreduce && mu->type.layout == Layout::sliced(0);
   }));
-  const auto sizes = small_sizes(p);
-  expect_every_schedule_equal(p, schedules, std::vector<Bindings>(sizes.begin(), sizes.end()), kOneToFour);
+  expect_every_schedule_equal(p, schedules, small_sizes(p), kOneToFour);
 }
 
 // The transformer layer (issue 16): attention core as batched matmuls over

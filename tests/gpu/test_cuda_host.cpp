@@ -172,6 +172,18 @@ TEST(ChunkedGemm, ValidationRejectsBadStridesAndTypes) {
   EXPECT_THROW(kc::validate(g), UserError);
   g.c_dtype = DType::f32;
   EXPECT_NO_THROW(kc::validate(g));
+  // A batch: at least one product, C's products never overlapping.
+  g.batch = 0;
+  EXPECT_THROW(kc::validate(g), UserError);
+  g.batch = 2;
+  g.stride_c = g.m * g.ldc - 1;
+  EXPECT_THROW(kc::validate(g), UserError);
+  g.stride_c = g.m * g.ldc;
+  EXPECT_NO_THROW(kc::validate(g));
+  g.stride_a = -1;
+  EXPECT_THROW(kc::validate(g), UserError);
+  g.stride_a = 0;
+  g.batch = 1;
   g.k = std::int64_t{1} << 33;
   g.lda = g.k;
   EXPECT_THROW(kc::validate(g), UserError);

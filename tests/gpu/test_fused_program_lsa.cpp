@@ -17,7 +17,10 @@
 #include <vector>
 
 #include "exec/cuda/host_convert.h"
-#include "exec/cuda/lsa_fused_choice.h"
+#include "../unit/dry_backend.h"
+#include "exec/cuda/lsa_fused_call.h"
+#include "exec/fused_builder.h"
+#include "exec/rank_values.h"
 #include "exec/cuda/nccl_bootstrap.h"
 #include "exec/mpi_session.h"
 #include "gpu_test_util.h"
@@ -123,17 +126,27 @@ model::Schedule named(const model::Program& p, const std::string& name) {
 }
 
 // The program the plan compiles for a workload's fused stage, with the roles
-// the cuda backend's choice gives it (it must take the single kernel).
+// the cuda backend's own decision (exec/cuda/lsa_fused_call.h, on the calls
+// the runtime builds) gives it: it must take the single kernel.
 Case workload_case(const std::string& workload, const std::string& schedule) {
   const model::Program p = model::load_program(model::resolve_workload(workload));
-  const auto plan = plan::lower(named(p, schedule), {{"N", 37}}, 1, plan::cuda_capabilities());
+  const model::Bindings sizes{{"N", 37}};
+  const auto plan = plan::lower(named(p, schedule), sizes, 1, plan::cuda_capabilities());
   for (const auto& op : plan.ops) {
     if (!op.fused) continue;
-    std::string why;
-    const auto roles = exec::cuda::lsa_single_kernel(*op.fused, plan.program, why);
-    if (!roles)
+    exec::testing::DryBackend dry(0, 1, plan::cuda_capabilities());
+    dry.set_groups(1);
+    exec::RankValues values(plan.program, sizes, 1, 0, 0, exec::fused_scratch_values(plan));
+    values.allocate(dry);
+    const auto calls = exec::build_fused_calls(dry, plan, op, values);
+    std::string why = "no call";
+    const auto lp = calls.chunks.empty() ? std::nullopt
+                                         : exec::cuda::plan_lsa_call(
+                                               calls.chunks.front(), 0, 1,
+                                               [&](exec::BufferId b) { return dry.dtype_of(b); }, why);
+    if (!lp)
       throw InternalError(workload + " " + schedule + " does not take the single kernel: " + why);
-    return {workload + " " + schedule, op.fused->passes[0].program, roles->inputs, roles->outputs};
+    return {workload + " " + schedule, *lp->program, lp->in_roles, lp->out_roles};
   }
   throw InternalError(workload + " " + schedule + " has no fused op");
 }

@@ -1,5 +1,5 @@
 // The host side of the generated single-kernel fused op over an LSA team
-// (kernels/cuda/lsa_program_plan.h, exec/cuda/lsa_fused_choice.h): operand
+// (kernels/cuda/lsa_program_plan.h, exec/cuda/lsa_fused_call.h): operand
 // roles checked against the program, the shard and the 16-byte vector head
 // planned for the launch, and which fused ops of the workloads take the
 // single kernel. No GPU needed.
@@ -12,7 +12,6 @@
 
 #include "../unit/dry_backend.h"
 #include "exec/cuda/lsa_fused_call.h"
-#include "exec/cuda/lsa_fused_choice.h"
 #include "exec/fused_builder.h"
 #include "exec/rank_values.h"
 #include "kernels/cuda/lsa_program_plan.h"
@@ -108,97 +107,10 @@ TEST(LsaProgramPlan, MisplacedRolesAreRefusedWithTheReason) {
   refused(ins, outs, -1, 2, 0, "not a valid split");
 }
 
-model::Schedule named(const model::Program& p, const std::string& name) {
-  for (auto& s : model::enumerate_schedules(p))
-    if (s.name() == name) return s;
-  ADD_FAILURE() << p.name << " has no schedule " << name;
-  return model::initial_schedule(p);
-}
-
 const plan::Op& only_fused_op(const plan::StepPlan& plan) {
   for (const auto& op : plan.ops)
     if (op.fused) return op;
   throw InternalError("no fused op in the plan");
-}
-
-TEST(LsaFusedChoice, AdamWithSlicedMomentsTakesTheSingleKernel) {
-  const model::Program p = model::load_program(model::resolve_workload("adam"));
-  for (int ranks : {1, 2}) {
-    const auto plan = plan::lower(named(p, "fuse(RS-C-AG)+asSlice(m,v)"), {{"N", 37}}, ranks,
-                                  plan::cuda_capabilities());
-    const plan::FusedForm& form = *only_fused_op(plan).fused;
-    std::string why;
-    const auto roles = exec::cuda::lsa_single_kernel(form, plan.program, why);
-    ASSERT_TRUE(roles.has_value()) << why;
-    const auto& prog = form.passes[0].program;
-    for (std::size_t k = 0; k < prog.input_names.size(); ++k) {
-      const bool head = prog.input_names[k] == "g1.rs";
-      EXPECT_EQ(roles->inputs[k], head ? LsaRole::reduced : LsaRole::local) << prog.input_names[k];
-      EXPECT_EQ(roles->input_windows[k], head ? "g" : "") << prog.input_names[k];
-    }
-    for (std::size_t k = 0; k < prog.output_names.size(); ++k) {
-      const bool weights = prog.output_names[k] == "w1.s";
-      EXPECT_EQ(roles->outputs[k], weights ? LsaRole::gathered : LsaRole::local)
-          << prog.output_names[k];
-      EXPECT_EQ(roles->output_windows[k], weights ? "w1" : "") << prog.output_names[k];
-    }
-  }
-}
-
-TEST(LsaFusedChoice, NormPhasesAndSendHeadsKeepTheHostPath) {
-  const model::Program lamb = model::load_program(model::resolve_workload("lamb"));
-  const auto plan = plan::lower(named(lamb, "fuse(RS-C-AG)+asSlice(m,v)"), {{"N", 37}}, 2,
-                                plan::cuda_capabilities());
-  std::string why;
-  EXPECT_FALSE(
-      exec::cuda::lsa_single_kernel(*only_fused_op(plan).fused, plan.program, why).has_value());
-  EXPECT_NE(why.find("norm phase"), std::string::npos) << why;
-  // Every fused op of every workload: accepted ones read one reduced input;
-  // refused ones say why. Send heads are never accepted.
-  int accepted = 0, refused = 0;
-  for (const char* w :
-       {"sgd", "adam", "lamb", "megatron_mlp", "megatron_attention", "gpt3_pipeline"}) {
-    const model::Program p = model::load_program(model::resolve_workload(w));
-    for (const auto& s : model::enumerate_schedules(p)) {
-      const auto sizes = p.params.contains("N") ? model::Bindings{{"N", 37}}
-                                                : model::Bindings{{"B", 1}, {"S", 3}, {"H", 5}};
-      const auto pl = plan::lower(s, sizes, 2, plan::cuda_capabilities());
-      for (const auto& op : pl.ops) {
-        if (!op.fused) continue;
-        const auto roles = exec::cuda::lsa_single_kernel(*op.fused, pl.program, why);
-        const model::Stmt* head = pl.program.find_stmt(op.fused->head);
-        if (!roles) {
-          ++refused;
-          EXPECT_FALSE(why.empty()) << w << " " << s.name();
-          continue;
-        }
-        ++accepted;
-        EXPECT_NE(head->op, model::OpKind::send) << w << " " << s.name();
-        EXPECT_EQ(std::count(roles->inputs.begin(), roles->inputs.end(), LsaRole::reduced), 1)
-            << w << " " << s.name();
-      }
-    }
-  }
-  EXPECT_GT(accepted, 0);
-  EXPECT_GT(refused, 0);
-}
-
-// Every fused schedule of sgd (the GPU test runs them all through the single kernel).
-TEST(LsaFusedChoice, EveryFusedSgdScheduleTakesTheSingleKernel) {
-  const model::Program p = model::load_program(model::resolve_workload("sgd"));
-  int fused = 0;
-  for (const auto& s : model::enumerate_schedules(p)) {
-    if (s.name().find("fuse(") == std::string::npos) continue;
-    for (int ranks : {1, 2}) {
-      const auto plan = plan::lower(s, {{"N", 37}}, ranks, plan::cuda_capabilities());
-      std::string why;
-      EXPECT_TRUE(
-          exec::cuda::lsa_single_kernel(*only_fused_op(plan).fused, plan.program, why).has_value())
-          << s.name() << " on " << ranks << " ranks: " << why;
-      ++fused;
-    }
-  }
-  EXPECT_GT(fused, 0);
 }
 
 // ---- a FusedCall as one single-kernel launch (lsa_fused_call.h)
@@ -264,7 +176,7 @@ TEST(LsaFusedCall, ReduceScatterCallStagesTheGradientAndTheGatheredWeights) {
   EXPECT_EQ(p->out_local[w1].count, 0);  // gathered in place: the copy out covers the shard too
   EXPECT_EQ(p->out_dest[w1].buffer, kW1);
   EXPECT_EQ(p->out_dest[w1].count, 37);
-  EXPECT_EQ(p->staged_elements(), 74);  // the gradient in, the weights out
+  EXPECT_EQ(p->reduced_slot, static_cast<std::size_t>(g));
 }
 
 TEST(LsaFusedCall, AllreduceCallGathersEveryOutputIntoItself) {

@@ -82,15 +82,15 @@ TEST(ValidationStats, WideIntervalsDoNotDecide) {
   const auto wide = median_interval(ramp(80, 5, 10));   // 80..125
   const auto other = median_interval(ramp(95, 1, 10));  // 95..104
   const std::vector<MedianEstimate> v = {wide, other};
-  EXPECT_FALSE(decided(v));
+  EXPECT_FALSE(decided(v, 1));
   // A narrow tie decides, and so does a wide schedule that is clearly slower.
   const auto narrow = median_interval(ramp(100, 0.5, 10));
   const auto slow_wide = median_interval(ramp(200, 10, 10));
   const std::vector<MedianEstimate> w = {narrow, median_interval(ramp(100.2, 0.5, 10)), slow_wide};
-  EXPECT_TRUE(decided(w));
+  EXPECT_TRUE(decided(w, 1));
   // ... unless the model picked the wide slow one: its regret rests on its median.
-  EXPECT_FALSE(decided_with_pick(w, 2));
-  EXPECT_TRUE(decided_with_pick(w, 0));
+  EXPECT_FALSE(decided(w, 2));
+  EXPECT_TRUE(decided(w, 0));
 }
 
 }  // namespace
