@@ -35,11 +35,11 @@ class Engine {
     capacity_.assign(std::size_t(ranks_) * kResources, 0.0);
     std::map<RankScales, std::size_t> seen;  // a topology per distinct scales
     for (std::size_t c = 0; c < classes.size(); ++c) {
-      for (int r = 0; r < kResources; ++r)
-        capacity_[c * kResources + std::size_t(r)] = capacity_GBps(ctx, classes[c], Resource(r));
       const auto [it, fresh] = seen.try_emplace(classes[c].scales, topologies_.size());
       if (fresh) topologies_.push_back(ctx.topology.scaled(classes[c].scales));
       topology_of_.push_back(it->second);
+      for (int r = 0; r < kResources; ++r)
+        capacity_[c * kResources + std::size_t(r)] = capacity_GBps(topologies_[it->second], classes[c], Resource(r));
     }
     full_sms_ = ctx.topology.gpu.sms;
     interference_ = ctx.topology.nccl.interference;

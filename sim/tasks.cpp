@@ -423,25 +423,27 @@ class TaskBuilder {
 
 }  // namespace
 
-double capacity_GBps(const Context& ctx, Resource r) {
-  const Topology& t = ctx.topology;
+namespace {
+
+// One GPU's capacity of `r` on topology `t`, its node's NICs shared by `gpus_sharing` GPUs.
+double capacity_on(const Topology& t, Resource r, int gpus_sharing) {
   switch (r) {
     case Resource::hbm: return t.gpu.hbm_effective_GBps();
     case Resource::nvlink: return t.node.nvlink_GBps();
-    case Resource::network: {
-      const int per_node = ctx.placement().per_node;
-      return std::min(t.network.nics, per_node) * t.network.nic_GBps() / per_node;
-    }
+    case Resource::network: return t.network.share_GBps(gpus_sharing);
     case Resource::count_: break;
   }
   return 0.0;
 }
 
-double capacity_GBps(const Context& ctx, const RankClass& c, Resource r) {
-  const Context own = class_context(ctx, c.scales);
-  if (r != Resource::network) return capacity_GBps(own, r);
-  const NetworkSpec& n = own.topology.network;
-  return std::min(n.nics, c.node_peers) * n.nic_GBps() / c.node_peers;
+}  // namespace
+
+double capacity_GBps(const Context& ctx, Resource r) {
+  return capacity_on(ctx.topology, r, ctx.placement().per_node);
+}
+
+double capacity_GBps(const Topology& scaled, const RankClass& c, Resource r) {
+  return capacity_on(scaled, r, c.node_peers);
 }
 
 Context class_context(const Context& ctx, const RankScales& s) {

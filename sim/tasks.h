@@ -91,8 +91,9 @@ struct Prediction {
 
 // Resource capacities of one GPU, GB/s (HBM achievable, NVLink, its share of the NICs).
 [[nodiscard]] double capacity_GBps(const Context& ctx, Resource r);
-// The same for a GPU of a class: its scaled rates, its node's NICs shared by `node_peers` GPUs.
-[[nodiscard]] double capacity_GBps(const Context& ctx, const RankClass& c, Resource r);
+// The same for a GPU of class `c` on its topology scaled by the class's scales
+// (Topology::scaled): its node's NICs shared by `node_peers` GPUs.
+[[nodiscard]] double capacity_GBps(const Topology& scaled, const RankClass& c, Resource r);
 // The context a class's own work is priced in: the topology with its scales.
 [[nodiscard]] Context class_context(const Context& ctx, const RankScales& s);
 

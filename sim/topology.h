@@ -5,6 +5,8 @@
 // UserErrors naming file:line.
 #pragma once
 
+#include <algorithm>
+
 #include <optional>
 #include <string>
 #include <utility>
@@ -63,6 +65,10 @@ struct NetworkSpec {
   ProtoTable tree_hop_latency_us;  // per tree level across nodes (absent in a file: the ring's)
 
   [[nodiscard]] double nic_GBps() const;  // achievable per NIC per direction
+  // One GPU's share of its node's NICs when `gpus_sharing` GPUs use them (one NIC per GPU at most).
+  [[nodiscard]] double share_GBps(int gpus_sharing) const {
+    return std::min(nics, gpus_sharing) * nic_GBps() / gpus_sharing;
+  }
 };
 
 // MPI's large-message regime (optional `nccl.large_messages`, device: cpu):

@@ -708,6 +708,9 @@ TEST_F(Cli, EveryArgumentErrorComesBeforeMpirun) {
   std::ofstream(dir_ / "notes" / "todo.txt") << "mine\n";
   rejected({"validate", "--ranks", "2", "--topology", "cpu-local", "--out", "notes"}, "is not a coconet report");
   rejected({"calibrate", "--ranks", "2", "--out", "no/such/folder/t.yaml"}, "--out 'no/such/folder/t.yaml'");
+  rejected({"calibrate", "no-such-experiment", "--ranks", "2", "--out", "t.yaml"},
+           "unknown experiment 'no-such-experiment'");
+  rejected({"run", "adam", "--ranks", "2", "--interpreter-limit", "-1"}, "--interpreter-limit");
 }
 
 TEST_F(Cli, BackendIsStoredAndPrinted) {

@@ -356,12 +356,38 @@ TEST(CollectiveModel, MeasuredLatencyErrorsNameThePlace) {
     s.replace(s.find(from), from.size(), to);
     return s;
   };
-  EXPECT_THROW((void)parse_topology(bad("op: allreduce, algo: ring", "op: alltoall, algo: ring"), "x.yaml"), UserError);
-  EXPECT_THROW((void)parse_topology(bad("algo: ring, proto: ll", "algo: auto, proto: ll"), "x.yaml"), UserError);
-  EXPECT_THROW((void)parse_topology(bad("time_us: 3.5", "time_us: -1"), "x.yaml"), UserError);
-  EXPECT_THROW((void)parse_topology(bad("algo: ring, proto: ll", "algo: hierarchical, proto: ll"), "x.yaml"), UserError);
-  EXPECT_THROW((void)parse_topology(bad("op: allreduce, algo: ring", "op: allgather, algo: tree"), "x.yaml"), UserError);
-  EXPECT_THROW((void)parse_topology(bad("algo: ring, proto: ll", "algo: nvls, proto: ll"), "x.yaml"), UserError);
+  const auto error_of = [](const std::string& yaml) {
+    try {
+      (void)parse_topology(yaml, "x.yaml");
+    } catch (const UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  const std::pair<std::string, std::string> cases[][2] = {
+      {{"op: allreduce, algo: ring", "op: alltoall, algo: ring"}, {"'alltoall' is not a collective", ""}},
+      {{"algo: ring, proto: ll", "algo: auto, proto: ll"}, {"not auto", ""}},
+      {{"time_us: 3.5", "time_us: -1"}, {"nccl.measured_latency.time_us", ""}},
+      {{"algo: ring, proto: ll", "algo: hierarchical, proto: ll"}, {"NCCL does not run", ""}},
+      {{"op: allreduce, algo: ring", "op: allgather, algo: tree"}, {"NCCL does not run allgather tree", ""}},
+      {{"algo: ring, proto: ll", "algo: nvls, proto: ll"}, {"nvls (allreduce, simple)", ""}},
+      {{"algo: ring, proto: ll", "algo: ring, proto: fast"}, {"name the algorithm and protocol", ""}},
+      {{"op: allreduce, algo: ring, proto: ll, ranks: 4", "op: send, algo: ring, proto: ll, ranks: 0"},
+       {"nccl.measured_latency.ranks", ""}},
+  };
+  for (const auto& c : cases) {
+    const std::string e = error_of(bad(c[0].first, c[0].second));
+    EXPECT_NE(e.find("x.yaml:"), std::string::npos) << c[0].second << ": " << e;
+    EXPECT_NE(e.find(c[1].first), std::string::npos) << c[0].second << ": " << e;
+  }
+  // An NVLS measurement on a node without NVLS, and MPI's second regime on a GPU topology.
+  std::string no_nvls = bad("algo: ring, proto: ll", "algo: nvls, proto: simple");
+  no_nvls.replace(no_nvls.find("nvls: true"), 10, "nvls: false");
+  EXPECT_NE(error_of(no_nvls).find("an nvls measurement needs node.nvls: true"), std::string::npos)
+      << error_of(no_nvls);
+  const std::string large = bad("  measured_latency:", "  large_messages: {from_bytes: 32768, base_latency_us: 1, "
+                                                       "hop_latency_us: 1, link_GBps: 1, reduce_GBps: 1}\n  measured_latency:");
+  EXPECT_NE(error_of(large).find("it needs `device: cpu`"), std::string::npos) << error_of(large);
   try {
     (void)parse_topology(bad("ranks: 4,", "ranks: 1,"), "x.yaml");
     FAIL() << "one rank accepted";
