@@ -125,11 +125,10 @@ void print_detail(const step::StepReport& r, const sim::Topology& t) {
   line("exposed TP communication", b.tp_comm_us);
   line("pipeline bubble", b.pp_bubble_us);
   line("pipeline sends", b.pp_p2p_us);
+  line("exposed DP communication", b.dp_comm_us);
   if (r.dp_schedule.empty()) {
-    line("exposed DP communication", b.dp_comm_us);
     line("optimizer", b.optimizer_us);
   } else {
-    line("exposed DP communication", b.dp_comm_us);
     fmt::print("    and the optimizer: each {} MB bucket's reduction + Adam is the adam workload's {} (the tuner's "
                "best)\n",
                r.spec.parallel.bucket_MB, r.dp_schedule);

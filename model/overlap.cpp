@@ -23,14 +23,8 @@ bool communicates(const Stage& st) {
   return st.kind == StageKind::collective || st.kind == StageKind::fused;
 }
 
-bool has_norm(const Program& p, const Stage& st) {
-  return std::any_of(st.stmts.begin(), st.stmts.end(),
-                     [&](const auto& n) { return p.find_stmt(n)->op == OpKind::norm; });
-}
-
-bool has_alltoall(const Program& p, const Stage& st) {
-  return std::any_of(st.stmts.begin(), st.stmts.end(),
-                     [&](const auto& n) { return p.find_stmt(n)->op == OpKind::alltoall; });
+bool has_op(const Program& p, const Stage& st, OpKind op) {
+  return std::any_of(st.stmts.begin(), st.stmts.end(), [&](const auto& n) { return p.find_stmt(n)->op == op; });
 }
 
 bool consumes(const Program& p, const Stage& consumer, const Stage& producer) {
@@ -47,12 +41,12 @@ std::string illegal_reason(const Schedule& s, int i, int j) {
   for (int k = i; k <= j; ++k) {
     const Stage& st = s.stages[static_cast<std::size_t>(k)];
     if (s.overlap_of(k) >= 0) return fmt::format("stage {} is already in an overlap group", k);
-    if (has_norm(p, st))
+    if (has_op(p, st, OpKind::norm))
       return fmt::format(
           "stage {} computes a norm, which needs its whole input before its "
           "readers can run, so it cannot be cut into chunks",
           k);
-    if (has_alltoall(p, st))
+    if (has_op(p, st, OpKind::alltoall))
       return fmt::format(
           "stage {} is an alltoall, which exchanges whole slices between every pair of ranks; "
           "cutting it into row chunks is not supported",

@@ -19,6 +19,7 @@
 #include "step/compose.h"
 
 #include <algorithm>
+#include <optional>
 #include <cmath>
 
 #include "model/error.h"
@@ -320,13 +321,8 @@ StepReport predict_step(const ModelSpec& s, const sim::Topology& t, DpBlockPrice
 
   // One layer, one micro-batch.
   const LayerShape shape = layer_shape(s, l, sp);
-  LayerBlock tuned;
-  if (layer_pricer != nullptr) {
-    tuned = layer_pricer->price(shape);
-  } else {
-    LayerBlockPricer fresh(t);
-    tuned = fresh.price(shape);
-  }
+  std::optional<LayerBlockPricer> own_layers;  // without the caller's cache, one for this step
+  const LayerBlock tuned = (layer_pricer != nullptr ? *layer_pricer : own_layers.emplace(t)).price(shape);
   const LayerCompute c = layer_compute(t, x, tuned, sp);
   r.layer_fwd_schedule = c.fwd_schedule;
   r.layer_bwd_schedule = c.bwd_schedule;
@@ -369,12 +365,8 @@ StepReport predict_step(const ModelSpec& s, const sim::Topology& t, DpBlockPrice
     b.pp_p2p_us = (m * l.virtual_stages + double(l.pp - 1)) * 2 * r.send_us;
   }
 
-  if (dp != nullptr) {
-    price_data_parallel(s, l, t, *dp, mb_us - tp_mb, r);
-  } else {
-    DpBlockPricer fresh(t);
-    price_data_parallel(s, l, t, fresh, mb_us - tp_mb, r);
-  }
+  std::optional<DpBlockPricer> own_dp;
+  price_data_parallel(s, l, t, dp != nullptr ? *dp : own_dp.emplace(t), mb_us - tp_mb, r);
 
   r.step_us = b.total_us();
   r.model_flops = megatron_flops(s);

@@ -25,7 +25,10 @@ bool keeps_state_sliced(const model::Schedule& s) {
 
 }  // namespace
 
-DpBlockPricer::DpBlockPricer(const sim::Topology& t) : topology_(t) {
+DpBlockPricer::DpBlockPricer(const sim::Topology& t) : topology_(t) {}
+
+void DpBlockPricer::enumerate() {
+  if (!sliced_.empty()) return;  // once, at the first price(): many steps never need a block
   const model::Program adam = model::load_program(model::resolve_workload(kWorkload));
   for (model::Schedule& s : model::enumerate_schedules(adam))
     (keeps_state_sliced(s) ? sliced_ : replicated_).push_back(std::move(s));
@@ -38,6 +41,7 @@ DpBlock DpBlockPricer::price(std::int64_t params, const sim::Placement& group, b
   const std::int64_t padded = (std::max<std::int64_t>(params, 1) + ranks - 1) / ranks * ranks;
   const Key key{padded, group.ranks, group.nodes, group.per_node, sliced_state};
   if (const auto hit = cache_.find(key); hit != cache_.end()) return hit->second;
+  enumerate();
   sim::Context ctx{topology_, group.ranks, {{kSize, padded}}, std::nullopt};
   ctx.where = group;
   const sim::TuneResult r = sim::tune(sliced_state ? sliced_ : replicated_, ctx, sim::predict_space());

@@ -39,6 +39,7 @@ class DpBlockPricer {
 
  private:
   using Key = std::tuple<std::int64_t, int, int, int, bool>;
+  void enumerate();  // the adam workload's schedules, split by as_slice
   sim::Topology topology_;
   std::vector<model::Schedule> replicated_;  // the adam schedules without as_slice
   std::vector<model::Schedule> sliced_;      // with as_slice

@@ -44,7 +44,6 @@ StepComparison compare_published(const PublishedStep& p) {
   o.keep = 1;
   // The table fixes these (its runs used no ZeRO).
   o.vary_tp = o.vary_pp = o.vary_recompute = o.vary_sequence_parallel = o.vary_zero = false;
-  o.vary_tp_overlap = false;  // the model's tp_overlap (default false: SC'21's runs did not overlap)
   o.vary_schedule = p.search_schedule;
   o.vary_micro_batch = p.search_micro_batch;
   StepComparison c{p, {}};

@@ -181,19 +181,17 @@ std::vector<MicroSample> microbenchmark_plan(int world, const MicroOptions& o) {
     for (auto e : sweep(kSmallEdge, kLargeEdge, kEdgeFactor, o.quick))
       out.push_back(make_sample(MicroKind::gemm, fmt::format("gemm {}", dtype), gemm_yaml(dtype),
                                 {{"M", e}, {"K", e}, {"N", e}}, world));
-  if (world < 2) {
-    add_extra(out, world, o.extra);
-    return out;
+  if (world >= 2) {  // one rank: no collective to measure
+    const std::vector<std::pair<std::string, const char*>> colls = {
+        {"allreduce", "f16"}, {"reducescatter", "f16"}, {"allgather", "f32"}, {"allgather", "f16"}, {"send", "f16"}};
+    for (const auto& [op, dtype] : colls) {
+      if (op == "send" && world % 2 != 0) continue;
+      for (auto n : sweep(kSmallElems, kLargeElems, kElemFactor, o.quick))
+        out.push_back(make_sample(MicroKind::collective, fmt::format("{} {}", op, dtype), collective_yaml(op, dtype),
+                                  {{"N", n}}, world));
+    }
+    for (auto rows : kOverlapRows) out.push_back(overlap_sample(rows, world));
   }
-  const std::vector<std::pair<std::string, const char*>> colls = {
-      {"allreduce", "f16"}, {"reducescatter", "f16"}, {"allgather", "f32"}, {"allgather", "f16"}, {"send", "f16"}};
-  for (const auto& [op, dtype] : colls) {
-    if (op == "send" && world % 2 != 0) continue;
-    for (auto n : sweep(kSmallElems, kLargeElems, kElemFactor, o.quick))
-      out.push_back(make_sample(MicroKind::collective, fmt::format("{} {}", op, dtype), collective_yaml(op, dtype),
-                                {{"N", n}}, world));
-  }
-  for (auto rows : kOverlapRows) out.push_back(overlap_sample(rows, world));
   add_extra(out, world, o.extra);
   return out;
 }
