@@ -101,7 +101,7 @@ void calibrate_command(const CalibrateArgs& a) {
     (void)sweep_experiment(a, std::max(a.ranks, 1), false);
   if (!exec::launched_by_mpirun() && a.ranks > 1) {
     exec::check_cores(a.ranks, a.oversubscribe, true);
-    validation::run_under_mpirun(a.ranks);
+    validation::run_under_mpirun(a.ranks, plan::parse_backend(a.backend));
   }
   auto backend = exec::make_backend(a.backend);
   validation::run_guarded(*backend, [&] {

@@ -492,7 +492,7 @@ void run_command(const RunArgs& a) {
     (void)prepare_jobs(a, checked, std::max(a.ranks, 1));  // bad input is reported once, before any rank starts
     if (a.ranks > 0) {
       exec::check_cores(a.ranks, a.oversubscribe, true);
-      validation::run_under_mpirun(a.ranks);  // the ranks draw progress for this terminal
+      validation::run_under_mpirun(a.ranks, plan::BackendKind::cpu);  // the ranks draw progress for this terminal
     }
   }
   if (a.backend == "cuda") {

@@ -17,6 +17,7 @@
 #include "cli/messages.h"
 #include "model/assign.h"
 #include "model/error.h"
+#include "plan/capabilities.h"
 
 #ifdef COCONET_VALIDATION_HAVE_SIM
 #include "validation/reference.h"
@@ -119,7 +120,7 @@ void validate_command(const ValidateArgs& a) {
   if (!exec::launched_by_mpirun()) {
     exec::check_cores(std::max(a.ranks, 1), a.oversubscribe, a.ranks <= 1);
     validation::check_validate_inputs(o, std::max(a.ranks, 1));  // reported once, before any rank starts
-    if (a.ranks > 1) validation::run_under_mpirun(a.ranks);
+    if (a.ranks > 1) validation::run_under_mpirun(a.ranks, plan::parse_backend(a.backend));
   }
   auto backend = exec::make_backend(a.backend);
   int unverified = 0;

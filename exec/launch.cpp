@@ -28,6 +28,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <sstream>
 
 #include <fmt/core.h>
@@ -39,6 +40,12 @@
 
 namespace coconet::exec {
 namespace {
+
+// Cores online; a count the system cannot give reads as unlimited (no check, no pinning).
+long online_cores() {
+  const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+  return cores > 0 ? cores : std::numeric_limits<long>::max();
+}
 
 std::vector<std::string> own_arguments() {
   std::ifstream in("/proc/self/cmdline", std::ios::binary);
@@ -66,11 +73,18 @@ std::optional<std::string> find_mpirun() {
   return std::nullopt;
 }
 
-std::vector<std::string> mpirun_arguments(const std::string& mpirun, int ranks, const std::string& self,
-                                          const std::vector<std::string>& args, bool as_root) {
+Binding binding_for(plan::BackendKind backend, int ranks) {
+  return backend == plan::BackendKind::cpu && ranks <= online_cores() ? Binding::core : Binding::none;
+}
+
+std::vector<std::string> mpirun_arguments(const std::string& mpirun, int ranks, Binding binding,
+                                          const std::string& self, const std::vector<std::string>& args,
+                                          bool as_root) {
   std::vector<std::string> argv{mpirun, "-np", std::to_string(ranks),
-                                // More ranks than cores, and no pinning: a laptop, a CI runner.
-                                "--oversubscribe", "--bind-to", "none",
+                                // More ranks than cores allowed: a laptop, a CI runner (check_cores decides).
+                                "--oversubscribe",
+                                // Pinned only where the machine allows it; unpinned rather than refused.
+                                "--bind-to", binding == Binding::core ? "core:if-supported" : "none",
                                 // Shared memory between local ranks without ptrace (containers forbid it).
                                 "--mca", "btl", "self,vader", "--mca", "btl_vader_single_copy_mechanism", "none",
                                 // Ranks waiting in MPI yield the core: a small machine runs more threads than cores.
@@ -185,8 +199,8 @@ void check_rank_limit(int ranks) {
 
 void check_cores(int ranks, bool oversubscribe, bool warn) {
   check_rank_limit(ranks);
-  const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
-  if (cores <= 0 || ranks <= cores) return;
+  const long cores = online_cores();
+  if (ranks <= cores) return;
   if (!oversubscribe)
     throw UserError(fmt::format("--ranks {}: this machine has {} cores, and ranks that take turns on a core time "
                                 "the scheduler, not the schedule; pass --ranks {} or fewer, or add --oversubscribe "
@@ -197,7 +211,7 @@ void check_cores(int ranks, bool oversubscribe, bool warn) {
                ranks, cores);
 }
 
-void relaunch_under_mpirun(int ranks) {
+void relaunch_under_mpirun(int ranks, Binding binding) {
   check_rank_limit(ranks);
   const auto mpirun = find_mpirun();
   if (!mpirun)
@@ -208,7 +222,8 @@ void relaunch_under_mpirun(int ranks) {
   const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
   const auto args = own_arguments();
   if (ec || args.empty()) throw UserError("cannot find this program's own path to start it under mpirun");
-  auto argv = mpirun_arguments(*mpirun, ranks, self.string(), {args.begin() + 1, args.end()}, ::geteuid() == 0);
+  auto argv =
+      mpirun_arguments(*mpirun, ranks, binding, self.string(), {args.begin() + 1, args.end()}, ::geteuid() == 0);
   std::vector<char*> c;
   for (auto& a : argv) c.push_back(a.data());
   c.push_back(nullptr);

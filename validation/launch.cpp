@@ -15,9 +15,9 @@
 
 namespace coconet::validation {
 
-void run_under_mpirun(int ranks) {
+void run_under_mpirun(int ranks, plan::BackendKind backend) {
   ::setenv(kProgressEnv, ::isatty(STDERR_FILENO) ? "1" : "0", 1);
-  exec::relaunch_under_mpirun(ranks);
+  exec::relaunch_under_mpirun(ranks, exec::binding_for(backend, ranks));
 }
 
 void run_guarded(exec::Backend& backend, const std::function<void()>& work) {

@@ -7,12 +7,14 @@
 #include <functional>
 
 #include "exec/backend.h"
+#include "plan/capabilities.h"
 
 namespace coconet::validation {
 
-// Replaces this process with mpirun running this command on `ranks` ranks.
+// Replaces this process with mpirun running this command on `ranks` ranks,
+// placed for `backend` (exec::binding_for).
 // Throws UserError when mpirun (or $COCONET_MPIRUN) cannot be found or started.
-[[noreturn]] void run_under_mpirun(int ranks);
+[[noreturn]] void run_under_mpirun(int ranks, plan::BackendKind backend);
 
 // Runs `work` on this rank. With more than one rank, an exception on a rank is
 // reported from that rank (host and rank named) and aborts the whole job with
