@@ -2,6 +2,7 @@
 // of the cost model's constants, and a topology YAML that predict and validate
 // accept (validation/calibrate.h). Outside mpirun, --ranks N starts N ranks.
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <memory>
 
@@ -53,16 +54,25 @@ Table constants_table(const validation::Calibration& c) {
   t.precision = 3;
   t.columns = {"constant", "value", "unit", "from"};
   const auto& f = c.fit;
+  // A rate as the file holds it: one the samples did not bound is the file's cap, and says so.
+  const auto rate = [&](const std::string& name, double value, const std::string& unit, const std::string& from) {
+    const double written = validation::bounded(value);
+    t.add({name, written, unit, written == value ? from : from + " (no cost seen: the file's cap, no limit)"});
+  };
   t.add({std::string("launch_us"), f.elementwise.launch_us, std::string("us"), std::string("element-wise fit, intercept")});
-  t.add({std::string("memory bandwidth"), f.elementwise.GBps, std::string("GB/s"), std::string("element-wise fit")});
-  t.add({std::string("element-wise rate"), f.elementwise.GFLOPs, std::string("GFLOP/s"), std::string("element-wise fit")});
-  t.add({std::string("GEMM f16"), f.gemm_f16_GFLOPs, std::string("GFLOP/s"), std::string("GEMM fit")});
-  t.add({std::string("GEMM bf16"), f.gemm_bf16_GFLOPs, std::string("GFLOP/s"), std::string("GEMM fit")});
+  rate("memory bandwidth", f.elementwise.GBps, "GB/s", "element-wise fit");
+  rate("element-wise rate", f.elementwise.GFLOPs, "GFLOP/s", "element-wise fit");
+  for (const auto& [name, g] : {std::pair{"f16", f.gemm_f16}, std::pair{"bf16", f.gemm_bf16}}) {
+    t.add({fmt::format("GEMM {}", name), g.GFLOPs, std::string("GFLOP/s"), std::string("GEMM fit")});
+    if (std::isfinite(g.operand_GBps))  // else the samples show no cost of the operands, and the file has no key
+      t.add({fmt::format("GEMM {} operands", name), g.operand_GBps, std::string("GB/s"),
+             std::string("GEMM fit, besides the FLOPs")});
+  }
   const auto regime = [&](const validation::CollectiveFit& r, const std::string& from) {
     t.add({std::string("collective base"), r.base_us, std::string("us"), from});
     t.add({std::string("ring step"), r.hop_us, std::string("us"), from});
-    t.add({std::string("link bus bandwidth"), r.GBps, std::string("GB/s"), from});
-    t.add({std::string("reduction rate"), r.reduce_GBps, std::string("GB/s"), from + " (reducing collectives)"});
+    rate("link bus bandwidth", r.GBps, "GB/s", from);
+    rate("reduction rate", r.reduce_GBps, "GB/s", from + " (reducing collectives)");
   };
   const auto& cr = f.collectives;
   if (cr.large) {

@@ -262,16 +262,28 @@ CollectiveCost best_of(const Topology& t, const CollectiveRequest& r, const Env&
 // An op's own constants in one regime (nccl.per_op), when the topology has
 // them for this request: a collective at the calibrated rank count on one
 // node; a send (always two ranks, one step) on a one-node topology.
-const OpConstants* op_constants(const Topology& t, const CollectiveRequest& r, bool large) {
+const OpRegimes* op_regimes(const Topology& t, model::OpKind op, const Placement& where) {
   if (!t.nccl.per_op) return nullptr;
-  const bool applies = r.op == model::OpKind::send ? t.nodes == 1
-                                                   : r.where.ranks == t.nccl.per_op->ranks && r.where.nodes == 1;
-  if (!applies) return nullptr;
-  const OpRegimes* g = t.nccl.per_op->find(r.op);
+  const bool applies =
+      op == model::OpKind::send ? t.nodes == 1 : where.ranks == t.nccl.per_op->ranks && where.nodes == 1;
+  return applies ? t.nccl.per_op->find(op) : nullptr;
+}
+
+const OpConstants* op_constants(const Topology& t, const CollectiveRequest& r, bool large) {
+  const OpRegimes* g = op_regimes(t, r.op, r.where);
   if (!g) return nullptr;
   const std::optional<OpConstants>& c = large ? g->large : g->small;
   return c ? &*c : nullptr;
 }
+
+}  // namespace
+
+double sms_per_channel(const Topology& t, model::OpKind op, const Placement& where) {
+  const OpRegimes* g = op_regimes(t, op, where);
+  return g && g->sms_per_channel ? *g->sms_per_channel : t.nccl.sms_per_channel;
+}
+
+namespace {
 
 // An op priced by its own constants: base + bytes x bus factor / link (the
 // base holds the steps' latency, the rate the reduction's cost), on the

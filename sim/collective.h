@@ -72,6 +72,11 @@ struct CollectiveCost {
 // as all latency: at a few KB its transfer is a few ns). 0 without a measurement.
 [[nodiscard]] double latency_correction_us(const Topology& t);
 
+// The compute units one channel of `op` holds on `where` while it progresses:
+// the op's own nccl.per_op value where the topology has one for this
+// placement (the calibrated rank count on one node), else nccl.sms_per_channel.
+[[nodiscard]] double sms_per_channel(const Topology& t, model::OpKind op, const Placement& where);
+
 // The cost of one collective. `auto` algorithm or protocol: the fastest
 // supported choice among NCCL's own (ring, tree, NVLS: never hierarchical,
 // which is not an NCCL algorithm but three NCCL calls, chosen only by name).

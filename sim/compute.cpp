@@ -34,7 +34,9 @@ double gemm_body_us(const Topology& t, const GemmShape& g, int sms) {
   const double tile_us = 2.0 * t.gpu.gemm_tile_m * t.gpu.gemm_tile_n * double(g.k) / (per_sm * kFlopsPerTflopsUs);
   const std::int64_t waves = (gemm_tiles(t, g) + sms - 1) / sms;
   const double mem = g.bytes() / (t.gpu.hbm_effective_GBps() * kBytesPerGBpsUs);
-  return std::max(double(waves) * tile_us, mem);
+  const double operand_GBps = t.gpu.gemm_operand_GBps(g.dtype);
+  const double operands = operand_GBps > 0 ? g.bytes() / (operand_GBps * kBytesPerGBpsUs) : 0.0;
+  return std::max(double(waves) * tile_us, mem) + operands;
 }
 
 }  // namespace coconet::sim

@@ -106,6 +106,7 @@ Task comm_task(const plan::Work& w, const Context& ctx, const model::Knobs& knob
   Traffic traffic;  // what the collectives put on each resource they cross
   Link link = Link::nvlink;
   int channels = 0;
+  double units_per_channel = 0;  // the most any of its collectives holds
   std::string detail;
   for (const auto& c : w.collectives) {
     const double bytes = c.bytes * share;
@@ -120,11 +121,12 @@ Task comm_task(const plan::Work& w, const Context& ctx, const model::Knobs& knob
     traffic.hbm += calls * one.hbm;
     if (cost.transfer_us > 0 && cost.bottleneck == Link::network) link = Link::network;
     channels = std::max(channels, cost.channels);
+    units_per_channel = std::max(units_per_channel, sms_per_channel(t, c.op, where));
     detail += fmt::format("{}{} {} {}/{}{}", detail.empty() ? "" : ", ", model::to_string(c.op), bytes_text(bytes),
                           model::to_string(cost.algo), model::to_string(cost.proto),
                           cost.channels == t.nccl.channels ? "" : fmt::format(" x{} channels", cost.channels));
   }
-  k.sms_held = channels * t.nccl.sms_per_channel;
+  k.sms_held = channels * units_per_channel;
   const double compute = fused_compute_us(t, w, share);
   // Everything the kernel moves through HBM (its own traffic and the element-wise work) bounds it too.
   const double hbm = traffic.hbm + w.hbm_bytes * share;

@@ -44,7 +44,7 @@ struct Task {
   double latency_us = 0;  // launch and collective latency: uses no bandwidth
   double work_us = 0;     // at full rate
   double demand_GBps[kResources] = {0, 0, 0};
-  double sms_held = 0;    // a collective's compute units: channels x nccl.sms_per_channel
+  double sms_held = 0;    // a collective's compute units: channels x its op's sms_per_channel (sim/collective.h)
   bool is_gemm = false;   // its rate follows the SMs left to it
   bool is_compute = false;  // a kernel (GEMM or element-wise): needs the SMs collectives leave
   bool is_comm = false;   // a collective, send or fused collective

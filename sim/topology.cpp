@@ -40,6 +40,14 @@ double GpuSpec::tflops(model::DType t) const {
   return tflops_f32;
 }
 
+double GpuSpec::gemm_operand_GBps(model::DType t) const {
+  switch (t) {
+    case model::DType::f16: return gemm_operand_GBps_f16;
+    case model::DType::bf16: return gemm_operand_GBps_bf16;
+    default: return 0.0;
+  }
+}
+
 double NodeSpec::nvlink_GBps() const {
   return nvlink_links * std::min(nccl_link_GBps, nvlink_link_GBps);
 }
@@ -65,6 +73,8 @@ Topology Topology::scaled(const RankScales& s) const {
   t.gpu.tflops_f16 *= s.compute;
   t.gpu.tflops_bf16 *= s.compute;
   t.gpu.tflops_f32 *= s.compute;
+  t.gpu.gemm_operand_GBps_f16 *= s.compute;  // the widening and packing run on the rank's own core
+  t.gpu.gemm_operand_GBps_bf16 *= s.compute;
   t.gpu.hbm_GBps *= s.hbm;
   t.nccl.reduce_GBps *= s.hbm;  // combining received data runs at memory speed
   t.node.nvlink_link_GBps *= s.nvlink;
@@ -186,7 +196,7 @@ class Reader {
 GpuSpec read_gpu(const Reader& r, const YAML::Node& root) {
   const YAML::Node n = r.section(root, "", "gpu",
                                  {"model", "sms", "hbm_GBps", "hbm_efficiency", "tflops",
-                                  "gemm_efficiency", "gemm_tile", "launch_us", "memory_GB"});
+                                  "gemm_efficiency", "gemm_tile", "launch_us", "memory_GB", "gemm_operand_GBps"});
   GpuSpec g;
   g.model = r.value<std::string>(n, "gpu", "model");
   g.sms = r.positive_int(n, "gpu", "sms");
@@ -202,6 +212,11 @@ GpuSpec read_gpu(const Reader& r, const YAML::Node& root) {
   g.gemm_tile_n = r.positive_int(tile, "gpu.gemm_tile", "n");
   g.launch_us = r.non_negative(n, "gpu", "launch_us");
   g.memory_GB = n["memory_GB"] ? r.positive(n, "gpu", "memory_GB") : 0.0;  // optional: only `coconet step` reads it
+  if (n["gemm_operand_GBps"]) {  // optional: the cpu backend's GEMM (checked against `device` by the caller)
+    const YAML::Node o = r.section(n, "gpu", "gemm_operand_GBps", {"f16", "bf16"});
+    if (o["f16"]) g.gemm_operand_GBps_f16 = r.positive(o, "gpu.gemm_operand_GBps", "f16");
+    if (o["bf16"]) g.gemm_operand_GBps_bf16 = r.positive(o, "gpu.gemm_operand_GBps", "bf16");
+  }
   return g;
 }
 
@@ -292,8 +307,9 @@ PerOp read_per_op(const Reader& r, const YAML::Node& nccl) {
     const std::string name = model::to_string(op);
     if (!n[name]) continue;
     const std::string path = "nccl.per_op." + name;
-    const YAML::Node o = r.section(n, "nccl.per_op", name.c_str(), {"small", "large"});
+    const YAML::Node o = r.section(n, "nccl.per_op", name.c_str(), {"small", "large", "sms_per_channel"});
     OpRegimes g;
+    if (o["sms_per_channel"]) g.sms_per_channel = r.positive(o, path, "sms_per_channel");
     if (o["small"]) g.small = read_op_constants(r, o, path, "small");
     if (o["large"]) g.large = read_op_constants(r, o, path, "large");
     if (o["large"] && !nccl["large_messages"])
@@ -517,6 +533,10 @@ Topology parse_topology(const std::string& yaml_text, const std::string& origin,
   if (t.nccl.large_messages && t.device != Device::cpu)
     ctx.fail(root["nccl"]["large_messages"],
              "nccl.large_messages is MPI's second regime: it needs `device: cpu` (NCCL's protocols are ll, ll128, simple)");
+  if (t.gpu.gemm_operand_GBps_f16 + t.gpu.gemm_operand_GBps_bf16 > 0 && t.device != Device::cpu)
+    ctx.fail(root["gpu"]["gemm_operand_GBps"],
+             "gpu.gemm_operand_GBps is the cpu backend's cost of widening and packing GEMM operands: it needs "
+             "`device: cpu` (a GPU GEMM reads its operands within its arithmetic)");
   if (t.nccl.per_op && t.device != Device::cpu)
     ctx.fail(root["nccl"]["per_op"],
              "nccl.per_op holds MPI's per-operation constants: it needs `device: cpu` (NCCL's cost is one formula per algorithm)");

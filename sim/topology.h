@@ -38,8 +38,19 @@ struct GpuSpec {
   int gemm_tile_m = 0;
   int gemm_tile_n = 0;
   double launch_us = 0;
+  // Optional `gemm_operand_GBps: {f16, bf16}` (device: cpu only): the rate a
+  // GEMM call reads its operands and writes its result outside its FLOPs'
+  // time. The cpu backend widens 16-bit operands into f32 scratch, packs them
+  // for Eigen and rounds the product back (kernels/cpu_matmul.cpp) on every
+  // call, so a GEMM split into row chunks re-reads its B operand per chunk.
+  // 0 (absent): none, as on a GPU, where cuBLAS reads operands within the
+  // arithmetic (bounded below by HBM, sim/compute.h).
+  double gemm_operand_GBps_f16 = 0;
+  double gemm_operand_GBps_bf16 = 0;
 
   [[nodiscard]] double tflops(model::DType t) const;
+  // gemm_operand_GBps of `t`'s operands; 0: no such cost.
+  [[nodiscard]] double gemm_operand_GBps(model::DType t) const;
   [[nodiscard]] double hbm_effective_GBps() const { return hbm_GBps * hbm_efficiency; }
 };
 
@@ -98,6 +109,10 @@ struct OpConstants {
 struct OpRegimes {
   std::optional<OpConstants> small;  // below nccl.large_messages.from_bytes (every size with one regime)
   std::optional<OpConstants> large;  // from it on (needs nccl.large_messages)
+  // The op's own nccl.sms_per_channel: how much of the rank's compute its
+  // progress takes beside a kernel (MPI progresses each op's algorithm its
+  // own way: calibrate measures each op overlapped with a GEMM).
+  std::optional<double> sms_per_channel;
 };
 // `nccl.per_op`: the ops that have their own constants, at `ranks` ranks on one
 // node; any other op, rank count or regime absent here: the shared constants.

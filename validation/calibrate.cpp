@@ -4,6 +4,7 @@
 //   gpu.hbm_GBps, hbm_efficiency 1    element-wise memory bandwidth per rank (all ranks running)
 //   gpu.tflops.f32                    element-wise arithmetic rate (the model's FLOP term uses it)
 //   gpu.tflops.f16 / bf16             GEMM rates; gemm_efficiency 1 (measured rates are achieved ones)
+//   gpu.gemm_operand_GBps             rate a GEMM call widens and packs its operands, besides its FLOPs
 //   gpu.sms 1, gemm_tile 1x1          one thread per rank: no wave or tile quantisation
 //   gpu.launch_us                     per-kernel call overhead (intercept of the element-wise fit)
 //   node.gpus = ranks, one link       the ring's link bandwidth and per-step latency
@@ -20,6 +21,7 @@
 #include <cmath>
 #include <ctime>
 #include <fstream>
+#include <set>
 
 #include <fmt/core.h>
 #include <yaml-cpp/yaml.h>
@@ -58,6 +60,18 @@ std::string machine_model(const std::string& backend, int ranks) {
   return fmt::format("{} ({} cores), {} backend, {} ranks", model, cores, backend, ranks);
 }
 
+// gpu.gemm_operand_GBps, for the dtypes whose samples show the cost (none: no line).
+std::string gemm_operand_line(const Fitted& f) {
+  std::string rates;
+  for (const auto& [name, g] : {std::pair{"f16", f.gemm_f16}, std::pair{"bf16", f.gemm_bf16}})
+    if (g.GFLOPs > 0 && g.operand_GBps > 0 && std::isfinite(g.operand_GBps))
+      rates += fmt::format("{}{}: {:.4g}", rates.empty() ? "" : ", ", name, g.operand_GBps);
+  if (rates.empty()) return "";
+  return fmt::format("  gemm_operand_GBps: {{{}}}  # fit: GEMM operands widened to f32 and packed per call, besides "
+                     "the FLOPs\n",
+                     rates);
+}
+
 std::string today() {
   const std::time_t t = std::time(nullptr);
   char buf[32];
@@ -65,11 +79,11 @@ std::string today() {
   return buf;
 }
 
-double gemm_rate(const std::vector<MicroSample>& s, model::DType t, double launch_us) {
+GemmFit gemm_fit(const std::vector<MicroSample>& s, model::DType t, double launch_us) {
   std::vector<GemmSample> g;
   for (const auto& x : s)
-    if (x.kind == MicroKind::gemm && x.dtype == t) g.push_back({x.flops, x.measured_us});
-  return g.empty() ? 0.0 : fit_gemm_GFLOPs(g, launch_us);
+    if (x.kind == MicroKind::gemm && x.dtype == t) g.push_back({x.flops, x.bytes, x.measured_us});
+  return g.empty() ? GemmFit{} : fit_gemm(g, launch_us);
 }
 
 // The mean and worst relative error of a collectives model over samples (the fit's formulas).
@@ -153,10 +167,11 @@ struct OverlapSet {
   std::vector<double> measured;
 };
 
-OverlapSet overlap_set(const std::vector<MicroSample>& samples) {
+// The overlapped samples; of one op only when `op` is not empty.
+OverlapSet overlap_set(const std::vector<MicroSample>& samples, const std::string& op = "") {
   OverlapSet o;
   for (const auto& s : samples)
-    if (s.kind == MicroKind::overlap) {
+    if (s.kind == MicroKind::overlap && (op.empty() || s.op == op)) {
       o.samples.push_back(&s);
       o.measured.push_back(s.measured_us);
     }
@@ -176,11 +191,9 @@ double fit_units(const OverlapSet& o, sim::Topology& t, double interference) {
                     kMinUnits, kMaxUnits);
 }
 
-// A fitted rate the data did not bound (no sample cost anything per byte or
-// per FLOP) stands as "no limit".
-double bounded(double rate) { return std::isfinite(rate) && rate > 0 ? std::min(rate, kUncappedGBps) : kUncappedGBps; }
-
 }  // namespace
+
+double bounded(double rate) { return std::isfinite(rate) && rate > 0 ? std::min(rate, kUncappedGBps) : kUncappedGBps; }
 
 Fitted fit_samples(const std::vector<MicroSample>& samples, const std::optional<MpiLimit>& limit) {
   Fitted f;
@@ -191,8 +204,8 @@ Fitted fit_samples(const std::vector<MicroSample>& samples, const std::optional<
     if (s.kind == MicroKind::collective) cs.push_back({s.op, s.bytes, s.ranks, s.measured_us});
   }
   f.elementwise = fit_elementwise(ew);
-  f.gemm_f16_GFLOPs = gemm_rate(samples, model::DType::f16, f.elementwise.launch_us);
-  f.gemm_bf16_GFLOPs = gemm_rate(samples, model::DType::bf16, f.elementwise.launch_us);
+  f.gemm_f16 = gemm_fit(samples, model::DType::f16, f.elementwise.launch_us);
+  f.gemm_bf16 = gemm_fit(samples, model::DType::bf16, f.elementwise.launch_us);
   if (!cs.empty())
     f.collectives = fit_collective_regimes(cs, limit ? std::optional(limit->bytes) : std::nullopt,
                                            limit ? limit->source : "");
@@ -200,6 +213,7 @@ Fitted fit_samples(const std::vector<MicroSample>& samples, const std::optional<
   const OverlapFit o = fit_overlap(samples, f);
   f.sms_per_channel = o.sms_per_channel;
   f.interference = o.interference;
+  f.op_sms_per_channel = o.per_op;
   return f;
 }
 
@@ -211,7 +225,12 @@ OverlapFit fit_overlap(const std::vector<MicroSample>& samples, const Fitted& f)
   const double interference = fit_scalar(o.measured, [&](double x) {
     return simulate_overlap(o, t, fit_units(o, t, x), x);
   }, kMinInterference, kMaxInterference);
-  return {fit_units(o, t, interference), interference};
+  OverlapFit fit{fit_units(o, t, interference), interference, {}};
+  // A sample overlaps one op, so the shared value stands in for its own while it is fitted.
+  std::set<std::string> ops;
+  for (const auto* s : o.samples) ops.insert(s->op);
+  for (const auto& op : ops) fit.per_op[op] = fit_units(overlap_set(samples, op), t, interference);
+  return fit;
 }
 
 // A value as one YAML scalar, quoted and escaped by the YAML emitter, so that
@@ -243,18 +262,27 @@ std::string large_messages_yaml(const CollectiveRegimes& r) {
   return y;
 }
 
-// Each op's own constants (validation/fit_per_op.h), where fitted.
-std::string per_op_yaml(const CollectiveRegimes& r) {
-  const auto regime = [&](const char* key, const std::optional<OpFit>& f, const std::string& where) {
-    if (!f) return std::string();
+// Each op's own constants (validation/fit_per_op.h) and overlap share, where fitted.
+std::string per_op_yaml(const Fitted& f, int ranks) {
+  const CollectiveRegimes& r = f.collectives;
+  const auto regime = [&](const char* key, const std::optional<OpFit>& g, const std::string& where) {
+    if (!g) return std::string();
     return fmt::format("      {}: {{base_latency_us: {:.4g}, link_GBps: {:.4g}}}  # fit: {} microbenchmarks {}\n", key,
-                       f->base_us, bounded(f->GBps), f->samples, where);
+                       g->base_us, bounded(g->GBps), g->samples, where);
   };
   const std::string below = r.large ? fmt::format("below {:.0f} bytes", r.threshold_bytes) : "of every size";
   const std::string from = fmt::format("from {:.0f} bytes on", r.threshold_bytes);
+  std::set<std::string> names;
+  for (const auto& [op, g] : r.per_op.ops) names.insert(op);
+  for (const auto& [op, units] : f.op_sms_per_channel) names.insert(op);
   std::string ops;
-  for (const auto& [op, g] : r.per_op.ops) {
-    const std::string body = regime("small", g.small, below) + (r.large ? regime("large", g.large, from) : "");
+  for (const auto& op : names) {
+    std::string body;
+    if (const auto g = r.per_op.ops.find(op); g != r.per_op.ops.end())
+      body = regime("small", g->second.small, below) + (r.large ? regime("large", g->second.large, from) : "");
+    if (const auto u = f.op_sms_per_channel.find(op); u != f.op_sms_per_channel.end())
+      body += fmt::format("      sms_per_channel: {:.3g}  # fit: this op overlapped with a GEMM (ol(MM,{}))\n",
+                          std::max(u->second, kMinPositiveUnits), op == "allreduce" ? "AR" : "RS");
     if (!body.empty()) ops += fmt::format("    {}:\n{}", op, body);
   }
   if (ops.empty()) return "";
@@ -262,7 +290,7 @@ std::string per_op_yaml(const CollectiveRegimes& r) {
              "  per_op:                        # fit: each collective's own constants (MPI picks an algorithm per op and size);\n"
              "                                 # base = fixed cost with the steps' latency, link = bus bandwidth with the reduction's cost\n"
              "    ranks: {}                     # the rank count they were fitted at; other counts take the shared constants\n",
-             r.per_op.ranks) +
+             r.per_op.ranks > 0 ? r.per_op.ranks : ranks) +
          ops;
 }
 
@@ -286,10 +314,11 @@ std::string topology_yaml(const Fitted& f, const CalibrateOptions& o, const std:
   y += fmt::format("  hbm_GBps: {:.4g}                # fit: element-wise kernels, bytes over time, all ranks running\n", e.GBps);
   y += "  hbm_efficiency: 1.0           # the fitted bandwidth is already the achieved one\n";
   y += fmt::format("  tflops: {{f16: {:.4g}, bf16: {:.4g}, f32: {:.4g}}}  # fit: GEMM f16, GEMM bf16; f32 = element-wise arithmetic rate\n",
-                   f.gemm_f16_GFLOPs / sim::kGflopsPerTflops, f.gemm_bf16_GFLOPs / sim::kGflopsPerTflops,
+                   f.gemm_f16.GFLOPs / sim::kGflopsPerTflops, f.gemm_bf16.GFLOPs / sim::kGflopsPerTflops,
                    e.GFLOPs / sim::kGflopsPerTflops);
   y += "  gemm_efficiency: 1.0          # the fitted GEMM rates are achieved ones (f32 GEMMs: not calibrated)\n";
   y += "  gemm_tile: {m: 1, n: 1}       # no tile quantisation on a CPU GEMM\n";
+  y += gemm_operand_line(f);
   y += fmt::format("  launch_us: {:.4g}               # fit: intercept of the element-wise kernels (runtime call overhead)\n",
                    e.launch_us);
   y += "node:\n";
@@ -320,11 +349,11 @@ std::string topology_yaml(const Fitted& f, const CalibrateOptions& o, const std:
                    kMemBytesPerLinkByte);
   y += fmt::format("  reduce_GBps: {:.4g}            # fit: reducing collectives' extra cost per byte combined (f16 sums)\n",
                    bounded(c.reduce_GBps));
-  y += fmt::format("  sms_per_channel: {:.3g}          # fit: share of the rank's compute a collective's progress takes (overlapped GEMM + allreduce)\n",
+  y += fmt::format("  sms_per_channel: {:.3g}          # fit: share of the rank's compute a collective's progress takes (overlapped GEMM + allreduce or reduce-scatter)\n",
                    std::max(f.sms_per_channel, kMinPositiveUnits));
-  y += fmt::format("  interference: {:.3g}             # fit: extra slowdown of a kernel and a collective side by side (overlapped GEMM + allreduce)\n",
+  y += fmt::format("  interference: {:.3g}             # fit: extra slowdown of a kernel and a collective side by side (overlapped GEMM + allreduce or reduce-scatter)\n",
                    f.interference);
-  return y + large_messages_yaml(f.collectives) + per_op_yaml(f.collectives);
+  return y + large_messages_yaml(f.collectives) + per_op_yaml(f, ranks);
 }
 
 Calibration calibrate(exec::Backend& backend, const CalibrateOptions& o, Progress& progress) {

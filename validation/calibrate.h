@@ -7,6 +7,7 @@
 #pragma once
 
 #include <optional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -32,8 +33,8 @@ struct CalibrateOptions {
 
 struct Fitted {
   ElementwiseFit elementwise;
-  double gemm_f16_GFLOPs = 0;
-  double gemm_bf16_GFLOPs = 0;
+  GemmFit gemm_f16;
+  GemmFit gemm_bf16;
   CollectiveRegimes collectives;  // one regime, or two split at MPI's protocol switch
   // Compute units (of gpu.sms = 1: the rank's share of the cores) a collective's
   // progress occupies while a kernel runs beside it; fitted through the
@@ -43,19 +44,30 @@ struct Fitted {
   // side by side (each at 1 / (1 + interference) of its rate), fitted with
   // sms_per_channel from the same overlapped microbenchmarks.
   double interference = 0.0;
+  // Each overlapped op's own sms_per_channel (nccl.per_op.OP.sms_per_channel), by op name.
+  std::map<std::string, double> op_sms_per_channel;
 };
 
-// The overlap constants: sms_per_channel and interference.
+// A fitted rate as the topology file holds it: one the samples did not bound
+// (no sample cost anything per byte or per FLOP: infinite) stands as "no
+// limit", a cap of 1e6 GB/s (or GFLOP/s) that no workload here comes near.
+[[nodiscard]] double bounded(double rate);
+
+// The overlap constants: sms_per_channel and interference over every
+// overlapped sample, then each op's own sms_per_channel on its samples alone
+// (with the shared interference).
 struct OverlapFit {
   double sms_per_channel = 1.0;
   double interference = 0.0;
+  std::map<std::string, double> per_op;
 };
 
 // Fits the overlap constants to the overlapped samples (MicroKind::overlap)
 // through the simulator, on the topology of `f`'s other constants: for each
 // interference on a grid, the best sms_per_channel; the pair with the least
-// squared relative error wins. No overlapped sample: sms_per_channel 1 (take
-// turns), interference 0.
+// squared relative error wins; then, that interference kept, each op's own
+// sms_per_channel on its samples. No overlapped sample: sms_per_channel 1
+// (take turns), interference 0, no op's own.
 [[nodiscard]] OverlapFit fit_overlap(const std::vector<MicroSample>& samples, const Fitted& f);
 
 struct Calibration {

@@ -21,7 +21,7 @@ using sim::kBytesPerGBpsUs;
 constexpr int kMaxRegimeIterations = 32;
 
 std::vector<double> solve_free(const std::vector<std::vector<double>>& a, const std::vector<double>& y,
-                               const std::vector<bool>& fixed) {
+                               const std::vector<double>& known, const std::vector<bool>& fixed) {
   const std::size_t n = a.front().size();
   std::vector<std::size_t> cols;
   for (std::size_t j = 0; j < n; ++j)
@@ -32,7 +32,7 @@ std::vector<double> solve_free(const std::vector<std::vector<double>>& a, const 
   Eigen::VectorXd b(a.size());
   for (std::size_t i = 0; i < a.size(); ++i) {
     for (std::size_t k = 0; k < cols.size(); ++k) m(i, k) = a[i][cols[k]] / y[i];
-    b(i) = 1.0;
+    b(i) = known.empty() ? 1.0 : 1.0 - known[i] / y[i];
   }
   const Eigen::VectorXd sol = m.colPivHouseholderQr().solve(b);
   for (std::size_t k = 0; k < cols.size(); ++k) x[cols[k]] = sol(k);
@@ -40,8 +40,9 @@ std::vector<double> solve_free(const std::vector<std::vector<double>>& a, const 
 }
 }  // namespace
 
-std::vector<double> fit_relative_nonnegative(const std::vector<std::vector<double>>& a, const std::vector<double>& y) {
-  if (a.empty() || a.size() != y.size())
+std::vector<double> fit_relative_nonnegative(const std::vector<std::vector<double>>& a, const std::vector<double>& y,
+                                             const std::vector<double>& known) {
+  if (a.empty() || a.size() != y.size() || (!known.empty() && known.size() != y.size()))
     throw UserError("a fit needs as many measured times as samples, and at least one");
   const std::size_t n = a.front().size();
   if (a.size() < n)
@@ -50,7 +51,7 @@ std::vector<double> fit_relative_nonnegative(const std::vector<std::vector<doubl
     if (!(v > 0)) throw UserError(fmt::format("a measured time of {} us cannot be fitted: times must be positive", v));
   std::vector<bool> fixed(n, false);
   for (std::size_t round = 0; round <= n; ++round) {
-    std::vector<double> x = solve_free(a, y, fixed);
+    std::vector<double> x = solve_free(a, y, known, fixed);
     std::size_t worst = n;
     for (std::size_t j = 0; j < n; ++j)
       if (!fixed[j] && x[j] < 0 && (worst == n || x[j] < x[worst])) worst = j;
@@ -97,17 +98,31 @@ ElementwiseFit fit_elementwise(const std::vector<ElementwiseSample>& s) {
   return f;
 }
 
-double fit_gemm_GFLOPs(const std::vector<GemmSample>& s, double launch_us) {
-  double num = 0, den = 0;
+GemmFit fit_gemm(const std::vector<GemmSample>& s, double launch_us) {
+  std::vector<std::vector<double>> flops_only, both;
+  std::vector<double> y, known;
   for (const auto& g : s) {
     if (!(g.measured_us > 0)) throw UserError("a GEMM time must be positive to be fitted");
-    const double w = 1.0 / (g.measured_us * g.measured_us);
-    num += w * g.flops * (g.measured_us - launch_us);
-    den += w * g.flops * g.flops;
+    flops_only.push_back({g.flops});
+    both.push_back({g.flops, g.bytes});
+    y.push_back(g.measured_us);
+    known.push_back(launch_us);
   }
-  if (den <= 0 || num <= 0) throw UserError("the GEMM microbenchmarks give no positive rate to fit");
-  const double us_per_flop = num / den;
-  return 1.0 / (us_per_flop * sim::kFlopsPerGflopsUs);
+  const auto rate = [](double us_per_unit, double units_per_us) {
+    return us_per_unit > 0 ? 1.0 / (us_per_unit * units_per_us) : std::numeric_limits<double>::infinity();
+  };
+  if (s.size() >= 2) {
+    const std::vector<double> x = fit_relative_nonnegative(both, y, known);
+    if (x[0] > 0) return {rate(x[0], sim::kFlopsPerGflopsUs), rate(x[1], kBytesPerGBpsUs)};
+  }
+  const std::vector<double> x = fit_relative_nonnegative(flops_only, y, known);
+  if (!(x[0] > 0)) throw UserError("the GEMM microbenchmarks give no positive rate to fit");
+  return {rate(x[0], sim::kFlopsPerGflopsUs), std::numeric_limits<double>::infinity()};
+}
+
+double gemm_model_us(const GemmFit& f, double launch_us, double flops, double bytes) {
+  const double operands = std::isfinite(f.operand_GBps) ? bytes / (f.operand_GBps * kBytesPerGBpsUs) : 0.0;
+  return launch_us + flops / (f.GFLOPs * sim::kFlopsPerGflopsUs) + operands;
 }
 
 int ring_steps(const std::string& op, int ranks) {

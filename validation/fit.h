@@ -6,7 +6,7 @@
 // The formulas are the cost model's own (sim/compute.h, sim/collective.h) on
 // one node with one channel:
 //   element-wise kernel: t = launch + max(bytes / bandwidth, flops / rate)
-//   GEMM:                t = launch + flops / gemm_rate
+//   GEMM:                t = launch + flops / gemm_rate + bytes / operand_rate
 //   ring collective:     t = base + steps x hop + bytes x bus_factor / link_bandwidth
 //                            + bytes x reduce_factor / reduce_rate
 // where steps is 2(n-1) for allreduce, n-1 for reduce-scatter and all-gather, 1 for a send,
@@ -14,16 +14,19 @@
 #pragma once
 
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
 namespace coconet::validation {
 
-// Non-negative weighted least squares: minimises sum_i ((x . a_i - y_i) / y_i)^2
-// over x >= 0. Rows of `a` are the samples' features. Throws UserError when
-// there are fewer samples than unknowns or a target is not positive.
+// Non-negative weighted least squares: minimises sum_i ((x . a_i + known_i - y_i) / y_i)^2
+// over x >= 0. Rows of `a` are the samples' features; `known` (empty: none) a
+// part of each time already accounted for. Throws UserError when there are
+// fewer samples than unknowns or a target is not positive.
 [[nodiscard]] std::vector<double> fit_relative_nonnegative(const std::vector<std::vector<double>>& a,
-                                                           const std::vector<double>& y);
+                                                           const std::vector<double>& y,
+                                                           const std::vector<double>& known = {});
 
 struct ElementwiseSample {
   double bytes = 0;
@@ -46,11 +49,23 @@ struct ElementwiseFit {
 
 struct GemmSample {
   double flops = 0;
+  double bytes = 0;  // A, B and C (sim::GemmShape::bytes)
   double measured_us = 0;
 };
 
-// The GEMM rate (GFLOP/s) with the launch overhead already known.
-[[nodiscard]] double fit_gemm_GFLOPs(const std::vector<GemmSample>& s, double launch_us);
+struct GemmFit {
+  double GFLOPs = 0;
+  // The rate the call reads and writes its operands besides its arithmetic
+  // (gpu.gemm_operand_GBps); infinite: the samples show no such cost.
+  double operand_GBps = std::numeric_limits<double>::infinity();
+};
+
+// Fits t = launch + flops / GFLOPs + bytes / operand_GBps with the launch
+// overhead already known. With fewer than two samples, or when the bytes
+// would explain every sample (no FLOP rate left), the FLOP rate alone.
+// Throws UserError when the samples give no positive FLOP rate.
+[[nodiscard]] GemmFit fit_gemm(const std::vector<GemmSample>& s, double launch_us);
+[[nodiscard]] double gemm_model_us(const GemmFit& f, double launch_us, double flops, double bytes);
 
 struct CollectiveSample {
   std::string op;      // "allreduce", "reducescatter", "allgather", "send"

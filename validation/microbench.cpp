@@ -62,14 +62,18 @@ std::string collective_yaml(const std::string& op, const char* dtype) {
                      op, dtype, layout, stmt);
 }
 
-// A GEMM whose partial products are allreduced (Megatron's row-parallel layer).
-// Run overlapped, chunk by chunk, it measures how much of a rank's compute a
+// A GEMM whose partial products are allreduced or reduce-scattered
+// (Megatron's row-parallel layer, without or with sequence parallelism). Run
+// overlapped, chunk by chunk, it measures how much of a rank's compute a
 // collective's progress takes while both run: the one constant that the
-// one-stage microbenchmarks cannot show (nccl.sms_per_channel).
-std::string overlap_yaml() {
-  return "name: cal_overlap\nparams: {M: 1, K: 1, N: 1}\ntensors:\n"
-         "  a: {dtype: f16, shape: [M, K], layout: sliced(1)}\n  b: {dtype: f16, shape: [K, N], layout: sliced(0)}\n"
-         "program:\n  - y = matmul(a, b)\n  - z = allreduce(sum, y)\noutputs: [z]\n";
+// one-stage microbenchmarks cannot show (nccl.sms_per_channel), per op
+// (MPI progresses each op's algorithm differently).
+std::string overlap_yaml(const std::string& op) {
+  return fmt::format("name: cal_overlap_{0}\nparams: {{M: 1, K: 1, N: 1}}\ntensors:\n"
+                     "  a: {{dtype: f16, shape: [M, K], layout: sliced(1)}}\n"
+                     "  b: {{dtype: f16, shape: [K, N], layout: sliced(0)}}\n"
+                     "program:\n  - y = matmul(a, b)\n  - z = {0}(sum, y)\noutputs: [z]\n",
+                     op);
 }
 
 std::vector<std::int64_t> sweep(std::int64_t from, std::int64_t to, int factor, bool quick) {
@@ -98,6 +102,8 @@ constexpr int kEdgeFactor = 2;
 constexpr std::int64_t kOverlapLocalK = 128;
 constexpr std::int64_t kOverlapN = 128;
 constexpr std::int64_t kOverlapRows[] = {64, 256};
+// The collectives a GEMM overlaps in the workloads (Megatron's allreduce, or its reduce-scatter half).
+const std::string kOverlapOps[] = {"allreduce", "reducescatter"};
 
 void fill_work(MicroSample& s) {
   if (s.kind == MicroKind::overlap) return;  // two stages: fitted through the simulator only
@@ -108,7 +114,9 @@ void fill_work(MicroSample& s) {
   s.bytes = w.hbm_bytes;
   s.flops = w.flops;
   if (w.gemm) {
-    s.flops = sim::GemmShape{w.gemm->m, w.gemm->n, w.gemm->k, w.gemm->dtype}.flops();
+    const sim::GemmShape shape{w.gemm->m, w.gemm->n, w.gemm->k, w.gemm->dtype};
+    s.flops = shape.flops();
+    s.bytes = shape.bytes();  // the operands the call widens and packs (gpu.gemm_operand_GBps)
     s.dtype = w.gemm->dtype;
   }
   if (!w.collectives.empty()) {
@@ -130,11 +138,12 @@ MicroSample make_sample(MicroKind kind, const std::string& label, const std::str
   return s;
 }
 
-MicroSample overlap_sample(std::int64_t rows, int world) {
+MicroSample overlap_sample(const std::string& op, std::int64_t rows, int world) {
   const std::int64_t k = kOverlapLocalK * world;
-  MicroSample s = make_sample(MicroKind::overlap, "ol(MM,AR) f16", overlap_yaml(),
+  MicroSample s = make_sample(MicroKind::overlap, fmt::format("ol(MM,{}) f16", op == "allreduce" ? "AR" : "RS"), overlap_yaml(op),
                               {{"M", rows}, {"K", k}, {"N", kOverlapN}}, world);
   s.schedule = model::overlap(model::initial_schedule(s.program), "y", "z");
+  s.op = op;
   return s;
 }
 
@@ -190,7 +199,8 @@ std::vector<MicroSample> microbenchmark_plan(int world, const MicroOptions& o) {
         out.push_back(make_sample(MicroKind::collective, fmt::format("{} {}", op, dtype), collective_yaml(op, dtype),
                                   {{"N", n}}, world));
     }
-    for (auto rows : kOverlapRows) out.push_back(overlap_sample(rows, world));
+    for (const auto& op : kOverlapOps)
+      for (auto rows : kOverlapRows) out.push_back(overlap_sample(op, rows, world));
   }
   add_extra(out, world, o.extra);
   return out;

@@ -23,12 +23,12 @@ struct MicroSample {
   MicroKind kind = MicroKind::elementwise;
   std::string label;          // "add f32 N=65536", "allreduce f16 N=1024", ...
   model::Program program;
-  model::Schedule schedule;   // what runs: the program itself, or (overlap) a GEMM overlapped with its allreduce
+  model::Schedule schedule;   // what runs: the program itself, or (overlap) a GEMM overlapped with its collective
   model::Bindings sizes;
   int ranks = 1;              // per process group
-  double bytes = 0;           // element-wise: HBM bytes; collective: nccl-tests size
+  double bytes = 0;           // element-wise: HBM bytes; GEMM: A, B and C; collective: nccl-tests size
   double flops = 0;
-  std::string op;             // collective: allreduce, reducescatter, allgather, send
+  std::string op;             // collective: allreduce, reducescatter, allgather, send; overlap: its collective
   model::DType dtype = model::DType::f32;  // GEMM operand type
   double measured_us = 0;     // median step time
 };

@@ -566,8 +566,8 @@ TEST_F(Cli, CalibrateJson) {
   Result r = run(args);
   if (r.code == 2 && contains(r.err, "no cost per byte")) r = run(args);
   EXPECT_EQ(r.code, 0) << r.all();
-  EXPECT_FALSE(parsed(r)["rows"].empty());
-  EXPECT_TRUE(conforms(parsed(r), "calibrate"));
+  EXPECT_FALSE(parsed(r)["rows"].empty()) << r.all();
+  EXPECT_TRUE(conforms(parsed(r), "calibrate")) << r.all();
 }
 
 TEST_F(Cli, ValidateJson) {

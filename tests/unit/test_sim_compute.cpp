@@ -2,6 +2,11 @@
 // kernels (what each op moves is plan/'s, tested in test_plan.cpp).
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <string>
+
+#include "model/error.h"
+#include "model/catalog.h"
 #include "sim/compute.h"
 #include "sim/topology.h"
 
@@ -43,6 +48,51 @@ TEST(Compute, BatchedGemmCountsEveryProduct) {
   EXPECT_NEAR(gemm_body_us(t, batch, t.gpu.sms), gemm_body_us(t, full, t.gpu.sms), 1e-9);
   batch.batch = 12;
   EXPECT_NEAR(gemm_body_us(t, batch, t.gpu.sms), 2 * gemm_body_us(t, full, t.gpu.sms), 1e-9);
+}
+
+// gpu.gemm_operand_GBps (the cpu backend's widening and packing): the GEMM's
+// bytes at that rate on top of its arithmetic, for the dtype it names only;
+// so a GEMM cut into row chunks pays its B operand once per chunk.
+// A shipped topology's YAML with its own gemm_operand_GBps line (if any) replaced by `line` under `gpu:`.
+std::string with_operand_rate(const std::string& name, const std::string& line) {
+  std::ifstream in(model::resolve_topology(name));
+  std::string text, l;
+  while (std::getline(in, l)) {
+    if (l.find("gemm_operand_GBps") != std::string::npos) continue;
+    text += l + "\n";
+    if (l == "gpu:" && !line.empty()) text += "  " + line + "\n";
+  }
+  return text;
+}
+
+TEST(Compute, CpuGemmPaysItsOperandsBesidesItsFlops) {
+  const Topology plain = parse_topology(with_operand_rate("cpu-local", ""), "plain.yaml");
+  const Topology t = parse_topology(with_operand_rate("cpu-local", "gemm_operand_GBps: {f16: 2.5}"), "rate.yaml");
+  const GemmShape g{256, 128, 256, model::DType::f16};
+  EXPECT_NEAR(gemm_body_us(t, g, 1), gemm_body_us(plain, g, 1) + g.bytes() / 2.5e3, 1e-9);
+  const GemmShape bf{256, 128, 256, model::DType::bf16};
+  EXPECT_DOUBLE_EQ(gemm_body_us(t, bf, 1), gemm_body_us(plain, bf, 1));
+  const GemmShape quarter{64, 128, 256, model::DType::f16};
+  EXPECT_NEAR(4 * gemm_body_us(t, quarter, 1) - gemm_body_us(t, g, 1),
+              3 * 256.0 * 128 * 2 / 2.5e3, 1e-9);  // B (K x N, f16) read three more times
+}
+
+TEST(Compute, GemmOperandRateIsACpuKey) {
+  const auto error_of = [](const std::string& name, const std::string& line) {
+    try {
+      (void)parse_topology(with_operand_rate(name, line), "t.yaml");
+    } catch (const UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  EXPECT_NE(error_of("dgx-h100", "gemm_operand_GBps: {f16: 2.5}").find("needs `device: cpu`"), std::string::npos)
+      << error_of("dgx-h100", "gemm_operand_GBps: {f16: 2.5}");
+  EXPECT_NE(error_of("cpu-local", "gemm_operand_GBps: {f16: -1}").find("gpu.gemm_operand_GBps.f16"), std::string::npos)
+      << error_of("cpu-local", "gemm_operand_GBps: {f16: -1}");
+  EXPECT_NE(error_of("cpu-local", "gemm_operand_GBps: {f32: 1}").find("f32"), std::string::npos)
+      << error_of("cpu-local", "gemm_operand_GBps: {f32: 1}");
+  EXPECT_EQ(error_of("cpu-local", "gemm_operand_GBps: {bf16: 1}"), "(accepted)");
 }
 
 TEST(Compute, ElementwiseIsHbmBound) {

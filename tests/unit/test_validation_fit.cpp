@@ -72,10 +72,40 @@ TEST(ValidationFit, ElementwiseToleratesNoise) {
   EXPECT_NEAR(f.GFLOPs, 0.5, 0.05);
 }
 
-TEST(ValidationFit, GemmRate) {
+// Square GEMMs of f16 operands: FLOPs grow as n^3, operand bytes as n^2.
+std::vector<GemmSample> square_gemms(double GFLOPs, double operand_GBps, double launch_us) {
   std::vector<GemmSample> s;
-  for (double flops : {1e6, 1e7, 1e8}) s.push_back({flops, 5.0 + flops / (20.0 * 1e3)});  // 20 GFLOP/s
-  EXPECT_NEAR(fit_gemm_GFLOPs(s, 5.0), 20.0, 1e-6);
+  for (double n : {32.0, 64.0, 128.0, 256.0}) {
+    const double flops = 2 * n * n * n, bytes = 3 * n * n * 2;
+    const double operands = std::isfinite(operand_GBps) ? bytes / (operand_GBps * 1e3) : 0.0;
+    s.push_back({flops, bytes, launch_us + flops / (GFLOPs * 1e3) + operands});
+  }
+  return s;
+}
+
+TEST(ValidationFit, GemmRate) {
+  const GemmFit f = fit_gemm(square_gemms(20.0, std::numeric_limits<double>::infinity(), 5.0), 5.0);
+  EXPECT_NEAR(f.GFLOPs, 20.0, 1e-6);
+  EXPECT_FALSE(std::isfinite(f.operand_GBps) && f.operand_GBps < 1e9) << f.operand_GBps;
+}
+
+// The cpu backend widens and packs its operands per call: a cost per byte
+// besides the FLOPs, told apart by the square sizes' bytes growing slower.
+TEST(ValidationFit, GemmRateAndOperandRate) {
+  const GemmFit f = fit_gemm(square_gemms(40.0, 2.5, 3.0), 3.0);
+  EXPECT_NEAR(f.GFLOPs, 40.0, 1e-6);
+  EXPECT_NEAR(f.operand_GBps, 2.5, 1e-9);
+  EXPECT_NEAR(gemm_model_us(f, 3.0, 2 * 64.0 * 64 * 64, 3 * 64.0 * 64 * 2),
+              3.0 + 2 * 64.0 * 64 * 64 / 40e3 + 3 * 64.0 * 64 * 2 / 2.5e3, 1e-9);
+  // The FLOP rate alone misfits the same samples: the operand term is needed.
+  std::vector<GemmSample> one = square_gemms(40.0, 2.5, 3.0);
+  for (auto& g : one) g.bytes = 0;
+  const GemmFit flops_only = fit_gemm(one, 3.0);
+  EXPECT_GT(std::abs(flops_only.GFLOPs - 40.0), 1.0);
+}
+
+TEST(ValidationFit, GemmNeedsAPositiveFlopRate) {
+  EXPECT_THROW((void)fit_gemm({{1e6, 1e4, 5.0}, {1e7, 4e4, 5.0}}, 5.0), UserError);
 }
 
 TEST(ValidationFit, CollectivesRecoverRing) {

@@ -2,9 +2,11 @@
 // nccl.interference) recovered from synthetic measurements: the overlapped
 // microbenchmarks simulated on a topology with known constants, then fitted.
 #include <cmath>
+#include <limits>
 
 #include <gtest/gtest.h>
 
+#include "sim/collective.h"
 #include "sim/simulator.h"
 #include "validation/calibrate.h"
 #include "validation/microbench.h"
@@ -16,8 +18,8 @@ namespace {
 Fitted cpu_like() {
   Fitted f;
   f.elementwise = {5.0, 8.0, 4.0, 1};
-  f.gemm_f16_GFLOPs = 20;
-  f.gemm_bf16_GFLOPs = 20;
+  f.gemm_f16.GFLOPs = 20;
+  f.gemm_bf16.GFLOPs = 20;
   f.collectives = {30.0, 4.0, 3.0, 6.0};
   return f;
 }
@@ -54,6 +56,38 @@ TEST(OverlapFit, DifferentMeasurementsGiveDifferentFits) {
   EXPECT_GT(fit_overlap(measured_with(f, 0.5, 0.5), f).interference, 0.3);
   EXPECT_LT(fit_overlap(measured_with(f, 0.5, 0.0), f).interference, 0.1);
   EXPECT_EQ(fit_overlap({}, f).interference, 0.0) << "no overlapped sample: none";
+}
+
+// Each op its own share: allreduce and reduce-scatter measured with different
+// shares of the core are fitted apart (the shared value lies between), and
+// the file written carries them where the simulator reads them.
+TEST(OverlapFit, EachOpItsOwnShare) {
+  const Fitted f = cpu_like();
+  std::vector<MicroSample> s;
+  for (const auto& [op, units] : {std::pair{"allreduce", 0.25}, std::pair{"reducescatter", 0.9}})
+    for (auto& x : measured_with(f, units, 0.0))
+      if (x.op == op) s.push_back(x);
+  ASSERT_EQ(s.size(), 4u);
+  const OverlapFit fit = fit_overlap(s, f);
+  ASSERT_EQ(fit.per_op.size(), 2u);
+  EXPECT_NEAR(fit.per_op.at("allreduce"), 0.25, 2 * kGridStep) << "interference " << fit.interference;
+  EXPECT_NEAR(fit.per_op.at("reducescatter"), 0.9, 2 * kGridStep) << "interference " << fit.interference;
+
+  Fitted written = f;
+  written.sms_per_channel = fit.sms_per_channel;
+  written.op_sms_per_channel = fit.per_op;
+  const sim::Topology t = sim::parse_topology(topology_yaml(written, CalibrateOptions{}, "cpu", 2), "<written>");
+  const sim::Placement two = sim::place(t, 2);
+  EXPECT_NEAR(sim::sms_per_channel(t, model::OpKind::allreduce, two), fit.per_op.at("allreduce"), 1e-3);
+  EXPECT_NEAR(sim::sms_per_channel(t, model::OpKind::reducescatter, two), fit.per_op.at("reducescatter"), 1e-3);
+  EXPECT_NEAR(sim::sms_per_channel(t, model::OpKind::allgather, two), t.nccl.sms_per_channel, 1e-12);
+}
+
+// A rate the samples did not bound is written as the file's cap, never as infinity.
+TEST(OverlapFit, UnboundedRatesAreTheCap) {
+  EXPECT_EQ(bounded(std::numeric_limits<double>::infinity()), 1e6);
+  EXPECT_EQ(bounded(0.0), 1e6);
+  EXPECT_EQ(bounded(2.5), 2.5);
 }
 
 }  // namespace

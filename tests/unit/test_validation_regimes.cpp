@@ -357,7 +357,7 @@ TEST(ValidationRegimes, PerOpKeyErrorsNameFileAndLine) {
 TEST(ValidationRegimes, CalibratedPerOpKeysPriceAsTheFit) {
   Fitted f;
   f.elementwise = {5.0, 8.0, 4.0, 1};
-  f.gemm_f16_GFLOPs = f.gemm_bf16_GFLOPs = 20;
+  f.gemm_f16.GFLOPs = f.gemm_bf16.GFLOPs = 20;
   std::vector<CollectiveSample> s = samples_of(per_op_truth());
   std::erase_if(s, [](const CollectiveSample& c) { return c.op == "send" && c.bytes >= 32768; });  // send: shared, large
   f.collectives = fit_collective_regimes(s, 32768.0, "ompi_info");
