@@ -340,6 +340,12 @@ TEST(ValidationRegimes, PerOpKeyErrorsNameFileAndLine) {
   text = with_large(std::string(kLarge) + "  per_op:\n    ranks: 2\n    allreduce:\n      medium: {base_latency_us: 1, link_GBps: 3}\n");
   EXPECT_NE(error_of(text).find("medium"), std::string::npos) << error_of(text);
 
+  text = with_large(std::string(kLarge) + "  per_op:\n    ranks: 2\n    reducescatter:\n      sms_per_channel: 0\n");
+  e = error_of(text);
+  EXPECT_NE(e.find("nccl.per_op.reducescatter.sms_per_channel"), std::string::npos) << e;
+  EXPECT_NE(e.find(fmt::format("calibrated.yaml:{}", line_of(text, "sms_per_channel: 0"))), std::string::npos) << e;
+  EXPECT_EQ(error_of(with_large(std::string(kLarge) + "  per_op:\n    ranks: 2\n    reducescatter:\n      sms_per_channel: 0.8\n")), "");
+
   // A large regime without nccl.large_messages.
   text = with_large("  per_op:\n    ranks: 2\n    allreduce:\n      large: {base_latency_us: 1, link_GBps: 3}\n");
   e = error_of(text);
