@@ -29,7 +29,9 @@ std::int64_t CommThread::last_queued() const {
 
 void CommThread::wait_for(std::int64_t seq) {
   std::unique_lock lock(mutex_);
+  waiting_.fetch_add(1, std::memory_order_relaxed);
   done_.wait(lock, [&] { return completed_ >= seq || error_; });
+  waiting_.fetch_sub(1, std::memory_order_relaxed);
   if (error_) std::rethrow_exception(error_);
 }
 

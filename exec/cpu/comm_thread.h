@@ -4,6 +4,7 @@
 // inside MPI calls, so a compute loop would stall them; a thread does not.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -29,6 +30,9 @@ class CommThread {
   // first exception a task threw.
   void wait_for(std::int64_t seq);
   void drain() { wait_for(last_queued()); }
+  // Whether the caller is blocked in wait_for: the rank computes nothing
+  // meanwhile, so a task may hold the core (spin) instead of yielding it.
+  [[nodiscard]] bool awaited() const { return waiting_.load(std::memory_order_relaxed) > 0; }
 
  private:
   void loop();
@@ -41,6 +45,7 @@ class CommThread {
   std::int64_t completed_ = 0;
   std::exception_ptr error_;
   bool stop_ = false;
+  std::atomic<int> waiting_{0};
   std::thread worker_;
 };
 
