@@ -17,6 +17,7 @@
 #include "model/catalog.h"
 #include "model/error.h"
 #include "model/yaml_util.h"
+#include "sim/collective.h"
 #include "sim/units.h"
 
 namespace coconet::sim {
@@ -76,6 +77,7 @@ Topology Topology::scaled(const RankScales& s) const {
   t.nccl.ll_max_one_node_GBps *= link;
   t.nccl.ll_max_two_nodes_GBps *= link;
   t.nccl.ll_max_multi_node_GBps *= link;
+  t.nccl.latency_correction_us = latency_correction_us(t);  // priced on the scaled rates, as every collective is
   return t;
 }
 
@@ -523,6 +525,7 @@ Topology parse_topology(const std::string& yaml_text, const std::string& origin,
   if (t.nccl.measured_latency && t.nccl.measured_latency->algo == model::Algo::nvls && !t.node.nvls)
     ctx.fail(root["nccl"]["measured_latency"], "nccl.measured_latency: an nvls measurement needs node.nvls: true");
   t.asymmetry = read_asymmetry(r, root, t);
+  t.nccl.latency_correction_us = latency_correction_us(t);
   return t;
 }
 
