@@ -14,6 +14,7 @@
 
 #include <fmt/core.h>
 
+#include "model/assign.h"
 #include "model/catalog.h"
 #include "model/error.h"
 #include "model/yaml_util.h"
@@ -441,12 +442,6 @@ Device read_device(const model::YamlContext& ctx, const YAML::Node& root) {
   ctx.fail(n, fmt::format("device '{}' is not a device: write gpu or cpu", text));
 }
 
-// The top-level asymmetry keys: optional, so `--set` may add them, and lists,
-// so their value is YAML (`--set 'stragglers=[{rank: 17, compute_scale: 0.5}]'`).
-bool is_asymmetry_key(const std::string& key) {
-  return key == "last_node_gpus" || key == "node_overrides" || key == "stragglers";
-}
-
 // The value is loaded as a document of its own, with the limits a file has
 // (size, depth, repeated keys); its errors name the --set.
 void set_asymmetry(YAML::Node root, const std::string& origin, const std::string& key, const std::string& value) {
@@ -458,7 +453,9 @@ void set_asymmetry(YAML::Node root, const std::string& origin, const std::string
 // (or be one of the asymmetry keys, which it sets or adds whole).
 void apply_override(YAML::Node root, const std::string& origin, const std::string& key,
                     const std::string& value) {
-  if (is_asymmetry_key(key)) return set_asymmetry(root, origin, key, value);
+  // The asymmetry keys (model::is_asymmetry_key) are optional, so `--set` may add them, and
+  // lists, so their value is YAML (`--set 'stragglers=[{rank: 17, compute_scale: 0.5}]'`).
+  if (model::is_asymmetry_key(key)) return set_asymmetry(root, origin, key, value);
   YAML::Node cur = root;
   std::string walked;
   std::size_t start = 0;
