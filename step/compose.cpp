@@ -130,7 +130,7 @@ struct LayerCompute {
 LayerShape layer_shape(const ModelSpec& s, const Layout& l, bool sp) {
   return LayerShape{s.training.micro_batch, s.model.sequence,      s.model.heads,           s.model.hidden / s.model.heads,
                     s.model.ffn,            l.tp,                  s.training.dtype,        sp,
-                    s.parallel.tp_overlap && l.tp > 1};
+                    tp_overlap_on(s.parallel, l)};
 }
 
 // The layer programs' best schedules (step/layer_block.h), plus what they
@@ -316,7 +316,7 @@ StepReport predict_step(const ModelSpec& s, const sim::Topology& t, DpBlockPrice
   r.topology = t.name;
   const Layout l = resolve_layout(s, t);
   r.layout = l;
-  const bool sp = s.parallel.sequence_parallel && l.tp > 1;
+  const bool sp = sequence_parallel_on(s.parallel, l);
   const Shapes x = shapes_of(s, l);
 
   // One layer, one micro-batch.
