@@ -310,6 +310,14 @@ double model_flops_without_recompute(const ModelSpec& s) {
   return 72.0 * B * sq * l * h * h * (1.0 + sq / (6.0 * h) + V / (12.0 * l * h));
 }
 
+double StepReport::stage_layers() const { return double(spec.model.layers) / layout.pp; }
+double StepReport::stage_fwd_tp_us() const { return stage_layers() * layer.fwd_tp_us; }
+double StepReport::stage_bwd_tp_us() const { return stage_layers() * layer.bwd_tp_us + stage_recompute_tp_us(); }
+double StepReport::stage_recompute_us() const { return stage_layers() * layer.recompute_us; }
+double StepReport::stage_recompute_tp_us() const {
+  return spec.parallel.recompute == Recompute::full ? stage_layers() * layer.fwd_tp_us : 0.0;
+}
+
 StepReport predict_step(const ModelSpec& s, const sim::Topology& t, DpBlockPricer* dp, LayerBlockPricer* layer_pricer) {
   StepReport r;
   r.spec = s;
@@ -340,13 +348,9 @@ StepReport predict_step(const ModelSpec& s, const sim::Topology& t, DpBlockPrice
   }
 
   // The last stage, one micro-batch through all its virtual chunks.
-  const double layers = double(s.model.layers) / l.pp;
+  const double layers = r.stage_layers();
   const GemmPasses out = output_layer(t, x);
-  r.stage_fwd_tp_us = layers * lt.fwd_tp_us;
-  r.stage_recompute_us = layers * lt.recompute_us;
-  r.stage_recompute_tp_us = s.parallel.recompute == Recompute::full ? layers * lt.fwd_tp_us : 0.0;
-  r.stage_bwd_tp_us = layers * lt.bwd_tp_us + r.stage_recompute_tp_us;
-  const double tp_mb = r.stage_fwd_tp_us + r.stage_bwd_tp_us;
+  const double tp_mb = r.stage_fwd_tp_us() + r.stage_bwd_tp_us();
   r.stage_fwd_us = layers * lt.fwd_us() + out.fwd;
   r.stage_bwd_us = layers * lt.bwd_us() + out.bwd;
   const double mb_us = r.stage_fwd_us + r.stage_bwd_us;
