@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <memory>
+#include <optional>
 
 #include <fmt/core.h>
 
@@ -88,30 +89,34 @@ Table constants_table(const validation::Calibration& c) {
   return t;
 }
 
-// The experiment whose sizes join the sweep: one named must fit the ranks (a
-// UserError says why not); the default is left out where it cannot run (one
-// rank: its pipeline needs two), with a note when `say`.
-std::string sweep_experiment(const CalibrateArgs& a, int world, bool say) {
-  if (a.experiment.empty()) return "";
+// The sizes of the experiment that joins the sweep, as the backend lowers it:
+// one named must fit the ranks (a UserError says why not); the default is left
+// out where it cannot run (one rank: its pipeline needs two), with a note when
+// `say`. No experiment: none.
+validation::ExtraSizes sweep_sizes(const CalibrateArgs& a, int world, bool say) {
+  if (a.experiment.empty()) return {};
   try {
-    (void)validation::experiment_sizes(a.experiment, world, plan::cpu_capabilities());
-    return a.experiment;
+    return validation::experiment_sizes(a.experiment, world, plan::capabilities_of(plan::parse_backend(a.backend)));
   } catch (const UserError& e) {
     if (a.experiment_given) throw;
     if (say)
       fmt::print(stderr, "note: the default experiment {} does not run on {} rank(s) ({}); calibrating the sweep alone\n",
                  a.experiment, world, e.what());
-    return "";
+    return {};
   }
 }
 
 void calibrate_command(const CalibrateArgs& a) {
   model::check_output_file(a.out, "--out");  // before any rank starts
-  if (!exec::launched_by_mpirun())  // a bad experiment: said once, before any rank starts
-    (void)sweep_experiment(a, std::max(a.ranks, 1), false);
-  if (!exec::launched_by_mpirun() && a.ranks > 1) {
-    exec::check_cores(a.ranks, a.oversubscribe, true);
-    validation::run_under_mpirun(a.ranks, plan::parse_backend(a.backend));
+  // Outside mpirun the sizes are computed here, once: a bad experiment is said
+  // before any rank starts, and one rank (this process) uses them as they are.
+  std::optional<validation::ExtraSizes> sizes;
+  if (!exec::launched_by_mpirun()) {
+    sizes = sweep_sizes(a, std::max(a.ranks, 1), a.ranks <= 1);
+    if (a.ranks > 1) {
+      exec::check_cores(a.ranks, a.oversubscribe, true);
+      validation::run_under_mpirun(a.ranks, plan::parse_backend(a.backend));
+    }
   }
   auto backend = exec::make_backend(a.backend);
   validation::run_guarded(*backend, [&] {
@@ -121,7 +126,8 @@ void calibrate_command(const CalibrateArgs& a) {
     validation::CalibrateOptions o;
     o.name = a.name.empty() ? std::filesystem::path(a.out).stem().string() : a.name;
     o.command = command_line(a);
-    o.experiment = sweep_experiment(a, backend->world_size(), backend->world_rank() == 0);
+    // The sizes go in as they are (o.experiment stays empty: calibrate would lower the experiment again).
+    o.micro.extra = sizes ? *sizes : sweep_sizes(a, backend->world_size(), backend->world_rank() == 0);
     o.micro.iters = a.iters;
     o.micro.quick = a.quick;
     const bool lead = backend->world_rank() == 0;

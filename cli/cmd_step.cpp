@@ -50,7 +50,7 @@ nlohmann::json layout_json(const step::StepReport& r) {
       {"virtual_stages", r.layout.virtual_stages},
       {"zero", p.zero},
       {"recompute", step::to_string(p.recompute)},
-      {"sequence_parallel", p.sequence_parallel && r.layout.tp > 1},
+      {"sequence_parallel", step::sequence_parallel_on(p, r.layout)},
       {"step_ms", r.step_us / kUsPerMs},
       {"breakdown_ms",
        {{"compute", b.compute_us / kUsPerMs},
@@ -60,7 +60,7 @@ nlohmann::json layout_json(const step::StepReport& r) {
         {"dp_comm", b.dp_comm_us / kUsPerMs},
         {"optimizer", b.optimizer_us / kUsPerMs}}},
       {"dp_schedule", r.dp_schedule},
-      {"tp_overlap", p.tp_overlap && r.layout.tp > 1},
+      {"tp_overlap", step::tp_overlap_on(p, r.layout)},
       {"layer_fwd_schedule", r.layer_fwd_schedule},
       {"layer_bwd_schedule", r.layer_bwd_schedule},
       {"layer_us",
@@ -93,7 +93,7 @@ std::string layout_label(const step::StepReport& r) {
       "dp {} x tp {} x pp {}, {}, {} micro-batches of {}, ZeRO {}, recompute {}, sequence parallel {}, TP overlap {}",
       r.layout.dp, r.layout.tp, r.layout.pp, r.layout.pp > 1 ? sched : "no pipeline", r.layout.micro_batches,
       r.spec.training.micro_batch, p.zero, step::to_string(p.recompute),
-      p.sequence_parallel && r.layout.tp > 1 ? "on" : "off", p.tp_overlap && r.layout.tp > 1 ? "on" : "off");
+      step::sequence_parallel_on(p, r.layout) ? "on" : "off", step::tp_overlap_on(p, r.layout) ? "on" : "off");
 }
 
 Table layouts_table(const std::vector<step::StepReport>& rs) {
@@ -104,7 +104,7 @@ Table layouts_table(const std::vector<step::StepReport>& rs) {
            r.spec.training.micro_batch, step::to_string(r.spec.parallel.schedule),
            std::int64_t(r.layout.virtual_stages), std::int64_t(r.spec.parallel.zero),
            step::to_string(r.spec.parallel.recompute),
-           r.spec.parallel.sequence_parallel && r.layout.tp > 1, r.spec.parallel.tp_overlap && r.layout.tp > 1,
+           step::sequence_parallel_on(r.spec.parallel, r.layout), step::tp_overlap_on(r.spec.parallel, r.layout),
            r.step_us / kUsPerMs, r.tflops_per_gpu, r.mfu,
            r.memory.total_GB(), r.memory.fits()});
   return t;
@@ -147,7 +147,7 @@ void print_detail(const step::StepReport& r, const sim::Topology& t) {
              r.layer.fwd_us(), r.layer.fwd_gemm_us, r.layer.fwd_elementwise_us, r.layer.fwd_tp_us, r.layer.bwd_us(),
              r.layer.bwd_gemm_us, r.layer.bwd_elementwise_us, r.layer.bwd_tp_us, r.layer.recompute_us);
   fmt::print("  the tuner's best schedules of the layer programs (TP overlap {}):\n    forward  {}\n    backward {}\n",
-             r.spec.parallel.tp_overlap && r.layout.tp > 1 ? "allowed" : "off", r.layer_fwd_schedule,
+             step::tp_overlap_on(r.spec.parallel, r.layout) ? "allowed" : "off", r.layer_fwd_schedule,
              r.layer_bwd_schedule);
 }
 

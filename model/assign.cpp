@@ -88,13 +88,16 @@ std::pair<std::string, std::string> parse_assignment(const std::string& text) {
   return {text.substr(0, eq), text.substr(eq + 1)};
 }
 
+bool is_asymmetry_key(const std::string& key) {
+  return key == "last_node_gpus" || key == "node_overrides" || key == "stragglers";
+}
+
 SetArgs split_sets(const std::vector<std::string>& texts) {
   SetArgs out;
   for (const auto& text : texts) {
     auto kv = parse_assignment(text);
     // Dotted keys, `nodes` and the topology's asymmetry lists (sim/topology.h) are the topology's.
-    const bool topology = kv.first.find('.') != std::string::npos || kv.first == "nodes" ||
-                          kv.first == "last_node_gpus" || kv.first == "node_overrides" || kv.first == "stragglers";
+    const bool topology = kv.first.find('.') != std::string::npos || kv.first == "nodes" || is_asymmetry_key(kv.first);
     (topology ? out.topology : out.workload).push_back(std::move(kv));
   }
   return out;

@@ -32,10 +32,16 @@ using Assignments = std::vector<std::pair<std::string, std::string>>;
 // Parses "NAME=VALUE"; throws UserError on malformed text.
 [[nodiscard]] std::pair<std::string, std::string> parse_assignment(const std::string& text);
 
+// The topology's top-level asymmetry keys (last_node_gpus, node_overrides,
+// stragglers; sim/topology.h): optional, so `--set` may add them, and plain
+// names that are the topology's, not a workload's. The one list: split_sets
+// and the topology reader both ask it.
+[[nodiscard]] bool is_asymmetry_key(const std::string& key);
+
 // `--set` texts split by what they set.
 struct SetArgs {
   Assignments workload;  // sizes and scalars: plain names
-  Assignments topology;  // dotted names and `nodes`
+  Assignments topology;  // dotted names, `nodes` and the asymmetry keys
 };
 [[nodiscard]] SetArgs split_sets(const std::vector<std::string>& texts);
 

@@ -316,78 +316,60 @@ class Checker {
     return t;
   }
 
+  // matmul(a[..., M, K], b[K, N]): b shared by every leading index of a; or
+  // batched, matmul(a[..., M, K], b[..., K, N]): one product per index of the
+  // leading (batch) dimensions, which a and b share.
   TensorType infer_matmul(const Stmt& s) const {
     if (s.operands.size() != 2) fail(s, "matmul takes two operands: matmul(a, b)");
     const auto& a = operand(s, s.operands[0]);
     const auto& b = operand(s, s.operands[1]);
     if (a.group != b.group) fail(s, "matmul operands live on different process groups");
-    if (b.shape.size() > 2) return infer_batched_matmul(s, a, b);
-    if (a.shape.size() < 2 || b.shape.size() != 2)
-      fail(s, fmt::format("matmul needs a of rank >= 2 and b of rank 2 (or a[..., M, K] and b[..., K, N] with "
-                          "the same batch dimensions); got {} and {}",
-                          to_string(a.shape), to_string(b.shape)));
-    if (!(a.shape.back() == b.shape[0]))
-      fail(s, fmt::format("matmul inner dimensions differ: a is {} and b is {}; a's last "
-                          "dimension must equal b's first",
-                          to_string(a.shape), to_string(b.shape)));
-    TensorType out{a.dtype, a.shape, Layout::replicated(), a.group};
-    out.shape.back() = b.shape[1];
-    const int a_last = static_cast<int>(a.shape.size()) - 1;
-    const auto& la = a.layout;
-    const auto& lb = b.layout;
-    if (la.is_sliced() && la.dim == a_last && lb.is_sliced() && lb.dim == 0) {
-      out.layout = Layout::local();  // each rank holds a partial sum over its slice of K
-    } else if (lb.is_replicated() && (la.is_replicated() || la.is_local())) {
-      out.layout = la;
-    } else if (lb.is_replicated() && la.is_sliced() && la.dim < a_last) {
-      out.layout = la;
-    } else if (la.is_replicated() && lb.is_sliced() && lb.dim == 1) {
-      out.layout = Layout::sliced(a_last);
-    } else {
-      fail(s, fmt::format("no matmul layout rule for a {} x b {}: use a sliced on its last "
-                          "dimension with b sliced(0) (partial sums), or a replicated operand",
-                          to_string(la), to_string(lb)));
-    }
+    const bool batched = b.shape.size() > 2;
+    check_matmul_shapes(s, a, b, batched);
+    TensorType out{a.dtype, a.shape, matmul_layout(s, a, b, batched), a.group};
+    out.shape.back() = b.shape.back();
     return out;
   }
 
-  // matmul(a[..., M, K], b[..., K, N]): one product per index of the leading
-  // (batch) dimensions, which a and b share.
-  TensorType infer_batched_matmul(const Stmt& s, const TensorType& a, const TensorType& b) const {
+  void check_matmul_shapes(const Stmt& s, const TensorType& a, const TensorType& b, bool batched) const {
     const std::size_t rank = b.shape.size();
-    const bool batch_equal =
-        a.shape.size() == rank && std::equal(a.shape.begin(), a.shape.end() - 2, b.shape.begin());
-    if (!batch_equal)
+    if (batched && !(a.shape.size() == rank && std::equal(a.shape.begin(), a.shape.end() - 2, b.shape.begin())))
       fail(s, fmt::format("batched matmul needs a[..., M, K] and b[..., K, N] with the same batch dimensions; "
                           "got a {} and b {}",
                           to_string(a.shape), to_string(b.shape)));
+    if (!batched && (a.shape.size() < 2 || rank != 2))
+      fail(s, fmt::format("matmul needs a of rank >= 2 and b of rank 2 (or a[..., M, K] and b[..., K, N] with "
+                          "the same batch dimensions); got {} and {}",
+                          to_string(a.shape), to_string(b.shape)));
     if (!(a.shape.back() == b.shape[rank - 2]))
       fail(s, fmt::format("matmul inner dimensions differ: a is {} and b is {}; a's last dimension must equal "
-                          "b's next to last",
-                          to_string(a.shape), to_string(b.shape)));
-    TensorType out{a.dtype, a.shape, Layout::replicated(), a.group};
-    out.shape.back() = b.shape.back();
-    const int m_dim = static_cast<int>(rank) - 2;
-    const int last = static_cast<int>(rank) - 1;
+                          "b's {}",
+                          to_string(a.shape), to_string(b.shape), batched ? "next to last" : "first"));
+  }
+
+  // The product's layout; `batched`: a's and b's leading dimensions are batch dimensions they share.
+  Layout matmul_layout(const Stmt& s, const TensorType& a, const TensorType& b, bool batched) const {
+    const int a_last = static_cast<int>(a.shape.size()) - 1;
+    const int b_k = static_cast<int>(b.shape.size()) - 2;  // b's K dimension; its N dimension follows
+    const int batch_dims = batched ? b_k : 0;
     const auto& la = a.layout;
     const auto& lb = b.layout;
-    if (la.is_sliced() && lb.is_sliced() && la.dim == lb.dim && la.dim < m_dim) {
-      out.layout = la;  // each rank multiplies its own batches
-    } else if (la.is_sliced() && la.dim == last && lb.is_sliced() && lb.dim == m_dim) {
-      out.layout = Layout::local();  // partial sums over each rank's slice of K
-    } else if (lb.is_replicated() && (la.is_replicated() || la.is_local())) {
-      out.layout = la;
-    } else if (lb.is_replicated() && la.is_sliced() && la.dim == m_dim) {
-      out.layout = la;
-    } else if (la.is_replicated() && lb.is_sliced() && lb.dim == last) {
-      out.layout = lb;
-    } else {
+    if (la.is_sliced() && lb.is_sliced() && la.dim == lb.dim && la.dim < batch_dims)
+      return la;  // each rank multiplies its own batches
+    if (la.is_sliced() && la.dim == a_last && lb.is_sliced() && lb.dim == b_k)
+      return Layout::local();  // each rank holds a partial sum over its slice of K
+    if (lb.is_replicated() && (la.is_replicated() || la.is_local())) return la;
+    if (lb.is_replicated() && la.is_sliced() && la.dim >= batch_dims && la.dim < a_last)
+      return la;  // a sliced on its rows
+    if (la.is_replicated() && lb.is_sliced() && lb.dim == b_k + 1) return Layout::sliced(a_last);  // b on its columns
+    if (batched)
       fail(s, fmt::format("no batched matmul layout rule for a {} x b {}: slice a batch dimension (0..{}) of "
                           "both operands alike, slice a's last dimension with b's next to last (partial sums), "
                           "or keep b replicated (a sliced on its rows) or a replicated (b sliced on its columns)",
-                          to_string(la), to_string(lb), m_dim - 1));
-    }
-    return out;
+                          to_string(la), to_string(lb), b_k - 1));
+    fail(s, fmt::format("no matmul layout rule for a {} x b {}: use a sliced on its last "
+                        "dimension with b sliced(0) (partial sums), or a replicated operand",
+                        to_string(la), to_string(lb)));
   }
 
   TensorType infer_alltoall(const Stmt& s, TensorType t) const {

@@ -392,7 +392,7 @@ CollectiveCost predict_collective(const Topology& t, const CollectiveRequest& r)
   // The second regime of an MPI topology past its threshold; chosen by the
   // tuning table, as NCCL chooses, and timed at the measured latency level.
   const bool large = t.nccl.large_messages && r.bytes >= t.nccl.large_messages->from_bytes;
-  CollectiveCost c = at_measured_level(latency_correction_us(t), large ? large_message_cost(t, r, channels)
+  CollectiveCost c = at_measured_level(t.nccl.latency_correction_us, large ? large_message_cost(t, r, channels)
                                                                        : small_message_cost(t, r, channels));
   c.channels = channels;
   return c;

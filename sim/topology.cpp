@@ -14,9 +14,11 @@
 
 #include <fmt/core.h>
 
+#include "model/assign.h"
 #include "model/catalog.h"
 #include "model/error.h"
 #include "model/yaml_util.h"
+#include "sim/collective.h"
 #include "sim/units.h"
 
 namespace coconet::sim {
@@ -86,6 +88,7 @@ Topology Topology::scaled(const RankScales& s) const {
   t.nccl.ll_max_one_node_GBps *= link;
   t.nccl.ll_max_two_nodes_GBps *= link;
   t.nccl.ll_max_multi_node_GBps *= link;
+  t.nccl.latency_correction_us = latency_correction_us(t);  // priced on the scaled rates, as every collective is
   return t;
 }
 
@@ -455,12 +458,6 @@ Device read_device(const model::YamlContext& ctx, const YAML::Node& root) {
   ctx.fail(n, fmt::format("device '{}' is not a device: write gpu or cpu", text));
 }
 
-// The top-level asymmetry keys: optional, so `--set` may add them, and lists,
-// so their value is YAML (`--set 'stragglers=[{rank: 17, compute_scale: 0.5}]'`).
-bool is_asymmetry_key(const std::string& key) {
-  return key == "last_node_gpus" || key == "node_overrides" || key == "stragglers";
-}
-
 // The value is loaded as a document of its own, with the limits a file has
 // (size, depth, repeated keys); its errors name the --set.
 void set_asymmetry(YAML::Node root, const std::string& origin, const std::string& key, const std::string& value) {
@@ -472,7 +469,9 @@ void set_asymmetry(YAML::Node root, const std::string& origin, const std::string
 // (or be one of the asymmetry keys, which it sets or adds whole).
 void apply_override(YAML::Node root, const std::string& origin, const std::string& key,
                     const std::string& value) {
-  if (is_asymmetry_key(key)) return set_asymmetry(root, origin, key, value);
+  // The asymmetry keys (model::is_asymmetry_key) are optional, so `--set` may add them, and
+  // lists, so their value is YAML (`--set 'stragglers=[{rank: 17, compute_scale: 0.5}]'`).
+  if (model::is_asymmetry_key(key)) return set_asymmetry(root, origin, key, value);
   YAML::Node cur = root;
   std::string walked;
   std::size_t start = 0;
@@ -543,6 +542,7 @@ Topology parse_topology(const std::string& yaml_text, const std::string& origin,
   if (t.nccl.measured_latency && t.nccl.measured_latency->algo == model::Algo::nvls && !t.node.nvls)
     ctx.fail(root["nccl"]["measured_latency"], "nccl.measured_latency: an nvls measurement needs node.nvls: true");
   t.asymmetry = read_asymmetry(r, root, t);
+  t.nccl.latency_correction_us = latency_correction_us(t);
   return t;
 }
 

@@ -171,6 +171,10 @@ struct NcclSpec {
     double time_us = 0;
   };
   std::optional<MeasuredLatency> measured_latency;
+  // Derived, not read from the file: latency_correction_us() of the topology
+  // (sim/collective.h), set where a topology is made (parse_topology,
+  // Topology::scaled) so that pricing a collective reads it. 0 without a measurement.
+  double latency_correction_us = 0;
   // Extra slowdown of a kernel while a collective works beside it on its GPU,
   // and of the collective beside a working kernel, beyond the SMs the channels
   // hold and the HBM both share (L2, memory-controller arbitration): each runs

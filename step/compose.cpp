@@ -130,7 +130,7 @@ struct LayerCompute {
 LayerShape layer_shape(const ModelSpec& s, const Layout& l, bool sp) {
   return LayerShape{s.training.micro_batch, s.model.sequence,      s.model.heads,           s.model.hidden / s.model.heads,
                     s.model.ffn,            l.tp,                  s.training.dtype,        sp,
-                    s.parallel.tp_overlap && l.tp > 1};
+                    tp_overlap_on(s.parallel, l)};
 }
 
 // The layer programs' best schedules (step/layer_block.h), plus what they
@@ -310,13 +310,21 @@ double model_flops_without_recompute(const ModelSpec& s) {
   return 72.0 * B * sq * l * h * h * (1.0 + sq / (6.0 * h) + V / (12.0 * l * h));
 }
 
+double StepReport::stage_layers() const { return double(spec.model.layers) / layout.pp; }
+double StepReport::stage_fwd_tp_us() const { return stage_layers() * layer.fwd_tp_us; }
+double StepReport::stage_bwd_tp_us() const { return stage_layers() * layer.bwd_tp_us + stage_recompute_tp_us(); }
+double StepReport::stage_recompute_us() const { return stage_layers() * layer.recompute_us; }
+double StepReport::stage_recompute_tp_us() const {
+  return spec.parallel.recompute == Recompute::full ? stage_layers() * layer.fwd_tp_us : 0.0;
+}
+
 StepReport predict_step(const ModelSpec& s, const sim::Topology& t, DpBlockPricer* dp, LayerBlockPricer* layer_pricer) {
   StepReport r;
   r.spec = s;
   r.topology = t.name;
   const Layout l = resolve_layout(s, t);
   r.layout = l;
-  const bool sp = s.parallel.sequence_parallel && l.tp > 1;
+  const bool sp = sequence_parallel_on(s.parallel, l);
   const Shapes x = shapes_of(s, l);
 
   // One layer, one micro-batch.
@@ -340,13 +348,9 @@ StepReport predict_step(const ModelSpec& s, const sim::Topology& t, DpBlockPrice
   }
 
   // The last stage, one micro-batch through all its virtual chunks.
-  const double layers = double(s.model.layers) / l.pp;
+  const double layers = r.stage_layers();
   const GemmPasses out = output_layer(t, x);
-  r.stage_fwd_tp_us = layers * lt.fwd_tp_us;
-  r.stage_recompute_us = layers * lt.recompute_us;
-  r.stage_recompute_tp_us = s.parallel.recompute == Recompute::full ? layers * lt.fwd_tp_us : 0.0;
-  r.stage_bwd_tp_us = layers * lt.bwd_tp_us + r.stage_recompute_tp_us;
-  const double tp_mb = r.stage_fwd_tp_us + r.stage_bwd_tp_us;
+  const double tp_mb = r.stage_fwd_tp_us() + r.stage_bwd_tp_us();
   r.stage_fwd_us = layers * lt.fwd_us() + out.fwd;
   r.stage_bwd_us = layers * lt.bwd_us() + out.bwd;
   const double mb_us = r.stage_fwd_us + r.stage_bwd_us;

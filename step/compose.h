@@ -54,13 +54,15 @@ struct StepReport {
   std::string topology;
   LayerTimes layer;
   double stage_fwd_us = 0;  // per micro-batch, the slowest (last) stage, every virtual chunk
-  double stage_bwd_us = 0;
-  // Of them, for the trace: the TP collectives of the forward, of the backward
-  // (recomputation's included) and the recomputation (its TP collectives included).
-  double stage_fwd_tp_us = 0;
-  double stage_bwd_tp_us = 0;
-  double stage_recompute_us = 0;
-  double stage_recompute_tp_us = 0;
+  double stage_bwd_us = 0;  // (the output layer's passes included: they are not in `layer`)
+  // Of them, for the trace, from `layer` over the stage's layers: the TP
+  // collectives of the forward, of the backward (recomputation's included) and
+  // the recomputation (its TP collectives included).
+  [[nodiscard]] double stage_layers() const;  // transformer layers per stage, every virtual chunk
+  [[nodiscard]] double stage_fwd_tp_us() const;
+  [[nodiscard]] double stage_bwd_tp_us() const;
+  [[nodiscard]] double stage_recompute_us() const;
+  [[nodiscard]] double stage_recompute_tp_us() const;
   double send_us = 0;       // one pipeline send between neighbour stages (0 without a pipeline)
   double dp_total_us = 0;   // the data-parallel collectives before overlap (and the optimizer, if tuned)
   // The adam workload's schedule the tuner chose for each bucket's reduction

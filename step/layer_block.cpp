@@ -10,6 +10,7 @@
 #include "model/parse.h"
 #include "sim/context.h"
 #include "sim/tuner.h"
+#include "step/spec.h"
 
 namespace coconet::step {
 
@@ -81,7 +82,7 @@ LayerPass LayerBlockPricer::tune(const std::string& workload, const LayerShape& 
 }
 
 LayerBlock LayerBlockPricer::price(const LayerShape& x) {
-  const bool sp = x.sequence_parallel && x.tp > 1;
+  const bool sp = on_tp_group(x.sequence_parallel, x.tp);
   const Key key{x.micro_batch, x.sequence, x.heads, x.head_dim, x.ffn, x.tp, int(x.dtype), sp, x.tp_overlap};
   if (const auto hit = cache_.find(key); hit != cache_.end()) return hit->second;
   const LayerBlock b{tune(sp ? kForwardSp : kForward, x), tune(sp ? kBackwardSp : kBackward, x)};

@@ -194,6 +194,10 @@ ModelSpec load_model(const std::string& name_or_path, const Overrides& overrides
                               fmt::join(model::list_names("models"), ", ")));
 }
 
+bool on_tp_group(bool asked, int tp) { return asked && tp > 1; }
+bool sequence_parallel_on(const Parallelism& p, const Layout& l) { return on_tp_group(p.sequence_parallel, l.tp); }
+bool tp_overlap_on(const Parallelism& p, const Layout& l) { return on_tp_group(p.tp_overlap, l.tp); }
+
 Layout resolve_layout(const ModelSpec& s, const sim::Topology& t) {
   const auto& p = s.parallel;
   const auto& m = s.model;

@@ -93,6 +93,12 @@ struct Layout {
 // batch splits into whole micro-batches. A UserError names file:line.
 [[nodiscard]] Layout resolve_layout(const ModelSpec& s, const sim::Topology& t);
 
+// Sequence parallelism and TP overlap act on a tensor-parallel group: asked
+// for with tp = 1 they are off. Their effective values, decided here only.
+[[nodiscard]] bool on_tp_group(bool asked, int tp);
+[[nodiscard]] bool sequence_parallel_on(const Parallelism& p, const Layout& l);
+[[nodiscard]] bool tp_overlap_on(const Parallelism& p, const Layout& l);
+
 // Parameters of the whole model (embedding shared with the output layer).
 [[nodiscard]] double parameters(const Transformer& m);
 // Parameters of one transformer layer (before tensor parallelism).

@@ -26,12 +26,12 @@ struct ChunkTimes {
 
 ChunkTimes chunk_times(const StepReport& r) {
   const double v = r.layout.virtual_stages;
-  const double bwd_tp = r.stage_bwd_tp_us - r.stage_recompute_tp_us;
-  return {(r.stage_fwd_us - r.stage_fwd_tp_us) / v,
-          r.stage_fwd_tp_us / v,
-          (r.stage_recompute_us - r.stage_recompute_tp_us) / v,
-          r.stage_recompute_tp_us / v,
-          (r.stage_bwd_us - r.stage_recompute_us - bwd_tp) / v,
+  const double bwd_tp = r.stage_bwd_tp_us() - r.stage_recompute_tp_us();
+  return {(r.stage_fwd_us - r.stage_fwd_tp_us()) / v,
+          r.stage_fwd_tp_us() / v,
+          (r.stage_recompute_us() - r.stage_recompute_tp_us()) / v,
+          r.stage_recompute_tp_us() / v,
+          (r.stage_bwd_us - r.stage_recompute_us() - bwd_tp) / v,
           bwd_tp / v,
           r.send_us};
 }

@@ -23,12 +23,6 @@ constexpr double kExactFitRms = 1e-3;
 // Keeps log() finite for a residual of exactly zero.
 constexpr double kTinyResidual = 1e-300;
 
-double residual_of(const CollectiveRegimes& f, const std::vector<CollectiveSample>& s) {
-  double sum = 0;
-  for (const auto& c : s) sum += std::pow(regimes_model_us(f, c.op, c.bytes, c.ranks) / c.measured_us - 1.0, 2);
-  return sum;
-}
-
 // Schwarz's criterion for `constants` constants and a residual over n samples (lower is better).
 double bic(double residual, std::size_t n, std::size_t constants) {
   const double dn = static_cast<double>(n);
@@ -36,6 +30,12 @@ double bic(double residual, std::size_t n, std::size_t constants) {
 }
 
 }  // namespace
+
+double regimes_residual(const CollectiveRegimes& f, const std::vector<CollectiveSample>& s) {
+  double sum = 0;
+  for (const auto& c : s) sum += std::pow(regimes_model_us(f, c.op, c.bytes, c.ranks) / c.measured_us - 1.0, 2);
+  return sum;
+}
 
 std::optional<CollectiveRegimes> fit_split(const std::vector<CollectiveSample>& s, double threshold) {
   std::vector<CollectiveSample> below, above;
@@ -45,7 +45,7 @@ std::optional<CollectiveRegimes> fit_split(const std::vector<CollectiveSample>& 
   f.small = fit_collectives(below, false);
   f.large = fit_collectives(above, false);
   f.threshold_bytes = threshold;
-  f.residual = residual_of(f, s);
+  f.residual = regimes_residual(f, s);
   return f;
 }
 
@@ -53,9 +53,8 @@ namespace {
 
 // `f` with each op's own constants on its regimes, its residual that of the whole.
 CollectiveRegimes with_per_op(CollectiveRegimes f, const std::vector<CollectiveSample>& s) {
-  f.shared_residual = f.residual;
   f.per_op = fit_per_op(s, f.large ? f.threshold_bytes : 0.0);
-  f.residual = residual_of(f, s);
+  f.residual = regimes_residual(f, s);
   return f;
 }
 
@@ -94,7 +93,7 @@ CollectiveRegimes fit_collective_regimes(const std::vector<CollectiveSample>& s,
                                          const std::string& library_source) {
   CollectiveRegimes one;
   one.small = fit_collectives(s);
-  one.residual = one.one_regime_residual = residual_of(one, s);
+  one.residual = regimes_residual(one, s);
   const auto fitted = best_split(s);
   one.fitted_threshold_bytes = fitted ? fitted->threshold_bytes : 0.0;
 
@@ -111,7 +110,6 @@ CollectiveRegimes fit_collective_regimes(const std::vector<CollectiveSample>& s,
   const double rms = std::sqrt(one.residual / static_cast<double>(s.size()));
   if (!two || rms <= kExactFitRms || bic(two->residual, s.size(), constants) >= bic(one.residual, s.size(), kRegimeConstants))
     return with_per_op(one, s);
-  two->one_regime_residual = one.residual;
   two->fitted_threshold_bytes = one.fitted_threshold_bytes;
   return with_per_op(*two, s);
 }

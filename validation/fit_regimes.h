@@ -24,12 +24,10 @@ struct CollectiveRegimes {
   double threshold_bytes = 0;          // nccl-tests size (sim/collective.h); 0 with one regime
   std::string threshold_source;        // where the threshold came from ("fit", or the library's command and key)
   double residual = 0;                 // sum of squared relative errors of this model
-  double one_regime_residual = 0;      // of the one-regime fit on the same samples
   double fitted_threshold_bytes = 0;   // the residual-minimising threshold (0: none), for comparison
   // Each op's own constants per regime (validation/fit_per_op.h), in place of
   // `small` / `large` for that op where fitted; empty: the shared ones for all.
   PerOpFit per_op;
-  double shared_residual = 0;          // of the shared constants alone (before per_op)
 };
 
 // The model's time: the small regime below the threshold, from it on the large
@@ -37,6 +35,10 @@ struct CollectiveRegimes {
 // down: time stays non-decreasing in size), as sim/collective.cpp prices it;
 // in each regime the op's own constants where `per_op` has them.
 [[nodiscard]] double regimes_model_us(const CollectiveRegimes& f, const std::string& op, double bytes, int ranks);
+
+// The sum of squared relative errors of `f`'s model (regimes_model_us) over `s`:
+// what the fit minimises, and `residual` holds for its own samples.
+[[nodiscard]] double regimes_residual(const CollectiveRegimes& f, const std::vector<CollectiveSample>& s);
 
 // The two regimes split at `threshold` (no criterion applied); empty when a
 // side has fewer samples than a regime has constants.
