@@ -17,9 +17,10 @@ struct MpiLimit {
 // The command that lists Open MPI's byte transfer layer parameters.
 inline constexpr const char* kOmpiInfoCommand = "ompi_info --parsable --param btl all --level 9";
 
-// The shared-memory BTL's largest send fragment (`btl_sm_max_send_size`,
-// named `btl_vader_max_send_size` before Open MPI 5) in `ompi_info --parsable`
-// output; empty when it is not there.
+// One byte past the shared-memory BTL's largest send fragment
+// (`btl_sm_max_send_size`, named `btl_vader_max_send_size` before Open MPI 5)
+// in `ompi_info --parsable` output: the first size of MPI's large-message
+// regime; empty when it is not there.
 [[nodiscard]] std::optional<MpiLimit> parse_ompi_info(const std::string& text);
 
 // Runs kOmpiInfoCommand and parses it; empty when ompi_info is absent or fails.
