@@ -40,7 +40,7 @@ struct CalibrateArgs {
   std::string out;
   std::string name;
   bool quick = false;
-  int iters = 5;
+  int iters = validation::MicroOptions{}.iters;
   Format format = Format::table;
 };
 

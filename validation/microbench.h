@@ -46,7 +46,12 @@ struct ExtraSizes {
 };
 
 struct MicroOptions {
-  int iters = 5;
+  // Timed steps per microbenchmark (their median is the sample): with 5, one
+  // slow or fast step in a 10-30 us collective moved the sample enough that
+  // three calibrations in a row kept one regime, two, one (collectives' own
+  // error 3.8-13.8%); with 20, two regimes each time, 3.8-5.4% (2 ranks here,
+  // about 1.7 s for the 63 microbenchmarks).
+  int iters = 20;
   int warmup = 1;
   bool quick = false;  // fewer sizes: what `validate` runs when it calibrates on the fly
   ExtraSizes extra;    // added to the sweep where it lacks them
