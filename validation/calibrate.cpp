@@ -362,7 +362,7 @@ Calibration calibrate(exec::Backend& backend, const CalibrateOptions& o, Progres
   if (!o.experiment.empty())
     micro.extra = experiment_sizes(o.experiment, backend.world_size(), backend.capabilities(), o.sets);
   c.samples = microbenchmark_plan(backend.world_size(), micro);
-  progress.grow(static_cast<int>(c.samples.size()));
+  progress.grow(static_cast<int>(c.samples.size()) * microbenchmark_rounds(micro));
   run_microbenchmarks(backend, c.samples, micro, progress);
   // MPI's protocol switch, where the library says (the cpu backend's MPI): the threshold tried first.
   if (backend.name() == "cpu") c.mpi_limit = read_mpi_limit();

@@ -4,6 +4,7 @@
 // span 1 to 16 FLOPs per element and f32 and f16 operands, as the workloads'
 // optimizer and epilogue kernels do.
 #include "validation/microbench.h"
+#include "validation/stats.h"
 
 #include <algorithm>
 #include <cmath>
@@ -206,20 +207,41 @@ std::vector<MicroSample> microbenchmark_plan(int world, const MicroOptions& o) {
   return out;
 }
 
+// The microbenchmarks' steps are spread over rounds that visit every one in
+// turn (as validate's schedules are): a slow spell of the shared machine (a
+// memory-bound kernel measured 2x its usual time for a whole calibration when
+// each microbenchmark ran its steps back to back) then touches a few steps of
+// every microbenchmark instead of all steps of a few, and each median keeps
+// clear of it.
+constexpr int kMicroRounds = 4;
+
+int microbenchmark_rounds(const MicroOptions& o) { return std::clamp(o.iters, 1, kMicroRounds); }
+
 void run_microbenchmarks(exec::Backend& backend, std::vector<MicroSample>& samples, const MicroOptions& o,
                          Progress& progress) {
   exec::RunOptions ro;
-  ro.iters = o.iters;
   ro.warmup = o.warmup;
   ro.interpreter_limit = 0;  // the schedule is the program itself: nothing to check it against but the backend
-  for (auto& s : samples) {
+  const int rounds = microbenchmark_rounds(o);
+  std::vector<exec::References> refs;
+  for (const auto& s : samples) {
     backend.set_groups(s.program.groups());
-    const auto refs = exec::compute_references(backend, s.program, s.sizes, ro);
-    const auto row = exec::run_schedule(backend, s.schedule, s.sizes, refs, ro);
-    if (!row.verified) throw RunFailure(fmt::format("calibration run {} gave a wrong result: {}", s.label, row.mismatch));
-    s.measured_us = row.median_us;
-    progress.step(s.label);
+    refs.push_back(exec::compute_references(backend, s.program, s.sizes, ro));
   }
+  std::vector<std::vector<double>> steps(samples.size());
+  for (int round = 0; round < rounds; ++round) {
+    ro.iters = o.iters / rounds + (round < o.iters % rounds ? 1 : 0);
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+      const MicroSample& s = samples[i];
+      backend.set_groups(s.program.groups());
+      const auto row = exec::run_schedule(backend, s.schedule, s.sizes, refs[i], ro);
+      if (!row.verified)
+        throw RunFailure(fmt::format("calibration run {} gave a wrong result: {}", s.label, row.mismatch));
+      steps[i].insert(steps[i].end(), row.step_us.begin(), row.step_us.end());
+      progress.step(s.label);
+    }
+  }
+  for (std::size_t i = 0; i < samples.size(); ++i) samples[i].measured_us = median_interval(steps[i]).median;
 }
 
 }  // namespace coconet::validation

@@ -60,8 +60,13 @@ struct MicroOptions {
 // Builds the sweep (programs and sizes) for a world of `world` ranks; no run.
 [[nodiscard]] std::vector<MicroSample> microbenchmark_plan(int world, const MicroOptions& o);
 
-// Runs the sweep on the backend (collective: every rank calls it) and fills
-// measured_us; a run whose result fails verification is a RunFailure.
+// Rounds the sweep's steps are spread over (each visits every microbenchmark).
+[[nodiscard]] int microbenchmark_rounds(const MicroOptions& o);
+
+// Runs the sweep on the backend (collective: every rank calls it) in
+// microbenchmark_rounds() rounds and fills measured_us with the median of
+// all of a microbenchmark's steps; one progress step per microbenchmark and
+// round; a run whose result fails verification is a RunFailure.
 void run_microbenchmarks(exec::Backend& backend, std::vector<MicroSample>& samples, const MicroOptions& o,
                          Progress& progress);
 
