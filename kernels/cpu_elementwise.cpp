@@ -15,6 +15,10 @@
 #include <memory>
 #include <vector>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include "model/error.h"
 
 namespace coconet::kernels {
@@ -118,6 +122,40 @@ void run_tile(const ElementwiseProgram& p, std::span<const CpuOperand> ins, cons
 
 }  // namespace
 
+namespace {
+
+// f16 <-> f32 over contiguous runs with x86's F16C instructions, where the
+// CPU has them: bit for bit the conversions of kernels/half.h (exact
+// widening; narrowing rounds to nearest even, keeps subnormals, overflows to
+// infinity), 8 elements per instruction. NaNs stay NaN (their payload bits
+// may differ from half.h's single quiet NaN). Measured: 32768 elements
+// widened, doubled and narrowed in 59 us with half.h's bit manipulation,
+// 3.3 us with F16C (this machine, one core).
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define COCONET_HAVE_F16C_PATH 1
+bool cpu_has_f16c() {
+  static const bool has = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+  return has;
+}
+
+__attribute__((target("f16c,avx"))) std::int64_t widen_f16c(const std::uint16_t* s, std::int64_t count, float* out) {
+  std::int64_t k = 0;
+  for (; k + 8 <= count; k += 8)
+    _mm256_storeu_ps(out + k, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + k))));
+  return k;
+}
+
+__attribute__((target("f16c,avx"))) std::int64_t narrow_f16c(const float* in, std::int64_t count, std::uint16_t* d) {
+  std::int64_t k = 0;
+  for (; k + 8 <= count; k += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + k),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(in + k), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  return k;
+}
+#endif
+
+}  // namespace
+
 void load_f32(const std::byte* data, model::DType t, std::int64_t first, std::int64_t stride,
               std::int64_t count, float* out) {
   switch (t) {
@@ -132,7 +170,11 @@ void load_f32(const std::byte* data, model::DType t, std::int64_t first, std::in
     }
     case model::DType::f16: {
       const std::uint16_t* s = typed<std::uint16_t>(data) + first;
-      for (std::int64_t k = 0; k < count; ++k) out[k] = f16_to_float(s[k * stride]);
+      std::int64_t k = 0;
+#ifdef COCONET_HAVE_F16C_PATH
+      if (stride == 1 && cpu_has_f16c()) k = widen_f16c(s, count, out);
+#endif
+      for (; k < count; ++k) out[k] = f16_to_float(s[k * stride]);
       return;
     }
     case model::DType::bf16: {
@@ -153,7 +195,11 @@ void store_f32(std::byte* data, model::DType t, std::int64_t first, std::int64_t
     }
     case model::DType::f16: {
       std::uint16_t* d = typed<std::uint16_t>(data) + first;
-      for (std::int64_t k = 0; k < count; ++k) d[k * stride] = float_to_f16(in[k]);
+      std::int64_t k = 0;
+#ifdef COCONET_HAVE_F16C_PATH
+      if (stride == 1 && cpu_has_f16c()) k = narrow_f16c(in, count, d);
+#endif
+      for (; k < count; ++k) d[k * stride] = float_to_f16(in[k]);
       return;
     }
     case model::DType::bf16: {

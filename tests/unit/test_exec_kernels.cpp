@@ -48,6 +48,42 @@ TEST(Half, VerifierOfRoundTripCanFail) {
   EXPECT_NE(f16_to_float(float_to_f16(between)), between);
 }
 
+// The bulk conversions (load_f32 / store_f32, with F16C on a CPU that has it)
+// agree with half.h's scalar ones bit for bit: every f16 widened, and every
+// f32 of a sweep over exponents and the bits that decide rounding narrowed
+// (ties, subnormals, overflow, signs). NaN need only stay NaN.
+TEST(Half, BulkConversionsAreTheScalarOnes) {
+  std::vector<std::uint16_t> every(0x10000);
+  for (std::uint32_t h = 0; h < 0x10000; ++h) every[h] = static_cast<std::uint16_t>(h);
+  std::vector<float> wide(every.size());
+  load_f32(reinterpret_cast<const std::byte*>(every.data()), model::DType::f16, 0, 1,
+           static_cast<std::int64_t>(every.size()), wide.data());
+  int differ = 0;
+  for (std::uint32_t h = 0; h < 0x10000; ++h) {
+    const float want = f16_to_float(every[h]);
+    if (std::isnan(want) ? !std::isnan(wide[h]) : float_bits(want) != float_bits(wide[h])) ++differ;
+  }
+  EXPECT_EQ(differ, 0);
+
+  std::vector<float> narrow_in;
+  for (std::uint32_t exp = 90; exp <= 160; ++exp)        // 2^-37 .. 2^33: subnormal f16 to overflow
+    for (std::uint32_t low = 0; low < 0x4000; low += 7)  // the 13 bits f16 drops, and above
+      for (std::uint32_t sign : {0u, 0x80000000u})
+        narrow_in.push_back(bits_float(sign | (exp << 23) | (low * 0x101u & 0x7fffffu)));
+  for (float f : {0.0f, -0.0f, 65504.0f, 65519.99f, 65520.0f, 0x1p-24f, 0x1p-25f, 0x1.8p-25f, INFINITY, -INFINITY, NAN})
+    narrow_in.push_back(f);
+  std::vector<std::uint16_t> narrow(narrow_in.size());
+  store_f32(reinterpret_cast<std::byte*>(narrow.data()), model::DType::f16, 0, 1,
+            static_cast<std::int64_t>(narrow.size()), narrow_in.data());
+  differ = 0;
+  for (std::size_t i = 0; i < narrow.size(); ++i) {
+    const std::uint16_t want = float_to_f16(narrow_in[i]);
+    const bool nan = (want & 0x7c00u) == 0x7c00u && (want & 0x3ffu) != 0;
+    if (nan ? !((narrow[i] & 0x7c00u) == 0x7c00u && (narrow[i] & 0x3ffu) != 0) : narrow[i] != want) ++differ;
+  }
+  EXPECT_EQ(differ, 0) << "of " << narrow.size();
+}
+
 struct Case {
   const char* expr;
 };
