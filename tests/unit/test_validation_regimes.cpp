@@ -349,7 +349,7 @@ TEST(ValidationRegimes, PerOpKeyErrorsNameFileAndLine) {
   text = with_large(std::string(kLarge) + "  per_op:\n    ranks: 2\n    reducescatter:\n      sms_per_channel: 0\n");
   e = error_of(text);
   EXPECT_NE(e.find("nccl.per_op.reducescatter.sms_per_channel"), std::string::npos) << e;
-  EXPECT_NE(e.find(fmt::format("calibrated.yaml:{}", line_of(text, "sms_per_channel: 0"))), std::string::npos) << e;
+  EXPECT_NE(e.find(fmt::format("calibrated.yaml:{}", line_of(text, "      sms_per_channel: 0\n"))), std::string::npos) << e;
   EXPECT_EQ(error_of(with_large(std::string(kLarge) + "  per_op:\n    ranks: 2\n    reducescatter:\n      sms_per_channel: 0.8\n")), "");
 
   // A large regime without nccl.large_messages.
