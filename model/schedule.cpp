@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <optional>
 #include <type_traits>
 
@@ -308,6 +309,12 @@ Schedule apply(Schedule s, const Directive& d) {
           [&s](const Overlap& x) { return overlap(std::move(s), x.first, x.last); },
       },
       d);
+}
+
+bool ranks_before(double a_us, std::size_t a_stages, double b_us, std::size_t b_stages) {
+  constexpr double kEqualRelative = 1e-9;
+  if (std::abs(a_us - b_us) > kEqualRelative * std::max(std::abs(a_us), std::abs(b_us))) return a_us < b_us;
+  return a_stages < b_stages;
 }
 
 }  // namespace coconet::model

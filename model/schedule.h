@@ -6,6 +6,7 @@
 // Halide's Schedule).
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -142,5 +143,12 @@ struct Schedule {
 
 // Human-readable listing of stages and overlaps.
 [[nodiscard]] std::string describe(const Schedule& s);
+
+// The order predictions rank two schedules in: the faster first; of equal
+// times (within a relative 1e-9), the one with fewer stages: fewer launches
+// and synchronisations, which a prediction prices only where its topology
+// says what they cost (so a fused op and its parts can tie). Used by the
+// tuner, validate's pick and its metrics alike.
+[[nodiscard]] bool ranks_before(double a_us, std::size_t a_stages, double b_us, std::size_t b_stages);
 
 }  // namespace coconet::model

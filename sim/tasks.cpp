@@ -127,6 +127,9 @@ Task comm_task(const plan::Work& w, const Context& ctx, const model::Knobs& knob
                           cost.channels == t.nccl.channels ? "" : fmt::format(" x{} channels", cost.channels));
   }
   k.sms_held = channels * units_per_channel;
+  // One hand-off for the whole task (nccl.handoff_us), not one per collective call.
+  const double calls_made = double(calls) * double(w.collectives.size());
+  if (calls_made > 1) base = std::max(0.0, base - (calls_made - 1) * t.nccl.handoff_us / double(calls));
   const double compute = fused_compute_us(t, w, share);
   // Everything the kernel moves through HBM (its own traffic and the element-wise work) bounds it too.
   const double hbm = traffic.hbm + w.hbm_bytes * share;

@@ -328,7 +328,8 @@ NcclSpec read_nccl(const Reader& r, const YAML::Node& root) {
                                   "ll128_efficiency", "tree_efficiency", "tree_ll_efficiency",
                                   "tree_ll128_efficiency", "base_latency_us",
                                   "hbm_bytes_per_link_byte", "reduce_GBps", "sms_per_channel",
-                                  "large_messages", "per_op", "measured_latency", "interference"});
+                                  "large_messages", "per_op", "measured_latency", "interference",
+                                  "handoff_us"});
   NcclSpec s;
   s.channels = r.positive_int(n, "nccl", "channels", model::kMaxChannels);
   s.channel_GBps = r.positive(n, "nccl", "channel_GBps");
@@ -365,6 +366,7 @@ NcclSpec read_nccl(const Reader& r, const YAML::Node& root) {
   if (n["per_op"]) s.per_op = read_per_op(r, n);
   if (n["measured_latency"]) s.measured_latency = read_measured_latency(r, n);
   s.interference = n["interference"] ? r.non_negative(n, "nccl", "interference") : 0.0;
+  s.handoff_us = n["handoff_us"] ? r.non_negative(n, "nccl", "handoff_us") : 0.0;
   return s;
 }
 

@@ -180,6 +180,13 @@ struct NcclSpec {
   // hold and the HBM both share (L2, memory-controller arbitration): each runs
   // at 1 / (1 + interference) of its rate. 0 (absent in a file): none.
   double interference = 0;
+  // Optional `handoff_us` (device: cpu's calibration): the part of every
+  // collective's fixed cost that hands its completion to the thread waiting
+  // for it (the cpu backend: its communication thread waking the compute
+  // thread, and the wake that started it). A task that calls several
+  // collectives in one go (a fused op, piece after piece) hands off once, not
+  // once per call. 0 (absent): every call is priced whole.
+  double handoff_us = 0;
 };
 
 // How one GPU differs from the topology's: each rate multiplied by its scale.

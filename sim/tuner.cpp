@@ -104,8 +104,10 @@ TuneResult tune(const std::vector<model::Schedule>& schedules, const Context& ct
   TuneResult out;
   for (std::size_t i = 0; i < schedules.size(); ++i)
     out.ranked.push_back(best_setting(schedules[i], int(i), ctx, space, out.evaluated));
-  std::stable_sort(out.ranked.begin(), out.ranked.end(),
-                   [](const Candidate& a, const Candidate& b) { return a.time_us < b.time_us; });
+  const auto stages = [&](const Candidate& c) { return schedules[std::size_t(c.schedule)].stages.size(); };
+  std::stable_sort(out.ranked.begin(), out.ranked.end(), [&](const Candidate& a, const Candidate& b) {
+    return model::ranks_before(a.time_us, stages(a), b.time_us, stages(b));
+  });
   return out;
 }
 

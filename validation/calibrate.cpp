@@ -38,10 +38,6 @@ namespace coconet::validation {
 namespace {
 
 constexpr double kBitsPerByte = 8.0;
-// Not fitted: a ring step reads the local and the received chunk and writes the
-// result, 3 memory accesses per byte sent (as the GPU topologies); it only
-// matters when a collective runs beside computation in the event simulator.
-constexpr double kMemBytesPerLinkByte = 3.0;
 // An upper bound that stands for "no limit" where a GPU key has no CPU meaning
 // (the LL protocol's bandwidth cap): far above any fitted bandwidth.
 constexpr double kUncappedGBps = 1e6;
@@ -214,6 +210,7 @@ Fitted fit_samples(const std::vector<MicroSample>& samples, const std::optional<
   f.sms_per_channel = o.sms_per_channel;
   f.interference = o.interference;
   f.op_sms_per_channel = o.per_op;
+  f.handoff_us = fit_handoff(samples, f);
   return f;
 }
 
@@ -231,6 +228,28 @@ OverlapFit fit_overlap(const std::vector<MicroSample>& samples, const Fitted& f)
   for (const auto* s : o.samples) ops.insert(s->op);
   for (const auto& op : ops) fit.per_op[op] = fit_units(overlap_set(samples, op), t, interference);
   return fit;
+}
+
+// The hand-off searched: none to 10 us, most of the collectives' fixed cost
+// here (11-14 us per call on 2 ranks, configs/topologies/cpu-local.yaml).
+constexpr double kMaxHandoffUs = 10.0;
+
+double fit_handoff(const std::vector<MicroSample>& samples, const Fitted& f) {
+  std::vector<const MicroSample*> fused;
+  std::vector<double> measured;
+  for (const auto& s : samples)
+    if (s.kind == MicroKind::fused) {
+      fused.push_back(&s);
+      measured.push_back(s.measured_us);
+    }
+  if (fused.empty()) return 0.0;
+  sim::Topology t = sim::parse_topology(topology_yaml(f, CalibrateOptions{}, "cpu", fused.front()->ranks), "<hand-off fit>");
+  return fit_scalar(measured, [&](double x) {
+    t.nccl.handoff_us = x;
+    std::vector<double> out;
+    for (const auto* s : fused) out.push_back(simulate_sample(*s, t));
+    return out;
+  }, 0.0, kMaxHandoffUs);
 }
 
 // A value as one YAML scalar, quoted and escaped by the YAML emitter, so that
@@ -345,12 +364,14 @@ std::string topology_yaml(const Fitted& f, const CalibrateOptions& o, const std:
   y += fmt::format("    ring: {{ll: {0:.4g}, ll128: {0:.4g}, simple: {0:.4g}}}\n", c.base_us);
   y += fmt::format("    tree: {{ll: {0:.4g}, ll128: {0:.4g}, simple: {0:.4g}}}\n", c.base_us);
   y += fmt::format("    nvls: {{ll: {0:.4g}, ll128: {0:.4g}, simple: {0:.4g}}}\n", c.base_us);
-  y += fmt::format("  hbm_bytes_per_link_byte: {}  # not fitted: read local + received chunk, write result\n",
-                   kMemBytesPerLinkByte);
+  y += "  hbm_bytes_per_link_byte: 0  # the fitted rates are achieved ones: a transfer's memory traffic is in them\n";
   y += fmt::format("  reduce_GBps: {:.4g}            # fit: reducing collectives' extra cost per byte combined (f16 sums)\n",
                    bounded(c.reduce_GBps));
   y += fmt::format("  sms_per_channel: {:.3g}          # fit: share of the rank's compute a collective's progress takes (overlapped GEMM + allreduce or reduce-scatter)\n",
                    std::max(f.sms_per_channel, kMinPositiveUnits));
+  if (f.handoff_us > 0)
+    y += fmt::format("  handoff_us: {:.3g}               # fit: a call's hand-off that a fused op's later calls do not pay (fused microbenchmarks)\n",
+                     f.handoff_us);
   y += fmt::format("  interference: {:.3g}             # fit: extra slowdown of a kernel and a collective side by side (overlapped GEMM + allreduce or reduce-scatter)\n",
                    f.interference);
   return y + large_messages_yaml(f.collectives) + per_op_yaml(f, ranks);

@@ -46,6 +46,10 @@ struct Fitted {
   double interference = 0.0;
   // Each overlapped op's own sms_per_channel (nccl.per_op.OP.sms_per_channel), by op name.
   std::map<std::string, double> op_sms_per_channel;
+  // nccl.handoff_us: what a collective call hands off that a fused op's
+  // calls after its first do not, fitted through the simulator on the fused
+  // microbenchmarks (0: none measured, or none seen).
+  double handoff_us = 0.0;
 };
 
 // A fitted rate as the topology file holds it: one the samples did not bound
@@ -69,6 +73,11 @@ struct OverlapFit {
 // sms_per_channel on its samples. No overlapped sample: sms_per_channel 1
 // (take turns), interference 0, no op's own.
 [[nodiscard]] OverlapFit fit_overlap(const std::vector<MicroSample>& samples, const Fitted& f);
+
+// Fits nccl.handoff_us to the fused samples (MicroKind::fused) through the
+// simulator, on the topology of `f`'s other constants: the value on a grid
+// over [0, 10 us] with the least squared relative error; 0 without samples.
+[[nodiscard]] double fit_handoff(const std::vector<MicroSample>& samples, const Fitted& f);
 
 struct Calibration {
   std::vector<MicroSample> samples;

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "model/error.h"
+#include "model/schedule.h"
 
 namespace coconet::validation {
 
@@ -29,7 +30,8 @@ double pearson(std::span<const double> a, std::span<const double> b, bool& defin
 
 const ResultRow& fastest(std::span<const ResultRow> rows, bool predicted) {
   return *std::min_element(rows.begin(), rows.end(), [&](const ResultRow& x, const ResultRow& y) {
-    return predicted ? x.predicted_us < y.predicted_us : x.measured.median_us < y.measured.median_us;
+    return predicted ? model::ranks_before(x.predicted_us, x.schedule_stages, y.predicted_us, y.schedule_stages)
+                     : x.measured.median_us < y.measured.median_us;
   });
 }
 

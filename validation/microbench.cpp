@@ -12,6 +12,7 @@
 #include <fmt/core.h>
 
 #include "exec/runtime.h"
+#include "model/enumerate.h"
 #include "model/error.h"
 #include "model/parse.h"
 #include "model/points.h"
@@ -107,7 +108,7 @@ constexpr std::int64_t kOverlapRows[] = {64, 256};
 const std::string kOverlapOps[] = {"allreduce", "reducescatter"};
 
 void fill_work(MicroSample& s) {
-  if (s.kind == MicroKind::overlap) return;  // two stages: fitted through the simulator only
+  if (s.kind == MicroKind::overlap || s.kind == MicroKind::fused) return;  // several stages: fitted through the simulator only
   const plan::StepPlan p =
       plan::lower(model::initial_schedule(s.program), s.sizes, s.ranks, plan::cpu_capabilities());
   if (p.ops.size() != 1) throw InternalError("a microbenchmark must be one op: " + s.label);
@@ -145,6 +146,25 @@ MicroSample overlap_sample(const std::string& op, std::int64_t rows, int world) 
                               {{"M", rows}, {"K", k}, {"N", kOverlapN}}, world);
   s.schedule = model::overlap(model::initial_schedule(s.program), "y", "z");
   s.op = op;
+  return s;
+}
+
+// SGD's allreduce and update, run as one fused op (`fuse(RS-C-AG)`: reduce-
+// scatter, update, all-gather piece by piece in one call): against its parts'
+// microbenchmarks it shows what a call hands off that a fused op's calls
+// after the first do not (nccl.handoff_us).
+std::string fused_yaml() {
+  return "name: cal_fused\nparams: {N: 1}\ntensors:\n"
+         "  g: {dtype: f16, shape: [N], layout: local}\n  w: {dtype: f32, shape: [N], layout: replicated}\n"
+         "program:\n  - g1 = allreduce(sum, g)\n  - w1 = update(w, w - 0.001*g1)\noutputs: [w1]\n";
+}
+// Its sizes: fixed costs first, then bytes (cpu-local's sgd sizes).
+constexpr std::int64_t kFusedElems[] = {4096, 65536};
+
+MicroSample fused_sample(std::int64_t n, int world) {
+  MicroSample s = make_sample(MicroKind::fused, "fuse(RS-C-AG) sgd", fused_yaml(), {{"N", n}}, world);
+  s.schedule = model::find_schedule(s.program, "fuse(RS-C-AG)");
+  s.op = "fused";
   return s;
 }
 
@@ -202,6 +222,7 @@ std::vector<MicroSample> microbenchmark_plan(int world, const MicroOptions& o) {
     }
     for (const auto& op : kOverlapOps)
       for (auto rows : kOverlapRows) out.push_back(overlap_sample(op, rows, world));
+    for (auto n : kFusedElems) out.push_back(fused_sample(n, world));
   }
   add_extra(out, world, o.extra);
   return out;

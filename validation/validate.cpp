@@ -126,11 +126,15 @@ double median_of(std::vector<double> v) {
   return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
 }
 
-// The schedule the model ranks first (the fastest prediction; the first of equals).
-std::size_t predicted_best(const std::vector<Predicted>& pred) {
-  const auto best = std::min_element(pred.begin(), pred.end(),
-                                     [](const Predicted& x, const Predicted& y) { return x.time_us < y.time_us; });
-  return static_cast<std::size_t>(best - pred.begin());
+// The schedule the model ranks first (model::ranks_before: the fastest
+// prediction; of equals, the fewest stages; then the first).
+std::size_t predicted_best(const std::vector<Predicted>& pred, const std::vector<model::Schedule>& schedules) {
+  std::size_t best = 0;
+  for (std::size_t i = 1; i < pred.size(); ++i)
+    if (model::ranks_before(pred[i].time_us, schedules[i].stages.size(), pred[best].time_us,
+                          schedules[best].stages.size()))
+      best = i;
+  return best;
 }
 
 // Time for extra rounds, shared out over the points still to measure: a point
@@ -234,7 +238,7 @@ std::vector<ResultRow> measure(exec::Backend& backend, const PointRun& pr, Budge
   while (round < rounds) run_round(ro.iters / rounds + (round < ro.iters % rounds ? 1 : 0));  // run_round counts
   extra_from_s = seconds_since(t0);
   const int extra_steps = std::max(1, ro.iters / rounds);
-  const std::size_t pick = predicted_best(pr.pred);
+  const std::size_t pick = predicted_best(pr.pred, j.schedules);
   while (round < kMaxRounds && !decided(estimates_of(got), pick)) {
     const double spent = seconds_since(t0) - extra_from_s;
     const double per_round = round > 0 ? seconds_since(t0) / round : 0.0;
@@ -256,6 +260,7 @@ std::vector<ResultRow> measure(exec::Backend& backend, const PointRun& pr, Budge
     r.schedule = j.schedules[i].name();
     r.baseline = r.schedule == base;
     r.predicted_us = pr.pred[i].time_us;
+    r.schedule_stages = j.schedules[i].stages.size();
     r.measured = {e.median, g.min_us, g.max_us, e.ci.lo, e.ci.hi, e.samples};
     r.rounds = round;
     r.verified = g.verified;

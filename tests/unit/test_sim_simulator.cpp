@@ -3,6 +3,7 @@
 // sum of the parts; contention visible; traces well formed.
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <map>
 
 #include <gtest/gtest.h>
@@ -11,6 +12,7 @@
 
 #include "model/catalog.h"
 #include "model/enumerate.h"
+#include "model/error.h"
 #include "model/parse.h"
 #include "sim/simulator.h"
 #include "sim/trace.h"
@@ -169,6 +171,30 @@ TEST(Simulator, NoSpareUnitSerialisesGemmAndCollective) {
     const SimResult shared = simulate(s, Context{load_topology("dgx2-v100", light), 16, p.params});
     EXPECT_LT(shared.time_us, serial.time_us) << s.name();
   }
+}
+
+// nccl.handoff_us: a fused op's two collectives (reduce-scatter, all-gather,
+// one piece) hand off once, so it runs h faster than with none; the same
+// schedule's parts and a single collective are priced as before.
+TEST(Simulator, AFusedOpHandsOffOnce) {
+  std::ifstream in(model::resolve_topology("cpu-local"));
+  std::string text, line;
+  while (std::getline(in, line))
+    if (line.find("handoff_us") == std::string::npos) text += line + "\n";
+  const auto with = [&](const std::string& h) {
+    const auto at = text.find("\nnccl:\n") + std::string("\nnccl:\n").size();
+    return parse_topology(text.substr(0, at) + "  handoff_us: " + h + "\n" + text.substr(at), "t.yaml");
+  };
+  const model::Program p = workload("sgd");
+  model::Bindings sizes = p.params;
+  sizes["N"] = 4096;
+  const Topology none = with("0"), some = with("2.5");
+  const auto time = [&](const Topology& t, const char* name) {
+    return simulate(model::find_schedule(p, name), Context{t, 2, sizes}).time_us;
+  };
+  EXPECT_NEAR(time(some, "fuse(RS-C-AG)"), time(none, "fuse(RS-C-AG)") - 2.5, 1e-9);
+  for (const char* parts : {"RS-C-AG", "AR-C", "fuse(AR-C)"}) EXPECT_DOUBLE_EQ(time(some, parts), time(none, parts)) << parts;
+  EXPECT_THROW((void)with("-1"), UserError);
 }
 
 TEST(Simulator, AResidentCollectivePaysItsLatencyOnce) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "model/error.h"
+#include "model/schedule.h"
 #include "validation/metrics.h"
 
 namespace coconet::validation {
@@ -171,6 +172,24 @@ TEST(ValidationMetrics, RowsWithoutIntervalsUseTheirMedians) {
   EXPECT_EQ(m.per_point.at(0).measured_best_set, (std::vector<std::string>{"A"}));
   EXPECT_DOUBLE_EQ(m.mape_ci.lo, m.mape_pct);
   EXPECT_DOUBLE_EQ(m.mape_ci.hi, m.mape_pct);
+}
+
+// Equal predictions: the model's pick is the schedule with fewer stages
+// (model::ranks_before), wherever it is listed; unequal ones: the faster.
+TEST(ValidationMetrics, EqualPredictionsPickTheFewestStages) {
+  std::vector<ResultRow> rows{row("sgd", "N=4", "AR-C", 10.0, 12.0, true), row("sgd", "N=4", "fuse(AR-C)", 10.0, 11.0)};
+  rows[0].schedule_stages = 2;
+  rows[1].schedule_stages = 1;
+  Metrics m = compute_metrics(rows);
+  ASSERT_EQ(m.per_point.size(), 1u);
+  EXPECT_EQ(m.per_point[0].predicted_best, "fuse(AR-C)");
+  EXPECT_DOUBLE_EQ(m.regret_pct, 0.0);
+  rows[1].predicted_us = 10.5;  // no longer a tie: the faster prediction wins, stages or not
+  m = compute_metrics(rows);
+  EXPECT_EQ(m.per_point[0].predicted_best, "AR-C");
+  EXPECT_TRUE(model::ranks_before(1.0, 5, 1.0 + 1e-6, 1));
+  EXPECT_TRUE(model::ranks_before(1.0, 1, 1.0 + 1e-12, 5));
+  EXPECT_FALSE(model::ranks_before(1.0 + 1e-12, 5, 1.0, 1));
 }
 
 }  // namespace

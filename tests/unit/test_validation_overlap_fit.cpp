@@ -83,6 +83,23 @@ TEST(OverlapFit, EachOpItsOwnShare) {
   EXPECT_NEAR(sim::sms_per_channel(t, model::OpKind::allgather, two), t.nccl.sms_per_channel, 1e-12);
 }
 
+// The hand-off a fused op saves, recovered from fused microbenchmarks
+// simulated with a known value; none without fused samples.
+TEST(OverlapFit, RecoversTheHandoff) {
+  Fitted f = cpu_like();
+  std::vector<MicroSample> fused;
+  for (auto& s : microbenchmark_plan(2, MicroOptions{}))
+    if (s.kind == MicroKind::fused) fused.push_back(s);
+  ASSERT_EQ(fused.size(), 2u);
+  sim::Topology t = sim::parse_topology(topology_yaml(f, CalibrateOptions{}, "cpu", 2), "<synthetic>");
+  for (const double truth : {0.0, 3.0}) {
+    t.nccl.handoff_us = truth;
+    for (auto& s : fused) s.measured_us = sim::simulate(s.schedule, sim::Context{t, s.ranks, s.sizes}).time_us;
+    EXPECT_NEAR(fit_handoff(fused, f), truth, 10.0 / 40 + 1e-9) << truth;
+  }
+  EXPECT_EQ(fit_handoff({}, f), 0.0);
+}
+
 // A rate the samples did not bound is written as the file's cap, never as infinity.
 TEST(OverlapFit, UnboundedRatesAreTheCap) {
   EXPECT_EQ(bounded(std::numeric_limits<double>::infinity()), 1e6);
