@@ -146,6 +146,12 @@ double collective_model_us(const CollectiveFit& f, const std::string& op, double
          reduce;
 }
 
+double schwarz_criterion(double residual, std::size_t n, std::size_t constants) {
+  constexpr double kTinyResidual = 1e-300;  // keeps log() finite for a residual of exactly zero
+  const double dn = static_cast<double>(n);
+  return dn * std::log(std::max(residual, kTinyResidual) / dn) + static_cast<double>(constants) * std::log(dn);
+}
+
 double fit_scalar(const std::vector<double>& measured, const std::function<std::vector<double>(double)>& model,
                   double lo, double hi) {
   if (measured.empty()) throw UserError("a fit needs at least one measured time");

@@ -89,6 +89,11 @@ struct CollectiveFit {
 [[nodiscard]] CollectiveFit fit_collectives(const std::vector<CollectiveSample>& s, bool need_rate = true);
 [[nodiscard]] double collective_model_us(const CollectiveFit& f, const std::string& op, double bytes, int ranks);
 
+// Schwarz's criterion (BIC) of a fit with `constants` constants whose squared
+// relative residual over n samples is `residual`: lower is better; a constant
+// more must lower the residual by more than chance would.
+[[nodiscard]] double schwarz_criterion(double residual, std::size_t n, std::size_t constants);
+
 // The one-dimensional least-squares fit of a constant the simulator needs (the
 // compute units a collective's progress occupies): the value on a grid over
 // [lo, hi] whose predictions `model(x)` have the smallest squared relative

@@ -20,14 +20,6 @@ constexpr std::size_t kRegimeConstants = 4;
 // A one-regime fit this close to every sample (root mean square relative
 // error) leaves nothing for a second regime to explain but rounding.
 constexpr double kExactFitRms = 1e-3;
-// Keeps log() finite for a residual of exactly zero.
-constexpr double kTinyResidual = 1e-300;
-
-// Schwarz's criterion for `constants` constants and a residual over n samples (lower is better).
-double bic(double residual, std::size_t n, std::size_t constants) {
-  const double dn = static_cast<double>(n);
-  return dn * std::log(std::max(residual, kTinyResidual) / dn) + static_cast<double>(constants) * std::log(dn);
-}
 
 }  // namespace
 
@@ -108,7 +100,7 @@ CollectiveRegimes fit_collective_regimes(const std::vector<CollectiveSample>& s,
     ++constants;
   }
   const double rms = std::sqrt(one.residual / static_cast<double>(s.size()));
-  if (!two || rms <= kExactFitRms || bic(two->residual, s.size(), constants) >= bic(one.residual, s.size(), kRegimeConstants))
+  if (!two || rms <= kExactFitRms || schwarz_criterion(two->residual, s.size(), constants) >= schwarz_criterion(one.residual, s.size(), kRegimeConstants))
     return with_per_op(one, s);
   two->fitted_threshold_bytes = one.fitted_threshold_bytes;
   return with_per_op(*two, s);
