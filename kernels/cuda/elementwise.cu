@@ -47,23 +47,11 @@ struct LaunchProgram {
 };
 
 __device__ __forceinline__ float load_any(const ElementwiseOperand& o, std::int64_t k) {
-  switch (o.dtype) {
-    case model::DType::f16: return __half2float(static_cast<const __half*>(o.data)[k]);
-    case model::DType::bf16: return __bfloat162float(static_cast<const __nv_bfloat16*>(o.data)[k]);
-    case model::DType::f32: break;
-  }
-  return static_cast<const float*>(o.data)[k];
+  return load_elem(o.data, o.dtype, k);
 }
 
 __device__ __forceinline__ void store_any(const ElementwiseOperand& o, std::int64_t k, float x) {
-  switch (o.dtype) {
-    case model::DType::f16: static_cast<__half*>(o.data)[k] = __float2half_rn(x); return;
-    case model::DType::bf16:
-      static_cast<__nv_bfloat16*>(o.data)[k] = __float2bfloat16_rn(x);
-      return;
-    case model::DType::f32: break;
-  }
-  static_cast<float*>(o.data)[k] = x;
+  store_elem(o.data, o.dtype, k, x);
 }
 
 // Element e of the block (row-major), every operand through its access.
@@ -88,23 +76,11 @@ __device__ __forceinline__ void load_group(const ElementwiseOperand& o, std::int
     for (int k = 0; k < kVecElems; ++k) v[k] = x;
     return;
   }
-  const std::int64_t k = o.access.base + e;
-  switch (o.dtype) {
-    case model::DType::f16: return load_vec(static_cast<const __half*>(o.data) + k, v);
-    case model::DType::bf16: return load_vec(static_cast<const __nv_bfloat16*>(o.data) + k, v);
-    case model::DType::f32: break;
-  }
-  load_vec(static_cast<const float*>(o.data) + k, v);
+  load_vec_at(o.data, o.dtype, o.access.base + e, v);
 }
 
 __device__ __forceinline__ void store_group(const ElementwiseOperand& o, std::int64_t e, const float (&v)[kVecElems]) {
-  const std::int64_t k = o.access.base + e;
-  switch (o.dtype) {
-    case model::DType::f16: return store_vec(static_cast<__half*>(o.data) + k, v);
-    case model::DType::bf16: return store_vec(static_cast<__nv_bfloat16*>(o.data) + k, v);
-    case model::DType::f32: break;
-  }
-  store_vec(static_cast<float*>(o.data) + k, v);
+  store_vec_at(o.data, o.dtype, o.access.base + e, v);
 }
 
 // Elements [e, e + kVecElems): 16-byte loads, the program per element, 16-byte stores.

@@ -56,42 +56,6 @@ struct LsaProgramParams {
   int vec_head;  // -1: scalar path only
 };
 
-__device__ __forceinline__ float load_at(const void* p, DType t, std::int64_t k) {
-  switch (t) {
-    case DType::f16: return __half2float(static_cast<const __half*>(p)[k]);
-    case DType::bf16: return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[k]);
-    case DType::f32: break;
-  }
-  return static_cast<const float*>(p)[k];
-}
-
-__device__ __forceinline__ void store_at(void* p, DType t, std::int64_t k, float x) {
-  switch (t) {
-    case DType::f16: static_cast<__half*>(p)[k] = __float2half_rn(x); return;
-    case DType::bf16: static_cast<__nv_bfloat16*>(p)[k] = __float2bfloat16_rn(x); return;
-    case DType::f32: break;
-  }
-  static_cast<float*>(p)[k] = x;
-}
-
-__device__ __forceinline__ void load_group_at(const void* p, DType t, std::int64_t k, float (&v)[kVecElems]) {
-  switch (t) {
-    case DType::f16: return load_vec(static_cast<const __half*>(p) + k, v);
-    case DType::bf16: return load_vec(static_cast<const __nv_bfloat16*>(p) + k, v);
-    case DType::f32: break;
-  }
-  load_vec(static_cast<const float*>(p) + k, v);
-}
-
-__device__ __forceinline__ void store_group_at(void* p, DType t, std::int64_t k, const float (&v)[kVecElems]) {
-  switch (t) {
-    case DType::f16: return store_vec(static_cast<__half*>(p) + k, v);
-    case DType::bf16: return store_vec(static_cast<__nv_bfloat16*>(p) + k, v);
-    case DType::f32: break;
-  }
-  store_vec(static_cast<float*>(p) + k, v);
-}
-
 // Element `gi` of a window on `peer`, as a local (load/store) address.
 __device__ __forceinline__ void* peer_at(ncclWindow_t w, DType t, std::int64_t gi, int peer) {
   return ncclGetLsaPointer(w, static_cast<size_t>(gi) * storage_bytes(t), peer);
@@ -101,16 +65,16 @@ __device__ __forceinline__ float reduced_element(const ncclDevComm& dev, const L
                                                  std::int64_t gi) {
   const DType t = p.in_types[p.reduced_slot];
   float sum = 0.0f;
-  for (int q = 0; q < dev.lsaSize; ++q) sum += load_at(peer_at(p.reduced_win, t, gi, q), t, 0);
+  for (int q = 0; q < dev.lsaSize; ++q) sum += load_elem(peer_at(p.reduced_win, t, gi, q), t, 0);
   return round_to(t, sum);
 }
 
 __device__ __forceinline__ void store_outputs(const ncclDevComm& dev, const LsaProgramParams& p, int s,
                                               std::int64_t i, float x) {
   const DType t = p.out_types[s];
-  if (p.out_local[s] != nullptr) store_at(p.out_local[s], t, i, x);
+  if (p.out_local[s] != nullptr) store_elem(p.out_local[s], t, i, x);
   if (p.out_win[s] == nullptr) return;
-  for (int q = 0; q < dev.lsaSize; ++q) store_at(peer_at(p.out_win[s], t, p.shard_begin + i, q), t, 0, x);
+  for (int q = 0; q < dev.lsaSize; ++q) store_elem(peer_at(p.out_win[s], t, p.shard_begin + i, q), t, 0, x);
 }
 
 // Element i of the shard.
@@ -118,7 +82,7 @@ __device__ __forceinline__ void one_element(const ncclDevComm& dev, const LsaPro
   const std::int64_t gi = p.shard_begin + i;
   const float reduced = reduced_element(dev, p, gi);
   auto load = [&](int slot) {
-    return slot == p.reduced_slot ? reduced : load_at(p.in_local[slot], p.in_types[slot], i);
+    return slot == p.reduced_slot ? reduced : load_elem(p.in_local[slot], p.in_types[slot], i);
   };
   float out[kMaxOutputs];
   eval_element(p.code, p.length, p.out_types, load, static_cast<std::uint64_t>(p.global_first + gi), out);
@@ -131,7 +95,7 @@ __device__ __forceinline__ void one_group(const ncclDevComm& dev, const LsaProgr
   float in[kMaxInputs][kVecElems];
   for (int s = 0; s < p.n_in; ++s) {
     if (s != p.reduced_slot) {
-      load_group_at(p.in_local[s], p.in_types[s], i, in[s]);
+      load_vec_at(p.in_local[s], p.in_types[s], i, in[s]);
       continue;
     }
     const DType t = p.in_types[s];
@@ -139,7 +103,7 @@ __device__ __forceinline__ void one_group(const ncclDevComm& dev, const LsaProgr
 #pragma unroll
     for (int k = 0; k < kVecElems; ++k) in[s][k] = 0.0f;
     for (int q = 0; q < dev.lsaSize; ++q) {
-      load_group_at(peer_at(p.reduced_win, t, gi, q), t, 0, part);
+      load_vec_at(peer_at(p.reduced_win, t, gi, q), t, 0, part);
 #pragma unroll
       for (int k = 0; k < kVecElems; ++k) in[s][k] += part[k];
     }
@@ -156,9 +120,9 @@ __device__ __forceinline__ void one_group(const ncclDevComm& dev, const LsaProgr
   }
   for (int s = 0; s < p.n_out; ++s) {
     const DType t = p.out_types[s];
-    if (p.out_local[s] != nullptr) store_group_at(p.out_local[s], t, i, out[s]);
+    if (p.out_local[s] != nullptr) store_vec_at(p.out_local[s], t, i, out[s]);
     if (p.out_win[s] == nullptr) continue;
-    for (int q = 0; q < dev.lsaSize; ++q) store_group_at(peer_at(p.out_win[s], t, gi, q), t, 0, out[s]);
+    for (int q = 0; q < dev.lsaSize; ++q) store_vec_at(peer_at(p.out_win[s], t, gi, q), t, 0, out[s]);
   }
 }
 

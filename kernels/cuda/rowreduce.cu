@@ -16,6 +16,7 @@
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/rowreduce.h"
+#include "kernels/cuda/vec.cuh"
 #include "model/error.h"
 
 namespace coconet::kernels::cuda {
@@ -23,32 +24,6 @@ namespace {
 
 constexpr int kWarp = 32;
 constexpr unsigned kFullMask = 0xffffffffu;
-
-__device__ __forceinline__ float load_elem(const void* p, model::DType t, std::int64_t k) {
-  switch (t) {
-    case model::DType::f16:
-      return __half2float(static_cast<const __half*>(p)[k]);
-    case model::DType::bf16:
-      return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[k]);
-    case model::DType::f32:
-      break;
-  }
-  return static_cast<const float*>(p)[k];
-}
-
-__device__ __forceinline__ void store_elem(void* p, model::DType t, std::int64_t k, float x) {
-  switch (t) {
-    case model::DType::f16:
-      static_cast<__half*>(p)[k] = __float2half_rn(x);
-      return;
-    case model::DType::bf16:
-      static_cast<__nv_bfloat16*>(p)[k] = __float2bfloat16_rn(x);
-      return;
-    case model::DType::f32:
-      break;
-  }
-  static_cast<float*>(p)[k] = x;
-}
 
 __device__ __forceinline__ float combine(bool max, float a, float b) {
   return max ? (a > b ? a : b) : a + b;  // max as model::apply_binary's

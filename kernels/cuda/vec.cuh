@@ -71,6 +71,46 @@ __device__ __forceinline__ void store_vec(T* p, const float (&in)[kVecElems]) {
   }
 }
 
+// Element k of an array of `t` values, as f32.
+__device__ __forceinline__ float load_elem(const void* p, model::DType t, std::int64_t k) {
+  switch (t) {
+    case model::DType::f16: return __half2float(static_cast<const __half*>(p)[k]);
+    case model::DType::bf16: return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[k]);
+    case model::DType::f32: break;
+  }
+  return static_cast<const float*>(p)[k];
+}
+
+// Stores x as element k of an array of `t` values (16-bit types round to nearest even).
+__device__ __forceinline__ void store_elem(void* p, model::DType t, std::int64_t k, float x) {
+  switch (t) {
+    case model::DType::f16: static_cast<__half*>(p)[k] = __float2half_rn(x); return;
+    case model::DType::bf16: static_cast<__nv_bfloat16*>(p)[k] = __float2bfloat16_rn(x); return;
+    case model::DType::f32: break;
+  }
+  static_cast<float*>(p)[k] = x;
+}
+
+// kVecElems elements of an array of `t` values from element k on (16-byte aligned there), as f32.
+__device__ __forceinline__ void load_vec_at(const void* p, model::DType t, std::int64_t k, float (&v)[kVecElems]) {
+  switch (t) {
+    case model::DType::f16: return load_vec(static_cast<const __half*>(p) + k, v);
+    case model::DType::bf16: return load_vec(static_cast<const __nv_bfloat16*>(p) + k, v);
+    case model::DType::f32: break;
+  }
+  load_vec(static_cast<const float*>(p) + k, v);
+}
+
+// Stores kVecElems f32 values as `t` from element k on (16-byte aligned there).
+__device__ __forceinline__ void store_vec_at(void* p, model::DType t, std::int64_t k, const float (&v)[kVecElems]) {
+  switch (t) {
+    case model::DType::f16: return store_vec(static_cast<__half*>(p) + k, v);
+    case model::DType::bf16: return store_vec(static_cast<__nv_bfloat16*>(p) + k, v);
+    case model::DType::f32: break;
+  }
+  store_vec(static_cast<float*>(p) + k, v);
+}
+
 // Calls f(index) for every index of [0, n) grid-stride, one element at a time.
 template <typename F>
 __device__ __forceinline__ void for_each_scalar(std::int64_t n, F&& f) {
