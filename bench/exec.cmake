@@ -9,7 +9,7 @@ if(TARGET coconet_exec AND COCONET_HAVE_MPI AND COCONET_MPIEXEC)
   if(_bind_at GREATER_EQUAL 0)
     math(EXPR _bind_at "${_bind_at} + 1")
     list(REMOVE_AT _bench_mpi_flags ${_bind_at})
-    list(INSERT _bench_mpi_flags ${_bind_at} "core:if-supported")
+    list(INSERT _bench_mpi_flags ${_bind_at} "core:overload-allowed,if-supported")  # exec/launch.h kPinnedBinding
   endif()
   add_custom_target(bench_exec
     COMMAND ${CMAKE_COMMAND} -E env COCONET_ROOT=${COCONET_SOURCE_ROOT}

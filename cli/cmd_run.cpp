@@ -135,18 +135,16 @@ void select_schedules(Job& j, const RunArgs& a, const std::optional<sim::Topolog
     return;
   }
   const sim::Context ctx{*topology, j.point.ranks_per_group, j.point.sizes, plan::parse_backend(a.backend, "--backend")};
-  double best_us = 0;
-  std::size_t best = 0;
-  for (std::size_t i = 0; i < schedules.size(); ++i) {
-    auto& s = schedules[i];
+  std::vector<double> times;
+  std::vector<std::size_t> stages;
+  for (auto& s : schedules) {
     const auto c = sim::tune({s}, ctx, a.knobs.space(s, file)).ranked.front();
     s.knobs = c.knobs;
     j.predicted_us[s.name()] = c.time_us;
-    if (i == 0 || c.time_us < best_us) {
-      best_us = c.time_us;
-      best = i;
-    }
+    times.push_back(c.time_us);
+    stages.push_back(s.stages.size());
   }
+  const std::size_t best = model::predicted_best(times, stages);
   j.predicted_on = topology->name;
   j.notes = prediction_notes(*topology, a.backend, j.point.world_size());
   if (a.schedule == "best") schedules = {schedules[best]};

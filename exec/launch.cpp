@@ -41,7 +41,10 @@
 namespace coconet::exec {
 namespace {
 
-// Cores online; a count the system cannot give reads as unlimited (no check, no pinning).
+// The machine's CPUs online (not this process's affinity: a rank mpirun
+// pinned has one, and the ranks ask too); a count the system cannot give
+// reads as unlimited (no check, no pinning). Where fewer CPUs are usable
+// (a cpuset), pinning overloads cores rather than failing (kPinnedBinding).
 long online_cores() {
   const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
   return cores > 0 ? cores : std::numeric_limits<long>::max();
@@ -83,8 +86,9 @@ std::vector<std::string> mpirun_arguments(const std::string& mpirun, int ranks, 
   std::vector<std::string> argv{mpirun, "-np", std::to_string(ranks),
                                 // More ranks than cores allowed: a laptop, a CI runner (check_cores decides).
                                 "--oversubscribe",
-                                // Pinned only where the machine allows it; unpinned rather than refused.
-                                "--bind-to", binding == Binding::core ? "core:if-supported" : "none",
+                                // Pinned only where the machine allows it, unpinned rather than refused; two
+                                // hardware threads of one core may share it (more CPUs than cores).
+                                "--bind-to", binding == Binding::core ? kPinnedBinding : "none",
                                 // Shared memory between local ranks without ptrace (containers forbid it).
                                 "--mca", "btl", "self,vader", "--mca", "btl_vader_single_copy_mechanism", "none",
                                 // Ranks waiting in MPI yield the core: a small machine runs more threads than cores.

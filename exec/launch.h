@@ -33,7 +33,10 @@ enum class Binding {
   core,
 };
 
-// `core` for the cpu backend at no more ranks than this machine has cores, else `none`.
+// mpirun's --bind-to value for Binding::core.
+inline constexpr const char* kPinnedBinding = "core:overload-allowed,if-supported";
+
+// `core` for the cpu backend at no more ranks than this machine has CPUs online, else `none`.
 [[nodiscard]] Binding binding_for(plan::BackendKind backend, int ranks);
 
 // The full argument list (argv[0] = `mpirun`) that runs `self` with `args` on

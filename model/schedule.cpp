@@ -311,10 +311,16 @@ Schedule apply(Schedule s, const Directive& d) {
       d);
 }
 
-bool ranks_before(double a_us, std::size_t a_stages, double b_us, std::size_t b_stages) {
+std::size_t predicted_best(std::span<const double> times, std::span<const std::size_t> stages) {
+  if (times.empty()) return 0;
   constexpr double kEqualRelative = 1e-9;
-  if (std::abs(a_us - b_us) > kEqualRelative * std::max(std::abs(a_us), std::abs(b_us))) return a_us < b_us;
-  return a_stages < b_stages;
+  const double fastest = *std::min_element(times.begin(), times.end());
+  std::size_t best = times.size();
+  for (std::size_t i = 0; i < times.size(); ++i) {
+    if (times[i] - fastest > kEqualRelative * std::abs(fastest)) continue;
+    if (best == times.size() || stages[i] < stages[best]) best = i;
+  }
+  return best;
 }
 
 }  // namespace coconet::model

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -144,11 +145,13 @@ struct Schedule {
 // Human-readable listing of stages and overlaps.
 [[nodiscard]] std::string describe(const Schedule& s);
 
-// The order predictions rank two schedules in: the faster first; of equal
-// times (within a relative 1e-9), the one with fewer stages: fewer launches
-// and synchronisations, which a prediction prices only where its topology
-// says what they cost (so a fused op and its parts can tie). Used by the
-// tuner, validate's pick and its metrics alike.
-[[nodiscard]] bool ranks_before(double a_us, std::size_t a_stages, double b_us, std::size_t b_stages);
+// The schedule predictions rank first, by index: the fastest; of those
+// predicted alike (within a relative 1e-9 of the fastest), the one with the
+// fewest stages: fewer launches and synchronisations, which a prediction
+// prices only where its topology says what they cost (so a fused op and its
+// parts can tie); then the first listed. `times` and `stages` are per
+// schedule; 0 when there is none. Used by the tuner, `run --schedule best`,
+// validate's pick and its metrics alike.
+[[nodiscard]] std::size_t predicted_best(std::span<const double> times, std::span<const std::size_t> stages);
 
 }  // namespace coconet::model

@@ -5,6 +5,7 @@
 #include "sim/tasks.h"
 
 #include <algorithm>
+#include <limits>
 #include <array>
 #include <cmath>
 #include <map>
@@ -107,12 +108,14 @@ Task comm_task(const plan::Work& w, const Context& ctx, const model::Knobs& knob
   Link link = Link::nvlink;
   int channels = 0;
   double units_per_channel = 0;  // the most any of its collectives holds
+  double smallest_base = std::numeric_limits<double>::infinity();  // of one call of any of its collectives
   std::string detail;
   for (const auto& c : w.collectives) {
     const double bytes = c.bytes * share;
     const CollectiveRequest r{c.op, bytes / calls, where, knobs.algo, knobs.proto, knobs.channels};
     const CollectiveCost cost = predict_collective_or_auto(t, r);
     base += cost.base_us;  // each collective is a call of its own (a fused op: per piece)
+    smallest_base = std::min(smallest_base, cost.base_us);
     hops += calls * cost.hops_us;
     transfer += calls * cost.transfer_us;
     const Traffic one = traffic_of(t, r, cost);
@@ -127,13 +130,15 @@ Task comm_task(const plan::Work& w, const Context& ctx, const model::Knobs& knob
                           cost.channels == t.nccl.channels ? "" : fmt::format(" x{} channels", cost.channels));
   }
   k.sms_held = channels * units_per_channel;
-  // One hand-off for the whole task (nccl.handoff_us), not one per collective call.
-  const double calls_made = double(calls) * double(w.collectives.size());
-  if (calls_made > 1) base = std::max(0.0, base - (calls_made - 1) * t.nccl.handoff_us / double(calls));
+  // A piece's collectives hand off once between them (nccl.handoff_us), never
+  // more than a call's own fixed cost: the fused microbenchmarks that fit it
+  // are one piece each, so a piece, not the whole op, is what was measured.
+  if (w.collectives.size() > 1)
+    base -= double(w.collectives.size() - 1) * std::min(t.nccl.handoff_us, smallest_base);
   const double compute = fused_compute_us(t, w, share);
   // Everything the kernel moves through HBM (its own traffic and the element-wise work) bounds it too.
   const double hbm = traffic.hbm + w.hbm_bytes * share;
-  transfer = std::max(transfer, transfer_us(hbm, t.gpu.hbm_effective_GBps()));
+  const double moved = transfer_us(hbm, t.gpu.hbm_effective_GBps());
   // The element-wise part hides under the transfers but for one step of the
   // pipeline: a ring step (1/ranks of the data), or one piece of a fused op
   // that pipelines its rows in `calls` pieces (plan/fused_form.h).
@@ -143,9 +148,13 @@ Task comm_task(const plan::Work& w, const Context& ctx, const model::Knobs& knob
   // The element-wise part runs beside the transfers only on compute units the
   // collectives leave free; with none left (a CPU rank whose one core drives
   // MPI, sms_per_channel fitted by calibrate) the two take turns.
+  // Taking turns, the element-wise part's own time already holds its memory
+  // traffic (its roofline), so the bound applies to the whole, not to the
+  // transfers alone (which counted the update's bytes twice).
   const bool beside = double(t.gpu.sms) - k.sms_held >= 1.0;
-  k.work_us = beside ? std::max(transfer, compute) + std::min(transfer, compute) / pipeline_depth
-                     : transfer + compute;
+  const double transfers = beside ? std::max(transfer, moved) : transfer;
+  k.work_us = beside ? std::max(transfers, compute) + std::min(transfers, compute) / pipeline_depth
+                     : std::max(transfer + compute, moved);
   // Every resource it crosses, at the rate its work phase moves its bytes there.
   k.demand_GBps[int(Resource::nvlink)] = demand(traffic.nvlink, k.work_us, capacity_GBps(ctx, Resource::nvlink));
   k.demand_GBps[int(Resource::network)] = demand(traffic.network, k.work_us, capacity_GBps(ctx, Resource::network));

@@ -534,10 +534,14 @@ Topology parse_topology(const std::string& yaml_text, const std::string& origin,
   if (t.nccl.large_messages && t.device != Device::cpu)
     ctx.fail(root["nccl"]["large_messages"],
              "nccl.large_messages is MPI's second regime: it needs `device: cpu` (NCCL's protocols are ll, ll128, simple)");
-  if (t.gpu.gemm_operand_GBps_f16 + t.gpu.gemm_operand_GBps_bf16 > 0 && t.device != Device::cpu)
+  if (root["gpu"]["gemm_operand_GBps"] && t.device != Device::cpu)
     ctx.fail(root["gpu"]["gemm_operand_GBps"],
              "gpu.gemm_operand_GBps is the cpu backend's cost of widening and packing GEMM operands: it needs "
              "`device: cpu` (a GPU GEMM reads its operands within its arithmetic)");
+  if (root["nccl"]["handoff_us"] && t.device != Device::cpu)
+    ctx.fail(root["nccl"]["handoff_us"],
+             "nccl.handoff_us is the cpu backend's hand-off between its threads, fitted by `coconet calibrate`: it "
+             "needs `device: cpu`");
   if (t.nccl.per_op && t.device != Device::cpu)
     ctx.fail(root["nccl"]["per_op"],
              "nccl.per_op holds MPI's per-operation constants: it needs `device: cpu` (NCCL's cost is one formula per algorithm)");

@@ -104,10 +104,17 @@ TuneResult tune(const std::vector<model::Schedule>& schedules, const Context& ct
   TuneResult out;
   for (std::size_t i = 0; i < schedules.size(); ++i)
     out.ranked.push_back(best_setting(schedules[i], int(i), ctx, space, out.evaluated));
-  const auto stages = [&](const Candidate& c) { return schedules[std::size_t(c.schedule)].stages.size(); };
-  std::stable_sort(out.ranked.begin(), out.ranked.end(), [&](const Candidate& a, const Candidate& b) {
-    return model::ranks_before(a.time_us, stages(a), b.time_us, stages(b));
-  });
+  std::stable_sort(out.ranked.begin(), out.ranked.end(),
+                   [](const Candidate& a, const Candidate& b) { return a.time_us < b.time_us; });
+  // First: the one model::predicted_best names (of equal predictions, the fewest stages).
+  std::vector<double> times;
+  std::vector<std::size_t> stages;
+  for (const auto& c : out.ranked) {
+    times.push_back(c.time_us);
+    stages.push_back(schedules[std::size_t(c.schedule)].stages.size());
+  }
+  const auto first = out.ranked.begin() + std::ptrdiff_t(model::predicted_best(times, stages));
+  std::rotate(out.ranked.begin(), first, first + 1);
   return out;
 }
 

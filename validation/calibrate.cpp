@@ -175,7 +175,7 @@ OverlapSet overlap_set(const std::vector<MicroSample>& samples, const std::strin
 }
 
 std::vector<double> simulate_overlap(const OverlapSet& o, sim::Topology& t, double units, double interference) {
-  t.nccl.sms_per_channel = std::max(units, 1e-6);
+  t.nccl.sms_per_channel = std::max(units, kMinPositiveUnits);
   t.nccl.interference = interference;
   std::vector<double> out;
   for (const auto* s : o.samples) out.push_back(simulate_sample(*s, t));
@@ -218,7 +218,9 @@ OverlapFit fit_overlap(const std::vector<MicroSample>& samples, const Fitted& f)
   const OverlapSet o = overlap_set(samples);
   if (o.samples.empty()) return {kMaxUnits, 0.0};
   const int ranks = o.samples.front()->ranks;
-  sim::Topology t = sim::parse_topology(topology_yaml(f, CalibrateOptions{}, "cpu", ranks), "<overlap fit>");
+  Fitted shared = f;
+  shared.op_sms_per_channel.clear();  // the share being fitted stands for every op's own
+  sim::Topology t = sim::parse_topology(topology_yaml(shared, CalibrateOptions{}, "cpu", ranks), "<overlap fit>");
   const auto residual = [&](double units, double x) {
     const std::vector<double> p = simulate_overlap(o, t, units, x);
     double sum = 0;
@@ -314,8 +316,8 @@ std::string per_op_yaml(const Fitted& f, int ranks) {
     if (const auto g = r.per_op.ops.find(op); g != r.per_op.ops.end())
       body = regime("small", g->second.small, below) + (r.large ? regime("large", g->second.large, from) : "");
     if (const auto u = f.op_sms_per_channel.find(op); u != f.op_sms_per_channel.end())
-      body += fmt::format("      sms_per_channel: {:.3g}  # fit: this op overlapped with a GEMM (ol(MM,{}))\n",
-                          std::max(u->second, kMinPositiveUnits), op == "allreduce" ? "AR" : "RS");
+      body += fmt::format("      sms_per_channel: {:.3g}  # fit: this op overlapped with a GEMM ({})\n",
+                          std::max(u->second, kMinPositiveUnits), overlap_label(op));
     if (!body.empty()) ops += fmt::format("    {}:\n{}", op, body);
   }
   if (ops.empty()) return "";

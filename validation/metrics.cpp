@@ -29,9 +29,17 @@ double pearson(std::span<const double> a, std::span<const double> b, bool& defin
 }
 
 const ResultRow& fastest(std::span<const ResultRow> rows, bool predicted) {
-  return *std::min_element(rows.begin(), rows.end(), [&](const ResultRow& x, const ResultRow& y) {
-    return predicted ? model::ranks_before(x.predicted_us, x.schedule_stages, y.predicted_us, y.schedule_stages)
-                     : x.measured.median_us < y.measured.median_us;
+  if (predicted) {  // the model's pick (model::predicted_best)
+    std::vector<double> times;
+    std::vector<std::size_t> stages;
+    for (const auto& r : rows) {
+      times.push_back(r.predicted_us);
+      stages.push_back(r.schedule_stages);
+    }
+    return rows[model::predicted_best(times, stages)];
+  }
+  return *std::min_element(rows.begin(), rows.end(), [](const ResultRow& x, const ResultRow& y) {
+    return x.measured.median_us < y.measured.median_us;
   });
 }
 

@@ -140,9 +140,17 @@ MicroSample make_sample(MicroKind kind, const std::string& label, const std::str
   return s;
 }
 
+}  // namespace
+
+std::string overlap_label(const std::string& op) {
+  return fmt::format("ol(MM,{})", op == "allreduce" ? "AR" : op == "reducescatter" ? "RS" : op);
+}
+
+namespace {
+
 MicroSample overlap_sample(const std::string& op, std::int64_t rows, int world) {
   const std::int64_t k = kOverlapLocalK * world;
-  MicroSample s = make_sample(MicroKind::overlap, fmt::format("ol(MM,{}) f16", op == "allreduce" ? "AR" : "RS"), overlap_yaml(op),
+  MicroSample s = make_sample(MicroKind::overlap, overlap_label(op) + " f16", overlap_yaml(op),
                               {{"M", rows}, {"K", k}, {"N", kOverlapN}}, world);
   s.schedule = model::overlap(model::initial_schedule(s.program), "y", "z");
   s.op = op;

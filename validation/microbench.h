@@ -51,12 +51,15 @@ struct MicroOptions {
   // slow or fast step in a 10-30 us collective moved the sample enough that
   // three calibrations in a row kept one regime, two, one (collectives' own
   // error 3.8-13.8%); with 20, two regimes each time, 3.8-5.4% (2 ranks here,
-  // about 1.7 s for the 63 microbenchmarks).
+  // about 1.7 s for the 63 microbenchmarks of cpu-local then, 65 with the fused ones since).
   int iters = 20;
   int warmup = 1;
   bool quick = false;  // fewer sizes: what `validate` runs when it calibrates on the fly
   ExtraSizes extra;    // added to the sweep where it lacks them
 };
+
+// The schedule name of a GEMM overlapped with collective `op` ("ol(MM,AR)", "ol(MM,RS)").
+[[nodiscard]] std::string overlap_label(const std::string& op);
 
 // Builds the sweep (programs and sizes) for a world of `world` ranks; no run.
 [[nodiscard]] std::vector<MicroSample> microbenchmark_plan(int world, const MicroOptions& o);

@@ -2,10 +2,11 @@
 //   mca:btl:vader:param:btl_vader_max_send_size:value:32768
 // The largest send fragment rather than the eager limit: on the machine this
 // was measured on (Open MPI 4.1.4, vader, eager limit 4096, max send size
-// 32768) an 8 KB allreduce still costs what the small sizes cost, and so
-// does a 32 KB one (58 us, 16 KB: 38 us), while a 64 KB one costs 158 us
-// (docs/validation.md): a message that fits one fragment is sent whole, so
-// the large regime starts one byte past the fragment size.
+// 32768, the f16 sums still in software) an 8 KB allreduce cost what the
+// small sizes cost, and so did a 32 KB one (58 us, 16 KB: 38 us), while a
+// 64 KB one cost 158 us (docs/validation.md): a message that fits one
+// fragment is sent whole, so the large regime starts one byte past the
+// fragment size.
 #include "validation/mpi_limits.h"
 
 #include <array>

@@ -41,7 +41,7 @@ struct ResultRow {
   std::string schedule;    // canonical name, e.g. "fuse(RS-C-AG)"
   bool baseline = false;   // the unscheduled program (what speed-ups are measured against)
   double predicted_us = 0;
-  std::size_t schedule_stages = 0;  // the schedule's stages: the tie-break between equal predictions (model::ranks_before)
+  std::size_t schedule_stages = 0;  // the schedule's stages: the tie-break between equal predictions (model::predicted_best)
   Measurement measured;
   bool verified = false;   // the run's result matched the reference (always true for references)
   std::string source;      // where a published measurement comes from (reference rows only)

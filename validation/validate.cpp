@@ -126,15 +126,15 @@ double median_of(std::vector<double> v) {
   return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
 }
 
-// The schedule the model ranks first (model::ranks_before: the fastest
-// prediction; of equals, the fewest stages; then the first).
+// The schedule the model ranks first (model::predicted_best).
 std::size_t predicted_best(const std::vector<Predicted>& pred, const std::vector<model::Schedule>& schedules) {
-  std::size_t best = 0;
-  for (std::size_t i = 1; i < pred.size(); ++i)
-    if (model::ranks_before(pred[i].time_us, schedules[i].stages.size(), pred[best].time_us,
-                          schedules[best].stages.size()))
-      best = i;
-  return best;
+  std::vector<double> times;
+  std::vector<std::size_t> stages;
+  for (std::size_t i = 0; i < pred.size(); ++i) {
+    times.push_back(pred[i].time_us);
+    stages.push_back(schedules[i].stages.size());
+  }
+  return model::predicted_best(times, stages);
 }
 
 // Time for extra rounds, shared out over the points still to measure: a point
@@ -218,10 +218,13 @@ std::vector<ResultRow> measure(exec::Backend& backend, const PointRun& pr, Budge
   int round = 0;
   auto run_round = [&](int steps) {
     exec::RunOptions rr = ro;
-    rr.iters = steps;
     if (round > 0) rr.warmup = std::min(ro.warmup, 1);  // caches and pages are warm after the first round
+    // Every rank must run as many steps: the most any rank's predictions ask for.
+    std::vector<double> each;
+    for (const auto& pred : pr.pred) each.push_back(steps_in_round(steps, pred.time_us));
+    backend.host_allreduce(each, model::ReduceOp::max);
     for (std::size_t i = 0; i < runs.size(); ++i) {
-      rr.iters = steps_in_round(steps, pr.pred[i].time_us);  // the prediction: the same on every rank
+      rr.iters = static_cast<int>(each[i]);
       const exec::RunRow run = exec::run_schedule(backend, runs[i], j.point.sizes, refs, rr);
       Measured& g = got[i];
       g.steps.insert(g.steps.end(), run.step_us.begin(), run.step_us.end());

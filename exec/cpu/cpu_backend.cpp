@@ -26,6 +26,7 @@
 #include <vector>
 
 #include <mpi.h>
+#include <sched.h>
 
 #include "exec/cpu/comm_thread.h"
 #include "exec/cpu/reduce_ops.h"
@@ -77,6 +78,7 @@ class CpuBackend final : public Backend {
     MPI_Comm_free(&node);
     ops_ = std::make_unique<ReduceOps>();
     comm_ = std::make_unique<CommThread>();
+    pinned_ = pinned_to_one_cpu();
     set_groups(1);
   }
 
@@ -437,19 +439,28 @@ class CpuBackend final : public Backend {
   // blocking MPI call spins (Open MPI polls shared memory), which takes the
   // core from the compute thread an overlapped schedule runs beside it. Test
   // in a short burst (fast completions stay fast), then sleep between tests
-  // while the compute thread works; while it waits for this stream (nothing
-  // else wants the core), keep testing: every round of a collective that
-  // needs both ranks would otherwise pay a sleep when they start out of step
-  // (measured: a 32 KB reduce-scatter right after megatron_mlp B=2's GEMM
-  // took 130-152 us as a stage sleeping, 62-77 us testing).
+  // while the compute thread works. A rank pinned to a core of its own whose
+  // compute thread waits for this stream leaves the core to nobody else, so
+  // it keeps testing: every round of a collective that needs both ranks
+  // would otherwise pay a sleep when they start out of step (measured: a
+  // 32 KB reduce-scatter right after megatron_mlp B=2's GEMM took 130-152 us
+  // as a stage sleeping, 62-77 us testing). Unpinned (more ranks than cores),
+  // spinning would take the core from the rank it waits for: it sleeps.
   void wait_politely(MPI_Request& req) const {
     constexpr int kSpinTests = 64;
     constexpr auto kPollPause = std::chrono::microseconds(20);
     int done = 0;
     for (int k = 0; !done; ++k) {
       COCONET_MPI_CHECK(MPI_Test(&req, &done, MPI_STATUS_IGNORE));
-      if (!done && k >= kSpinTests && !comm_->awaited()) std::this_thread::sleep_for(kPollPause);
+      if (!done && k >= kSpinTests && !(pinned_ && comm_->awaited())) std::this_thread::sleep_for(kPollPause);
     }
+  }
+
+  // Whether this process may run on one CPU only (mpirun --bind-to core).
+  static bool pinned_to_one_cpu() {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    return ::sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) == 1;
   }
 
   // The parts back to back in rank order: in place when they already are.
@@ -499,6 +510,7 @@ class CpuBackend final : public Backend {
   MPI_Comm group_compute_ = MPI_COMM_NULL;
   std::unique_ptr<ReduceOps> ops_;
   std::unique_ptr<CommThread> comm_;
+  bool pinned_ = false;  // this rank runs on one CPU of its own (exec::Binding::core)
   std::vector<Buffer> buffers_;
 };
 

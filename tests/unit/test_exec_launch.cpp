@@ -34,7 +34,7 @@ std::string bind_to(const std::vector<std::string>& args) {
 
 // Pinned ranks for the cpu backend within the cores, the OS's placement otherwise.
 TEST(Launch, RanksArePinnedToCoresOnlyForTheCpuBackendWithinTheCores) {
-  EXPECT_EQ(bind_to(mpirun_arguments("mpirun", 2, Binding::core, "x", {}, false)), "core:if-supported");
+  EXPECT_EQ(bind_to(mpirun_arguments("mpirun", 2, Binding::core, "x", {}, false)), kPinnedBinding);
   EXPECT_EQ(bind_to(mpirun_arguments("mpirun", 2, Binding::none, "x", {}, false)), "none");
   const int cores = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
   EXPECT_EQ(binding_for(plan::BackendKind::cpu, 1), Binding::core);

@@ -93,6 +93,9 @@ TEST(Compute, GemmOperandRateIsACpuKey) {
   EXPECT_NE(error_of("cpu-local", "gemm_operand_GBps: {f32: 1}").find("f32"), std::string::npos)
       << error_of("cpu-local", "gemm_operand_GBps: {f32: 1}");
   EXPECT_EQ(error_of("cpu-local", "gemm_operand_GBps: {bf16: 1}"), "(accepted)");
+  EXPECT_NE(error_of("dgx-h100", "gemm_operand_GBps: {}").find("needs `device: cpu`"), std::string::npos);
+  EXPECT_NE(error_of("cpu-local", "gemm_operand_GBps: 2").find("gemm_operand_GBps"), std::string::npos)
+      << error_of("cpu-local", "gemm_operand_GBps: 2");
 }
 
 TEST(Compute, ElementwiseIsHbmBound) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <iterator>
 #include <map>
 
 #include <gtest/gtest.h>
@@ -173,9 +174,9 @@ TEST(Simulator, NoSpareUnitSerialisesGemmAndCollective) {
   }
 }
 
-// nccl.handoff_us: a fused op's two collectives (reduce-scatter, all-gather,
-// one piece) hand off once, so it runs h faster than with none; the same
-// schedule's parts and a single collective are priced as before.
+// nccl.handoff_us: a fused op's two collectives (reduce-scatter, all-gather)
+// hand off once per piece, so one piece runs h faster than with none; the
+// same schedule's parts and a single collective are priced as before.
 TEST(Simulator, AFusedOpHandsOffOnce) {
   std::ifstream in(model::resolve_topology("cpu-local"));
   std::string text, line;
@@ -193,8 +194,33 @@ TEST(Simulator, AFusedOpHandsOffOnce) {
     return simulate(model::find_schedule(p, name), Context{t, 2, sizes}).time_us;
   };
   EXPECT_NEAR(time(some, "fuse(RS-C-AG)"), time(none, "fuse(RS-C-AG)") - 2.5, 1e-9);
+  // In pieces (2^20 elements: 1 MiB of f16 reduced per rank, pieces of 256 KiB: 4), once per piece.
+  sizes["N"] = 1 << 20;
+  EXPECT_NEAR(time(some, "fuse(RS-C-AG)"), time(none, "fuse(RS-C-AG)") - 4 * 2.5, 1e-9);
+  sizes["N"] = 4096;
   for (const char* parts : {"RS-C-AG", "AR-C", "fuse(AR-C)"}) EXPECT_DOUBLE_EQ(time(some, parts), time(none, parts)) << parts;
-  EXPECT_THROW((void)with("-1"), UserError);
+  try {
+    (void)with("-1");
+    ADD_FAILURE() << "a negative hand-off was taken";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("t.yaml:"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("nccl.handoff_us"), std::string::npos) << e.what();
+  }
+  // A GPU topology: the key is the cpu backend's.
+  std::ifstream gpu_in(model::resolve_topology("dgx-h100"));
+  std::string gpu((std::istreambuf_iterator<char>(gpu_in)), std::istreambuf_iterator<char>());
+  const auto at = gpu.find("\nnccl:\n") + std::string("\nnccl:\n").size();
+  try {
+    (void)parse_topology(gpu.substr(0, at) + "  handoff_us: 1\n" + gpu.substr(at), "g.yaml");
+    ADD_FAILURE() << "a GPU topology took nccl.handoff_us";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("needs `device: cpu`"), std::string::npos) << e.what();
+  }
+  // More hand-off than a call's own fixed cost: no call is priced below zero.
+  const Topology huge = with("1000");
+  EXPECT_GT(time(huge, "fuse(RS-C-AG)"), 0.0);
+  EXPECT_LE(time(none, "fuse(RS-C-AG)") - time(huge, "fuse(RS-C-AG)"),
+            time(none, "RS-C-AG") + 1e-9);
 }
 
 TEST(Simulator, AResidentCollectivePaysItsLatencyOnce) {

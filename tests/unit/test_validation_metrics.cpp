@@ -175,7 +175,7 @@ TEST(ValidationMetrics, RowsWithoutIntervalsUseTheirMedians) {
 }
 
 // Equal predictions: the model's pick is the schedule with fewer stages
-// (model::ranks_before), wherever it is listed; unequal ones: the faster.
+// (model::predicted_best), wherever it is listed; unequal ones: the faster.
 TEST(ValidationMetrics, EqualPredictionsPickTheFewestStages) {
   std::vector<ResultRow> rows{row("sgd", "N=4", "AR-C", 10.0, 12.0, true), row("sgd", "N=4", "fuse(AR-C)", 10.0, 11.0)};
   rows[0].schedule_stages = 2;
@@ -187,9 +187,12 @@ TEST(ValidationMetrics, EqualPredictionsPickTheFewestStages) {
   rows[1].predicted_us = 10.5;  // no longer a tie: the faster prediction wins, stages or not
   m = compute_metrics(rows);
   EXPECT_EQ(m.per_point[0].predicted_best, "AR-C");
-  EXPECT_TRUE(model::ranks_before(1.0, 5, 1.0 + 1e-6, 1));
-  EXPECT_TRUE(model::ranks_before(1.0, 1, 1.0 + 1e-12, 5));
-  EXPECT_FALSE(model::ranks_before(1.0 + 1e-12, 5, 1.0, 1));
+  const std::vector<std::size_t> stages{5, 3, 1};
+  EXPECT_EQ(model::predicted_best(std::vector<double>{1.0, 1.0 + 1e-6, 2.0}, stages), 0u);  // faster wins
+  EXPECT_EQ(model::predicted_best(std::vector<double>{1.0, 1.0 + 1e-12, 1.0 + 2e-12}, stages), 2u);  // fewest stages
+  // Alike means alike the fastest: 1 + 0.6e-9 and 1 + 1.2e-9 are not both "equal" in a chain.
+  EXPECT_EQ(model::predicted_best(std::vector<double>{1.0, 1.0 + 0.6e-9, 1.0 + 1.2e-9}, stages), 1u);
+  EXPECT_EQ(model::predicted_best(std::vector<double>{}, std::vector<std::size_t>{}), 0u);
 }
 
 }  // namespace
