@@ -16,6 +16,7 @@
 #include <vector>
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -133,8 +134,19 @@ namespace {
 // 3.3 us with F16C (this machine, one core).
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define COCONET_HAVE_F16C_PATH 1
+// CPUID leaf 1, ECX (Intel SDM vol. 2A, "CPUID"): OSXSAVE, AVX and F16C; and
+// XCR0 bits 1-2 (the OS saves the SSE and AVX registers), read with XGETBV.
 bool cpu_has_f16c() {
-  static const bool has = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+  static const bool has = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return false;
+    constexpr unsigned kOsxsave = 1u << 27, kAvx = 1u << 28, kF16c = 1u << 29;
+    if ((ecx & (kOsxsave | kAvx | kF16c)) != (kOsxsave | kAvx | kF16c)) return false;
+    unsigned xcr0 = 0, high = 0;
+    __asm__("xgetbv" : "=a"(xcr0), "=d"(high) : "c"(0));
+    constexpr unsigned kSseAvxState = 0x6;
+    return (xcr0 & kSseAvxState) == kSseAvxState;
+  }();
   return has;
 }
 
@@ -155,6 +167,14 @@ __attribute__((target("f16c,avx"))) std::int64_t narrow_f16c(const float* in, st
 #endif
 
 }  // namespace
+
+bool f16c_conversions() {
+#ifdef COCONET_HAVE_F16C_PATH
+  return cpu_has_f16c();
+#else
+  return false;
+#endif
+}
 
 void load_f32(const std::byte* data, model::DType t, std::int64_t first, std::int64_t stride,
               std::int64_t count, float* out) {

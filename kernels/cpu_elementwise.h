@@ -23,6 +23,11 @@ struct CpuOperand {
 void cpu_elementwise(const ElementwiseProgram& program, std::span<const CpuOperand> inputs,
                      std::span<const CpuOperand> outputs, const Block& block);
 
+// Whether load_f32 / store_f32 convert f16 with F16C instructions (an x86-64
+// CPU that has them); else with kernels/half.h's bit manipulation. Either way
+// the values are the same.
+[[nodiscard]] bool f16c_conversions();
+
 // Converts `count` stored elements to f32 / from f32 (RNE), with element strides.
 void load_f32(const std::byte* data, model::DType t, std::int64_t first, std::int64_t stride,
               std::int64_t count, float* out);

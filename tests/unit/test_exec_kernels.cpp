@@ -53,11 +53,7 @@ TEST(Half, VerifierOfRoundTripCanFail) {
 // f32 of a sweep over exponents and the bits that decide rounding narrowed
 // (ties, subnormals, overflow, signs). NaN need only stay NaN.
 TEST(Half, BulkConversionsAreTheScalarOnes) {
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  if (!__builtin_cpu_supports("f16c")) GTEST_SKIP() << "no F16C on this CPU: the bulk conversions are the scalar ones";
-#else
-  GTEST_SKIP() << "not x86-64: the bulk conversions are the scalar ones";
-#endif
+  if (!f16c_conversions()) GTEST_SKIP() << "no F16C here: the bulk conversions are the scalar ones";
   std::vector<std::uint16_t> every(0x10000);
   for (std::uint32_t h = 0; h < 0x10000; ++h) every[h] = static_cast<std::uint16_t>(h);
   std::vector<float> wide(every.size());
