@@ -158,31 +158,39 @@ constexpr double kMaxUnits = 1.0;
 constexpr double kMinInterference = 0.0;
 constexpr double kMaxInterference = 1.0;
 
-struct OverlapSet {
+// The samples of one kind (of one op only when `op` is not empty), fitted through the simulator.
+struct SampleSet {
   std::vector<const MicroSample*> samples;
   std::vector<double> measured;
 };
 
-// The overlapped samples; of one op only when `op` is not empty.
-OverlapSet overlap_set(const std::vector<MicroSample>& samples, const std::string& op = "") {
-  OverlapSet o;
+SampleSet sample_set(const std::vector<MicroSample>& samples, MicroKind kind, const std::string& op = "") {
+  SampleSet o;
   for (const auto& s : samples)
-    if (s.kind == MicroKind::overlap && (op.empty() || s.op == op)) {
+    if (s.kind == kind && (op.empty() || s.op == op)) {
       o.samples.push_back(&s);
       o.measured.push_back(s.measured_us);
     }
   return o;
 }
 
-std::vector<double> simulate_overlap(const OverlapSet& o, sim::Topology& t, double units, double interference) {
-  t.nccl.sms_per_channel = std::max(units, kMinPositiveUnits);
-  t.nccl.interference = interference;
+std::vector<double> simulate_all(const SampleSet& o, const sim::Topology& t) {
   std::vector<double> out;
   for (const auto* s : o.samples) out.push_back(simulate_sample(*s, t));
   return out;
 }
 
-double fit_units(const OverlapSet& o, sim::Topology& t, double interference) {
+SampleSet overlap_set(const std::vector<MicroSample>& samples, const std::string& op = "") {
+  return sample_set(samples, MicroKind::overlap, op);
+}
+
+std::vector<double> simulate_overlap(const SampleSet& o, sim::Topology& t, double units, double interference) {
+  t.nccl.sms_per_channel = std::max(units, kMinPositiveUnits);
+  t.nccl.interference = interference;
+  return simulate_all(o, t);
+}
+
+double fit_units(const SampleSet& o, sim::Topology& t, double interference) {
   return fit_scalar(o.measured, [&](double units) { return simulate_overlap(o, t, units, interference); },
                     kMinUnits, kMaxUnits);
 }
@@ -215,17 +223,14 @@ Fitted fit_samples(const std::vector<MicroSample>& samples, const std::optional<
 }
 
 OverlapFit fit_overlap(const std::vector<MicroSample>& samples, const Fitted& f) {
-  const OverlapSet o = overlap_set(samples);
+  const SampleSet o = overlap_set(samples);
   if (o.samples.empty()) return {kMaxUnits, 0.0};
   const int ranks = o.samples.front()->ranks;
   Fitted shared = f;
   shared.op_sms_per_channel.clear();  // the share being fitted stands for every op's own
   sim::Topology t = sim::parse_topology(topology_yaml(shared, CalibrateOptions{}, "cpu", ranks), "<overlap fit>");
   const auto residual = [&](double units, double x) {
-    const std::vector<double> p = simulate_overlap(o, t, units, x);
-    double sum = 0;
-    for (std::size_t i = 0; i < p.size(); ++i) sum += std::pow(p[i] / o.measured[i] - 1.0, 2);
-    return sum;
+    return relative_residual(simulate_overlap(o, t, units, x), o.measured);
   };
   double interference = fit_scalar(o.measured, [&](double x) {
     return simulate_overlap(o, t, fit_units(o, t, x), x);
@@ -251,20 +256,13 @@ OverlapFit fit_overlap(const std::vector<MicroSample>& samples, const Fitted& f)
 constexpr double kMaxHandoffUs = 10.0;
 
 double fit_handoff(const std::vector<MicroSample>& samples, const Fitted& f) {
-  std::vector<const MicroSample*> fused;
-  std::vector<double> measured;
-  for (const auto& s : samples)
-    if (s.kind == MicroKind::fused) {
-      fused.push_back(&s);
-      measured.push_back(s.measured_us);
-    }
-  if (fused.empty()) return 0.0;
-  sim::Topology t = sim::parse_topology(topology_yaml(f, CalibrateOptions{}, "cpu", fused.front()->ranks), "<hand-off fit>");
-  return fit_scalar(measured, [&](double x) {
+  const SampleSet fused = sample_set(samples, MicroKind::fused);
+  if (fused.samples.empty()) return 0.0;
+  sim::Topology t =
+      sim::parse_topology(topology_yaml(f, CalibrateOptions{}, "cpu", fused.samples.front()->ranks), "<hand-off fit>");
+  return fit_scalar(fused.measured, [&](double x) {
     t.nccl.handoff_us = x;
-    std::vector<double> out;
-    for (const auto* s : fused) out.push_back(simulate_sample(*s, t));
-    return out;
+    return simulate_all(fused, t);
   }, 0.0, kMaxHandoffUs);
 }
 

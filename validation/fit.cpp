@@ -146,6 +146,12 @@ double collective_model_us(const CollectiveFit& f, const std::string& op, double
          reduce;
 }
 
+double relative_residual(const std::vector<double>& predicted, const std::vector<double>& measured) {
+  double sum = 0;
+  for (std::size_t j = 0; j < measured.size(); ++j) sum += std::pow(predicted.at(j) / measured[j] - 1.0, 2);
+  return sum;
+}
+
 double schwarz_criterion(double residual, std::size_t n, std::size_t constants) {
   constexpr double kTinyResidual = 1e-300;  // keeps log() finite for a residual of exactly zero
   const double dn = static_cast<double>(n);
@@ -159,9 +165,7 @@ double fit_scalar(const std::vector<double>& measured, const std::function<std::
   double best = lo, best_err = std::numeric_limits<double>::infinity();
   for (int i = 0; i <= kSteps; ++i) {
     const double x = lo + (hi - lo) * i / kSteps;
-    const std::vector<double> p = model(x);
-    double err = 0;
-    for (std::size_t j = 0; j < measured.size(); ++j) err += std::pow(p.at(j) / measured[j] - 1.0, 2);
+    const double err = relative_residual(model(x), measured);
     if (err < best_err) {
       best_err = err;
       best = x;

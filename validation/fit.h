@@ -89,6 +89,9 @@ struct CollectiveFit {
 [[nodiscard]] CollectiveFit fit_collectives(const std::vector<CollectiveSample>& s, bool need_rate = true);
 [[nodiscard]] double collective_model_us(const CollectiveFit& f, const std::string& op, double bytes, int ranks);
 
+// The squared relative error of `predicted` against `measured`: sum ((p / m) - 1)^2.
+[[nodiscard]] double relative_residual(const std::vector<double>& predicted, const std::vector<double>& measured);
+
 // Schwarz's criterion (BIC) of a fit with `constants` constants whose squared
 // relative residual over n samples is `residual`: lower is better; a constant
 // more must lower the residual by more than chance would.

@@ -51,7 +51,7 @@ struct MicroOptions {
   // slow or fast step in a 10-30 us collective moved the sample enough that
   // three calibrations in a row kept one regime, two, one (collectives' own
   // error 3.8-13.8%); with 20, two regimes each time, 3.8-5.4% (2 ranks here,
-  // about 1.7 s for the 63 microbenchmarks of cpu-local then, 65 with the fused ones since).
+  // about 1.7 s for cpu-local's microbenchmarks).
   int iters = 20;
   int warmup = 1;
   bool quick = false;  // fewer sizes: what `validate` runs when it calibrates on the fly

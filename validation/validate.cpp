@@ -108,7 +108,7 @@ constexpr int kMaxStepsPerRound = 64;
 int steps_in_round(int base, double predicted_us) {
   if (!(predicted_us > 0)) return base;
   const double wanted = std::ceil(kMinRoundUs / predicted_us);
-  return std::clamp(static_cast<int>(std::min(wanted, double(kMaxStepsPerRound))), base, std::max(base, kMaxStepsPerRound));
+  return std::max(base, static_cast<int>(std::min(wanted, double(kMaxStepsPerRound))));
 }
 
 struct Measured {
