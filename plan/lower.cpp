@@ -333,7 +333,10 @@ class Lowering {
       const Stmt& s = stmt(n);
       reader = n;
       if (model::is_communication(s.op)) {
-        op.work.collectives.push_back(collective_of(s));
+        Collective c = collective_of(s);
+        // A value a fused op keeps only to gather is written at this rank's place in the gather's output.
+        c.in_place = s.op == OpKind::allgather && op.fused && op.fused->scratch.contains(s.operands.at(0));
+        op.work.collectives.push_back(c);
       } else if (s.op == OpKind::matmul) {
         op.work.gemm = gemm_of(s);
       } else if (s.op == OpKind::rowreduce) {

@@ -39,6 +39,7 @@ struct Collective {
   model::OpKind op = model::OpKind::allreduce;
   std::string stmt;
   double bytes = 0;  // nccl-tests size on rank 0 (sim/collective.h): whole op, all chunks
+  bool in_place = false;  // a fused op's allgather of what it wrote at this rank's place
 };
 
 // A GEMM as the cost model sees it: `batch` products [m x k] x [k x n] on

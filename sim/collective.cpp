@@ -342,6 +342,20 @@ CollectiveCost at_measured_level(double correction, CollectiveCost c) {
   return c;
 }
 
+bool one_rank(const CollectiveRequest& r) { return r.where.ranks <= 1 && r.op != model::OpKind::send; }
+
+// One rank exchanges nothing (predict_collective, sim/collective.h): a copy
+// when out of place, nothing in place. It holds no channel.
+CollectiveCost one_rank_cost(const Topology& t, const CollectiveRequest& r) {
+  CollectiveCost c;
+  c.channels = 0;
+  if (r.in_place || r.bytes <= 0) return c;
+  c.base_us = t.gpu.local_copy_us();
+  c.link_GBps = t.gpu.local_copy_GBps() / kLocalCopyBytesPerByte;
+  c.transfer_us = transfer_us(kLocalCopyBytesPerByte * r.bytes, t.gpu.local_copy_GBps());
+  return c;
+}
+
 }  // namespace
 
 double latency_correction_us(const Topology& t) {
@@ -371,11 +385,7 @@ bool supported(const Topology& t, model::OpKind op, const Placement& where, Algo
 CollectiveCost predict_collective(const Topology& t, const CollectiveRequest& r) {
   if (r.bytes < 0) throw UserError(fmt::format("a {} of {} bytes is impossible", model::to_string(r.op), r.bytes));
   const int channels = r.channels > 0 ? r.channels : t.nccl.channels;
-  if (r.where.ranks <= 1 && r.op != model::OpKind::send) {
-    CollectiveCost none;
-    none.channels = 0;
-    return none;  // one rank: nothing to exchange
-  }
+  if (one_rank(r)) return one_rank_cost(t, r);
   if (r.algo != Algo::auto_) {
     bool any = false;
     for (Proto p : kProtos)
@@ -401,7 +411,13 @@ CollectiveCost predict_collective(const Topology& t, const CollectiveRequest& r)
 Traffic traffic_of(const Topology& t, const CollectiveRequest& r, const CollectiveCost& c) {
   const Placement& w = r.where;
   Traffic out;
-  if (w.ranks <= 1 && r.op != model::OpKind::send) return out;
+  if (one_rank(r)) {
+    // A copy at HBM speed loads HBM with its bytes; a fitted copy rate
+    // (gpu.copy.GBps) is an achieved one, its memory traffic in it (as a
+    // calibrated transfer's, nccl.hbm_bytes_per_link_byte: 0).
+    if (!r.in_place && !t.gpu.copy_GBps) out.hbm = kLocalCopyBytesPerByte * r.bytes;
+    return out;
+  }
   if (r.op == model::OpKind::alltoall) return alltoall_traffic(t, r, c);  // sim/alltoall.h
   const double g = w.per_node;
   const double wire = 1.0 / [&] {  // bytes on a link per payload byte: the protocol's flags

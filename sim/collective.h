@@ -43,9 +43,14 @@ struct CollectiveRequest {
   model::Algo algo = model::Algo::auto_;
   model::Proto proto = model::Proto::auto_;
   int channels = 0;  // 0: the topology's NCCL default
+  // Output and input are the same memory: on one rank nothing is moved at all.
+  bool in_place = false;
 };
 
 enum class Link { nvlink, network };
+
+// A local copy (a collective on one rank) reads each byte once and writes it once.
+inline constexpr double kLocalCopyBytesPerByte = 2.0;
 
 struct CollectiveCost {
   model::Algo algo = model::Algo::ring;
@@ -80,7 +85,11 @@ struct CollectiveCost {
 // The cost of one collective. `auto` algorithm or protocol: the fastest
 // supported choice among NCCL's own (ring, tree, NVLS: never hierarchical,
 // which is not an NCCL algorithm but three NCCL calls, chosen only by name).
-// A concrete unsupported choice is a UserError.
+// A concrete unsupported choice is a UserError. On one rank (a send aside)
+// nothing is exchanged: as NCCL's one-rank path (src/enqueue.cc, taskAppend
+// -> ncclLaunchOneRank: "for 1 rank, out-of-place is memcpy to self, and
+// in-place is nop"), an out-of-place call is a device-local copy, its launch
+// and its bytes read and written over HBM, and an in-place one costs nothing.
 [[nodiscard]] CollectiveCost predict_collective(const Topology& t, const CollectiveRequest& r);
 // As predict_collective, but an unsupported concrete choice falls back to auto
 // (what the tuner's schedule-wide knobs need).

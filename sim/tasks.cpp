@@ -26,7 +26,8 @@ constexpr double kScalarBytes = 4;  // an f32 norm partial sum
 double demand(double bytes, double us, double cap) { return std::min(cap, rate_GBps(bytes, us)); }
 
 double scalar_allreduce_us(const Context& ctx) {
-  const CollectiveRequest r{model::OpKind::allreduce, kScalarBytes, ctx.placement()};
+  CollectiveRequest r{model::OpKind::allreduce, kScalarBytes, ctx.placement()};
+  r.in_place = true;  // the partial sum is reduced where it lies
   return predict_collective(ctx.topology, r).time_us();
 }
 
@@ -110,9 +111,10 @@ Task comm_task(const plan::Work& w, const Context& ctx, const model::Knobs& knob
   double units_per_channel = 0;  // the most any of its collectives holds
   double smallest_base = std::numeric_limits<double>::infinity();  // of one call of any of its collectives
   std::string detail;
+  bool crosses = false;  // some collective moves data between ranks
   for (const auto& c : w.collectives) {
     const double bytes = c.bytes * share;
-    const CollectiveRequest r{c.op, bytes / calls, where, knobs.algo, knobs.proto, knobs.channels};
+    const CollectiveRequest r{c.op, bytes / calls, where, knobs.algo, knobs.proto, knobs.channels, c.in_place};
     const CollectiveCost cost = predict_collective_or_auto(t, r);
     base += cost.base_us;  // each collective is a call of its own (a fused op: per piece)
     smallest_base = std::min(smallest_base, cost.base_us);
@@ -125,9 +127,13 @@ Task comm_task(const plan::Work& w, const Context& ctx, const model::Knobs& knob
     if (cost.transfer_us > 0 && cost.bottleneck == Link::network) link = Link::network;
     channels = std::max(channels, cost.channels);
     units_per_channel = std::max(units_per_channel, sms_per_channel(t, c.op, where));
-    detail += fmt::format("{}{} {} {}/{}{}", detail.empty() ? "" : ", ", model::to_string(c.op), bytes_text(bytes),
-                          model::to_string(cost.algo), model::to_string(cost.proto),
-                          cost.channels == t.nccl.channels ? "" : fmt::format(" x{} channels", cost.channels));
+    const bool local = where.ranks <= 1 && c.op != model::OpKind::send;  // sim/collective.h: a copy or nothing
+    crosses = crosses || !local;
+    detail += fmt::format("{}{} {} ", detail.empty() ? "" : ", ", model::to_string(c.op), bytes_text(bytes));
+    if (local) detail += c.in_place ? "on one rank, in place: nothing" : "on one rank: a local copy";
+    else
+      detail += fmt::format("{}/{}{}", model::to_string(cost.algo), model::to_string(cost.proto),
+                            cost.channels == t.nccl.channels ? "" : fmt::format(" x{} channels", cost.channels));
   }
   k.sms_held = channels * units_per_channel;
   // A piece's collectives hand off once between them (nccl.handoff_us), never
@@ -159,7 +165,7 @@ Task comm_task(const plan::Work& w, const Context& ctx, const model::Knobs& knob
   k.demand_GBps[int(Resource::nvlink)] = demand(traffic.nvlink, k.work_us, capacity_GBps(ctx, Resource::nvlink));
   k.demand_GBps[int(Resource::network)] = demand(traffic.network, k.work_us, capacity_GBps(ctx, Resource::network));
   k.demand_GBps[int(Resource::hbm)] = demand(hbm, k.work_us, capacity_GBps(ctx, Resource::hbm));
-  k.detail = detail + ", " + link_bound(t, link);
+  k.detail = detail + ", " + (crosses ? link_bound(t, link) : memory_word(t) + "-bound");
   return k;
 }
 

@@ -78,6 +78,7 @@ Topology Topology::scaled(const RankScales& s) const {
   t.gpu.gemm_operand_GBps_f16 *= s.compute;  // the widening and packing run on the rank's own core
   t.gpu.gemm_operand_GBps_bf16 *= s.compute;
   t.gpu.hbm_GBps *= s.hbm;
+  if (t.gpu.copy_GBps) *t.gpu.copy_GBps *= s.hbm;
   t.nccl.reduce_GBps *= s.hbm;  // combining received data runs at memory speed
   t.node.nvlink_link_GBps *= s.nvlink;
   t.node.nccl_link_GBps *= s.nvlink;
@@ -199,7 +200,7 @@ class Reader {
 GpuSpec read_gpu(const Reader& r, const YAML::Node& root) {
   const YAML::Node n = r.section(root, "", "gpu",
                                  {"model", "sms", "hbm_GBps", "hbm_efficiency", "tflops",
-                                  "gemm_efficiency", "gemm_tile", "launch_us", "memory_GB", "gemm_operand_GBps"});
+                                  "gemm_efficiency", "gemm_tile", "launch_us", "memory_GB", "gemm_operand_GBps", "copy"});
   GpuSpec g;
   g.model = r.value<std::string>(n, "gpu", "model");
   g.sms = r.positive_int(n, "gpu", "sms");
@@ -219,6 +220,11 @@ GpuSpec read_gpu(const Reader& r, const YAML::Node& root) {
     const YAML::Node o = r.section(n, "gpu", "gemm_operand_GBps", {"f16", "bf16"});
     if (o["f16"]) g.gemm_operand_GBps_f16 = r.positive(o, "gpu.gemm_operand_GBps", "f16");
     if (o["bf16"]) g.gemm_operand_GBps_bf16 = r.positive(o, "gpu.gemm_operand_GBps", "bf16");
+  }
+  if (n["copy"]) {  // optional: a device-local copy's own constants
+    const YAML::Node c = r.section(n, "gpu", "copy", {"us", "GBps"});
+    if (c["us"]) g.copy_us = r.non_negative(c, "gpu.copy", "us");
+    if (c["GBps"]) g.copy_GBps = r.positive(c, "gpu.copy", "GBps");
   }
   return g;
 }

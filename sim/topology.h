@@ -47,8 +47,16 @@ struct GpuSpec {
   // arithmetic (bounded below by HBM, sim/compute.h).
   double gemm_operand_GBps_f16 = 0;
   double gemm_operand_GBps_bf16 = 0;
+  // Optional `copy: {us, GBps}`: a device-local copy (what a collective on
+  // one rank is, sim/collective.h), its fixed cost and its rate over the bytes
+  // read and written. Absent: a kernel launch and the achievable HBM bandwidth
+  // (a GPU's cudaMemcpyAsync); `coconet calibrate` measures the cpu backend's.
+  std::optional<double> copy_us;
+  std::optional<double> copy_GBps;
 
   [[nodiscard]] double tflops(model::DType t) const;
+  [[nodiscard]] double local_copy_us() const { return copy_us.value_or(launch_us); }
+  [[nodiscard]] double local_copy_GBps() const { return copy_GBps.value_or(hbm_effective_GBps()); }
   // gemm_operand_GBps of `t`'s operands; 0: no such cost.
   [[nodiscard]] double gemm_operand_GBps(model::DType t) const;
   [[nodiscard]] double hbm_effective_GBps() const { return hbm_GBps * hbm_efficiency; }

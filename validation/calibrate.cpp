@@ -7,6 +7,7 @@
 //   gpu.gemm_operand_GBps             rate a GEMM call widens and packs its operands, besides its FLOPs
 //   gpu.sms 1, gemm_tile 1x1          one thread per rank: no wave or tile quantisation
 //   gpu.launch_us                     per-kernel call overhead (intercept of the element-wise fit)
+//   gpu.copy                          a local copy's fixed cost and rate (allreduces on groups of one rank)
 //   node.gpus = ranks, one link       the ring's link bandwidth and per-step latency
 //   nccl.base_latency_us              per-collective fixed cost; every protocol alike (MPI has one)
 //   nccl.reduce_GBps                  rate a rank combines received data (the reducing collectives' extra cost)
@@ -219,7 +220,22 @@ Fitted fit_samples(const std::vector<MicroSample>& samples, const std::optional<
   f.interference = o.interference;
   f.op_sms_per_channel = o.per_op;
   f.handoff_us = fit_handoff(samples, f);
+  fit_copy(samples, f);
   return f;
+}
+
+void fit_copy(const std::vector<MicroSample>& samples, Fitted& f) {
+  std::vector<std::vector<double>> features;
+  std::vector<double> measured;
+  for (const auto& s : samples)
+    if (s.kind == MicroKind::copy) {
+      features.push_back({1.0, sim::kLocalCopyBytesPerByte * s.bytes});
+      measured.push_back(s.measured_us);
+    }
+  if (features.size() < 2) return;  // an intercept and a slope need two sizes
+  const std::vector<double> x = fit_relative_nonnegative(features, measured);
+  f.copy_us = x[0];
+  f.copy_GBps = bounded(x[1] > 0 ? 1.0 / (x[1] * sim::kBytesPerGBpsUs) : 0.0);
 }
 
 OverlapFit fit_overlap(const std::vector<MicroSample>& samples, const Fitted& f) {
@@ -354,6 +370,9 @@ std::string topology_yaml(const Fitted& f, const CalibrateOptions& o, const std:
   y += gemm_operand_line(f);
   y += fmt::format("  launch_us: {:.4g}               # fit: intercept of the element-wise kernels (runtime call overhead)\n",
                    e.launch_us);
+  if (f.copy_us && f.copy_GBps)
+    y += fmt::format("  copy: {{us: {:.4g}, GBps: {:.4g}}}  # fit: allreduces on groups of one rank (a local copy, no MPI call)\n",
+                     *f.copy_us, *f.copy_GBps);
   y += "node:\n";
   y += fmt::format("  gpus: {}                       # ranks on this machine\n", ranks);
   y += "  nvlink_links: 1               # one shared-memory transport between ranks\n";

@@ -50,6 +50,10 @@ struct Fitted {
   // calls after its first do not, fitted through the simulator on the fused
   // microbenchmarks (0: none measured, or none seen).
   double handoff_us = 0.0;
+  // gpu.copy: a local copy's fixed cost and rate over bytes read and written,
+  // fitted on allreduces over groups of one rank (none: fewer than 2 ranks).
+  std::optional<double> copy_us;
+  std::optional<double> copy_GBps;
 };
 
 // A fitted rate as the topology file holds it: one the samples did not bound
@@ -78,6 +82,11 @@ struct OverlapFit {
 // simulator, on the topology of `f`'s other constants: the value on a grid
 // over [0, 10 us] with the least squared relative error; 0 without samples.
 [[nodiscard]] double fit_handoff(const std::vector<MicroSample>& samples, const Fitted& f);
+
+// gpu.copy into `f`: t = us + 2 x bytes / GBps by least squares on relative
+// error over the one-rank allreduces (MicroKind::copy); nothing when fewer
+// than two were measured.
+void fit_copy(const std::vector<MicroSample>& samples, Fitted& f);
 
 struct Calibration {
   std::vector<MicroSample> samples;

@@ -176,6 +176,18 @@ MicroSample fused_sample(std::int64_t n, int world) {
   return s;
 }
 
+// An allreduce on groups of one rank, every rank its own group (a tensor
+// of the last group, never read, makes `world` groups): nothing crosses
+// ranks, the call is a local copy (sim/collective.h, one rank), and its fixed
+// cost and rate are what gpu.copy holds.
+std::string one_rank_yaml(int world) {
+  return fmt::format("name: cal_one_rank\nparams: {{N: 1}}\ntensors:\n"
+                     "  x: {{dtype: f16, shape: [N], layout: local}}\n"
+                     "  idle: {{dtype: f16, shape: [1], layout: local, group: {}}}\n"
+                     "program:\n  - z = allreduce(sum, x)\noutputs: [z]\n",
+                     world - 1);
+}
+
 // Bytes per element of the `add f32` kernel: two f32 operands read, one written.
 constexpr double kAddBytesPerElem = 12.0;
 
@@ -231,6 +243,8 @@ std::vector<MicroSample> microbenchmark_plan(int world, const MicroOptions& o) {
     for (const auto& op : kOverlapOps)
       for (auto rows : kOverlapRows) out.push_back(overlap_sample(op, rows, world));
     for (auto n : kFusedElems) out.push_back(fused_sample(n, world));
+    for (auto n : sweep(kSmallElems, kLargeElems, kElemFactor, o.quick))
+      out.push_back(make_sample(MicroKind::copy, "allreduce f16 one rank", one_rank_yaml(world), {{"N", n}}, world));
   }
   add_extra(out, world, o.extra);
   return out;

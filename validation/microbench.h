@@ -17,14 +17,15 @@
 
 namespace coconet::validation {
 
-enum class MicroKind { elementwise, gemm, collective, overlap, fused };
+enum class MicroKind { elementwise, gemm, collective, overlap, fused, copy };
 
 struct MicroSample {
   MicroKind kind = MicroKind::elementwise;
   std::string label;          // "add f32 N=65536", "allreduce f16 N=1024", ...
   model::Program program;
   model::Schedule schedule;   // what runs: the program itself, (overlap) a GEMM overlapped with its
-                              // collective, or (fused) an allreduce and update as one fused op
+                              // collective, (fused) an allreduce and update as one fused op, or
+                              // (copy) an allreduce on groups of one rank: a local copy
   model::Bindings sizes;
   int ranks = 1;              // per process group
   double bytes = 0;           // element-wise: HBM bytes; GEMM: A, B and C; collective: nccl-tests size

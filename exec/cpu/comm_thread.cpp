@@ -27,6 +27,11 @@ std::int64_t CommThread::last_queued() const {
   return enqueued_;
 }
 
+bool CommThread::idle() const {
+  std::lock_guard lock(mutex_);
+  return completed_ == enqueued_;
+}
+
 void CommThread::wait_for(std::int64_t seq) {
   std::unique_lock lock(mutex_);
   waiting_.fetch_add(1, std::memory_order_relaxed);

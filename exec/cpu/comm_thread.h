@@ -30,6 +30,8 @@ class CommThread {
   // first exception a task threw.
   void wait_for(std::int64_t seq);
   void drain() { wait_for(last_queued()); }
+  // Whether every task queued so far has run.
+  [[nodiscard]] bool idle() const;
   // Whether the caller is blocked in wait_for: the rank computes nothing
   // meanwhile, so a task may hold the core (spin) instead of yielding it.
   [[nodiscard]] bool awaited() const { return waiting_.load(std::memory_order_relaxed) > 0; }

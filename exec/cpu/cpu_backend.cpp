@@ -242,6 +242,7 @@ class CpuBackend final : public Backend {
   void allreduce(View in, View out, ReduceOp op) override {
     check(in);
     check(out);
+    if (one_rank_copy(out, in)) return;
     comm_->enqueue([this, in, out, op] {
       const auto t = dtype_of(in.buffer);
       const void* send = same(in, out) ? MPI_IN_PLACE : ptr(in);
@@ -257,6 +258,7 @@ class CpuBackend final : public Backend {
     std::vector<View> ps(parts.begin(), parts.end());
     for (const auto& p : ps) check(p);
     COCONET_ASSERT(static_cast<int>(ps.size()) == ranks_per_group(), "reduce_scatter: one part per rank");
+    if (one_rank_copy(out, ps.front())) return;
     comm_->enqueue([this, ps, out, op] {
       const auto t = dtype_of(out.buffer);
       std::vector<int> counts;
@@ -277,6 +279,7 @@ class CpuBackend final : public Backend {
       COCONET_ASSERT(p.buffer == ps.front().buffer, "allgather: parts must lie in one buffer");
     }
     COCONET_ASSERT(static_cast<int>(ps.size()) == ranks_per_group(), "allgather: one part per rank");
+    if (one_rank_copy(ps.front(), in)) return;
     comm_->enqueue([this, in, ps] {
       const auto t = dtype_of(in.buffer);
       std::vector<int> counts;
@@ -299,6 +302,7 @@ class CpuBackend final : public Backend {
   void broadcast(View in, View out, int root) override {
     check(in);
     check(out);
+    if (one_rank_copy(out, in)) return;
     comm_->enqueue([this, in, out, root] {
       if (!same(in, out) && position() == root) copy_now(out, in);
       COCONET_MPI_CHECK(MPI_Bcast(ptr(out), as_int(out.count, "a broadcast count"),
@@ -309,6 +313,7 @@ class CpuBackend final : public Backend {
   void reduce(View in, View out, ReduceOp op, int root) override {
     check(in);
     check(out);
+    if (one_rank_copy(out, in)) return;
     comm_->enqueue([this, in, out, op, root] {
       const auto t = dtype_of(in.buffer);
       const bool in_place = same(in, out) && position() == root;
@@ -414,6 +419,22 @@ class CpuBackend final : public Backend {
   }
 
   void copy_now(View dst, View src) { copy(dst, src); }
+
+  // A group of one rank exchanges nothing: as NCCL's one-rank path
+  // (src/enqueue.cc -> ncclLaunchOneRank: in place nothing, out of place a
+  // copy), no MPI call and no trip through the comm thread when nothing is
+  // queued on it to come first; otherwise the copy is queued, in stream
+  // order. Returns whether the group is one rank (the call is then done).
+  bool one_rank_copy(View out, View in) {
+    if (ranks_per_group() != 1) return false;
+    if (same(in, out)) return true;
+    if (comm_->idle()) {
+      copy_now(out, in);
+    } else {
+      comm_->enqueue([this, out, in] { copy_now(out, in); });
+    }
+    return true;
+  }
 
   void check(const Block2d& b) const {
     COCONET_ASSERT(b.rows >= 0 && b.cols >= 0 && b.stride >= b.cols, "alltoall: a malformed block");

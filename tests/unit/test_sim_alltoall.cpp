@@ -1,6 +1,6 @@
 // The all-to-all's cost (sim/alltoall.h): (P-1)/P of each rank's slice, the
 // part for its node's peers over NVLink and the rest over its share of the
-// NICs, both at once; nothing on one rank; nccl-tests' bus factor (P-1)/P.
+// NICs, both at once; on one rank a local copy; nccl-tests' bus factor (P-1)/P.
 #include <gtest/gtest.h>
 
 #include "sim/alltoall.h"
@@ -44,9 +44,11 @@ TEST(Alltoall, AcrossNodesHalfTheSliceCrossesTheNetwork) {
   EXPECT_GT(c.hops_us, cost(t, 8).hops_us);
 }
 
-TEST(Alltoall, OneRankMovesNothingAndMoreBytesTakeLonger) {
+TEST(Alltoall, OneRankCopiesLocallyAndMoreBytesTakeLonger) {
   const Topology t = load_topology("dgx-a100");
-  EXPECT_DOUBLE_EQ(cost(t, 1).time_us(), 0.0);
+  const CollectiveCost one = cost(t, 1);  // its own block from the send buffer to the receive buffer
+  EXPECT_NEAR(one.time_us(), t.gpu.launch_us + transfer_us(2 * kBytes, t.gpu.hbm_effective_GBps()), 1e-6);
+  EXPECT_DOUBLE_EQ(traffic_of(t, {OpKind::alltoall, kBytes, place(t, 1)}, one).nvlink, 0.0);
   EXPECT_LT(cost(t, 8, kBytes).time_us(), cost(t, 8, 2 * kBytes).time_us());
   EXPECT_GT(cost(t, 8, 1024).time_us(), 0.0);  // latency alone for a small one
 }

@@ -4,6 +4,7 @@
 // never make a fixed-size allreduce faster, auto is never slower than a fixed
 // choice.
 #include <cmath>
+#include <fstream>
 #include <limits>
 #include <sstream>
 
@@ -99,6 +100,58 @@ TEST(CollectiveModel, TimeGrowsWithBytes) {
       }
     }
   }
+}
+
+// One rank exchanges nothing: as NCCL's one-rank path, out of place a local
+// copy (its launch, its bytes read and written over HBM), in place nothing;
+// a send still crosses to its peer.
+TEST(CollectiveModel, OneRankIsALocalCopyOrNothing) {
+  const Topology t = load_topology("dgx-h100");
+  constexpr double kBytes = 64.0 * (1 << 20);
+  for (model::OpKind op : {model::OpKind::allreduce, model::OpKind::reducescatter, model::OpKind::allgather,
+                           model::OpKind::broadcast, model::OpKind::reduce}) {
+    CollectiveRequest r{op, kBytes, place(t, 1)};
+    const CollectiveCost copy = predict_collective(t, r);
+    EXPECT_NEAR(copy.time_us(), t.gpu.launch_us + kBytes * 2 / (t.gpu.hbm_effective_GBps() * 1e3), 1e-6)
+        << to_string(op);
+    EXPECT_EQ(copy.channels, 0) << to_string(op);
+    const Traffic moved = traffic_of(t, r, copy);
+    EXPECT_DOUBLE_EQ(moved.hbm, 2 * kBytes);
+    EXPECT_DOUBLE_EQ(moved.nvlink + moved.network, 0.0);
+    r.in_place = true;
+    EXPECT_DOUBLE_EQ(predict_collective(t, r).time_us(), 0.0) << to_string(op);
+    EXPECT_DOUBLE_EQ(traffic_of(t, r, predict_collective(t, r)).hbm, 0.0);
+  }
+  const CollectiveRequest send{model::OpKind::send, kBytes, place(t, 1)};
+  EXPECT_GT(traffic_of(t, send, predict_collective(t, send)).nvlink, 0.0);
+}
+
+// gpu.copy, where a topology has it, prices the one-rank copy instead of a
+// launch and HBM; its values are checked where they are read.
+TEST(CollectiveModel, OneRankCopyTakesTheTopologysCopyConstants) {
+  std::ifstream in(model::resolve_topology("dgx-h100"));
+  std::string text, line;
+  while (std::getline(in, line)) {
+    text += line + "\n";
+    if (line == "gpu:") text += "  copy: {us: 0.5, GBps: 1000}\n";
+  }
+  const Topology t = parse_topology(text, "copy.yaml");
+  const CollectiveRequest r{model::OpKind::allgather, 1e6, place(t, 1)};
+  EXPECT_NEAR(predict_collective(t, r).time_us(), 0.5 + 2e6 / 1e6, 1e-9);
+  EXPECT_DOUBLE_EQ(traffic_of(t, r, predict_collective(t, r)).hbm, 0.0);  // an achieved rate: its traffic in it
+  const auto error_of = [&](const std::string& from, const std::string& to) {
+    std::string bad = text;
+    bad.replace(bad.find(from), from.size(), to);
+    try {
+      (void)parse_topology(bad, "bad.yaml");
+    } catch (const UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  EXPECT_NE(error_of("us: 0.5", "us: -1").find("gpu.copy"), std::string::npos) << error_of("us: 0.5", "us: -1");
+  EXPECT_NE(error_of("GBps: 1000", "GBps: 0").find("gpu.copy"), std::string::npos);
+  EXPECT_NE(error_of("GBps: 1000", "GBs: 1000").find("GBs"), std::string::npos) << error_of("GBps: 1000", "GBs: 1000");
 }
 
 TEST(CollectiveModel, RingBusBandwidthApproachesBoundFromBelow) {

@@ -100,6 +100,35 @@ TEST(OverlapFit, RecoversTheHandoff) {
   EXPECT_EQ(fit_handoff({}, f), 0.0);
 }
 
+// gpu.copy recovered from one-rank allreduces simulated with known constants,
+// written by topology_yaml and read back; the sweep makes each rank its own
+// group at any world size; nothing without samples.
+TEST(OverlapFit, RecoversTheLocalCopy) {
+  for (const int world : {2, 4}) {
+    std::vector<MicroSample> copies;
+    for (auto& s : microbenchmark_plan(world, MicroOptions{}))
+      if (s.kind == MicroKind::copy) copies.push_back(s);
+    ASSERT_GE(copies.size(), 2u) << world;
+    for (const auto& s : copies) EXPECT_EQ(s.ranks, 1) << s.label;
+    Fitted truth = cpu_like();
+    truth.copy_us = 0.3;
+    truth.copy_GBps = 250.0;
+    const sim::Topology t = sim::parse_topology(topology_yaml(truth, CalibrateOptions{}, "cpu", world), "<truth>");
+    for (auto& s : copies) s.measured_us = sim::simulate(s.schedule, sim::Context{t, s.ranks, s.sizes}).time_us;
+    Fitted f = cpu_like();
+    fit_copy(copies, f);
+    ASSERT_TRUE(f.copy_us && f.copy_GBps);
+    EXPECT_NEAR(*f.copy_us, 0.3, 1e-6);
+    EXPECT_NEAR(*f.copy_GBps, 250.0, 1e-3);
+    const sim::Topology back = sim::parse_topology(topology_yaml(f, CalibrateOptions{}, "cpu", world), "<fit>");
+    EXPECT_NEAR(back.gpu.local_copy_us(), 0.3, 1e-3);
+    EXPECT_NEAR(back.gpu.local_copy_GBps(), 250.0, 0.5);
+  }
+  Fitted none = cpu_like();
+  fit_copy({}, none);
+  EXPECT_FALSE(none.copy_us || none.copy_GBps);
+}
+
 // A rate the samples did not bound is written as the file's cap, never as infinity.
 TEST(OverlapFit, UnboundedRatesAreTheCap) {
   EXPECT_EQ(bounded(std::numeric_limits<double>::infinity()), 1e6);
