@@ -23,8 +23,13 @@ inline constexpr double kConfidence = 0.95;
 
 // A point is decided when every schedule whose interval overlaps the fastest's
 // (the fastest included) has an interval no wider than this fraction of its
-// median: ties are then ties of close times, not of wide intervals.
-inline constexpr double kDecisiveWidth = 0.10;
+// median: ties are then ties of close times, not of wide intervals. At 10%,
+// schedules 1-3% apart (a fused op and its parts at N = 65536) stayed tied
+// on 10-20 steps and swapped places from run to run (strict top-1 moved 17-33
+// points between back-to-back cpu-local runs); at 1% they get more rounds
+// until their order is settled or they are within 1% (cpu-local: 6-8 s
+// instead of 3 s, docs/validation.md).
+inline constexpr double kDecisiveWidth = 0.01;
 
 struct Interval {
   double lo = 0;

@@ -145,12 +145,13 @@ TEST(ValidationMetrics, PickTiedWithTheFastestIsInTheMeasuredBestSet) {
 }
 
 TEST(ValidationMetrics, PickClearlySlowerIsOutsideTheSet) {
-  const std::vector<ResultRow> rows = {noisy("A", 120, 100, 98, 102, true), noisy("B", 90, 150, 148, 152)};
+  // Intervals under 1% of their medians (stats.h kDecisiveWidth): decided.
+  const std::vector<ResultRow> rows = {noisy("A", 120, 100, 99.6, 100.4, true), noisy("B", 90, 150, 149.4, 150.6)};
   const Metrics m = compute_metrics(rows);
   EXPECT_FALSE(m.per_point.at(0).top1_in_set);
   EXPECT_DOUBLE_EQ(m.top1_in_set, 0.0);
-  EXPECT_NEAR(m.regret_ci.lo, (148.0 / 102.0 - 1) * 100, 1e-9);
-  EXPECT_NEAR(m.regret_ci.hi, (152.0 / 98.0 - 1) * 100, 1e-9);
+  EXPECT_NEAR(m.regret_ci.lo, (149.4 / 100.4 - 1) * 100, 1e-9);
+  EXPECT_NEAR(m.regret_ci.hi, (150.6 / 99.6 - 1) * 100, 1e-9);
   EXPECT_EQ(m.undecided_points, 0);
 }
 

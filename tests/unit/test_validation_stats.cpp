@@ -84,13 +84,18 @@ TEST(ValidationStats, WideIntervalsDoNotDecide) {
   const std::vector<MedianEstimate> v = {wide, other};
   EXPECT_FALSE(decided(v, 1));
   // A narrow tie decides, and so does a wide schedule that is clearly slower.
-  const auto narrow = median_interval(ramp(100, 0.5, 10));
+  const auto narrow = median_interval(ramp(100, 0.05, 10));  // 100..100.45: narrower than kDecisiveWidth
   const auto slow_wide = median_interval(ramp(200, 10, 10));
-  const std::vector<MedianEstimate> w = {narrow, median_interval(ramp(100.2, 0.5, 10)), slow_wide};
+  const std::vector<MedianEstimate> w = {narrow, median_interval(ramp(100.2, 0.05, 10)), slow_wide};
   EXPECT_TRUE(decided(w, 1));
   // ... unless the model picked the wide slow one: its regret rests on its median.
   EXPECT_FALSE(decided(w, 2));
   EXPECT_TRUE(decided(w, 0));
+  // A tie of intervals a few percent wide is not decided: which of two close
+  // schedules is faster needs narrower ones.
+  const std::vector<MedianEstimate> close = {median_interval(ramp(100, 0.5, 10)), median_interval(ramp(100.2, 0.5, 10))};
+  EXPECT_FALSE(decided(close, 0));
+  EXPECT_TRUE(decided(close, 0, 0.05));
 }
 
 }  // namespace
