@@ -135,16 +135,14 @@ void select_schedules(Job& j, const RunArgs& a, const std::optional<sim::Topolog
     return;
   }
   const sim::Context ctx{*topology, j.point.ranks_per_group, j.point.sizes, plan::parse_backend(a.backend, "--backend")};
-  std::vector<double> times;
-  std::vector<std::size_t> stages;
   for (auto& s : schedules) {
     const auto c = sim::tune({s}, ctx, a.knobs.space(s, file)).ranked.front();
     s.knobs = c.knobs;
     j.predicted_us[s.name()] = c.time_us;
-    times.push_back(c.time_us);
-    stages.push_back(s.stages.size());
   }
-  const std::size_t best = model::predicted_best(times, stages);
+  const std::size_t best = model::predicted_best_of(
+      schedules, [&](const model::Schedule& s) { return j.predicted_us.at(s.name()); },
+      [](const model::Schedule& s) { return s.stages.size(); });
   j.predicted_on = topology->name;
   j.notes = prediction_notes(*topology, a.backend, j.point.world_size());
   if (a.schedule == "best") schedules = {schedules[best]};

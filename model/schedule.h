@@ -154,4 +154,16 @@ struct Schedule {
 // validate's pick and its metrics alike.
 [[nodiscard]] std::size_t predicted_best(std::span<const double> times, std::span<const std::size_t> stages);
 
+// predicted_best over any list of candidates: `time(c)` and `stages(c)` of each.
+template <class Candidates, class Time, class Stages>
+[[nodiscard]] std::size_t predicted_best_of(const Candidates& candidates, Time time, Stages stages) {
+  std::vector<double> t;
+  std::vector<std::size_t> s;
+  for (const auto& c : candidates) {
+    t.push_back(time(c));
+    s.push_back(stages(c));
+  }
+  return predicted_best(t, s);
+}
+
 }  // namespace coconet::model

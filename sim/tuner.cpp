@@ -107,13 +107,10 @@ TuneResult tune(const std::vector<model::Schedule>& schedules, const Context& ct
   std::stable_sort(out.ranked.begin(), out.ranked.end(),
                    [](const Candidate& a, const Candidate& b) { return a.time_us < b.time_us; });
   // First: the one model::predicted_best names (of equal predictions, the fewest stages).
-  std::vector<double> times;
-  std::vector<std::size_t> stages;
-  for (const auto& c : out.ranked) {
-    times.push_back(c.time_us);
-    stages.push_back(schedules[std::size_t(c.schedule)].stages.size());
-  }
-  const auto first = out.ranked.begin() + std::ptrdiff_t(model::predicted_best(times, stages));
+  const std::size_t best = model::predicted_best_of(
+      out.ranked, [](const Candidate& c) { return c.time_us; },
+      [&](const Candidate& c) { return schedules[std::size_t(c.schedule)].stages.size(); });
+  const auto first = out.ranked.begin() + std::ptrdiff_t(best);
   std::rotate(out.ranked.begin(), first, first + 1);
   return out;
 }

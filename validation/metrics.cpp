@@ -29,15 +29,9 @@ double pearson(std::span<const double> a, std::span<const double> b, bool& defin
 }
 
 const ResultRow& fastest(std::span<const ResultRow> rows, bool predicted) {
-  if (predicted) {  // the model's pick (model::predicted_best)
-    std::vector<double> times;
-    std::vector<std::size_t> stages;
-    for (const auto& r : rows) {
-      times.push_back(r.predicted_us);
-      stages.push_back(r.schedule_stages);
-    }
-    return rows[model::predicted_best(times, stages)];
-  }
+  if (predicted)  // the model's pick (model::predicted_best)
+    return rows[model::predicted_best_of(rows, [](const ResultRow& r) { return r.predicted_us; },
+                                         [](const ResultRow& r) { return r.schedule_stages; })];
   return *std::min_element(rows.begin(), rows.end(), [](const ResultRow& x, const ResultRow& y) {
     return x.measured.median_us < y.measured.median_us;
   });

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <ranges>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -128,13 +129,9 @@ double median_of(std::vector<double> v) {
 
 // The schedule the model ranks first (model::predicted_best).
 std::size_t predicted_best(const std::vector<Predicted>& pred, const std::vector<model::Schedule>& schedules) {
-  std::vector<double> times;
-  std::vector<std::size_t> stages;
-  for (std::size_t i = 0; i < pred.size(); ++i) {
-    times.push_back(pred[i].time_us);
-    stages.push_back(schedules[i].stages.size());
-  }
-  return model::predicted_best(times, stages);
+  return model::predicted_best_of(
+      std::views::iota(std::size_t{0}, pred.size()), [&](std::size_t i) { return pred[i].time_us; },
+      [&](std::size_t i) { return schedules[i].stages.size(); });
 }
 
 // Time for extra rounds, shared out over the points still to measure: a point
