@@ -23,13 +23,14 @@ inline constexpr double kConfidence = 0.95;
 
 // A point is decided when every schedule whose interval overlaps the fastest's
 // (the fastest included) has an interval no wider than this fraction of its
-// median: ties are then ties of close times, not of wide intervals. At 10%,
-// schedules 1-3% apart (a fused op and its parts at N = 65536) stayed tied
-// on 10-20 steps and swapped places from run to run (strict top-1 moved 17-33
-// points between back-to-back cpu-local runs); at 1% they get more rounds
-// until their order is settled or they are within 1% (cpu-local: 6-8 s
-// instead of 3 s, docs/validation.md).
-inline constexpr double kDecisiveWidth = 0.01;
+// median: ties are then ties of close times, not of wide intervals. Measured
+// on cpu-local (2 ranks, back-to-back runs, docs/validation.md): at 10%,
+// schedules 1-3% apart (a fused op and its parts at N = 65536) stayed tied on
+// 10-20 steps and swapped places from run to run, strict top-1 moving 6-33
+// points between consecutive runs and worst regret up to 4.4%; at 1%, 6-28
+// points and 0.43%; at 0.5%, 0-17 points and 0.18%, what still swaps being
+// schedules within 0.2% of each other (validate: 10-15 s instead of 3 s).
+inline constexpr double kDecisiveWidth = 0.005;
 
 struct Interval {
   double lo = 0;

@@ -145,13 +145,13 @@ TEST(ValidationMetrics, PickTiedWithTheFastestIsInTheMeasuredBestSet) {
 }
 
 TEST(ValidationMetrics, PickClearlySlowerIsOutsideTheSet) {
-  // Intervals under 1% of their medians (stats.h kDecisiveWidth): decided.
-  const std::vector<ResultRow> rows = {noisy("A", 120, 100, 99.6, 100.4, true), noisy("B", 90, 150, 149.4, 150.6)};
+  // Intervals under 0.5% of their medians (stats.h kDecisiveWidth): decided.
+  const std::vector<ResultRow> rows = {noisy("A", 120, 100, 99.8, 100.2, true), noisy("B", 90, 150, 149.7, 150.3)};
   const Metrics m = compute_metrics(rows);
   EXPECT_FALSE(m.per_point.at(0).top1_in_set);
   EXPECT_DOUBLE_EQ(m.top1_in_set, 0.0);
-  EXPECT_NEAR(m.regret_ci.lo, (149.4 / 100.4 - 1) * 100, 1e-9);
-  EXPECT_NEAR(m.regret_ci.hi, (150.6 / 99.6 - 1) * 100, 1e-9);
+  EXPECT_NEAR(m.regret_ci.lo, (149.7 / 100.2 - 1) * 100, 1e-9);
+  EXPECT_NEAR(m.regret_ci.hi, (150.3 / 99.8 - 1) * 100, 1e-9);
   EXPECT_EQ(m.undecided_points, 0);
 }
 
