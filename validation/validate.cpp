@@ -473,7 +473,7 @@ Validation run_validation(exec::Backend& backend, const ValidateOptions& o, Prog
       "each time is the median of the timed steps (a step's time being its slowest rank's): {} steps after {} "
       "warm-up steps, in {} rounds that visit every schedule of a point in turn, and more where a schedule's "
       "predicted step is short (each round runs at least {:.0f} ms of it, up to {} steps); a point whose "
-      "intervals stayed wider than {:.0f}% of the medians got more rounds (up to {} in all, {} at most here) "
+      "intervals stayed wider than {:g}% of the medians got more rounds (up to {} in all, {} at most here) "
       "within a budget of {:g} s (--budget-s). Intervals are {:.0f}% order-statistic intervals of the median "
       "(docs/validation.md)",
       ro.iters, ro.warmup, std::clamp(ro.iters, 1, kRounds), kMinRoundUs / 1000, kMaxStepsPerRound,
