@@ -10,13 +10,18 @@
 // world, 2 groups; it is skipped for odd K and also run at 6 and 8 ranks).
 #include <mpi.h>
 
+#include <algorithm>
 #include <array>
+#include <cstdint>
+#include <vector>
 #include <tuple>
 #include <memory>
 #include <string>
 
+#include "exec/cpu/reduce_ops.h"
 #include "exec/executor.h"
 #include "exec/runtime.h"
+#include "kernels/half.h"
 #include "kernels/mpi_check.h"
 #include "model/catalog.h"
 #include "model/enumerate.h"
@@ -108,6 +113,35 @@ TEST(CpuBackend, AgreesWithInterpreterOnUnscheduledPrograms) {
     ASSERT_TRUE(refs.interpreter.has_value());
     const auto v = verify(backend, p.outputs, refs.program, *refs.interpreter, -1.0, "reference interpreter");
     EXPECT_TRUE(v.ok) << w << ": " << v.first_mismatch;
+  }
+}
+
+// The f16 and bf16 reductions MPI calls back (exec/cpu/reduce_ops.h), applied
+// on one rank with MPI_Reduce_local at lengths around their 256-value tile
+// and the 8-wide conversions: each element is its two operands combined in
+// f32 and rounded once (kernels/half.h), tails included.
+TEST(CpuBackend, ReduceOpsCombineEveryLengthAsTheScalarReference) {
+  const cpu::ReduceOps ops;
+  for (const model::DType t : {model::DType::f16, model::DType::bf16}) {
+    const auto narrow = [t](float f) {
+      return t == model::DType::f16 ? kernels::float_to_f16(f) : kernels::float_to_bf16(f);
+    };
+    const auto widen = [t](std::uint16_t h) {
+      return t == model::DType::f16 ? kernels::f16_to_float(h) : kernels::bf16_to_float(h);
+    };
+    for (const model::ReduceOp op : {model::ReduceOp::sum, model::ReduceOp::max, model::ReduceOp::min})
+      for (const int n : {1, 7, 8, 9, 255, 256, 257, 1000}) {
+        std::vector<std::uint16_t> in(static_cast<std::size_t>(n)), inout(in.size()), want(in.size());
+        for (std::size_t k = 0; k < in.size(); ++k) {
+          in[k] = narrow(0.37f * float(int(k % 13) - 6));
+          inout[k] = narrow(1.5f * float(int(k % 7) - 3) + 0.011f * float(k));
+          const float a = widen(in[k]), b = widen(inout[k]);
+          want[k] = narrow(op == model::ReduceOp::sum ? a + b : op == model::ReduceOp::max ? std::max(a, b)
+                                                                                            : std::min(a, b));
+        }
+        COCONET_MPI_CHECK(MPI_Reduce_local(in.data(), inout.data(), n, cpu::ReduceOps::datatype(t), ops.op(t, op)));
+        EXPECT_EQ(inout, want) << model::to_string(t) << " " << model::to_string(op) << " n=" << n;
+      }
   }
 }
 
