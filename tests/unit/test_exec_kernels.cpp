@@ -243,5 +243,55 @@ TEST(CpuElementwise, GeluAndTanhAsTheOpsMath) {
     EXPECT_EQ(y[i], model::apply_unary(model::UnaryOp::gelu, x[i]) + std::tanh(x[i])) << x[i];
 }
 
+// The tile engine (one loop per instruction over a tile) is bit for bit the
+// one-element evaluator every device runs (eval_element): every unary and
+// binary operation, select, casts, f16 and bf16 storage and outputs, a later
+// statement reading an earlier rounded one, and values that overflow f16,
+// underflow to its subnormals or give NaN; 1000 elements (a ragged last tile).
+TEST(CpuElementwise, EveryOperationBitForBitAsTheOneElementEvaluator) {
+  const std::vector<ElementwiseStmt> stmts = {
+      {"a", model::parse_expr("sqrt(x) + rsqrt(y) - abs(x) * exp(x * 0.001) + log(y) + tanh(x) + gelu(x) - x"),
+       model::DType::f16},
+      {"b", model::parse_expr("pow(y, 0.5) + max(x, y) + min(x, a) + (x < y) + (x <= a) + (x > y) + (x >= y) + "
+                              "(x == y) + (x != y) - x / y"),
+       model::DType::bf16},
+      {"c", model::parse_expr("select(x > a, cast(x * 3, f16), cast(b, bf16)) + dropout(y, 0.5) * -a"),
+       model::DType::f32}};
+  const auto p = compile_elementwise(stmts, {{"x", model::DType::f16}, {"y", model::DType::bf16}}, {});
+  constexpr std::size_t kN = 1000;
+  const float specials[] = {0.0f, -0.0f, -2.5f, 60000.0f, 1e-7f, 3.0e-5f, -1e5f, 7.0f, 0.1f};
+  std::vector<std::uint16_t> x(kN), y(kN);
+  for (std::size_t i = 0; i < kN; ++i) {
+    x[i] = float_to_f16(i % 10 == 9 ? 0.37f * float(int(i % 23) - 11) : specials[i % 9]);
+    y[i] = float_to_bf16(i % 3 == 0 ? specials[(i / 3) % 9] : 0.5f + 0.01f * float(i));
+  }
+  std::vector<std::uint16_t> a(kN), b(kN);
+  std::vector<float> c(kN);
+  auto bytes = [](auto& v) { return reinterpret_cast<std::byte*>(v.data()); };
+  std::vector<CpuOperand> ins;
+  for (const auto& name : p.input_names)
+    ins.push_back(name == "x" ? CpuOperand{bytes(x), model::DType::f16, {0, 0, 1}}
+                              : CpuOperand{bytes(y), model::DType::bf16, {0, 0, 1}});
+  const std::vector<CpuOperand> outs{{bytes(a), model::DType::f16, {0, 0, 1}},
+                                     {bytes(b), model::DType::bf16, {0, 0, 1}},
+                                     {bytes(c), model::DType::f32, {0, 0, 1}}};
+  cpu_elementwise(p, ins, outs, Block{1, std::int64_t(kN), 0, 0, std::int64_t(kN)});
+  const auto same = [](float u, float v) { return (std::isnan(u) && std::isnan(v)) || float_bits(u) == float_bits(v); };
+  int nans = 0;
+  for (std::size_t i = 0; i < kN; ++i) {
+    float want[kMaxOutputs] = {};
+    const auto load = [&](int slot) {
+      return p.input_names[std::size_t(slot)] == "x" ? f16_to_float(x[i]) : bf16_to_float(y[i]);
+    };
+    eval_element(p.code.data(), int(p.code.size()), p.output_types.data(), load, i, want);
+    EXPECT_TRUE(same(f16_to_float(a[i]), want[0])) << "a at " << i << ": " << f16_to_float(a[i]) << " vs " << want[0];
+    EXPECT_TRUE(same(bf16_to_float(b[i]), want[1])) << "b at " << i << ": " << bf16_to_float(b[i]) << " vs " << want[1];
+    EXPECT_TRUE(same(c[i], want[2])) << "c at " << i << ": " << c[i] << " vs " << want[2];
+    nans += std::isnan(want[0]) ? 1 : 0;
+  }
+  EXPECT_GT(nans, 0);  // the special values reach the NaN paths
+  EXPECT_LT(nans, int(kN));
+}
+
 }  // namespace
 }  // namespace coconet::kernels
