@@ -44,6 +44,7 @@ python: deps
 bench: build
 	./$(BUILD)/bench/coconet_bench_sim
 	./$(BUILD)/bench/coconet_bench_step
+	./$(BUILD)/bench/coconet_bench_kernels
 	cmake --build $(BUILD) --target bench_exec
 
 sanitize-build: deps
