@@ -62,6 +62,16 @@ void run(benchmark::State& state, const Case& c) {
       benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
+Case one(const char* e) { return {{{"y", e}}, {{"x", DType::f32}, {"z", DType::f32}}, DType::f32}; }
+void BM_Op(benchmark::State& s, const char* e) { run(s, one(e)); }
+BENCHMARK_CAPTURE(BM_Op, add, "x + z");
+BENCHMARK_CAPTURE(BM_Op, fma8, "x*z+x*z+x*z+x*z+x*z+x*z+x*z+x*z");
+BENCHMARK_CAPTURE(BM_Op, div, "x / z");
+BENCHMARK_CAPTURE(BM_Op, sqrt, "sqrt(x) + z");
+BENCHMARK_CAPTURE(BM_Op, exp, "exp(x) + z");
+BENCHMARK_CAPTURE(BM_Op, tanh, "tanh(x) + z");
+BENCHMARK_CAPTURE(BM_Op, dropout, "dropout(x, 0.1) + z");
+BENCHMARK_CAPTURE(BM_Op, pow, "pow(x, z)");
 void BM_ScaleF16(benchmark::State& s) { run(s, scale()); }
 void BM_AxpyF16F32(benchmark::State& s) { run(s, axpy()); }
 void BM_AdamUpdate(benchmark::State& s) { run(s, adam()); }

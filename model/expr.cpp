@@ -161,17 +161,59 @@ int expr_depth(const Expr& e) {
   return deepest;
 }
 
-int flops_per_element(const Expr& e) {
-  int own = 0;
+namespace {
+
+void add_cost(const Expr& e, ElementCost& c) {
+  const auto costly = [&](CostlyOp op) { ++c.costly[static_cast<std::size_t>(op)]; };
   switch (e->kind) {
-    case ExprKind::unary: own = flops_of(e->unary); break;
+    case ExprKind::unary:
+      switch (e->unary) {
+        case UnaryOp::sqrt: costly(CostlyOp::sqrt); break;
+        case UnaryOp::rsqrt: costly(CostlyOp::rsqrt); break;
+        case UnaryOp::exp: costly(CostlyOp::exp); break;
+        case UnaryOp::log: costly(CostlyOp::log); break;
+        case UnaryOp::tanh: costly(CostlyOp::tanh); break;
+        case UnaryOp::gelu:
+          c.flops += kGeluArithmetic;
+          costly(CostlyOp::tanh);
+          break;
+        case UnaryOp::neg:
+        case UnaryOp::abs: c.flops += 1; break;
+      }
+      break;
     case ExprKind::binary:
-    case ExprKind::select: own = 1; break;
-    case ExprKind::dropout: own = 2; break;  // compare + scale; the hash is integer work
+      if (e->binary == BinaryOp::pow) costly(CostlyOp::pow);
+      else c.flops += 1;
+      break;
+    case ExprKind::select: c.flops += 1; break;
+    case ExprKind::dropout:
+      c.flops += 2;  // the compare and the scale
+      costly(CostlyOp::dropout_hash);
+      break;
     default: break;
   }
-  for (const auto& a : e->args) own += flops_per_element(a);
-  return own;
+  for (const auto& a : e->args) add_cost(a, c);
+}
+
+}  // namespace
+
+ElementCost element_cost(const Expr& e) {
+  ElementCost c;
+  add_cost(e, c);
+  return c;
+}
+
+std::string to_string(CostlyOp op) {
+  switch (op) {
+    case CostlyOp::sqrt: return "sqrt";
+    case CostlyOp::rsqrt: return "rsqrt";
+    case CostlyOp::exp: return "exp";
+    case CostlyOp::log: return "log";
+    case CostlyOp::tanh: return "tanh";
+    case CostlyOp::pow: return "pow";
+    case CostlyOp::dropout_hash: return "dropout";
+  }
+  return "?";
 }
 
 double eval(const Expr& e, const ElementContext& ctx) {

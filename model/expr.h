@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <array>
 #include <functional>
 #include <memory>
 #include <set>
@@ -53,8 +54,15 @@ struct ExprNode {
                                   const std::function<std::string(const std::string&)>& rename);
 // Levels of the tree (a leaf is 1), computed without recursion so that any tree can be measured.
 [[nodiscard]] int expr_depth(const Expr& e);
-// Floating-point operations per element (for the cost model).
-[[nodiscard]] int flops_per_element(const Expr& e);
+// What an expression computes per element, for the cost model: arithmetic
+// (adds, multiplies, divisions, comparisons, selects) in FLOPs, and each
+// costly operation counted on its own (ops.h CostlyOp).
+struct ElementCost {
+  int flops = 0;
+  std::array<int, kCostlyOps> costly{};
+};
+[[nodiscard]] ElementCost element_cost(const Expr& e);
+[[nodiscard]] std::string to_string(CostlyOp op);
 
 // Evaluates an expression at one element, in double precision.
 struct ElementContext {

@@ -54,8 +54,18 @@ COCONET_HD T apply_unary(UnaryOp op, T a) {
 // transcendental (sqrt, exp, log, tanh) counts as one, as the roofline of
 // sim/ prices every element-wise FLOP alike; gelu is its nine: x*x*x (2),
 // *0.044715, +x, *sqrt(2/pi), tanh, +1, *x, *0.5.
-inline constexpr int kGeluFlops = 9;
-COCONET_HD int flops_of(UnaryOp op) { return op == UnaryOp::gelu ? kGeluFlops : 1; }
+// Operations whose cost per element differs between devices far more than an
+// add's: special functions (a GPU's special-function units, a CPU's library
+// calls), pow, and dropout's hash. The cost model prices each at its own
+// weight in FLOPs (gpu.op_flops, calibrated on CPUs); absent, at
+// kDefaultOpFlops, each special function one FLOP and the hash none (integer
+// work beside dropout's compare and scale).
+enum class CostlyOp : std::uint8_t { sqrt, rsqrt, exp, log, tanh, pow, dropout_hash };
+inline constexpr int kCostlyOps = 7;
+inline constexpr double kDefaultOpFlops[kCostlyOps] = {1, 1, 1, 1, 1, 1, 0};
+// GELU's tanh form besides its tanh: 3 multiplies and an add inside, the
+// scale by sqrt(2/pi), 1 + tanh, and two multiplies outside.
+inline constexpr int kGeluArithmetic = 8;
 
 template <typename T>
 COCONET_HD T apply_binary(BinaryOp op, T a, T b) {

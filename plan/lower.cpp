@@ -353,7 +353,10 @@ class Lowering {
         op.work.norm_across_group = x.type.layout.is_sliced();
       } else {
         const std::int64_t n_elems = view(s.name).local_numel();
-        op.work.flops += double(model::flops_per_element(s.expr)) * double(n_elems);
+        const model::ElementCost cost = model::element_cost(s.expr);
+        op.work.flops += double(cost.flops) * double(n_elems);
+        for (int k = 0; k < model::kCostlyOps; ++k)
+          op.work.costly[std::size_t(k)] += double(cost.costly[std::size_t(k)]) * double(n_elems);
         for (const auto& r : model::Program::reads(s)) read(r, n_elems);
         if (!s.type.shape.empty() && written(op, s, inside)) op.work.hbm_bytes += double(view(s.name).local_bytes());
       }

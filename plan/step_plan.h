@@ -16,6 +16,7 @@
 // op's Work is what it moves and computes on rank 0, the largest slice.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -57,7 +58,8 @@ struct Gemm {
 // What an op moves and computes on rank 0, all chunks together.
 struct Work {
   double hbm_bytes = 0;  // element-wise bytes read and written (fused: besides the collectives' own)
-  double flops = 0;      // element-wise FLOPs
+  double flops = 0;      // element-wise arithmetic FLOPs
+  std::array<double, model::kCostlyOps> costly{};  // costly operations (model::CostlyOp), each counted on its own
   std::optional<Gemm> gemm;
   std::vector<Collective> collectives;  // in order (a fused allreduce: RS then AG)
   bool norm_across_group = false;       // a norm over slices: a scalar allreduce follows it

@@ -52,13 +52,26 @@ std::string chunk_name(const std::string& code, int chunk, int chunks) {
   return chunks > 1 ? fmt::format("{} [{}/{}]", code, chunk + 1, chunks) : code;
 }
 
+// An element-wise op's arithmetic and its costly operations at the
+// topology's weights (gpu.op_flops), in FLOPs.
+double weighted_flops(const Topology& t, const plan::Work& w) {
+  double f = w.flops;
+  for (int k = 0; k < model::kCostlyOps; ++k) f += w.costly[std::size_t(k)] * t.gpu.op_flops(model::CostlyOp(k));
+  return f;
+}
+
+bool computes(const plan::Work& w) {
+  return w.hbm_bytes > 0 || w.flops > 0 ||
+         std::any_of(w.costly.begin(), w.costly.end(), [](double n) { return n > 0; });
+}
+
 Task elementwise_task(const plan::Work& w, const Context& ctx, double share, int calls) {
   const Topology& t = ctx.topology;
   Task k;
   k.is_compute = true;
   k.latency_us = calls * t.gpu.launch_us + (w.norm_across_group ? scalar_allreduce_us(ctx) : 0.0);
   const double bytes = w.hbm_bytes * share;
-  k.work_us = elementwise_body_us(t, bytes, w.flops * share);
+  k.work_us = elementwise_body_us(t, bytes, weighted_flops(t, w) * share);
   k.demand_GBps[int(Resource::hbm)] = demand(bytes, k.work_us, capacity_GBps(ctx, Resource::hbm));
   const bool math_bound = k.work_us > transfer_us(bytes, t.gpu.hbm_effective_GBps()) * (1 + 1e-9);
   k.detail = fmt::format("{} over {}, {}", bytes_text(bytes), memory_word(t),
@@ -88,8 +101,8 @@ Task gemm_task(const plan::Gemm& g, const Context& ctx, double share, int calls)
 // the collective's CTAs: the roofline of its bytes and FLOPs; its HBM is
 // shared with the collective's (the bound below).
 double fused_compute_us(const Topology& t, const plan::Work& w, double share) {
-  if (w.hbm_bytes <= 0 && w.flops <= 0) return 0.0;
-  return elementwise_body_us(t, w.hbm_bytes * share, w.flops * share);
+  if (!computes(w)) return 0.0;
+  return elementwise_body_us(t, w.hbm_bytes * share, weighted_flops(t, w) * share);
 }
 
 // A collective, or a fused collective whose element-wise work runs on each
@@ -198,7 +211,7 @@ bool computes_beside(const plan::StepPlan& p, const plan::Unit& u) {
     const plan::Op& op = p.op(id);
     comm = comm || calls_collectives(op);
     compute = compute || !calls_collectives(op) ||
-              (op.cls == plan::OpClass::fused && (op.work.hbm_bytes > 0 || op.work.flops > 0));
+              (op.cls == plan::OpClass::fused && computes(op.work));
   }
   return comm && compute;
 }

@@ -14,6 +14,7 @@
 
 #include <fmt/core.h>
 
+#include "model/expr.h"
 #include "model/assign.h"
 #include "model/catalog.h"
 #include "model/error.h"
@@ -200,7 +201,8 @@ class Reader {
 GpuSpec read_gpu(const Reader& r, const YAML::Node& root) {
   const YAML::Node n = r.section(root, "", "gpu",
                                  {"model", "sms", "hbm_GBps", "hbm_efficiency", "tflops",
-                                  "gemm_efficiency", "gemm_tile", "launch_us", "memory_GB", "gemm_operand_GBps", "copy"});
+                                  "gemm_efficiency", "gemm_tile", "launch_us", "memory_GB", "gemm_operand_GBps", "copy",
+                                  "op_flops"});
   GpuSpec g;
   g.model = r.value<std::string>(n, "gpu", "model");
   g.sms = r.positive_int(n, "gpu", "sms");
@@ -220,6 +222,13 @@ GpuSpec read_gpu(const Reader& r, const YAML::Node& root) {
     const YAML::Node o = r.section(n, "gpu", "gemm_operand_GBps", {"f16", "bf16"});
     if (o["f16"]) g.gemm_operand_GBps_f16 = r.positive(o, "gpu.gemm_operand_GBps", "f16");
     if (o["bf16"]) g.gemm_operand_GBps_bf16 = r.positive(o, "gpu.gemm_operand_GBps", "bf16");
+  }
+  if (n["op_flops"]) {  // optional: costly operations' weights
+    const YAML::Node w = r.section(n, "gpu", "op_flops", {"sqrt", "rsqrt", "exp", "log", "tanh", "pow", "dropout"});
+    for (int k = 0; k < model::kCostlyOps; ++k) {
+      const std::string key = model::to_string(model::CostlyOp(k));
+      if (w[key]) g.op_flops_set[std::size_t(k)] = r.non_negative(w, "gpu.op_flops", key.c_str());
+    }
   }
   if (n["copy"]) {  // optional: a device-local copy's own constants
     const YAML::Node c = r.section(n, "gpu", "copy", {"us", "GBps"});

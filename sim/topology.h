@@ -7,11 +7,13 @@
 
 #include <algorithm>
 
+#include <array>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "model/ops.h"
 #include "model/schedule.h"
 #include "model/types.h"
 
@@ -53,8 +55,18 @@ struct GpuSpec {
   // (a GPU's cudaMemcpyAsync); `coconet calibrate` measures the cpu backend's.
   std::optional<double> copy_us;
   std::optional<double> copy_GBps;
+  // Optional `op_flops: {sqrt, rsqrt, exp, log, tanh, pow, dropout}`: what one
+  // costly operation (model::CostlyOp) costs an element-wise kernel, in FLOPs
+  // at tflops.f32. Absent: model::kDefaultOpFlops. `coconet calibrate`
+  // measures the cpu backend's (a library call or a hash per element costs
+  // tens of multiply-adds there).
+  std::array<std::optional<double>, model::kCostlyOps> op_flops_set{};
 
   [[nodiscard]] double tflops(model::DType t) const;
+  [[nodiscard]] double op_flops(model::CostlyOp op) const {
+    const auto k = static_cast<std::size_t>(op);
+    return op_flops_set[k].value_or(model::kDefaultOpFlops[k]);
+  }
   [[nodiscard]] double local_copy_us() const { return copy_us.value_or(launch_us); }
   [[nodiscard]] double local_copy_GBps() const { return copy_GBps.value_or(hbm_effective_GBps()); }
   // gemm_operand_GBps of `t`'s operands; 0: no such cost.

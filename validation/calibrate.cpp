@@ -8,6 +8,7 @@
 //   gpu.sms 1, gemm_tile 1x1          one thread per rank: no wave or tile quantisation
 //   gpu.launch_us                     per-kernel call overhead (intercept of the element-wise fit)
 //   gpu.copy                          a local copy's fixed cost and rate (allreduces on groups of one rank)
+//   gpu.op_flops                      each costly operation (sqrt .. dropout's hash) in FLOPs at that rate
 //   node.gpus = ranks, one link       the ring's link bandwidth and per-step latency
 //   nccl.base_latency_us              per-collective fixed cost; every protocol alike (MPI has one)
 //   nccl.reduce_GBps                  rate a rank combines received data (the reducing collectives' extra cost)
@@ -221,7 +222,23 @@ Fitted fit_samples(const std::vector<MicroSample>& samples, const std::optional<
   f.op_sms_per_channel = o.per_op;
   f.handoff_us = fit_handoff(samples, f);
   fit_copy(samples, f);
+  fit_op_flops(samples, f);
   return f;
+}
+
+void fit_op_flops(const std::vector<MicroSample>& samples, Fitted& f) {
+  const double us_per_flop = 1.0 / (bounded(f.elementwise.GFLOPs) * sim::kFlopsPerGflopsUs);
+  for (int k = 0; k < model::kCostlyOps; ++k) {
+    std::vector<std::vector<double>> features;
+    std::vector<double> measured, known;
+    for (const auto& s : samples)
+      if (s.kind == MicroKind::costly && s.costly[std::size_t(k)] > 0) {
+        features.push_back({s.costly[std::size_t(k)] * us_per_flop});
+        known.push_back(f.elementwise.launch_us + s.flops * us_per_flop);
+        measured.push_back(s.measured_us);
+      }
+    if (!features.empty()) f.op_flops[std::size_t(k)] = fit_relative_nonnegative(features, measured, known)[0];
+  }
 }
 
 void fit_copy(const std::vector<MicroSample>& samples, Fitted& f) {
@@ -370,6 +387,12 @@ std::string topology_yaml(const Fitted& f, const CalibrateOptions& o, const std:
   y += gemm_operand_line(f);
   y += fmt::format("  launch_us: {:.4g}               # fit: intercept of the element-wise kernels (runtime call overhead)\n",
                    e.launch_us);
+  std::string weights;
+  for (int k = 0; k < model::kCostlyOps; ++k)
+    if (const auto& w = f.op_flops[std::size_t(k)])
+      weights += fmt::format("{}{}: {:.3g}", weights.empty() ? "" : ", ", model::to_string(model::CostlyOp(k)), *w);
+  if (!weights.empty())
+    y += fmt::format("  op_flops: {{{}}}  # fit: a kernel per operation (z = op(x) + y), FLOPs at tflops.f32\n", weights);
   if (f.copy_us && f.copy_GBps)
     y += fmt::format("  copy: {{us: {:.4g}, GBps: {:.4g}}}  # fit: allreduces on groups of one rank (a local copy, no MPI call)\n",
                      *f.copy_us, *f.copy_GBps);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <optional>
+#include <array>
 #include <map>
 #include <string>
 #include <vector>
@@ -54,6 +55,9 @@ struct Fitted {
   // fitted on allreduces over groups of one rank (none: fewer than 2 ranks).
   std::optional<double> copy_us;
   std::optional<double> copy_GBps;
+  // gpu.op_flops: each costly operation's cost in FLOPs at the element-wise
+  // FLOP rate, fitted on its own kernel (none: not measured).
+  std::array<std::optional<double>, model::kCostlyOps> op_flops{};
 };
 
 // A fitted rate as the topology file holds it: one the samples did not bound
@@ -87,6 +91,12 @@ struct OverlapFit {
 // error over the one-rank allreduces (MicroKind::copy); nothing when fewer
 // than two were measured.
 void fit_copy(const std::vector<MicroSample>& samples, Fitted& f);
+
+// gpu.op_flops into `f` (after the element-wise fit): for each costly
+// operation, w in t = launch + (flops + w x count) / rate by least squares on
+// relative error over its kernels (MicroKind::costly), which its cost makes
+// compute-bound.
+void fit_op_flops(const std::vector<MicroSample>& samples, Fitted& f);
 
 struct Calibration {
   std::vector<MicroSample> samples;

@@ -36,8 +36,12 @@ std::string elementwise_yaml(const std::string& name, const std::string& tensors
   return fmt::format("name: {}\nparams: {{N: 1}}\ntensors:\n{}program:\n  - {}\noutputs: [z]\n", name, tensors, stmt);
 }
 
+// Two f32 operands of N elements, x and y.
+constexpr const char* kF32Operands =
+    "  x: {dtype: f32, shape: [N], layout: local}\n  y: {dtype: f32, shape: [N], layout: local}\n";
+
 std::vector<ProgramSpec> elementwise_specs() {
-  const std::string f32 = "  x: {dtype: f32, shape: [N], layout: local}\n  y: {dtype: f32, shape: [N], layout: local}\n";
+  const std::string f32 = kF32Operands;
   const std::string mixed = "  x: {dtype: f16, shape: [N], layout: local}\n  y: {dtype: f32, shape: [N], layout: local}\n";
   // Eight multiply-adds: 16 FLOPs per element on the same 12 bytes.
   const std::string heavy = "z = ((((((((x*0.5 + y)*0.5 + y)*0.5 + y)*0.5 + y)*0.5 + y)*0.5 + y)*0.5 + y)*0.5 + y)";
@@ -45,6 +49,17 @@ std::vector<ProgramSpec> elementwise_specs() {
           {MicroKind::elementwise, "axpy f16+f32", elementwise_yaml("cal_axpy_mixed", mixed, "z = y - 0.001*x")},
           {MicroKind::elementwise, "8 fma f32", elementwise_yaml("cal_fma_f32", f32, heavy)},
           {MicroKind::elementwise, "8 fma f16+f32", elementwise_yaml("cal_fma_mixed", mixed, heavy)}};
+}
+
+// One kernel per costly operation (model::CostlyOp), `z = op(x) + y` over
+// f32 (operands kept where the operation is defined): what it costs beside
+// the arithmetic the FLOP rate already prices (gpu.op_flops).
+std::vector<std::pair<model::CostlyOp, std::string>> costly_specs() {
+  using C = model::CostlyOp;
+  return {{C::sqrt, "z = sqrt(abs(x)) + y"},      {C::rsqrt, "z = rsqrt(abs(x) + 1) + y"},
+          {C::exp, "z = exp(x * 0.001) + y"},     {C::log, "z = log(abs(x) + 1) + y"},
+          {C::tanh, "z = tanh(x) + y"},           {C::pow, "z = pow(abs(x) + 1, 0.001 * y)"},
+          {C::dropout_hash, "z = dropout(x, 0.1) + y"}};
 }
 
 std::string gemm_yaml(const char* dtype) {
@@ -115,6 +130,7 @@ void fill_work(MicroSample& s) {
   const plan::Work& w = p.ops.front().work;
   s.bytes = w.hbm_bytes;
   s.flops = w.flops;
+  s.costly = w.costly;
   if (w.gemm) {
     const sim::GemmShape shape{w.gemm->m, w.gemm->n, w.gemm->k, w.gemm->dtype};
     s.flops = shape.flops();
@@ -246,6 +262,14 @@ std::vector<MicroSample> microbenchmark_plan(int world, const MicroOptions& o) {
     for (auto n : sweep(kSmallElems, kLargeElems, kElemFactor, o.quick))
       out.push_back(make_sample(MicroKind::copy, "allreduce f16 one rank", one_rank_yaml(world), {{"N", n}}, world));
   }
+  for (const auto& [op, stmt] : costly_specs())
+    for (auto n : sweep(kSmallElems, kLargeElems, kElemFactor, o.quick)) {
+      const std::string name = model::to_string(op);
+      MicroSample s = make_sample(MicroKind::costly, name + " f32", elementwise_yaml("cal_" + name, kF32Operands, stmt),
+                                  {{"N", n}}, world);
+      s.op = name;
+      out.push_back(std::move(s));
+    }
   add_extra(out, world, o.extra);
   return out;
 }

@@ -6,6 +6,7 @@
 // (the ops of its StepPlan, plan::lower), so the fitted constants mean what the model means by them.
 #pragma once
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -17,7 +18,7 @@
 
 namespace coconet::validation {
 
-enum class MicroKind { elementwise, gemm, collective, overlap, fused, copy };
+enum class MicroKind { elementwise, gemm, collective, overlap, fused, copy, costly };
 
 struct MicroSample {
   MicroKind kind = MicroKind::elementwise;
@@ -30,6 +31,7 @@ struct MicroSample {
   int ranks = 1;              // per process group
   double bytes = 0;           // element-wise: HBM bytes; GEMM: A, B and C; collective: nccl-tests size
   double flops = 0;
+  std::array<double, model::kCostlyOps> costly{};  // element-wise: costly operations (model::CostlyOp)
   std::string op;             // collective: allreduce, reducescatter, allgather, send; overlap: its collective
   model::DType dtype = model::DType::f32;  // GEMM operand type
   double measured_us = 0;     // median step time

@@ -9,7 +9,9 @@
 #include <utility>
 #include <vector>
 
+#include "model/expr.h"
 #include "model/ops.h"
+#include "model/parse.h"
 
 namespace coconet::model {
 namespace {
@@ -66,10 +68,22 @@ TEST(Ops, GeluMatchesTheTanhFormula) {
   EXPECT_NEAR(apply_unary(UnaryOp::gelu, 1.0), 0.8411919906082768, 1e-15);
 }
 
-TEST(Ops, FlopCountsOfTheUnaryOperators) {
-  EXPECT_EQ(flops_of(UnaryOp::exp), 1);
-  EXPECT_EQ(flops_of(UnaryOp::tanh), 1);
-  EXPECT_EQ(flops_of(UnaryOp::gelu), kGeluFlops);
+// Arithmetic in FLOPs, each costly operation on its own; at the default
+// weights the total is one FLOP per operation, 9 for gelu, 2 for dropout.
+TEST(Ops, ElementCostCountsArithmeticAndEachCostlyOperation) {
+  const ElementCost c = element_cost(parse_expr("gelu(x) + sqrt(y) * pow(x, 2) - dropout(x, 0.1) / exp(y)"));
+  EXPECT_EQ(c.flops, kGeluArithmetic + 4 + 2);  // gelu's arithmetic, + * - /, dropout's compare and scale
+  const auto n = [&](CostlyOp op) { return c.costly[static_cast<std::size_t>(op)]; };
+  EXPECT_EQ(n(CostlyOp::tanh), 1);
+  EXPECT_EQ(n(CostlyOp::sqrt), 1);
+  EXPECT_EQ(n(CostlyOp::pow), 1);
+  EXPECT_EQ(n(CostlyOp::exp), 1);
+  EXPECT_EQ(n(CostlyOp::dropout_hash), 1);
+  EXPECT_EQ(n(CostlyOp::log) + n(CostlyOp::rsqrt), 0);
+  double at_defaults = c.flops;
+  for (int k = 0; k < kCostlyOps; ++k) at_defaults += c.costly[std::size_t(k)] * kDefaultOpFlops[k];
+  EXPECT_EQ(at_defaults, 9 + 4 + 1 + 1 + 1 + 2);  // gelu 9, + * - /, sqrt, pow, exp, dropout 2
+  EXPECT_EQ(to_string(CostlyOp::dropout_hash), "dropout");
 }
 
 TEST(Ops, DropoutMaskDependsOnSeedAndIndexOnly) {
