@@ -306,6 +306,7 @@ class TaskBuilder {
       slots_of_[std::size_t(g)].push_back(int(c));
     }
     gated_ = classes.size() > slots_of_.size();  // not one class per group: join units through a gate
+    first_sync_ = first_exchange(p);
   }
 
   std::vector<Task> run() {
@@ -317,6 +318,19 @@ class TaskBuilder {
   const std::vector<int>& slots(int group) const {
     static const std::vector<int> kNone;
     return group >= 0 && group < int(slots_of_.size()) ? slots_of_[std::size_t(group)] : kNone;
+  }
+
+  // The step's first launch that exchanges data between ranks (a collective
+  // on more than one rank, or a send): it pays nccl.step_sync_us. None: {-1, -1}.
+  static std::pair<int, int> first_exchange(const plan::StepPlan& p) {
+    for (const plan::Unit& u : p.units)
+      for (const plan::Launch& l : plan::issue_order(p, u)) {
+        const plan::Op& op = p.op(l.op);
+        const bool comm = op.cls == plan::OpClass::collective || op.cls == plan::OpClass::fused;
+        if (op.calls.at(std::size_t(l.chunk)) > 0 && (op.dest_group >= 0 || (comm && p.ranks_per_group > 1)))
+          return {l.op, l.chunk};
+      }
+    return {-1, -1};
   }
 
   // The context for rates `s`, made once per distinct scales.
@@ -399,8 +413,9 @@ class TaskBuilder {
         RankScales slowest;
         for (int g : {op.group, op.dest_group})
           for (int c : slots(g)) slowest = slowest.slowest(classes_[std::size_t(c)].scales);
-        one(slots(op.group), op.dest_group >= 0 ? slots(op.dest_group) : std::vector<int>{},
-            launch_task(p_, u, op, l.chunk, context(slowest), knobs));
+        Task k = launch_task(p_, u, op, l.chunk, context(slowest), knobs);
+        if (std::pair{op.id, l.chunk} == first_sync_) k.latency_us += ctx_.topology.nccl.step_sync_us;
+        one(slots(op.group), op.dest_group >= 0 ? slots(op.dest_group) : std::vector<int>{}, k);
         continue;
       }
       for (int c : slots(op.group)) {
@@ -449,6 +464,7 @@ class TaskBuilder {
   std::map<RankScales, Context> contexts_;
   std::map<std::tuple<int, int, RankScales>, Task> kernels_;  // (op, chunk, scales) -> the unit's kernel
   bool gated_ = false;
+  std::pair<int, int> first_sync_{-1, -1};  // (op, chunk) paying nccl.step_sync_us
   std::vector<int> last_on_;
   std::vector<Task> tasks_;
   std::vector<int> previous_unit_;

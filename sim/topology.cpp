@@ -344,7 +344,7 @@ NcclSpec read_nccl(const Reader& r, const YAML::Node& root) {
                                   "tree_ll128_efficiency", "base_latency_us",
                                   "hbm_bytes_per_link_byte", "reduce_GBps", "sms_per_channel",
                                   "large_messages", "per_op", "measured_latency", "interference",
-                                  "handoff_us"});
+                                  "handoff_us", "step_sync_us"});
   NcclSpec s;
   s.channels = r.positive_int(n, "nccl", "channels", model::kMaxChannels);
   s.channel_GBps = r.positive(n, "nccl", "channel_GBps");
@@ -382,6 +382,7 @@ NcclSpec read_nccl(const Reader& r, const YAML::Node& root) {
   if (n["measured_latency"]) s.measured_latency = read_measured_latency(r, n);
   s.interference = n["interference"] ? r.non_negative(n, "nccl", "interference") : 0.0;
   s.handoff_us = n["handoff_us"] ? r.non_negative(n, "nccl", "handoff_us") : 0.0;
+  s.step_sync_us = n["step_sync_us"] ? r.non_negative(n, "nccl", "step_sync_us") : 0.0;
   return s;
 }
 
@@ -553,6 +554,10 @@ Topology parse_topology(const std::string& yaml_text, const std::string& origin,
     ctx.fail(root["gpu"]["gemm_operand_GBps"],
              "gpu.gemm_operand_GBps is the cpu backend's cost of widening and packing GEMM operands: it needs "
              "`device: cpu` (a GPU GEMM reads its operands within its arithmetic)");
+  if (root["nccl"]["step_sync_us"] && t.device != Device::cpu)
+    ctx.fail(root["nccl"]["step_sync_us"],
+             "nccl.step_sync_us is the cpu backend's cost of a step's first collective, fitted by `coconet "
+             "calibrate`: it needs `device: cpu`");
   if (root["nccl"]["handoff_us"] && t.device != Device::cpu)
     ctx.fail(root["nccl"]["handoff_us"],
              "nccl.handoff_us is the cpu backend's hand-off between its threads, fitted by `coconet calibrate`: it "

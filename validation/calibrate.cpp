@@ -9,6 +9,7 @@
 //   gpu.launch_us                     per-kernel call overhead (intercept of the element-wise fit)
 //   gpu.copy                          a local copy's fixed cost and rate (allreduces on groups of one rank)
 //   gpu.op_flops                      each costly operation (sqrt .. dropout's hash) in FLOPs at that rate
+//   nccl.step_sync_us                 a step's first collective beyond a later one (paired microbenchmarks)
 //   node.gpus = ranks, one link       the ring's link bandwidth and per-step latency
 //   nccl.base_latency_us              per-collective fixed cost; every protocol alike (MPI has one)
 //   nccl.reduce_GBps                  rate a rank combines received data (the reducing collectives' extra cost)
@@ -95,12 +96,20 @@ std::string errors_over(const CollectiveRegimes& f, const std::vector<Collective
   return fmt::format("mean |error| {:.1f}%, worst {:.1f}%", sum / double(cs.size()), worst);
 }
 
+// The collective microbenchmarks as the collective fits see them: one call a
+// step, so each paid the step's first-call cost (nccl.step_sync_us), which is
+// taken off to leave what a call costs within a step.
+std::vector<CollectiveSample> collective_samples(const std::vector<MicroSample>& samples, double step_sync_us) {
+  std::vector<CollectiveSample> cs;
+  for (const auto& s : samples)
+    if (s.kind == MicroKind::collective) cs.push_back({s.op, s.bytes, s.ranks, s.measured_us - step_sync_us});
+  return cs;
+}
+
 // The collectives' fit with one regime against the written one, on the same
 // samples (the fit's own formulas, fit_regimes.h): what the second regime buys.
 std::string regime_comments(const Calibration& c) {
-  std::vector<CollectiveSample> cs;
-  for (const auto& s : c.samples)
-    if (s.kind == MicroKind::collective) cs.push_back({s.op, s.bytes, s.ranks, s.measured_us});
+  const std::vector<CollectiveSample> cs = collective_samples(c.samples, c.fit.step_sync_us);
   if (cs.empty()) return "";
   const CollectiveRegimes& two = c.fit.collectives;
   CollectiveRegimes one;
@@ -204,12 +213,16 @@ double bounded(double rate) { return std::isfinite(rate) && rate > 0 ? std::min(
 Fitted fit_samples(const std::vector<MicroSample>& samples, const std::optional<MpiLimit>& limit) {
   Fitted f;
   std::vector<ElementwiseSample> ew;
-  std::vector<CollectiveSample> cs;
-  for (const auto& s : samples) {
+  for (const auto& s : samples)
     if (s.kind == MicroKind::elementwise) ew.push_back({s.bytes, s.flops, s.measured_us});
-    if (s.kind == MicroKind::collective) cs.push_back({s.op, s.bytes, s.ranks, s.measured_us});
-  }
   f.elementwise = fit_elementwise(ew);
+  // A call within a step still costs at least a launch: on a loaded machine
+  // the pairs can claim more than the cheapest collective alone took.
+  f.step_sync_us = fit_step_sync(samples);
+  for (const auto& s : samples)
+    if (s.kind == MicroKind::collective)
+      f.step_sync_us = std::min(f.step_sync_us, std::max(0.0, s.measured_us - f.elementwise.launch_us));
+  const std::vector<CollectiveSample> cs = collective_samples(samples, f.step_sync_us);
   f.gemm_f16 = gemm_fit(samples, model::DType::f16, f.elementwise.launch_us);
   f.gemm_bf16 = gemm_fit(samples, model::DType::bf16, f.elementwise.launch_us);
   if (!cs.empty())
@@ -224,6 +237,29 @@ Fitted fit_samples(const std::vector<MicroSample>& samples, const std::optional<
   fit_copy(samples, f);
   fit_op_flops(samples, f);
   return f;
+}
+
+double fit_step_sync(const std::vector<MicroSample>& samples) {
+  std::vector<double> saved;
+  // The f16 `op` of the same N measured alone.
+  const auto alone = [&](const std::string& op, const MicroSample& pair) -> std::optional<double> {
+    for (const auto& s : samples)
+      if (s.kind == MicroKind::collective && s.op == op && s.label.rfind(op + " f16 ", 0) == 0 &&
+          s.sizes.at("N") == pair.sizes.at("N"))
+        return s.measured_us;
+    return std::nullopt;
+  };
+  for (const auto& s : samples) {
+    if (s.kind != MicroKind::paired) continue;
+    const auto rs = alone("reducescatter", s);
+    const auto ag = alone("allgather", s);
+    if (rs && ag) saved.push_back(*rs + *ag - s.measured_us);
+  }
+  if (saved.empty()) return 0.0;
+  std::sort(saved.begin(), saved.end());
+  const double median = saved.size() % 2 == 1 ? saved[saved.size() / 2]
+                                              : (saved[saved.size() / 2 - 1] + saved[saved.size() / 2]) / 2;
+  return std::max(0.0, median);
 }
 
 void fit_op_flops(const std::vector<MicroSample>& samples, Fitted& f) {
@@ -425,6 +461,9 @@ std::string topology_yaml(const Fitted& f, const CalibrateOptions& o, const std:
                    bounded(c.reduce_GBps));
   y += fmt::format("  sms_per_channel: {:.3g}          # fit: share of the rank's compute a collective's progress takes (overlapped GEMM + allreduce or reduce-scatter)\n",
                    std::max(f.sms_per_channel, kMinPositiveUnits));
+  if (f.step_sync_us > 0)
+    y += fmt::format("  step_sync_us: {:.3g}             # fit: a step's first collective beyond a later one (reduce-scatter and all-gather alone, and in one step)\n",
+                     f.step_sync_us);
   if (f.handoff_us > 0)
     y += fmt::format("  handoff_us: {:.3g}               # fit: a call's hand-off that a fused op's later calls do not pay (fused microbenchmarks)\n",
                      f.handoff_us);

@@ -51,6 +51,10 @@ struct Fitted {
   // calls after its first do not, fitted through the simulator on the fused
   // microbenchmarks (0: none measured, or none seen).
   double handoff_us = 0.0;
+  // nccl.step_sync_us: the median, over sizes, of a reduce-scatter and an
+  // all-gather measured alone (a step each) less the two in one step
+  // (MicroKind::paired); 0 without such samples.
+  double step_sync_us = 0.0;
   // gpu.copy: a local copy's fixed cost and rate over bytes read and written,
   // fitted on allreduces over groups of one rank (none: fewer than 2 ranks).
   std::optional<double> copy_us;
@@ -91,6 +95,10 @@ struct OverlapFit {
 // error over the one-rank allreduces (MicroKind::copy); nothing when fewer
 // than two were measured.
 void fit_copy(const std::vector<MicroSample>& samples, Fitted& f);
+
+// nccl.step_sync_us from the paired microbenchmarks and the single ones of
+// the same sizes (Fitted::step_sync_us).
+[[nodiscard]] double fit_step_sync(const std::vector<MicroSample>& samples);
 
 // gpu.op_flops into `f` (after the element-wise fit): for each costly
 // operation, w in t = launch + (flops + w x count) / rate by least squares on

@@ -123,7 +123,8 @@ constexpr std::int64_t kOverlapRows[] = {64, 256};
 const std::string kOverlapOps[] = {"allreduce", "reducescatter"};
 
 void fill_work(MicroSample& s) {
-  if (s.kind == MicroKind::overlap || s.kind == MicroKind::fused) return;  // several stages: fitted through the simulator only
+  if (s.kind == MicroKind::overlap || s.kind == MicroKind::fused || s.kind == MicroKind::paired)
+    return;  // several stages: fitted through the simulator only
   const plan::StepPlan p =
       plan::lower(model::initial_schedule(s.program), s.sizes, s.ranks, plan::cpu_capabilities());
   if (p.ops.size() != 1) throw InternalError("a microbenchmark must be one op: " + s.label);
@@ -204,6 +205,14 @@ std::string one_rank_yaml(int world) {
                      world - 1);
 }
 
+// A reduce-scatter and the all-gather of its result in one step: against the
+// two measured alone (a step each), what a step's first collective pays that
+// a later one does not (nccl.step_sync_us).
+std::string paired_yaml() {
+  return "name: cal_rs_ag\nparams: {N: 1}\ntensors:\n  x: {dtype: f16, shape: [N], layout: local}\n"
+         "program:\n  - y = reducescatter(sum, x)\n  - z = allgather(y)\noutputs: [z]\n";
+}
+
 // Bytes per element of the `add f32` kernel: two f32 operands read, one written.
 constexpr double kAddBytesPerElem = 12.0;
 
@@ -261,6 +270,9 @@ std::vector<MicroSample> microbenchmark_plan(int world, const MicroOptions& o) {
     for (auto n : kFusedElems) out.push_back(fused_sample(n, world));
     for (auto n : sweep(kSmallElems, kLargeElems, kElemFactor, o.quick))
       out.push_back(make_sample(MicroKind::copy, "allreduce f16 one rank", one_rank_yaml(world), {{"N", n}}, world));
+    for (auto n : sweep(kSmallElems, kLargeElems, kElemFactor, o.quick))
+      if (n % world == 0)  // the all-gathered slices are equal
+        out.push_back(make_sample(MicroKind::paired, "reducescatter+allgather f16", paired_yaml(), {{"N", n}}, world));
   }
   for (const auto& [op, stmt] : costly_specs())
     for (auto n : sweep(kSmallElems, kLargeElems, kElemFactor, o.quick)) {

@@ -18,7 +18,7 @@
 
 namespace coconet::validation {
 
-enum class MicroKind { elementwise, gemm, collective, overlap, fused, copy, costly };
+enum class MicroKind { elementwise, gemm, collective, overlap, fused, copy, costly, paired };
 
 struct MicroSample {
   MicroKind kind = MicroKind::elementwise;
@@ -26,7 +26,8 @@ struct MicroSample {
   model::Program program;
   model::Schedule schedule;   // what runs: the program itself, (overlap) a GEMM overlapped with its
                               // collective, (fused) an allreduce and update as one fused op, or
-                              // (copy) an allreduce on groups of one rank: a local copy
+                              // (copy) an allreduce on groups of one rank: a local copy, or
+                              // (paired) a reduce-scatter and an all-gather in one step
   model::Bindings sizes;
   int ranks = 1;              // per process group
   double bytes = 0;           // element-wise: HBM bytes; GEMM: A, B and C; collective: nccl-tests size

@@ -7,7 +7,10 @@
 
 #include "model/error.h"
 #include "model/catalog.h"
+#include "model/parse.h"
+#include "model/schedule.h"
 #include "sim/compute.h"
+#include "sim/simulator.h"
 #include "sim/topology.h"
 
 namespace coconet::sim {
@@ -53,12 +56,14 @@ TEST(Compute, BatchedGemmCountsEveryProduct) {
 // gpu.gemm_operand_GBps (the cpu backend's widening and packing): the GEMM's
 // bytes at that rate on top of its arithmetic, for the dtype it names only;
 // so a GEMM cut into row chunks pays its B operand once per chunk.
-// A shipped topology's YAML with its own gemm_operand_GBps line (if any) replaced by `line` under `gpu:`.
+// A shipped topology's YAML with its own gemm_operand_GBps line (if any), and
+// its line of the key `line` sets, replaced by `line` under `gpu:`.
 std::string with_operand_rate(const std::string& name, const std::string& line) {
   std::ifstream in(model::resolve_topology(name));
+  const std::string key = "  " + line.substr(0, line.find(':') + 1);
   std::string text, l;
   while (std::getline(in, l)) {
-    if (l.find("gemm_operand_GBps") != std::string::npos) continue;
+    if (l.find("gemm_operand_GBps") != std::string::npos || (!line.empty() && l.rfind(key, 0) == 0)) continue;
     text += l + "\n";
     if (l == "gpu:" && !line.empty()) text += "  " + line + "\n";
   }
@@ -75,6 +80,34 @@ TEST(Compute, CpuGemmPaysItsOperandsBesidesItsFlops) {
   const GemmShape quarter{64, 128, 256, model::DType::f16};
   EXPECT_NEAR(4 * gemm_body_us(t, quarter, 1) - gemm_body_us(t, g, 1),
               3 * 256.0 * 128 * 2 / 2.5e3, 1e-9);  // B (K x N, f16) read three more times
+}
+
+// gpu.op_flops weighs each costly operation of an element-wise op; absent,
+// the defaults (one FLOP each, dropout's hash none). Keys and values are checked.
+TEST(Compute, CostlyOperationsTakeTheirWeights) {
+  const model::Program p = model::parse_program(
+      "name: t\nparams: {N: 65536}\ntensors:\n  x: {dtype: f32, shape: [N], layout: local}\n"
+      "program:\n  - y = exp(x) + dropout(x, 0.1)\noutputs: [y]\n", "t.yaml");
+  const model::Schedule s = model::initial_schedule(p);
+  const auto time_of = [&](const std::string& line) {
+    const Topology t = parse_topology(with_operand_rate("cpu-local", line), "w.yaml");
+    return simulate(s, Context{t, 1, p.params, plan::BackendKind::cpu}).time_us;
+  };
+  const Topology plain = parse_topology(with_operand_rate("cpu-local", ""), "plain.yaml");
+  const double us_per_flop = 1.0 / (plain.gpu.tflops_f32 * 1e6);
+  const double defaults = time_of("op_flops: {exp: 1, dropout: 0}");
+  EXPECT_NEAR(time_of("op_flops: {exp: 11, dropout: 0}") - defaults, 10 * 65536 * us_per_flop, 1e-6);
+  EXPECT_NEAR(time_of("op_flops: {exp: 1, dropout: 4}") - defaults, 4 * 65536 * us_per_flop, 1e-6);
+  const auto error_of = [](const std::string& line) {
+    try {
+      (void)parse_topology(with_operand_rate("cpu-local", line), "t.yaml");
+    } catch (const UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  EXPECT_NE(error_of("op_flops: {exp: -1}").find("gpu.op_flops.exp"), std::string::npos) << error_of("op_flops: {exp: -1}");
+  EXPECT_NE(error_of("op_flops: {gelu: 3}").find("gelu"), std::string::npos) << error_of("op_flops: {gelu: 3}");
 }
 
 TEST(Compute, GemmOperandRateIsACpuKey) {

@@ -15,6 +15,7 @@
 #include "model/enumerate.h"
 #include "model/error.h"
 #include "model/parse.h"
+#include "model/schedule.h"
 #include "sim/simulator.h"
 #include "sim/trace.h"
 
@@ -239,6 +240,41 @@ TEST(Simulator, AResidentCollectivePaysItsLatencyOnce) {
   }
 }
 
+// nccl.step_sync_us is paid once a step, by its first collective or send
+// between ranks: a reduce-scatter then an all-gather cost it once, a step of
+// one collective once, a step whose collectives are on one rank never.
+TEST(Simulator, OnlyAStepsFirstExchangePaysTheStepSync) {
+  const model::Program rs_ag = model::parse_program(
+      "name: t\nparams: {N: 4096}\ntensors:\n  x: {dtype: f16, shape: [N], layout: local}\n"
+      "program:\n  - y = reducescatter(sum, x)\n  - z = allgather(y)\noutputs: [z]\n", "t.yaml");
+  const model::Schedule s = model::initial_schedule(rs_ag);
+  Topology t = load_topology("cpu-local");
+  t.nccl.step_sync_us = 0;
+  const double without = simulate(s, Context{t, 2, rs_ag.params, plan::BackendKind::cpu}).time_us;
+  t.nccl.step_sync_us = 5;
+  const SimResult with = simulate(s, Context{t, 2, rs_ag.params, plan::BackendKind::cpu});
+  EXPECT_NEAR(with.time_us, without + 5, 1e-6);
+  ASSERT_EQ(with.stages.size(), 2u);
+  t.nccl.step_sync_us = 0;
+  const SimResult base = simulate(s, Context{t, 2, rs_ag.params, plan::BackendKind::cpu});
+  EXPECT_NEAR(with.stages[0].end_us - with.stages[0].start_us, base.stages[0].end_us - base.stages[0].start_us + 5, 1e-6);
+  EXPECT_NEAR(with.stages[1].end_us - with.stages[1].start_us, base.stages[1].end_us - base.stages[1].start_us, 1e-6);
+  t.nccl.step_sync_us = 5;
+  const double one_rank = simulate(s, Context{t, 1, rs_ag.params, plan::BackendKind::cpu}).time_us;
+  t.nccl.step_sync_us = 0;
+  EXPECT_DOUBLE_EQ(one_rank, simulate(s, Context{t, 1, rs_ag.params, plan::BackendKind::cpu}).time_us);
+  // It is the cpu backend's constant: a GPU topology with it is refused, naming the key.
+  std::ifstream in(model::resolve_topology("dgx-h100"));
+  std::string text, line;
+  while (std::getline(in, line)) text += line + (line == "nccl:" ? "\n  step_sync_us: 3\n" : "\n");
+  try {
+    (void)parse_topology(text, "gpu.yaml");
+    ADD_FAILURE() << "step_sync_us accepted on a GPU topology";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("nccl.step_sync_us"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Simulator, AFusedOpOverlapsItsUpdateOnlyWhereComputeIsLeftFree) {
   // Both backends run Adam's fuse(RS-C-AG) as one fused op that pipelines its
   // pieces, which the model prices below the same stages one after another
@@ -255,15 +291,17 @@ TEST(Simulator, AFusedOpOverlapsItsUpdateOnlyWhereComputeIsLeftFree) {
   };
   const auto cuda = plan::BackendKind::cuda;
   const auto cpu = plan::BackendKind::cpu;
-  EXPECT_LT(time_of("dgx2-v100", 16, "fuse(RS-C-AG)+asSlice(m,v)", cuda),
-            0.99 * time_of("dgx2-v100", 16, "RS-C-AG+asSlice(m,v)", cuda));
+  const double gpu_ratio = time_of("dgx2-v100", 16, "fuse(RS-C-AG)+asSlice(m,v)", cuda) /
+                           time_of("dgx2-v100", 16, "RS-C-AG+asSlice(m,v)", cuda);
+  EXPECT_LT(gpu_ratio, 0.99);
   // cpu-local has one core per rank, and a collective's progress holds it
   // (sms_per_channel fitted by calibrate): the update and the transfers take
-  // turns, so the fused op costs about its parts (within 2%: its pieces'
-  // calls against the bytes it saves).
-  const double fused_cpu = time_of("cpu-local", 2, "fuse(RS-C-AG)+asSlice(m,v)", cpu);
-  const double parts_cpu = time_of("cpu-local", 2, "RS-C-AG+asSlice(m,v)", cpu);
-  EXPECT_NEAR(fused_cpu, parts_cpu, 0.02 * parts_cpu);
+  // turns, so the fused op costs about its parts (within 5%: its pieces'
+  // calls against the bytes it saves), and gains less than on the GPUs.
+  const double cpu_ratio = time_of("cpu-local", 2, "fuse(RS-C-AG)+asSlice(m,v)", cpu) /
+                           time_of("cpu-local", 2, "RS-C-AG+asSlice(m,v)", cpu);
+  EXPECT_NEAR(cpu_ratio, 1.0, 0.05);
+  EXPECT_GT(cpu_ratio, gpu_ratio);
   EXPECT_GT(time_of("dgx2-v100", 16, "fuse(RS-C-AG)+asSlice(m,v)", cpu),
             time_of("dgx2-v100", 16, "fuse(RS-C-AG)+asSlice(m,v)", cuda));
 }
