@@ -11,9 +11,6 @@ add_library(coconet_kernels
   ${CMAKE_CURRENT_LIST_DIR}/check.cpp
 )
 target_include_directories(coconet_kernels PUBLIC ${PROJECT_SOURCE_DIR})
-# The tile loops vectorise sqrt only where a negative operand need not set
-# errno (nothing reads it; the result is NaN either way, IEEE 754 squareRoot).
-set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/cpu_elementwise.cpp PROPERTIES COMPILE_OPTIONS -fno-math-errno)
 target_link_libraries(coconet_kernels PUBLIC coconet_model PRIVATE Eigen3::Eigen coconet_warnings)
 if(COCONET_HAVE_MPI)
   target_sources(coconet_kernels PRIVATE ${CMAKE_CURRENT_LIST_DIR}/mpi_check.cpp)

@@ -58,64 +58,6 @@ Block flatten(const Block& b, std::span<CpuOperand> ins, std::span<CpuOperand> o
   return flat;
 }
 
-// One loop per operation with the operation a compile-time constant: a
-// switch on the operation inside the loop (model::apply_binary's) kept the
-// loops scalar, 2.2 ns an element for `y = x * 2` (bench/bench_kernels.cpp).
-template <model::BinaryOp Op>
-void binary_loop(float* a, const float* c, std::int64_t n) {
-  for (std::int64_t t = 0; t < n; ++t) a[t] = model::apply_binary(Op, a[t], c[t]);
-}
-
-void binary_tile(model::BinaryOp op, float* a, const float* c, std::int64_t n) {
-  using B = model::BinaryOp;
-  switch (op) {
-    case B::add: return binary_loop<B::add>(a, c, n);
-    case B::sub: return binary_loop<B::sub>(a, c, n);
-    case B::mul: return binary_loop<B::mul>(a, c, n);
-    case B::div: return binary_loop<B::div>(a, c, n);
-    case B::pow: return binary_loop<B::pow>(a, c, n);
-    case B::max: return binary_loop<B::max>(a, c, n);
-    case B::min: return binary_loop<B::min>(a, c, n);
-    case B::lt: return binary_loop<B::lt>(a, c, n);
-    case B::le: return binary_loop<B::le>(a, c, n);
-    case B::gt: return binary_loop<B::gt>(a, c, n);
-    case B::ge: return binary_loop<B::ge>(a, c, n);
-    case B::eq: return binary_loop<B::eq>(a, c, n);
-    case B::ne: return binary_loop<B::ne>(a, c, n);
-  }
-  throw InternalError("binary_tile: unknown operation");
-}
-
-template <model::UnaryOp Op>
-void unary_loop(float* a, std::int64_t n) {
-  for (std::int64_t t = 0; t < n; ++t) a[t] = model::apply_unary(Op, a[t]);
-}
-
-void unary_tile(model::UnaryOp op, float* a, std::int64_t n) {
-  using U = model::UnaryOp;
-  switch (op) {
-    case U::neg: return unary_loop<U::neg>(a, n);
-    case U::sqrt: return unary_loop<U::sqrt>(a, n);
-    case U::rsqrt: return unary_loop<U::rsqrt>(a, n);
-    case U::abs: return unary_loop<U::abs>(a, n);
-    case U::exp: return unary_loop<U::exp>(a, n);
-    case U::log: return unary_loop<U::log>(a, n);
-    case U::tanh: return unary_loop<U::tanh>(a, n);
-    case U::gelu: return unary_loop<U::gelu>(a, n);
-  }
-  throw InternalError("unary_tile: unknown operation");
-}
-
-// Rounds a tile to the precision of `t` (round_to, elementwise_program.h)
-// with the bulk conversions: narrowed into scratch and widened back.
-void round_tile(model::DType t, float* a, std::int64_t n) {
-  if (t == model::DType::f32) return;
-  std::array<std::uint16_t, kTile> narrow;
-  auto* bytes = reinterpret_cast<std::byte*>(narrow.data());
-  store_f32(bytes, t, 0, 1, n, a);
-  load_f32(bytes, t, 0, 1, n, a);
-}
-
 struct Registers {
   std::array<std::array<float, kTile>, kMaxStack> stack;
   std::array<std::array<float, kTile>, kMaxOutputs> out;
@@ -135,11 +77,20 @@ void run_tile(const ElementwiseProgram& p, std::span<const CpuOperand> ins, cons
         std::copy_n(r.out[static_cast<std::size_t>(in.slot)].data(), n, r.stack[++top].data());
         break;
       case OpCode::constant: std::fill_n(r.stack[++top].data(), n, in.value); break;
-      case OpCode::unary: unary_tile(static_cast<model::UnaryOp>(in.op), r.stack[top].data(), n); break;
-      case OpCode::binary:
-        --top;
-        binary_tile(static_cast<model::BinaryOp>(in.op), r.stack[top].data(), r.stack[top + 1].data(), n);
+      case OpCode::unary: {
+        float* a = r.stack[top].data();
+        const auto op = static_cast<model::UnaryOp>(in.op);
+        for (std::int64_t t = 0; t < n; ++t) a[t] = model::apply_unary(op, a[t]);
         break;
+      }
+      case OpCode::binary: {
+        --top;
+        float* a = r.stack[top].data();
+        const float* c = r.stack[top + 1].data();
+        const auto op = static_cast<model::BinaryOp>(in.op);
+        for (std::int64_t t = 0; t < n; ++t) a[t] = model::apply_binary(op, a[t], c[t]);
+        break;
+      }
       case OpCode::select: {
         top -= 2;
         float* c = r.stack[top].data();
@@ -148,7 +99,11 @@ void run_tile(const ElementwiseProgram& p, std::span<const CpuOperand> ins, cons
         for (std::int64_t t = 0; t < n; ++t) c[t] = c[t] != 0.0f ? a[t] : e[t];
         break;
       }
-      case OpCode::round: round_tile(in.dtype, r.stack[top].data(), n); break;
+      case OpCode::round: {
+        float* a = r.stack[top].data();
+        for (std::int64_t t = 0; t < n; ++t) a[t] = round_to(in.dtype, a[t]);
+        break;
+      }
       case OpCode::dropout: {
         float* a = r.stack[top].data();
         for (std::int64_t t = 0; t < n; ++t)
@@ -156,9 +111,10 @@ void run_tile(const ElementwiseProgram& p, std::span<const CpuOperand> ins, cons
         break;
       }
       case OpCode::store: {
+        const float* a = r.stack[top--].data();
         float* o = r.out[static_cast<std::size_t>(in.slot)].data();
-        std::copy_n(r.stack[top--].data(), n, o);
-        round_tile(p.output_types[static_cast<std::size_t>(in.slot)], o, n);
+        const auto t_out = p.output_types[static_cast<std::size_t>(in.slot)];
+        for (std::int64_t t = 0; t < n; ++t) o[t] = round_to(t_out, a[t]);
         break;
       }
     }
