@@ -37,6 +37,9 @@ std::string work_text(const Work& w) {
     parts.push_back(fmt::format("{} {:.0f} B", model::to_string(c.op), c.bytes));
   if (w.hbm_bytes > 0) parts.push_back(fmt::format("{:.0f} B over memory", w.hbm_bytes));
   if (w.flops > 0) parts.push_back(fmt::format("{:.0f} flop", w.flops));
+  for (int k = 0; k < model::kCostlyOps; ++k)
+    if (w.costly[std::size_t(k)] > 0)
+      parts.push_back(fmt::format("{:.0f} {}", w.costly[std::size_t(k)], model::to_string(model::CostlyOp(k))));
   if (w.norm_across_group) parts.push_back("+ scalar allreduce");
   return join(parts, ", ");
 }

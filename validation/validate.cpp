@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
-#include <ranges>
+#include <numeric>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -129,9 +129,10 @@ double median_of(std::vector<double> v) {
 
 // The schedule the model ranks first (model::predicted_best).
 std::size_t predicted_best(const std::vector<Predicted>& pred, const std::vector<model::Schedule>& schedules) {
+  std::vector<std::size_t> index(pred.size());
+  std::iota(index.begin(), index.end(), std::size_t{0});
   return model::predicted_best_of(
-      std::views::iota(std::size_t{0}, pred.size()), [&](std::size_t i) { return pred[i].time_us; },
-      [&](std::size_t i) { return schedules[i].stages.size(); });
+      index, [&](std::size_t i) { return pred[i].time_us; }, [&](std::size_t i) { return schedules[i].stages.size(); });
 }
 
 // Time for extra rounds, shared out over the points still to measure: a point
