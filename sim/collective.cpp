@@ -342,8 +342,6 @@ CollectiveCost at_measured_level(double correction, CollectiveCost c) {
   return c;
 }
 
-bool one_rank(const CollectiveRequest& r) { return r.where.ranks <= 1 && r.op != model::OpKind::send; }
-
 // One rank exchanges nothing (predict_collective, sim/collective.h): a copy
 // when out of place, nothing in place. It holds no channel.
 CollectiveCost one_rank_cost(const Topology& t, const CollectiveRequest& r) {
@@ -357,6 +355,8 @@ CollectiveCost one_rank_cost(const Topology& t, const CollectiveRequest& r) {
 }
 
 }  // namespace
+
+bool one_rank(const CollectiveRequest& r) { return r.where.ranks <= 1 && r.op != model::OpKind::send; }
 
 double latency_correction_us(const Topology& t) {
   if (!t.nccl.measured_latency) return 0.0;

@@ -91,6 +91,8 @@ struct CollectiveCost {
 // in-place is nop"), an out-of-place call is a device-local copy, its launch
 // and its bytes read and written over HBM, and an in-place one costs nothing.
 [[nodiscard]] CollectiveCost predict_collective(const Topology& t, const CollectiveRequest& r);
+// Whether `r` is on one rank and exchanges nothing (a send aside): a local copy or nothing.
+[[nodiscard]] bool one_rank(const CollectiveRequest& r);
 // As predict_collective, but an unsupported concrete choice falls back to auto
 // (what the tuner's schedule-wide knobs need).
 [[nodiscard]] CollectiveCost predict_collective_or_auto(const Topology& t, const CollectiveRequest& r);

@@ -140,7 +140,7 @@ Task comm_task(const plan::Work& w, const Context& ctx, const model::Knobs& knob
     if (cost.transfer_us > 0 && cost.bottleneck == Link::network) link = Link::network;
     channels = std::max(channels, cost.channels);
     units_per_channel = std::max(units_per_channel, sms_per_channel(t, c.op, where));
-    const bool local = where.ranks <= 1 && c.op != model::OpKind::send;  // sim/collective.h: a copy or nothing
+    const bool local = one_rank(r);
     crosses = crosses || !local;
     detail += fmt::format("{}{} {} ", detail.empty() ? "" : ", ", model::to_string(c.op), bytes_text(bytes));
     if (local) detail += c.in_place ? "on one rank, in place: nothing" : "on one rank: a local copy";

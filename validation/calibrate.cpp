@@ -35,6 +35,7 @@
 #include "sim/simulator.h"
 #include "sim/context.h"
 #include "sim/units.h"
+#include "validation/stats.h"
 
 namespace coconet::validation {
 
@@ -216,12 +217,7 @@ Fitted fit_samples(const std::vector<MicroSample>& samples, const std::optional<
   for (const auto& s : samples)
     if (s.kind == MicroKind::elementwise) ew.push_back({s.bytes, s.flops, s.measured_us});
   f.elementwise = fit_elementwise(ew);
-  // A call within a step still costs at least a launch: on a loaded machine
-  // the pairs can claim more than the cheapest collective alone took.
-  f.step_sync_us = fit_step_sync(samples);
-  for (const auto& s : samples)
-    if (s.kind == MicroKind::collective)
-      f.step_sync_us = std::min(f.step_sync_us, std::max(0.0, s.measured_us - f.elementwise.launch_us));
+  f.step_sync_us = fit_step_sync(samples, f.elementwise.launch_us);
   const std::vector<CollectiveSample> cs = collective_samples(samples, f.step_sync_us);
   f.gemm_f16 = gemm_fit(samples, model::DType::f16, f.elementwise.launch_us);
   f.gemm_bf16 = gemm_fit(samples, model::DType::bf16, f.elementwise.launch_us);
@@ -239,7 +235,7 @@ Fitted fit_samples(const std::vector<MicroSample>& samples, const std::optional<
   return f;
 }
 
-double fit_step_sync(const std::vector<MicroSample>& samples) {
+double fit_step_sync(const std::vector<MicroSample>& samples, double launch_us) {
   std::vector<double> saved;
   // The f16 `op` of the same N measured alone.
   const auto alone = [&](const std::string& op, const MicroSample& pair) -> std::optional<double> {
@@ -256,10 +252,12 @@ double fit_step_sync(const std::vector<MicroSample>& samples) {
     if (rs && ag) saved.push_back(*rs + *ag - s.measured_us);
   }
   if (saved.empty()) return 0.0;
-  std::sort(saved.begin(), saved.end());
-  const double median = saved.size() % 2 == 1 ? saved[saved.size() / 2]
-                                              : (saved[saved.size() / 2 - 1] + saved[saved.size() / 2]) / 2;
-  return std::max(0.0, median);
+  double sync = std::max(0.0, median_interval(saved).median);
+  // A call within a step still costs at least a launch: on a loaded machine
+  // the pairs can claim more than the cheapest collective alone took.
+  for (const auto& s : samples)
+    if (s.kind == MicroKind::collective) sync = std::min(sync, std::max(0.0, s.measured_us - launch_us));
+  return sync;
 }
 
 void fit_op_flops(const std::vector<MicroSample>& samples, Fitted& f) {

@@ -97,8 +97,10 @@ struct OverlapFit {
 void fit_copy(const std::vector<MicroSample>& samples, Fitted& f);
 
 // nccl.step_sync_us from the paired microbenchmarks and the single ones of
-// the same sizes (Fitted::step_sync_us).
-[[nodiscard]] double fit_step_sync(const std::vector<MicroSample>& samples);
+// the same sizes (Fitted::step_sync_us), never so much that a collective
+// microbenchmark less it would cost less than `launch_us` (a loaded machine
+// can make the pairs claim more than the cheapest collective alone took).
+[[nodiscard]] double fit_step_sync(const std::vector<MicroSample>& samples, double launch_us);
 
 // gpu.op_flops into `f` (after the element-wise fit): for each costly
 // operation, w in t = launch + (flops + w x count) / rate by least squares on

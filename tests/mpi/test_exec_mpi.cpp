@@ -21,6 +21,7 @@
 #include "exec/cpu/reduce_ops.h"
 #include "exec/executor.h"
 #include "exec/runtime.h"
+#include "kernels/elementwise_program.h"
 #include "kernels/half.h"
 #include "kernels/mpi_check.h"
 #include "model/catalog.h"
@@ -143,6 +144,37 @@ TEST(CpuBackend, ReduceOpsCombineEveryLengthAsTheScalarReference) {
         EXPECT_EQ(inout, want) << model::to_string(t) << " " << model::to_string(op) << " n=" << n;
       }
   }
+}
+
+// On a group of one rank a collective is a local copy (no MPI call), made at
+// once when the comm stream is idle, else queued behind what is there: here
+// behind a long comm-stream kernel that writes the copy's input, so a copy
+// made at once would read zeros. Also the idle case, and in place (nothing).
+TEST(CpuBackend, OneRankCollectivesKeepTheCommStreamsOrder) {
+  Backend& b = *shared_backend();
+  b.set_groups(b.world_size());  // every rank its own group
+  ASSERT_EQ(b.ranks_per_group(), 1);
+  constexpr std::int64_t kN = 1 << 20;  // long enough to be running when the copy is issued
+  const auto program = kernels::compile_elementwise({{"y", model::parse_expr("x * 2"), model::DType::f32}},
+                                                    {{"x", model::DType::f32}}, {});
+  const BufferId x = b.allocate(model::DType::f32, kN);
+  const BufferId y = b.allocate(model::DType::f32, kN);
+  const BufferId z = b.allocate(model::DType::f32, kN);
+  std::vector<double> ones(static_cast<std::size_t>(kN), 1.0);
+  b.write({x, 0, kN}, ones);
+  const Operand in{x, {0, 0, 1}}, out{y, {0, 0, 1}};
+  b.elementwise(program, {&in, 1}, {&out, 1}, kernels::Block{1, kN, 0, 0, kN}, StreamKind::comm);
+  b.allreduce({y, 0, kN}, {z, 0, kN}, model::ReduceOp::sum);  // queued: y is not written yet
+  std::vector<double> got = b.read({z, 0, kN});
+  EXPECT_EQ(got.front(), 2.0);
+  EXPECT_EQ(got.back(), 2.0);
+  b.allgather({x, 0, kN}, std::vector<View>{{z, 0, kN}});  // idle stream: copied at once
+  got = b.read({z, 0, kN});
+  EXPECT_EQ(got.back(), 1.0);
+  b.reduce_scatter(std::vector<View>{{z, 0, kN}}, {z, 0, kN}, model::ReduceOp::sum);  // in place: nothing
+  EXPECT_EQ(b.read({z, 0, kN}).back(), 1.0);
+  b.release_all();
+  b.set_groups(1);
 }
 
 TEST(CpuBackend, InjectedWrongKernelIsCaught) {
