@@ -19,6 +19,7 @@
 #include "validation/calibrate.h"
 #include "validation/calibrated_range.h"
 #include "validation/experiment_sizes.h"
+#include "validation/machine_speed.h"
 
 #include <algorithm>
 #include <cmath>
@@ -485,7 +486,7 @@ Calibration calibrate(exec::Backend& backend, const CalibrateOptions& o, Progres
   c.topology = sim::parse_topology(body, "<calibrated " + o.name + ">");
   for (const auto& s : c.samples) c.simulated_us.push_back(simulate_sample(s, c.topology));
   c.range = range_of(c.samples);
-  c.yaml = body + residual_comments(c) + range_comment(c.range);
+  c.yaml = body + residual_comments(c) + range_comment(c.range) + speed_comment(c.samples, backend.world_size());
   return c;
 }
 

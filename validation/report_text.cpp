@@ -121,6 +121,13 @@ std::string render_results_json(const ReportData& data, const Metrics& m) {
   j["ranks"] = data.ranks;
   j["command"] = data.command;
   j["warnings"] = data.warnings;
+  j["machine_speed"] = nlohmann::json::array();
+  for (const auto& c : data.speed)
+    j["machine_speed"].push_back({{"reference", c.label},
+                                  {"calibrated_us", c.calibrated_us},
+                                  {"start_us", c.start_us},
+                                  {"end_us", c.end_us},
+                                  {"drift", c.drift()}});
   j["metrics"] = metrics_json(m);
   j["points"] = nlohmann::json::array();
   for (const auto& p : m.per_point) j["points"].push_back(point_json(p));

@@ -4,6 +4,8 @@
 // Plain values, shared by the metrics, the report writers and the CLI.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <string>
 #include <vector>
@@ -68,6 +70,19 @@ struct TimelineBar {
   double duration_us = 0;
 };
 
+// A reference microbenchmark measured by validate against its calibration
+// (validation/machine_speed.h): how far the machine's speed moved.
+struct SpeedCheck {
+  std::string label;  // "add f32 N=65536"
+  double calibrated_us = 0;
+  double start_us = 0;  // before the points
+  double end_us = 0;    // after them
+  // The larger relative move of the two, now against then (0.35: 35% slower or faster).
+  [[nodiscard]] double drift() const {
+    return std::max(std::abs(start_us / calibrated_us - 1.0), std::abs(end_us / calibrated_us - 1.0));
+  }
+};
+
 // Everything a report shows, besides what the metrics compute from the rows.
 struct ReportData {
   std::string title;                    // e.g. "cpu-local on cpu, 4 ranks"
@@ -85,6 +100,7 @@ struct ReportData {
   std::vector<TimelineBar> measured_timeline;
   std::string measured_trace_json;      // its Chrome trace (trace-measured.json); empty: none (a reference report)
   std::map<std::string, std::string> inputs;  // file name under inputs/ -> YAML text
+  std::vector<SpeedCheck> speed;              // the machine against its calibration (empty: not compared)
 };
 
 }  // namespace coconet::validation

@@ -30,6 +30,7 @@
 #include "sim/tuner.h"
 #include "validation/calibrate.h"
 #include "validation/calibrated_range.h"
+#include "validation/machine_speed.h"
 #include "validation/measured_trace.h"
 #include "validation/stats.h"
 #include "validation/timeline.h"
@@ -349,6 +350,7 @@ struct TopologyChoice {
   std::string text;
   std::string note;
   std::optional<CalibratedRange> range;  // the sizes its calibration measured, when recorded
+  std::optional<CalibratedSpeed> speed;  // its reference microbenchmarks' times, when recorded
 };
 
 TopologyChoice choose_topology(exec::Backend& backend, const ValidateOptions& o, Progress& progress) {
@@ -356,9 +358,10 @@ TopologyChoice choose_topology(exec::Backend& backend, const ValidateOptions& o,
     const std::string path = model::resolve_topology(*o.topology);
     std::string text = model::read_file(path);
     auto range = parse_range(text);
+    auto speed = parse_speed(text);
     return {sim::parse_topology(text, path), text,
             fmt::format("topology {} (inputs/topology.yaml holds it, with its calibration residuals if calibrated)", *o.topology),
-            range};
+            range, speed};
   }
   CalibrateOptions co;
   co.name = "calibrated";
@@ -370,7 +373,7 @@ TopologyChoice choose_topology(exec::Backend& backend, const ValidateOptions& o,
   return {c.topology, c.yaml,
           "topology calibrated on the spot from a quick microbenchmark sweep (inputs/topology.yaml has the fit and "
           "its residuals)",
-          c.range};
+          c.range, parse_speed(c.yaml)};
 }
 
 // "1.23 0.98 0.77" (1, 5 and 15 minutes) from /proc/loadavg; "unknown" elsewhere.
@@ -437,6 +440,29 @@ void add_setup_warnings(ReportData& d, const TopologyChoice& topo, int world) {
                                      outside.size(), joined(outside)));
 }
 
+// The machine against the topology's calibration: a note with the figures
+// (or why there are none), a warning past kSpeedTolerance.
+void add_speed_notes(ReportData& d, const TopologyChoice& topo, int world) {
+  if (!topo.speed) {
+    d.notes.push_back("the topology records no reference times (no '" + std::string(kSpeedComment) +
+                      "' line): this machine's speed was not compared with its calibration's");
+    return;
+  }
+  if (topo.speed->ranks != world) {
+    d.notes.push_back(fmt::format("the topology's reference times were measured on {} ranks and this run has {}: "
+                                  "this machine's speed was not compared with its calibration's",
+                                  topo.speed->ranks, world));
+    return;
+  }
+  std::string figures;
+  for (const auto& c : d.speed)
+    figures += fmt::format("{}{}: {:.1f} us when calibrated, {:.1f} us before the points, {:.1f} us after",
+                           figures.empty() ? "" : "; ", c.label, c.calibrated_us, c.start_us, c.end_us);
+  d.notes.push_back("this machine against its calibration (the reference microbenchmarks, "
+                    "validation/machine_speed.h): " + figures);
+  if (const std::string w = speed_warning(d.speed); !w.empty()) d.warnings.push_back(w);
+}
+
 }  // namespace
 
 void check_validate_inputs(const ValidateOptions& o, int world_size) {
@@ -455,6 +481,8 @@ Validation run_validation(exec::Backend& backend, const ValidateOptions& o, Prog
   ReportData& d = v.report;
   std::vector<std::vector<Predicted>> preds;
   Budget budget(o.budget_s, static_cast<int>(l.jobs.size()));
+  const bool compare_speed = topo.speed && topo.speed->ranks == world;
+  const auto speed_start = compare_speed ? measure_speed(backend, *topo.speed, progress) : std::map<std::string, double>{};
   int most_rounds = 0;
   for (const auto& j : l.jobs) {
     preds.push_back(predict(j, topo.topology, backend.capabilities().backend));
@@ -462,6 +490,7 @@ Validation run_validation(exec::Backend& backend, const ValidateOptions& o, Prog
     for (const auto& r : rows) most_rounds = std::max(most_rounds, r.rounds);
     d.rows.insert(d.rows.end(), rows.begin(), rows.end());
   }
+  if (compare_speed) d.speed = speed_checks(*topo.speed, speed_start, measure_speed(backend, *topo.speed, progress));
   progress.finish();
   v.metrics = compute_metrics(d.rows);
   d.title = fmt::format("{} on {}, {} ranks", l.experiment.name, backend.name(), world);
@@ -480,6 +509,7 @@ Validation run_validation(exec::Backend& backend, const ValidateOptions& o, Prog
       ro.iters, ro.warmup, std::clamp(ro.iters, 1, kRounds), kMinRoundUs / 1000, kMaxStepsPerRound,
       kDecisiveWidth * 100, kMaxRounds, most_rounds, o.budget_s, kConfidence * 100));
   add_setup_warnings(d, topo, world);
+  add_speed_notes(d, topo, world);
   add_timeline(backend, d, v.metrics, l.jobs, preds, topo.topology, ro);
   d.inputs["experiment.yaml"] = l.experiment_text;
   d.inputs["topology.yaml"] = topo.text;

@@ -589,6 +589,36 @@ TEST_F(Cli, ValidateJson) {
   EXPECT_GT(reference["metrics"]["rows"].get<int>(), 0);
 }
 
+// A topology whose calibration claims reference times no machine reaches
+// (1 us for an f32 add of 65536 elements): validate measures the references
+// before and after its points and warns that the machine is not as
+// calibrated; one calibrated on other ranks is not compared, and says so.
+TEST_F(Cli, ValidateComparesTheMachineWithItsCalibration) {
+  if (!kHaveMpi) GTEST_SKIP() << "no MPI in this build";
+  const std::string topology = read_text(fs::path(COCONET_SOURCE_ROOT) / "configs/topologies/cpu-local.yaml");
+  const auto validate = [&](const std::string& line) {
+    std::ofstream(dir_ / "claimed.yaml") << topology << line;
+    const Result r = run({"validate", COCONET_SOURCE_ROOT "/validation/testdata/validate-tiny.yaml", "--backend",
+                          "cpu", "--ranks", "2", "--topology", (dir_ / "claimed.yaml").string(), "--iters", "1",
+                          "--warmup", "0", "--out", "report", "--format", "json"});
+    EXPECT_EQ(r.code, 0) << r.all();
+    const json results = json::parse(read_text(dir_ / "report" / "results.json"));
+    EXPECT_TRUE(conforms(results, "results"));
+    fs::remove_all(dir_ / "report");
+    return results;
+  };
+  const json fast = validate("# coconet-reference-us: ranks=2 memory=1 collective=1\n");
+  ASSERT_EQ(fast["machine_speed"].size(), 2u) << fast.dump(2);
+  EXPECT_EQ(fast["machine_speed"][0]["reference"], "add f32 N=65536");
+  EXPECT_GT(fast["machine_speed"][0]["start_us"].get<double>(), 1.0);
+  bool warned = false;
+  for (const auto& w : fast["warnings"]) warned = warned || contains(w.get<std::string>(), "does not run at the speed");
+  EXPECT_TRUE(warned) << fast["warnings"].dump(2);
+  const json other = validate("# coconet-reference-us: ranks=4 memory=1\n");
+  EXPECT_TRUE(other["machine_speed"].empty()) << other.dump(2);
+  for (const auto& w : other["warnings"]) EXPECT_FALSE(contains(w.get<std::string>(), "does not run at the speed"));
+}
+
 // ---- --set ----------------------------------------------------------------------
 
 std::string predicted_sizes(const Result& r) {
