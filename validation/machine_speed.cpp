@@ -96,7 +96,8 @@ std::string speed_warning(const std::vector<SpeedCheck>& checks) {
                            moved.empty() ? "" : "; ", c.label, c.calibrated_us, c.start_us, c.end_us);
   if (moved.empty()) return "";
   return fmt::format(
-      "the machine does not run at the speed it was calibrated at (more than {:.0f}% off): {}. Predictions carry "
+      "the machine does not run at the speed it was calibrated at (more than {:.0f}% off before and after the "
+      "points): {}. Predictions carry "
       "that difference; calibrate again on a quiet machine, or validate when the machine is as it was",
       kSpeedTolerance * 100, moved);
 }

@@ -24,11 +24,12 @@ namespace coconet::validation {
 // The comment's prefix in a topology YAML.
 inline constexpr const char* kSpeedComment = "# coconet-reference-us:";
 
-// A ratio of now to then beyond 1 +- this is warned about: five back-to-back
-// calibrations on a quiet machine (2 cores, 2 ranks) measured each reference
-// within 12% of each other (add f32 N=65536: 96.5-109.0 us), so a larger
-// move is the machine, not the measurement.
-inline constexpr double kSpeedTolerance = 0.15;
+// A drift (SpeedCheck::drift) past this is warned about. Measured here (2
+// cores, 2 ranks): five back-to-back calibrations put each reference within
+// 12% of the others (add f32 N=65536: 96.5-109.0 us), and six validations
+// after one calibration drifted 0-16% (one end alone moved up to 41% in a
+// short spell); the slow spell it is for made a whole calibration 35-50% slower.
+inline constexpr double kSpeedTolerance = 0.25;
 
 // The reference microbenchmarks, by key: memory-bound and arithmetic-bound
 // element-wise kernels and (with more than one rank) a collective; each a

@@ -77,9 +77,13 @@ struct SpeedCheck {
   double calibrated_us = 0;
   double start_us = 0;  // before the points
   double end_us = 0;    // after them
-  // The larger relative move of the two, now against then (0.35: 35% slower or faster).
+  // How far the machine moved for the whole validation: the smaller relative
+  // move of the two when both go the same way (0.3: 30% slower, or faster,
+  // before and after the points); 0 when they go opposite ways. A spell at
+  // one end alone is not the validation's machine.
   [[nodiscard]] double drift() const {
-    return std::max(std::abs(start_us / calibrated_us - 1.0), std::abs(end_us / calibrated_us - 1.0));
+    const double a = start_us / calibrated_us - 1.0, b = end_us / calibrated_us - 1.0;
+    return (a > 0) == (b > 0) ? std::min(std::abs(a), std::abs(b)) : 0.0;
   }
 };
 

@@ -44,17 +44,20 @@ TEST(ValidationSpeed, WarnsOnlyPastTheTolerance) {
                                    {{"memory", 97.0}, {"collective", 29.0}});
   ASSERT_EQ(checks.size(), 2u);
   EXPECT_EQ(checks[0].label, "add f32 N=65536");
-  EXPECT_NEAR(checks[0].drift(), 0.04, 1e-12);
+  EXPECT_DOUBLE_EQ(checks[0].drift(), 0.0);  // 4% slower before, 3% faster after: opposite ways
+  EXPECT_NEAR(checks[1].drift(), 0.0, 1e-12);
   EXPECT_EQ(speed_warning(checks), "");
-  // 35% slower after the points: warned, with the figures.
-  const auto slow = speed_checks(then, {{"memory", 101.0}}, {{"memory", 135.0}});
+  // 30% and more slower before and after the points: warned, with the figures.
+  const auto slow = speed_checks(then, {{"memory", 135.0}}, {{"memory", 130.0}});
   ASSERT_EQ(slow.size(), 1u);
+  EXPECT_NEAR(slow[0].drift(), 0.30, 1e-12);
   const std::string w = speed_warning(slow);
-  EXPECT_NE(w.find("add f32 N=65536 100.0 us when calibrated, 101.0 us before the points and 135.0 us after"),
+  EXPECT_NE(w.find("add f32 N=65536 100.0 us when calibrated, 135.0 us before the points and 130.0 us after"),
             std::string::npos)
       << w;
-  // Faster counts as much as slower.
-  EXPECT_NE(speed_warning(speed_checks(then, {{"memory", 60.0}}, {{"memory", 100.0}})), "");
+  // A spell at one end alone is not warned about; faster counts as much as slower.
+  EXPECT_EQ(speed_warning(speed_checks(then, {{"memory", 141.0}}, {{"memory", 101.0}})), "");
+  EXPECT_NE(speed_warning(speed_checks(then, {{"memory", 60.0}}, {{"memory", 70.0}})), "");
   // A reference measured only once is not checked.
   EXPECT_TRUE(speed_checks(then, {{"memory", 100.0}}, {}).empty());
 }
