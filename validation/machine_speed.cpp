@@ -7,6 +7,8 @@
 
 #include <fmt/core.h>
 
+#include "model/limits.h"
+
 namespace coconet::validation {
 
 namespace {
@@ -52,7 +54,7 @@ std::optional<CalibratedSpeed> parse_speed(const std::string& text) {
         continue;
       }
       if (!(value > 0) || !std::isfinite(value)) continue;
-      if (key == "ranks") c.ranks = static_cast<int>(value);
+      if (key == "ranks") c.ranks = value <= double(model::kMaxRanks) ? static_cast<int>(value) : 0;  // past it: a damaged line
       else if (reference_by_key(key)) c.us[key] = value;
     }
     if (c.ranks < 1 || c.us.empty()) return std::nullopt;

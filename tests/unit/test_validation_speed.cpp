@@ -36,6 +36,7 @@ TEST(ValidationSpeed, RoundTripsThroughTheTopologyText) {
   EXPECT_EQ(damaged->us.size(), 1u);
   EXPECT_FALSE(parse_speed(std::string(kSpeedComment) + " memory=96\n").has_value());
   EXPECT_FALSE(parse_speed(std::string(kSpeedComment) + " ranks=2 unknown=3\n").has_value());
+  EXPECT_FALSE(parse_speed(std::string(kSpeedComment) + " ranks=1e300 memory=96\n").has_value());
 }
 
 TEST(ValidationSpeed, WarnsOnlyPastTheTolerance) {
