@@ -2,11 +2,11 @@
 #include "validation/calibrated_range.h"
 
 #include <algorithm>
-#include <sstream>
 
 #include <fmt/core.h>
 
 #include "sim/compute.h"
+#include "validation/topology_comment.h"
 
 namespace coconet::validation {
 
@@ -32,30 +32,10 @@ std::string range_comment(const CalibratedRange& r) {
 }
 
 std::optional<CalibratedRange> parse_range(const std::string& text) {
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(kRangeComment, 0) != 0) continue;
-    CalibratedRange r;
-    std::istringstream fields(line.substr(std::string(kRangeComment).size()));
-    std::string field;
-    while (fields >> field) {
-      const auto eq = field.find('=');
-      if (eq == std::string::npos) continue;
-      const std::string key = field.substr(0, eq);
-      double value = 0;
-      try {
-        value = std::stod(field.substr(eq + 1));
-      } catch (const std::exception&) {
-        continue;  // a damaged comment checks less, it does not fail the run
-      }
-      if (key == kElementwise) r.elementwise_bytes = value;
-      if (key == kCollective) r.collective_bytes = value;
-      if (key == kGemm) r.gemm_flops = value;
-    }
-    return r;
-  }
-  return std::nullopt;
+  const auto fields = comment_fields(text, kRangeComment);
+  if (!fields) return std::nullopt;
+  const auto value = [&](const char* key) { return fields->contains(key) ? fields->at(key) : 0.0; };
+  return CalibratedRange{value(kElementwise), value(kCollective), value(kGemm)};
 }
 
 std::vector<std::string> beyond_range(const plan::StepPlan& plan, const CalibratedRange& r) {

@@ -3,11 +3,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <sstream>
 
 #include <fmt/core.h>
 
 #include "model/limits.h"
+#include "validation/topology_comment.h"
 
 namespace coconet::validation {
 
@@ -36,31 +36,16 @@ std::string speed_comment(const std::vector<MicroSample>& measured, int ranks) {
 }
 
 std::optional<CalibratedSpeed> parse_speed(const std::string& text) {
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(kSpeedComment, 0) != 0) continue;
-    CalibratedSpeed c;
-    std::istringstream fields(line.substr(std::string(kSpeedComment).size()));
-    std::string field;
-    while (fields >> field) {
-      const auto eq = field.find('=');
-      if (eq == std::string::npos) continue;
-      const std::string key = field.substr(0, eq);
-      double value = 0;
-      try {
-        value = std::stod(field.substr(eq + 1));
-      } catch (const std::exception&) {
-        continue;
-      }
-      if (!(value > 0) || !std::isfinite(value)) continue;
-      if (key == "ranks") c.ranks = value <= double(model::kMaxRanks) ? static_cast<int>(value) : 0;  // past it: a damaged line
-      else if (reference_by_key(key)) c.us[key] = value;
-    }
-    if (c.ranks < 1 || c.us.empty()) return std::nullopt;
-    return c;
+  const auto fields = comment_fields(text, kSpeedComment);
+  if (!fields) return std::nullopt;
+  CalibratedSpeed c;
+  for (const auto& [key, value] : *fields) {
+    if (!(value > 0) || !std::isfinite(value)) continue;
+    if (key == "ranks") c.ranks = value <= double(model::kMaxRanks) ? static_cast<int>(value) : 0;  // past it: a damaged line
+    else if (reference_by_key(key)) c.us[key] = value;
   }
-  return std::nullopt;
+  if (c.ranks < 1 || c.us.empty()) return std::nullopt;
+  return c;
 }
 
 std::map<std::string, double> measure_speed(exec::Backend& backend, const CalibratedSpeed& calibrated,
