@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <numeric>
 
 #include "exec/executor.h"
 #include "model/error.h"
@@ -87,14 +88,18 @@ RunRow run_schedule(Backend& backend, const model::Schedule& schedule, const mod
   std::vector<std::vector<double>> units(names.size());
   for (int it = 0; it < options.warmup + options.iters; ++it) {
     backend.barrier();
-    auto times = ex.run_step();
-    double step = 0.0;
-    for (double t : times) step += t;
-    times.push_back(step);
-    backend.host_allreduce(times, model::ReduceOp::max);  // the slowest rank's
+    // Each unit's end on this rank, from the step's start; the slowest
+    // rank's end of the last unit is the step. A unit's share of the step is
+    // the slowest rank's end of it less that of the unit before: a rank that
+    // waits in a collective for a slower rank's previous unit charges that
+    // wait to the unit that made it, not to the collective (the shares add
+    // up to the step).
+    auto ends = ex.run_step();
+    std::partial_sum(ends.begin(), ends.end(), ends.begin());
+    backend.host_allreduce(ends, model::ReduceOp::max);
     if (it < options.warmup) continue;
-    steps.push_back(times.back());
-    for (std::size_t u = 0; u < names.size(); ++u) units[u].push_back(times[u]);
+    steps.push_back(ends.empty() ? 0.0 : ends.back());
+    for (std::size_t u = 0; u < names.size(); ++u) units[u].push_back(ends[u] - (u > 0 ? ends[u - 1] : 0.0));
   }
   std::array<double, 1> touched{double(ex.bytes_touched())};
   backend.host_allreduce(touched, model::ReduceOp::max);

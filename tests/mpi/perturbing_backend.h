@@ -4,7 +4,9 @@
 // overwrites the first row of the product with the second (a GEMM that read
 // the wrong row of its left operand), or after each alltoall it adds one to
 // the first element it received (a wrong exchange), or it fails on purpose
-// (throws, dies, or hangs) at the first allreduce, for the fault tests.
+// (throws, dies, or hangs) at the first allreduce, for the fault tests; or,
+// right, it makes one rank slow: kSlowKernelMs after each of its element-wise
+// kernels (a straggler, for the timing tests).
 #pragma once
 
 #include <csignal>
@@ -16,7 +18,8 @@
 
 namespace coconet::exec::testing {
 
-enum class Fault { none, perturb, wrong_gemm, perturb_alltoall, throw_error, die, hang };
+enum class Fault { none, perturb, wrong_gemm, perturb_alltoall, throw_error, die, hang, slow_kernels };
+inline constexpr int kSlowKernelMs = 200;  // well past a scheduler time slice (4-16 ms), which an oversubscribed collective can take
 
 class PerturbingBackend : public Backend {
  public:
@@ -80,6 +83,10 @@ class PerturbingBackend : public Backend {
   void elementwise(const kernels::ElementwiseProgram& p, std::span<const Operand> in, std::span<const Operand> out,
                    const kernels::Block& block, StreamKind stream) override {
     inner_->elementwise(p, in, out, block, stream);
+    if (fault_ == Fault::slow_kernels && world_rank() == rank_) {
+      inner_->synchronize();
+      std::this_thread::sleep_for(std::chrono::milliseconds(kSlowKernelMs));
+    }
     if (fault_ != Fault::perturb || world_rank() != rank_ || calls_++ != kernel_ || out.empty()) return;
     const View first{out[0].buffer, out[0].access.at(0, 0), 1};
     auto v = inner_->read(first);
