@@ -68,6 +68,7 @@ Table metrics_table(const validation::Metrics& m) {
 
 void finish(const validation::ReportData& d, const validation::Metrics& m, const ValidateArgs& a) {
   validation::write_report(d, m, a.out);
+  for (const auto& w : d.warnings) fmt::print(stderr, "warning: {}\n", w);  // the report has them too
   if (a.format == Format::table) fmt::print("{}\nwrote {}/report.html (and report.md, results.csv, results.json)\n", d.title, a.out);
   if (a.format == Format::json) print_json(tagged("validate", {{"report", a.out}, {"metrics", validation::metrics_json(m)}}));
   else print(metrics_table(m), a.format);

@@ -605,9 +605,10 @@ TEST_F(Cli, ValidateComparesTheMachineWithItsCalibration) {
                           "cpu", "--ranks", "2", "--topology", (dir_ / "claimed.yaml").string(), "--iters", "1",
                           "--warmup", "0", "--out", "report", "--format", "json"});
     EXPECT_EQ(r.code, 0) << r.all();
-    const json results = json::parse(read_text(dir_ / "report" / "results.json"));
+    json results = json::parse(read_text(dir_ / "report" / "results.json"));
     EXPECT_TRUE(conforms(results, "results"));
     fs::remove_all(dir_ / "report");
+    results["stderr"] = r.err;  // what the terminal showed
     return results;
   };
   const json fast = validate("# coconet-reference-us: ranks=2 memory=1 collective=1\n");
@@ -617,6 +618,8 @@ TEST_F(Cli, ValidateComparesTheMachineWithItsCalibration) {
   bool warned = false;
   for (const auto& w : fast["warnings"]) warned = warned || contains(w.get<std::string>(), "does not run at the speed");
   EXPECT_TRUE(warned) << fast["warnings"].dump(2);
+  EXPECT_TRUE(contains(fast["stderr"].get<std::string>(), "warning: the machine does not run at the speed"))
+      << fast["stderr"];
   const json other = validate("# coconet-reference-us: ranks=4 memory=1\n");
   EXPECT_TRUE(other["machine_speed"].empty()) << other.dump(2);
   for (const auto& w : other["warnings"]) EXPECT_FALSE(contains(w.get<std::string>(), "does not run at the speed"));
