@@ -14,10 +14,10 @@
 
 #include <fmt/core.h>
 
-#include "model/expr.h"
 #include "model/assign.h"
 #include "model/catalog.h"
 #include "model/error.h"
+#include "model/expr.h"
 #include "model/yaml_util.h"
 #include "sim/collective.h"
 #include "sim/units.h"

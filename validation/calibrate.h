@@ -6,9 +6,9 @@
 // the fitted topology, next to the measured times.
 #pragma once
 
-#include <optional>
 #include <array>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
