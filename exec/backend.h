@@ -65,7 +65,8 @@
 //     Inputs are stored in their buffers' dtypes (must equal
 //     program.input_types), arithmetic is f32, outputs are rounded (RNE) to
 //     their buffers' dtypes. Outputs never alias inputs. Queued on `stream`
-//     (the comm stream only for a fused op's program in an overlap group).
+//     (the comm stream only for a fused op's program in an overlap group,
+//     plan::fused_program_stream).
 //   matmul(args): out[m x n] = a[m x k] * b[k x n], row-major with leading
 //     dimensions lda/ldb/ldc (elements), accumulated in f32 at least, rounded
 //     to out's dtype. Integer-valued inputs whose sums stay below 2^24 give
@@ -232,8 +233,9 @@ struct FusedPassCall {
 struct FusedCall {
   std::vector<NormCall> norms_before;
   std::vector<FusedPassCall> passes;
-  // Where the programs run: the compute stream, or inside an overlap group
-  // the comm stream (the compute stream stays with the overlapped work).
+  // Where the programs run (plan::fused_program_stream): the compute stream,
+  // or inside an overlap group the comm stream (the compute stream stays with
+  // the overlapped work).
   StreamKind compute_stream = StreamKind::compute;
 };
 

@@ -24,6 +24,7 @@ class CallBuilder {
   CallBuilder(Backend& b, const plan::StepPlan& p, const plan::Op& op, const RankValues& values)
       : b_(b),
         p_(p),
+        op_id_(op.id),
         form_(*op.fused),
         unit_(p.units.at(static_cast<std::size_t>(op.unit))),
         values_(values),
@@ -69,7 +70,8 @@ class CallBuilder {
 
   FusedCall chunk_call(int chunk) {
     FusedCall call;
-    call.compute_stream = unit_.overlapped ? StreamKind::comm : StreamKind::compute;
+    const plan::Stream program = plan::fused_program_stream(p_, plan::Launch{op_id_, chunk});
+    call.compute_stream = program == plan::Stream::comm ? StreamKind::comm : StreamKind::compute;
     if (computes_here()) call.norms_before = norms(form_.norms_before);
     for (std::size_t k = 0; k < form_.passes.size(); ++k) {
       FusedPassCall pass;
@@ -182,6 +184,7 @@ class CallBuilder {
 
   Backend& b_;
   const plan::StepPlan& p_;
+  int op_id_;
   const plan::FusedForm& form_;
   const plan::Unit& unit_;
   const RankValues& values_;

@@ -24,6 +24,12 @@ struct Capabilities {
   // result on rank 0: piece k computes while piece k+1's head collective and
   // piece k-1's allgathers run. Each piece is one call of each collective.
   double fused_piece_bytes = 0;
+  // The comm stream computes beside the caller: a fused op's program in an
+  // overlap group is queued there (a CUDA stream). False: the comm stream is
+  // a thread sharing the rank's core, so a program queued there costs two
+  // thread switches and buys nothing unless the caller has more of the unit
+  // to compute meanwhile (plan::fused_program_stream).
+  bool comm_stream_computes = true;
 
   friend bool operator==(const Capabilities&, const Capabilities&) = default;
 };

@@ -399,6 +399,19 @@ std::vector<Launch> issue_order(const StepPlan& p, const Unit& u) {
   return out;
 }
 
+Stream fused_program_stream(const StepPlan& p, const Launch& l) {
+  const Unit& u = p.units.at(static_cast<std::size_t>(p.op(l.op).unit));
+  if (!u.overlapped) return Stream::compute;
+  if (p.caps.comm_stream_computes) return Stream::comm;
+  const auto order = issue_order(p, u);
+  const auto at = std::find(order.begin(), order.end(), l);
+  COCONET_ASSERT(at != order.end(), "fused_program_stream: a launch its unit does not issue");
+  const bool compute_follows = std::any_of(std::next(at), order.end(), [&](const Launch& later) {
+    return p.op(later.op).stream == Stream::compute;
+  });
+  return compute_follows ? Stream::comm : Stream::compute;
+}
+
 Gemm Gemm::part(double share, int calls) const {
   Gemm g = *this;
   std::int64_t& rows = batch > 1 ? g.batch : g.m;

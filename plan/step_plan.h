@@ -135,6 +135,14 @@ struct StepPlan {
 // takes no part in): step by step, op by op, chunk = step - lag.
 [[nodiscard]] std::vector<Launch> issue_order(const StepPlan& p, const Unit& u);
 
+// Where the program of a fused op's launch `l` runs: outside an overlap group
+// on the compute stream; inside one on the comm stream (the compute stream
+// stays with the overlapped work) when caps.comm_stream_computes, else there
+// only while a compute-stream launch of the unit follows `l` in issue order
+// (so the head's latency hides behind that work) and on the compute stream
+// after the comm stream's queued work otherwise.
+[[nodiscard]] Stream fused_program_stream(const StepPlan& p, const Launch& l);
+
 // The share of an op's work that chunk `chunk` of unit `u` carries (rows of
 // the chunk over the unit's rows; 1 for an unchunked unit).
 [[nodiscard]] double chunk_share(const Unit& u, int chunk);

@@ -263,6 +263,36 @@ TEST(Chunks, NothingOutsideAnOverlapGroupIsCut) {
   for (const Unit& u : lower(s, {{"N", 37}}, 2, cpu_capabilities()).units) EXPECT_EQ(u.chunks, 1) << u.name;
 }
 
+// A fused op's program in an overlap group: on a CUDA stream beside the
+// caller always; on the cpu backend's comm thread only while more of the
+// unit's computation follows it (the head's latency hides behind that), on
+// the caller otherwise; outside overlap groups on the compute stream.
+TEST(Chunks, AnOverlappedFusedProgramRunsOnTheCommStreamOnlyWhereItHidesSomething) {
+  const model::Program mlp = workload("megatron_mlp");
+  auto s = named(mlp, "ol(MM,fuse(AR-C))");
+  s.knobs.chunks = 3;
+  const auto streams = [&](const Capabilities& caps) {
+    const StepPlan plan = lower(s, mlp.params, 2, caps);
+    const Unit& u = plan.units.front();
+    EXPECT_TRUE(u.overlapped);
+    std::vector<Stream> out;
+    for (const Launch& l : issue_order(plan, u))
+      if (plan.op(l.op).cls == OpClass::fused) out.push_back(fused_program_stream(plan, l));
+    return out;
+  };
+  EXPECT_EQ(streams(cpu_capabilities()), (std::vector<Stream>{Stream::comm, Stream::comm, Stream::compute}));
+  EXPECT_EQ(streams(cuda_capabilities()), (std::vector<Stream>{Stream::comm, Stream::comm, Stream::comm}));
+  s.knobs.chunks = 1;  // nothing follows the one chunk
+  EXPECT_EQ(streams(cpu_capabilities()), std::vector<Stream>{Stream::compute});
+
+  const model::Program pipe = workload("gpt3_pipeline");
+  const StepPlan only_comm = lower(named(pipe, "ol(AR,fuse(P2P-C))"), pipe.params, 1, cpu_capabilities());
+  const Launch fused{only_comm.units.front().ops.back(), 0};
+  EXPECT_EQ(fused_program_stream(only_comm, fused), Stream::compute);
+  const StepPlan alone = lower(named(pipe, "AR-fuse(P2P-C)"), pipe.params, 1, cuda_capabilities());
+  EXPECT_EQ(fused_program_stream(alone, {alone.units.back().ops.front(), 0}), Stream::compute);
+}
+
 TEST(Describe, NamesEveryOpAndTheBackend) {
   const model::Program p = workload("adam");
   const std::string text = describe(lower(named(p, "fuse(RS-C-AG)+asSlice(m,v)"), {{"N", 37}}, 2,
