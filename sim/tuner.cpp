@@ -1,6 +1,7 @@
 // Knob search. Settings that cannot change a schedule's result are skipped:
 // chunk counts for schedules without overlap, algorithms or protocols that none
-// of its collectives can use (the collective would fall back to auto).
+// of its collectives can use (the collective would fall back to auto). An
+// overlapped schedule is searched over two chunks or more (best_setting).
 #include "sim/tuner.h"
 
 #include <algorithm>
@@ -61,19 +62,22 @@ Candidate best_setting(const model::Schedule& s, int index, const Context& ctx, 
   model::Schedule one = s;
   one.knobs.chunks = 1;
   const plan::StepPlan unchunked = lower_for(one, ctx);
-  const bool chunks_matter = chunked(unchunked);
-  const std::vector<int> single = {1};
-  const std::vector<int>& chunk_choices = chunks_matter ? space.chunks : single;
   // A chunk holds at least one row: choices past the fewest rows of a chunked
-  // unit are skipped, unless none is left (then lowering says why the choice fails).
+  // unit are skipped. An overlap group runs in at least two chunks: in one it
+  // overlaps nothing and runs as its stages in sequence, which the schedule
+  // without the overlap already is (enumerate lists both), so the two would
+  // be one execution under two names. A group that cannot be cut (one row,
+  // or a space without a count of two or more) stays whole.
   std::int64_t max_chunks = std::numeric_limits<std::int64_t>::max();
   for (const auto& u : unchunked.units)
     if (u.rows > 0) max_chunks = std::min(max_chunks, u.rows);
-  std::vector<int> fitting;
-  for (int c : chunk_choices)
-    if (c <= 1 || c <= max_chunks) fitting.push_back(c);
+  std::vector<int> choices;
+  if (chunked(unchunked))
+    for (int c : space.chunks)
+      if (c >= 2 && c <= max_chunks) choices.push_back(c);
+  if (choices.empty()) choices.push_back(1);
   Candidate best{index, s.name(), s.knobs, std::numeric_limits<double>::infinity()};
-  for (int chunks : fitting.empty() ? chunk_choices : fitting) {
+  for (int chunks : choices) {
     one.knobs.chunks = chunks;
     plan::StepPlan p = chunks == 1 ? unchunked : lower_for(one, ctx);  // lowered once per chunk count
     const std::set<model::OpKind> ops = ops_of(p);

@@ -14,7 +14,7 @@
 namespace coconet::sim {
 
 struct KnobSpace {
-  std::vector<int> chunks = {1};               // used by schedules with an overlap group
+  std::vector<int> chunks = {1};               // used by schedules with an overlap group (the counts >= 2)
   std::vector<model::Algo> algos = {model::Algo::auto_};
   std::vector<model::Proto> protos = {model::Proto::auto_};
   std::vector<int> channels = {0};             // 0: the topology's NCCL default

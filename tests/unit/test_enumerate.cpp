@@ -67,6 +67,26 @@ TEST(Enumerate, UnscheduledFirstAndNamesUnique) {
   }
 }
 
+// The tuner searches an overlapped schedule over two chunks or more because
+// its stages in sequence (the one-chunk execution) are listed on their own.
+TEST(Enumerate, EveryOverlappedScheduleHasItsSequenceListed) {
+  int overlapped = 0;
+  for (const auto& w : workload_names()) {
+    const auto all = enumerate_schedules(workload(w));
+    const auto names = names_of(all);
+    for (const auto& s : all) {
+      if (s.overlaps.empty()) continue;
+      ++overlapped;
+      Schedule sequence = s;
+      sequence.overlaps.clear();
+      EXPECT_NE(sequence.name(), s.name());
+      EXPECT_NE(std::find(names.begin(), names.end(), sequence.name()), names.end())
+          << w << ": " << s.name() << " without its overlap, " << sequence.name() << ", is not listed";
+    }
+  }
+  EXPECT_GT(overlapped, 0);
+}
+
 TEST(Enumerate, EverySchedulesProgramChecksAndItsStagesCoverIt) {
   for (const auto& w : workload_names()) {
     for (const auto& s : enumerate_schedules(workload(w))) {

@@ -85,6 +85,26 @@ TEST(Tuner, TuneSpaceIsNeverWorseThanPredictSpace) {
   EXPECT_GT(fine.evaluated, coarse.evaluated);
 }
 
+// An overlap group in one chunk is its stages in sequence, a schedule listed
+// on its own: the tuner cuts every overlapped schedule in two chunks or more
+// where the group has the rows, on a GPU and on a CPU topology alike; a space
+// without such a count leaves it whole.
+TEST(Tuner, AnOverlapGroupRunsInTwoChunksOrMore) {
+  for (const char* topo : {"dgx-h100", "cpu-local"})
+    for (const char* name : {"megatron_mlp", "gpt3_pipeline"}) {
+      const model::Program p = workload(name);
+      const Context ctx{load_topology(topo), 2, p.params};
+      const auto schedules = model::enumerate_schedules(p);
+      for (const auto& c : tune(schedules, ctx, predict_space()).ranked) {
+        const bool overlapped = is_overlapped(schedules.at(std::size_t(c.schedule)));
+        EXPECT_EQ(c.knobs.chunks >= 2, overlapped) << topo << " " << name << " " << c.name;
+      }
+      KnobSpace whole = predict_space();
+      whole.chunks = {1};
+      for (const auto& c : tune(schedules, ctx, whole).ranked) EXPECT_EQ(c.knobs.chunks, 1) << c.name;
+    }
+}
+
 // Per-stage choice (issue 11, item 5): the default prediction (`auto`: each
 // stage's algorithm, protocol and channels chosen for the stage's time) is
 // never worse than forcing any algorithm (`--algo`) or protocol (`--proto`)
