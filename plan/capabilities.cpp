@@ -58,7 +58,7 @@ std::string describe(const Capabilities& c) {
   return fmt::format("{} (fused ops pipelined in pieces of {}; overlapped collectives: {}; overlapped fused ops' "
                      "programs: {})",
                      to_string(c.backend), piece, c.resident_overlap ? "resident, latency once" : "one call per chunk",
-                     c.comm_stream_computes ? "on the comm stream" : "on the caller unless its computation follows");
+                     c.comm_stream_computes ? "on the comm stream" : "on the caller unless their unit computes after them");
 }
 
 }  // namespace coconet::plan
