@@ -49,6 +49,9 @@
 //     synchronous).
 //   synchronize(): blocks until both streams are idle.
 //   now_us(): wall clock in microseconds (steady, host side).
+//   clock_shared(): whether now_us() reads one clock on every rank of the job
+//     (all on one host), so that times of different ranks compare. Default
+//     false.
 //   start_timer(), elapsed_us(mark): how long the work queued between them
 //     takes, in microseconds; the runtime times each stage so. start_timer
 //     waits for earlier work and returns a mark; elapsed_us waits for the
@@ -265,6 +268,7 @@ class Backend {
   virtual void wait(StreamKind stream, Event e) = 0;
   virtual void synchronize() = 0;
   [[nodiscard]] virtual double now_us() const = 0;
+  [[nodiscard]] virtual bool clock_shared() const { return false; }
   [[nodiscard]] virtual double start_timer();
   [[nodiscard]] virtual double elapsed_us(double mark);
 

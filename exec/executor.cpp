@@ -358,6 +358,7 @@ std::vector<double> Executor::run_step() {
   ran_.clear();
   traffic_.reset();
   std::vector<double> times;
+  step_start_us_ = backend_.now_us();
   for (const auto& u : plan_.units) {
     note_rank_status({plan_.program.name, " ", plan_.schedule, ", stage ", u.name});
     const double mark = backend_.start_timer();

@@ -55,6 +55,8 @@ class Executor {
   // Runs one step; returns each unit's wall time on this rank (us), measured
   // between synchronisations of the backend.
   std::vector<double> run_step();
+  // The backend's now_us() when the last step started on this rank.
+  [[nodiscard]] double step_start_us() const { return step_start_us_; }
   [[nodiscard]] const plan::StepPlan& plan() const { return plan_; }
   [[nodiscard]] const RankValues& values() const { return values_; }
   // Bytes of the program's values the last step's backend calls read and
@@ -78,6 +80,7 @@ class Executor {
 
   Backend& backend_;
   plan::StepPlan plan_;
+  double step_start_us_ = 0;
   RankValues values_;
   Traffic traffic_;
   std::map<int, FusedOpCalls> fused_calls_;  // by op id

@@ -57,6 +57,41 @@ std::optional<Outputs> interpreter_outputs(Backend& backend, const model::Progra
   return out;
 }
 
+// A step's time and each unit's share of it, from this rank's unit times and
+// its step start on the backend's clock (collective). The step is the slowest
+// rank's end of its last unit, each rank counting from its own start. A
+// unit's share is the latest end of the unit less the latest end of the unit
+// before, on the ranks' common clock where they share one (the first unit
+// takes the rest of the step: the ranks leave the barrier apart), else on
+// each rank's own count from its start. So a rank that waits in a collective
+// for a slower rank's previous unit charges that wait to the unit that made
+// it, and the shares add up to the step. Counted from their own starts alone,
+// a rank that left the barrier late and then computed longer than the others
+// put the smaller of the two delays in the collective after the computation
+// (tests/mpi: a 200 ms late start and a 200 ms slower update gave the
+// all-gather after the update 200 ms).
+struct StepShares {
+  double step = 0;
+  std::vector<double> units;
+};
+
+StepShares step_shares(Backend& backend, std::vector<double> ends, double start_us) {
+  const std::size_t n = ends.size();
+  std::partial_sum(ends.begin(), ends.end(), ends.begin());
+  const bool common = backend.clock_shared();
+  std::vector<double> latest = ends;
+  if (common)
+    for (std::size_t k = 0; k < n; ++k) latest.push_back(start_us + ends[k]);
+  backend.host_allreduce(latest, model::ReduceOp::max);
+  StepShares s;
+  if (n == 0) return s;
+  s.step = latest[n - 1];
+  const double* end = common ? latest.data() + n : latest.data();
+  for (std::size_t k = 0; k < n; ++k) s.units.push_back(end[k] - (k > 0 ? end[k - 1] : 0.0));
+  if (common) s.units[0] = s.step - (end[n - 1] - end[0]);
+  return s;
+}
+
 }  // namespace
 
 plan::StepPlan lower_for(const Backend& backend, const model::Schedule& schedule, const model::Bindings& sizes) {
@@ -88,18 +123,11 @@ RunRow run_schedule(Backend& backend, const model::Schedule& schedule, const mod
   std::vector<std::vector<double>> units(names.size());
   for (int it = 0; it < options.warmup + options.iters; ++it) {
     backend.barrier();
-    // Each unit's end on this rank, from the step's start; the slowest
-    // rank's end of the last unit is the step. A unit's share of the step is
-    // the slowest rank's end of it less that of the unit before: a rank that
-    // waits in a collective for a slower rank's previous unit charges that
-    // wait to the unit that made it, not to the collective (the shares add
-    // up to the step).
-    auto ends = ex.run_step();
-    std::partial_sum(ends.begin(), ends.end(), ends.begin());
-    backend.host_allreduce(ends, model::ReduceOp::max);
+    auto unit_us = ex.run_step();
+    const StepShares shares = step_shares(backend, std::move(unit_us), ex.step_start_us());
     if (it < options.warmup) continue;
-    steps.push_back(ends.empty() ? 0.0 : ends.back());
-    for (std::size_t u = 0; u < names.size(); ++u) units[u].push_back(ends[u] - (u > 0 ? ends[u - 1] : 0.0));
+    steps.push_back(shares.step);
+    for (std::size_t u = 0; u < names.size(); ++u) units[u].push_back(shares.units.at(u));
   }
   std::array<double, 1> touched{double(ex.bytes_touched())};
   backend.host_allreduce(touched, model::ReduceOp::max);

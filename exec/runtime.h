@@ -1,7 +1,8 @@
 // The runtime's front door: measure a schedule on a backend (warm-up, then
 // the median, min and max of `iters` steps, each step's time the slowest
-// rank's, and each unit's share of it: the slowest rank's end of the unit less
-// its end of the one before) and verify its outputs against the unscheduled program
+// rank's, and each unit's share of it: the latest end of the unit less the
+// latest end of the one before, on the ranks' common clock where they share
+// one) and verify its outputs against the unscheduled program
 // run on the same backend and, at small sizes, the reference interpreter.
 // Every function here is collective: every rank of the job calls it.
 #pragma once

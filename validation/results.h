@@ -29,8 +29,8 @@ struct Measurement {
 
 // One unit of a schedule's plan (a stage, or an overlap group): the simulator's
 // time for it next to the executor's (the median over rounds of the per-round
-// median of the unit's share of the step: the slowest rank's end of the unit
-// less its end of the unit before, exec/runtime.h).
+// median of the unit's share of the step: the latest end of the unit less the
+// latest end of the unit before, exec/runtime.h).
 struct StageRow {
   std::string name;  // "AR", "fuse(RS-C-AG)", "ol(MM,AR)"
   double predicted_us = 0;

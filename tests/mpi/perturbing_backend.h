@@ -6,7 +6,8 @@
 // the first element it received (a wrong exchange), or it fails on purpose
 // (throws, dies, or hangs) at the first allreduce, for the fault tests; or,
 // right, it makes one rank slow: kSlowKernelMs after each of its element-wise
-// kernels (a straggler, for the timing tests).
+// kernels (a straggler, for the timing tests), and with late_and_slow also
+// kSlowKernelMs late out of every barrier (a step started late).
 #pragma once
 
 #include <csignal>
@@ -18,7 +19,7 @@
 
 namespace coconet::exec::testing {
 
-enum class Fault { none, perturb, wrong_gemm, perturb_alltoall, throw_error, die, hang, slow_kernels };
+enum class Fault { none, perturb, wrong_gemm, perturb_alltoall, throw_error, die, hang, slow_kernels, late_and_slow };
 inline constexpr int kSlowKernelMs = 200;  // well past a scheduler time slice (4-16 ms), which an oversubscribed collective can take
 
 class PerturbingBackend : public Backend {
@@ -45,6 +46,7 @@ class PerturbingBackend : public Backend {
   void wait(StreamKind s, Event e) override { inner_->wait(s, e); }
   void synchronize() override { inner_->synchronize(); }
   double now_us() const override { return inner_->now_us(); }
+  bool clock_shared() const override { return inner_->clock_shared(); }
   void matmul(const MatmulArgs& a) override {
     inner_->matmul(a);
     if (fault_ != Fault::wrong_gemm || world_rank() != rank_ || a.m < 2) return;
@@ -73,7 +75,11 @@ class PerturbingBackend : public Backend {
   }
   void send(View in, int peer) override { inner_->send(in, peer); }
   void recv(View out, int peer) override { inner_->recv(out, peer); }
-  void barrier() override { inner_->barrier(); }
+  void barrier() override {
+    inner_->barrier();
+    if (fault_ == Fault::late_and_slow && world_rank() == rank_)
+      std::this_thread::sleep_for(std::chrono::milliseconds(kSlowKernelMs));
+  }
   void host_allreduce(std::span<double> v, ReduceOp op) override { inner_->host_allreduce(v, op); }
   [[noreturn]] void abort_job(int code) override {
     inner_->abort_job(code);
@@ -83,7 +89,7 @@ class PerturbingBackend : public Backend {
   void elementwise(const kernels::ElementwiseProgram& p, std::span<const Operand> in, std::span<const Operand> out,
                    const kernels::Block& block, StreamKind stream) override {
     inner_->elementwise(p, in, out, block, stream);
-    if (fault_ == Fault::slow_kernels && world_rank() == rank_) {
+    if ((fault_ == Fault::slow_kernels || fault_ == Fault::late_and_slow) && world_rank() == rank_) {
       inner_->synchronize();
       std::this_thread::sleep_for(std::chrono::milliseconds(kSlowKernelMs));
     }

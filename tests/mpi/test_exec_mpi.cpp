@@ -194,32 +194,43 @@ TEST(CpuBackend, InjectedWrongKernelIsCaught) {
 
 // A straggler: one rank's update takes kSlowKernelMs longer. The all-gather
 // after it waits on every other rank for that much, and the unit shares
-// charge the wait to the update that made it (the slowest rank's end of each
-// unit less that of the one before), so the shares add up to the step; the
-// slowest rank's own all-gather time, the earlier measure, held the wait.
+// charge the wait to the update that made it (the latest end of each unit
+// less that of the one before), so the shares add up to the step; the
+// slowest rank's own all-gather time, an earlier measure, held the wait.
+// With late_and_slow the straggler also leaves each step's barrier that much
+// later: the first unit (the reduce-scatter, which waits for it) takes the
+// late start, and still not the all-gather; counting each rank's ends from its
+// own start, an earlier measure, put the smaller of the two delays there.
 TEST(CpuBackend, AStragglersWaitIsChargedToItsOwnUnit) {
   auto& backend = *shared_backend();
   if (backend.world_size() < 2) GTEST_SKIP() << "a straggler needs another rank to wait for it";
+  ASSERT_TRUE(backend.clock_shared()) << "the test's ranks run on one host";
   const auto p = model::load_program(model::resolve_workload("sgd"));
   const auto sizes = small_sizes(p);
   backend.set_groups(1);
   const auto refs = compute_references(backend, p, sizes, quick());
-  testing::PerturbingBackend slow(make_backend("cpu"), testing::Fault::slow_kernels, backend.world_size() - 1);
-  slow.set_groups(1);
   model::Schedule rs_c_ag;
   for (const auto& s : model::enumerate_schedules(p))
     if (s.name() == "RS-C-AG") rs_c_ag = s;
   ASSERT_EQ(rs_c_ag.name(), "RS-C-AG");
-  const auto row = run_schedule(slow, rs_c_ag, sizes, refs, quick());
-  ASSERT_EQ(row.stages.size(), 3u);
   const double straggle_us = testing::kSlowKernelMs * 1000.0;
-  // Margins for ranks time-sliced on fewer cores (ctest -j2, 3 ranks on 2
-  // cores, measured: an all-gather or a rank's reduce-scatter end 8-16 ms late).
-  EXPECT_GT(row.stages[1].median_us, 0.75 * straggle_us) << "C";
-  EXPECT_LT(row.stages[2].median_us, 0.25 * straggle_us) << "AG";
-  double sum = 0;
-  for (const auto& st : row.stages) sum += st.median_us;
-  EXPECT_NEAR(sum, row.median_us, 1e-6 * row.median_us);  // one step (iters 1): the shares are its parts
+  for (const auto fault : {testing::Fault::slow_kernels, testing::Fault::late_and_slow}) {
+    testing::PerturbingBackend slow(make_backend("cpu"), fault, backend.world_size() - 1);
+    slow.set_groups(1);
+    const auto row = run_schedule(slow, rs_c_ag, sizes, refs, quick());
+    ASSERT_EQ(row.stages.size(), 3u);
+    const bool late = fault == testing::Fault::late_and_slow;
+    // Margins for ranks time-sliced on fewer cores (ctest -j2, 3 ranks on 2
+    // cores, measured: an all-gather or a rank's reduce-scatter end 8-16 ms late).
+    if (late) EXPECT_GT(row.stages[0].median_us, 0.75 * straggle_us) << "RS, late start";
+    else EXPECT_LT(row.stages[0].median_us, 0.25 * straggle_us) << "RS";
+    EXPECT_GT(row.stages[1].median_us, 0.75 * straggle_us) << "C";
+    EXPECT_LT(row.stages[1].median_us, 1.25 * straggle_us) << "C";
+    EXPECT_LT(row.stages[2].median_us, 0.25 * straggle_us) << "AG" << (late ? ", late start" : "");
+    double sum = 0;
+    for (const auto& st : row.stages) sum += st.median_us;
+    EXPECT_NEAR(sum, row.median_us, 1e-6 * row.median_us);  // one step (iters 1): the shares are its parts
+  }
 }
 
 // A GEMM that reads the wrong row, at the sizes gpu-check.sh runs the Megatron
