@@ -212,6 +212,7 @@ std::string to_string(CostlyOp op) {
     case CostlyOp::tanh: return "tanh";
     case CostlyOp::pow: return "pow";
     case CostlyOp::dropout_hash: return "dropout";
+    case CostlyOp::norm_element: return "norm";
   }
   return "?";
 }

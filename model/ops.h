@@ -56,13 +56,16 @@ COCONET_HD T apply_unary(UnaryOp op, T a) {
 // *0.044715, +x, *sqrt(2/pi), tanh, +1, *x, *0.5.
 // Operations whose cost per element differs between devices far more than an
 // add's: special functions (a GPU's special-function units, a CPU's library
-// calls), pow, and dropout's hash. The cost model prices each at its own
-// weight in FLOPs (gpu.op_flops, calibrated on CPUs); absent, at
-// kDefaultOpFlops, each special function one FLOP and the hash none (integer
-// work beside dropout's compare and scale).
-enum class CostlyOp : std::uint8_t { sqrt, rsqrt, exp, log, tanh, pow, dropout_hash };
-inline constexpr int kCostlyOps = 7;
-inline constexpr double kDefaultOpFlops[kCostlyOps] = {1, 1, 1, 1, 1, 1, 0};
+// calls), pow, dropout's hash, and an element of a norm (a square and an
+// add into the sum: a reduction, which the cpu backend runs as a loop of its
+// own, not through the element-wise engine the FLOP rate is fitted on). The
+// cost model prices each at its own weight in FLOPs (gpu.op_flops,
+// calibrated on CPUs); absent, at kDefaultOpFlops, each special function one
+// FLOP, the hash none (integer work beside dropout's compare and scale), a
+// norm's element its two.
+enum class CostlyOp : std::uint8_t { sqrt, rsqrt, exp, log, tanh, pow, dropout_hash, norm_element };
+inline constexpr int kCostlyOps = 8;
+inline constexpr double kDefaultOpFlops[kCostlyOps] = {1, 1, 1, 1, 1, 1, 0, 2};
 // GELU's tanh form besides its tanh: 3 multiplies and an add inside, the
 // scale by sqrt(2/pi), 1 + tanh, and two multiplies outside.
 inline constexpr int kGeluArithmetic = 8;

@@ -347,8 +347,7 @@ class Lowering {
         if (written(op, s, inside)) op.work.hbm_bytes += double(view(s.name).local_bytes());
       } else if (s.op == OpKind::norm) {
         const auto& x = view(s.operands.at(0));
-        constexpr double kFlopsPerSquareAdd = 2.0;
-        op.work.flops += kFlopsPerSquareAdd * double(x.local_numel());
+        op.work.costly[std::size_t(model::CostlyOp::norm_element)] += double(x.local_numel());
         read(x.name, x.local_numel());
         op.work.norm_across_group = x.type.layout.is_sliced();
       } else {

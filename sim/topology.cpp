@@ -224,7 +224,7 @@ GpuSpec read_gpu(const Reader& r, const YAML::Node& root) {
     if (o["bf16"]) g.gemm_operand_GBps_bf16 = r.positive(o, "gpu.gemm_operand_GBps", "bf16");
   }
   if (n["op_flops"]) {  // optional: costly operations' weights
-    const YAML::Node w = r.section(n, "gpu", "op_flops", {"sqrt", "rsqrt", "exp", "log", "tanh", "pow", "dropout"});
+    const YAML::Node w = r.section(n, "gpu", "op_flops", {"sqrt", "rsqrt", "exp", "log", "tanh", "pow", "dropout", "norm"});
     for (int k = 0; k < model::kCostlyOps; ++k) {
       const std::string key = model::to_string(model::CostlyOp(k));
       if (w[key]) g.op_flops_set[std::size_t(k)] = r.non_negative(w, "gpu.op_flops", key.c_str());

@@ -55,7 +55,7 @@ struct GpuSpec {
   // (a GPU's cudaMemcpyAsync); `coconet calibrate` measures the cpu backend's.
   std::optional<double> copy_us;
   std::optional<double> copy_GBps;
-  // Optional `op_flops: {sqrt, rsqrt, exp, log, tanh, pow, dropout}`: what one
+  // Optional `op_flops: {sqrt, rsqrt, exp, log, tanh, pow, dropout, norm}`: what one
   // costly operation (model::CostlyOp) costs an element-wise kernel, in FLOPs
   // at tflops.f32. Absent: model::kDefaultOpFlops. `coconet calibrate`
   // measures the cpu backend's (a library call or a hash per element costs

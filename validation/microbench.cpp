@@ -53,13 +53,19 @@ std::vector<ProgramSpec> elementwise_specs() {
 
 // One kernel per costly operation (model::CostlyOp), `z = op(x) + y` over
 // f32 (operands kept where the operation is defined): what it costs beside
-// the arithmetic the FLOP rate already prices (gpu.op_flops).
+// the arithmetic the FLOP rate already prices (gpu.op_flops); a norm's
+// element, `z = norm(x)`, what the whole reduction costs per element.
 std::vector<std::pair<model::CostlyOp, std::string>> costly_specs() {
   using C = model::CostlyOp;
   return {{C::sqrt, "z = sqrt(abs(x)) + y"},      {C::rsqrt, "z = rsqrt(abs(x) + 1) + y"},
           {C::exp, "z = exp(x * 0.001) + y"},     {C::log, "z = log(abs(x) + 1) + y"},
           {C::tanh, "z = tanh(x) + y"},           {C::pow, "z = pow(abs(x) + 1, 0.001 * y)"},
-          {C::dropout_hash, "z = dropout(x, 0.1) + y"}};
+          {C::dropout_hash, "z = dropout(x, 0.1) + y"}, {C::norm_element, "z = norm(x)"}};
+}
+
+// The operands a costly operation's kernel reads: x and y, or x alone for a norm.
+std::string costly_operands(model::CostlyOp op) {
+  return op == model::CostlyOp::norm_element ? "  x: {dtype: f32, shape: [N], layout: local}\n" : kF32Operands;
 }
 
 std::string gemm_yaml(const char* dtype) {
@@ -277,8 +283,8 @@ std::vector<MicroSample> microbenchmark_plan(int world, const MicroOptions& o) {
   for (const auto& [op, stmt] : costly_specs())
     for (auto n : sweep(kSmallElems, kLargeElems, kElemFactor, o.quick)) {
       const std::string name = model::to_string(op);
-      MicroSample s = make_sample(MicroKind::costly, name + " f32", elementwise_yaml("cal_" + name, kF32Operands, stmt),
-                                  {{"N", n}}, world);
+      MicroSample s = make_sample(MicroKind::costly, name + " f32",
+                                  elementwise_yaml("cal_" + name, costly_operands(op), stmt), {{"N", n}}, world);
       s.op = name;
       out.push_back(std::move(s));
     }

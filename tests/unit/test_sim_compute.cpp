@@ -106,6 +106,16 @@ TEST(Compute, CostlyOperationsTakeTheirWeights) {
     }
     return std::string("(accepted)");
   };
+  // A norm's elements take op_flops.norm (default 2: its square and add).
+  const model::Program n = model::parse_program(
+      "name: n\nparams: {N: 65536}\ntensors:\n  x: {dtype: f32, shape: [N], layout: local}\n"
+      "program:\n  - y = norm(x)\noutputs: [y]\n", "n.yaml");
+  const auto norm_time = [&](const std::string& line) {
+    const Topology t = parse_topology(with_operand_rate("cpu-local", line), "n.yaml");
+    return simulate(model::initial_schedule(n), Context{t, 1, n.params, plan::BackendKind::cpu}).time_us;
+  };
+  EXPECT_NEAR(norm_time("op_flops: {norm: 2}") - norm_time("op_flops: {norm: 1}"), 65536 * us_per_flop, 1e-6);
+  EXPECT_NEAR(norm_time("op_flops: {exp: 1}"), norm_time("op_flops: {norm: 2}"), 1e-9);
   EXPECT_NE(error_of("op_flops: {exp: -1}").find("gpu.op_flops.exp"), std::string::npos) << error_of("op_flops: {exp: -1}");
   EXPECT_NE(error_of("op_flops: {gelu: 3}").find("gelu"), std::string::npos) << error_of("op_flops: {gelu: 3}");
 }

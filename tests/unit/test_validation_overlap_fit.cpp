@@ -166,6 +166,7 @@ TEST(OverlapFit, RecoversTheStepSyncAndTheCostlyOperations) {
   Fitted truth = cpu_like();
   truth.op_flops[std::size_t(model::CostlyOp::exp)] = 14.0;
   truth.op_flops[std::size_t(model::CostlyOp::dropout_hash)] = 9.0;
+  truth.op_flops[std::size_t(model::CostlyOp::norm_element)] = 6.0;  // past the memory bound at these rates
   const sim::Topology t = sim::parse_topology(topology_yaml(truth, CalibrateOptions{}, "cpu", 2), "<truth>");
   std::vector<MicroSample> costly;
   for (auto& s : plan)
@@ -177,6 +178,22 @@ TEST(OverlapFit, RecoversTheStepSyncAndTheCostlyOperations) {
   fit_op_flops(costly, f);
   EXPECT_NEAR(*f.op_flops[std::size_t(model::CostlyOp::exp)], 14.0, 0.05);
   EXPECT_NEAR(*f.op_flops[std::size_t(model::CostlyOp::dropout_hash)], 9.0, 0.05);
+  EXPECT_NEAR(*f.op_flops[std::size_t(model::CostlyOp::norm_element)], 6.0, 0.05);
+  // A norm faster than a launch (the cpu backend's reduction is no engine
+  // kernel) says nothing of the weight: it is left out, not fitted towards 0.
+  const auto norm = std::find_if(costly.begin(), costly.end(), [](const MicroSample& s) {
+    return s.costly[std::size_t(model::CostlyOp::norm_element)] > 0;
+  });
+  ASSERT_NE(norm, costly.end());
+  for (int k = 0; k < 3; ++k) {
+    MicroSample quick = *norm;
+    quick.measured_us = 0.5 * truth.elementwise.launch_us;
+    costly.push_back(quick);
+  }
+  Fitted with_quick = cpu_like();
+  fit_op_flops(costly, with_quick);
+  EXPECT_NEAR(*with_quick.op_flops[std::size_t(model::CostlyOp::norm_element)], 6.0, 0.05);
+  costly.erase(costly.end() - 3, costly.end());
   // A kernel its memory bounds (sqrt's, at these rates) leaves the weight
   // open below a limit; the fit takes the limit, and every kernel is
   // predicted as measured either way.
