@@ -30,7 +30,7 @@ std::int64_t gemm_tiles(const Topology& t, const GemmShape& g) {
 double gemm_body_us(const Topology& t, const GemmShape& g, int sms) {
   if (g.m <= 0 || g.n <= 0 || g.k <= 0 || g.batch <= 0) return 0.0;
   sms = std::clamp(sms, 1, t.gpu.sms);
-  const double per_sm = t.gpu.tflops(g.dtype) * t.gpu.gemm_efficiency / t.gpu.sms;
+  const double per_sm = t.gpu.gemm_tflops(g.dtype) * t.gpu.gemm_efficiency / t.gpu.sms;
   const double tile_us = 2.0 * t.gpu.gemm_tile_m * t.gpu.gemm_tile_n * double(g.k) / (per_sm * kFlopsPerTflopsUs);
   const std::int64_t waves = (gemm_tiles(t, g) + sms - 1) / sms;
   const double mem = g.bytes() / (t.gpu.hbm_effective_GBps() * kBytesPerGBpsUs);

@@ -34,19 +34,20 @@ double ProtoTable::at(model::Proto p) const {
   throw InternalError("ProtoTable::at needs a concrete protocol");
 }
 
-double GpuSpec::tflops(model::DType t) const {
+double GpuSpec::gemm_tflops(model::DType t) const {
   switch (t) {
     case model::DType::f16: return tflops_f16;
     case model::DType::bf16: return tflops_bf16;
-    case model::DType::f32: return tflops_f32;
+    case model::DType::f32: break;
   }
-  return tflops_f32;
+  return tflops_f32_gemm.value_or(tflops_f32);
 }
 
 double GpuSpec::gemm_operand_GBps(model::DType t) const {
   switch (t) {
     case model::DType::f16: return gemm_operand_GBps_f16;
     case model::DType::bf16: return gemm_operand_GBps_bf16;
+    case model::DType::f32: return gemm_operand_GBps_f32;
     default: return 0.0;
   }
 }
@@ -76,8 +77,10 @@ Topology Topology::scaled(const RankScales& s) const {
   t.gpu.tflops_f16 *= s.compute;
   t.gpu.tflops_bf16 *= s.compute;
   t.gpu.tflops_f32 *= s.compute;
+  if (t.gpu.tflops_f32_gemm) *t.gpu.tflops_f32_gemm *= s.compute;
   t.gpu.gemm_operand_GBps_f16 *= s.compute;  // the widening and packing run on the rank's own core
   t.gpu.gemm_operand_GBps_bf16 *= s.compute;
+  t.gpu.gemm_operand_GBps_f32 *= s.compute;
   t.gpu.hbm_GBps *= s.hbm;
   if (t.gpu.copy_GBps) *t.gpu.copy_GBps *= s.hbm;
   t.nccl.reduce_GBps *= s.hbm;  // combining received data runs at memory speed
@@ -208,10 +211,11 @@ GpuSpec read_gpu(const Reader& r, const YAML::Node& root) {
   g.sms = r.positive_int(n, "gpu", "sms");
   g.hbm_GBps = r.positive(n, "gpu", "hbm_GBps");
   g.hbm_efficiency = r.fraction(n, "gpu", "hbm_efficiency");
-  const YAML::Node tf = r.section(n, "gpu", "tflops", {"f16", "bf16", "f32"});
+  const YAML::Node tf = r.section(n, "gpu", "tflops", {"f16", "bf16", "f32", "f32_gemm"});
   g.tflops_f16 = r.positive(tf, "gpu.tflops", "f16");
   g.tflops_bf16 = r.positive(tf, "gpu.tflops", "bf16");
   g.tflops_f32 = r.positive(tf, "gpu.tflops", "f32");
+  if (tf["f32_gemm"]) g.tflops_f32_gemm = r.positive(tf, "gpu.tflops", "f32_gemm");
   g.gemm_efficiency = r.fraction(n, "gpu", "gemm_efficiency");
   const YAML::Node tile = r.section(n, "gpu", "gemm_tile", {"m", "n"});
   g.gemm_tile_m = r.positive_int(tile, "gpu.gemm_tile", "m");
@@ -219,9 +223,10 @@ GpuSpec read_gpu(const Reader& r, const YAML::Node& root) {
   g.launch_us = r.non_negative(n, "gpu", "launch_us");
   g.memory_GB = n["memory_GB"] ? r.positive(n, "gpu", "memory_GB") : 0.0;  // optional: only `coconet step` reads it
   if (n["gemm_operand_GBps"]) {  // optional: the cpu backend's GEMM (checked against `device` by the caller)
-    const YAML::Node o = r.section(n, "gpu", "gemm_operand_GBps", {"f16", "bf16"});
+    const YAML::Node o = r.section(n, "gpu", "gemm_operand_GBps", {"f16", "bf16", "f32"});
     if (o["f16"]) g.gemm_operand_GBps_f16 = r.positive(o, "gpu.gemm_operand_GBps", "f16");
     if (o["bf16"]) g.gemm_operand_GBps_bf16 = r.positive(o, "gpu.gemm_operand_GBps", "bf16");
+    if (o["f32"]) g.gemm_operand_GBps_f32 = r.positive(o, "gpu.gemm_operand_GBps", "f32");
   }
   if (n["op_flops"]) {  // optional: costly operations' weights
     const YAML::Node w = r.section(n, "gpu", "op_flops", {"sqrt", "rsqrt", "exp", "log", "tanh", "pow", "dropout", "norm"});

@@ -36,11 +36,15 @@ struct GpuSpec {
   double tflops_f16 = 0;       // dense tensor-core peak
   double tflops_bf16 = 0;
   double tflops_f32 = 0;       // non-tensor peak (element-wise work)
+  // Optional `tflops.f32_gemm`: f32 GEMMs' rate where it is not tflops.f32
+  // (the cpu backend: its GEMM kernel against its element-wise engine, which
+  // tflops.f32 is fitted on; `coconet calibrate` measures it). Absent: f32.
+  std::optional<double> tflops_f32_gemm;
   double gemm_efficiency = 0;  // achievable fraction of the tensor peak for large GEMMs
   int gemm_tile_m = 0;
   int gemm_tile_n = 0;
   double launch_us = 0;
-  // Optional `gemm_operand_GBps: {f16, bf16}` (device: cpu only): the rate a
+  // Optional `gemm_operand_GBps: {f16, bf16, f32}` (device: cpu only): the rate a
   // GEMM call reads its operands and writes its result outside its FLOPs'
   // time. The cpu backend widens 16-bit operands into f32 scratch, packs them
   // for Eigen and rounds the product back (kernels/cpu_matmul.cpp) on every
@@ -49,6 +53,7 @@ struct GpuSpec {
   // arithmetic (bounded below by HBM, sim/compute.h).
   double gemm_operand_GBps_f16 = 0;
   double gemm_operand_GBps_bf16 = 0;
+  double gemm_operand_GBps_f32 = 0;
   // Optional `copy: {us, GBps}`: a device-local copy (what a collective on
   // one rank is, sim/collective.h), its fixed cost and its rate over the bytes
   // read and written. Absent: a kernel launch and the achievable HBM bandwidth
@@ -62,7 +67,8 @@ struct GpuSpec {
   // tens of multiply-adds there).
   std::array<std::optional<double>, model::kCostlyOps> op_flops_set{};
 
-  [[nodiscard]] double tflops(model::DType t) const;
+  // A GEMM's peak rate for operands of `t`.
+  [[nodiscard]] double gemm_tflops(model::DType t) const;
   [[nodiscard]] double op_flops(model::CostlyOp op) const {
     const auto k = static_cast<std::size_t>(op);
     return op_flops_set[k].value_or(model::kDefaultOpFlops[k]);

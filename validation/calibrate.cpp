@@ -3,7 +3,7 @@
 // one):
 //   gpu.hbm_GBps, hbm_efficiency 1    element-wise memory bandwidth per rank (all ranks running)
 //   gpu.tflops.f32                    element-wise arithmetic rate (the model's FLOP term uses it)
-//   gpu.tflops.f16 / bf16             GEMM rates; gemm_efficiency 1 (measured rates are achieved ones)
+//   gpu.tflops.f16 / bf16 / f32_gemm  GEMM rates; gemm_efficiency 1 (measured rates are achieved ones)
 //   gpu.gemm_operand_GBps             rate a GEMM call widens and packs its operands, besides its FLOPs
 //   gpu.sms 1, gemm_tile 1x1          one thread per rank: no wave or tile quantisation
 //   gpu.launch_us                     per-kernel call overhead (intercept of the element-wise fit)
@@ -64,7 +64,8 @@ std::string machine_model(const std::string& backend, int ranks) {
 // gpu.gemm_operand_GBps, for the dtypes whose samples show the cost (none: no line).
 std::string gemm_operand_line(const Fitted& f) {
   std::string rates;
-  for (const auto& [name, g] : {std::pair{"f16", f.gemm_f16}, std::pair{"bf16", f.gemm_bf16}})
+  for (const auto& [name, g] :
+       {std::pair{"f16", f.gemm_f16}, std::pair{"bf16", f.gemm_bf16}, std::pair{"f32", f.gemm_f32}})
     if (g.GFLOPs > 0 && g.operand_GBps > 0 && std::isfinite(g.operand_GBps))
       rates += fmt::format("{}{}: {:.4g}", rates.empty() ? "" : ", ", name, g.operand_GBps);
   if (rates.empty()) return "";
@@ -222,6 +223,7 @@ Fitted fit_samples(const std::vector<MicroSample>& samples, const std::optional<
   const std::vector<CollectiveSample> cs = collective_samples(samples, f.step_sync_us);
   f.gemm_f16 = gemm_fit(samples, model::DType::f16, f.elementwise.launch_us);
   f.gemm_bf16 = gemm_fit(samples, model::DType::bf16, f.elementwise.launch_us);
+  f.gemm_f32 = gemm_fit(samples, model::DType::f32, f.elementwise.launch_us);
   if (!cs.empty())
     f.collectives = fit_collective_regimes(cs, limit ? std::optional(limit->bytes) : std::nullopt,
                                            limit ? limit->source : "");
@@ -425,10 +427,14 @@ std::string topology_yaml(const Fitted& f, const CalibrateOptions& o, const std:
   y += "  sms: 1                        # one thread computes per rank: no wave quantisation\n";
   y += fmt::format("  hbm_GBps: {:.4g}                # fit: element-wise kernels, bytes over time, all ranks running\n", e.GBps);
   y += "  hbm_efficiency: 1.0           # the fitted bandwidth is already the achieved one\n";
-  y += fmt::format("  tflops: {{f16: {:.4g}, bf16: {:.4g}, f32: {:.4g}}}  # fit: GEMM f16, GEMM bf16; f32 = element-wise arithmetic rate\n",
+  const bool f32_gemm = f.gemm_f32.GFLOPs > 0 && std::isfinite(f.gemm_f32.GFLOPs);
+  y += fmt::format("  tflops: {{f16: {:.4g}, bf16: {:.4g}, f32: {:.4g}{}}}  # fit: GEMM f16, GEMM bf16; f32 = element-wise "
+                   "arithmetic rate{}\n",
                    f.gemm_f16.GFLOPs / sim::kGflopsPerTflops, f.gemm_bf16.GFLOPs / sim::kGflopsPerTflops,
-                   e.GFLOPs / sim::kGflopsPerTflops);
-  y += "  gemm_efficiency: 1.0          # the fitted GEMM rates are achieved ones (f32 GEMMs: not calibrated)\n";
+                   e.GFLOPs / sim::kGflopsPerTflops,
+                   f32_gemm ? fmt::format(", f32_gemm: {:.4g}", f.gemm_f32.GFLOPs / sim::kGflopsPerTflops) : "",
+                   f32_gemm ? "; f32_gemm = GEMM f32" : "");
+  y += "  gemm_efficiency: 1.0          # the fitted GEMM rates are achieved ones\n";
   y += "  gemm_tile: {m: 1, n: 1}       # no tile quantisation on a CPU GEMM\n";
   y += gemm_operand_line(f);
   y += fmt::format("  launch_us: {:.4g}               # fit: intercept of the element-wise kernels (runtime call overhead)\n",

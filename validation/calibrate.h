@@ -36,6 +36,7 @@ struct Fitted {
   ElementwiseFit elementwise;
   GemmFit gemm_f16;
   GemmFit gemm_bf16;
+  GemmFit gemm_f32;  // the GEMM kernel's, not the element-wise engine's (gpu.tflops.f32_gemm)
   CollectiveRegimes collectives;  // one regime, or two split at MPI's protocol switch
   // Compute units (of gpu.sms = 1: the rank's share of the cores) a collective's
   // progress occupies while a kernel runs beside it; fitted through the

@@ -240,7 +240,7 @@ void add_extra(std::vector<MicroSample>& out, int world, const ExtraSizes& x) {
     add(MicroKind::elementwise, "add f32", elementwise_specs().front().yaml, {{"N", n}});
   }
   for (const auto& g : x.gemms) {
-    const char* dtype = g.dtype == model::DType::bf16 ? "bf16" : "f16";
+    const char* dtype = g.dtype == model::DType::bf16 ? "bf16" : g.dtype == model::DType::f32 ? "f32" : "f16";
     add(MicroKind::gemm, fmt::format("gemm {}", dtype), gemm_yaml(dtype), {{"M", g.m}, {"K", g.k}, {"N", g.n}});
   }
   if (world < 2) return;
@@ -258,7 +258,7 @@ std::vector<MicroSample> microbenchmark_plan(int world, const MicroOptions& o) {
   for (const auto& spec : elementwise_specs())
     for (auto n : sweep(kSmallElems, kLargeElems, kElemFactor, o.quick))
       out.push_back(make_sample(spec.kind, spec.label, spec.yaml, {{"N", n}}, world));
-  for (const char* dtype : {"f16", "bf16"})
+  for (const char* dtype : {"f16", "bf16", "f32"})
     for (auto e : sweep(kSmallEdge, kLargeEdge, kEdgeFactor, o.quick))
       out.push_back(make_sample(MicroKind::gemm, fmt::format("gemm {}", dtype), gemm_yaml(dtype),
                                 {{"M", e}, {"K", e}, {"N", e}}, world));

@@ -82,6 +82,25 @@ TEST(Compute, CpuGemmPaysItsOperandsBesidesItsFlops) {
               3 * 256.0 * 128 * 2 / 2.5e3, 1e-9);  // B (K x N, f16) read three more times
 }
 
+// gpu.tflops.f32_gemm prices f32 GEMMs where it is given (the cpu backend's
+// GEMM kernel, not its element-wise engine); absent, f32 GEMMs take tflops.f32.
+TEST(Compute, F32GemmsTakeTheirOwnRateWhereGiven) {
+  const auto with_tflops = [](const std::string& tflops) {
+    std::ifstream in(model::resolve_topology("dgx-h100"));
+    std::string text, l;
+    while (std::getline(in, l)) text += (l.rfind("  tflops:", 0) == 0 ? "  tflops: " + tflops : l) + "\n";
+    return parse_topology(text, "t.yaml");
+  };
+  const Topology plain = with_tflops("{f16: 989, bf16: 989, f32: 67}");
+  const Topology own = with_tflops("{f16: 989, bf16: 989, f32: 67, f32_gemm: 495}");
+  EXPECT_FALSE(plain.gpu.tflops_f32_gemm.has_value());
+  const GemmShape f32{8192, 8192, 8192, model::DType::f32};
+  const GemmShape f16{8192, 8192, 8192, model::DType::f16};
+  EXPECT_NEAR(gemm_body_us(plain, f32, plain.gpu.sms) / gemm_body_us(own, f32, own.gpu.sms), 495.0 / 67.0, 0.05);
+  EXPECT_DOUBLE_EQ(gemm_body_us(plain, f16, plain.gpu.sms), gemm_body_us(own, f16, own.gpu.sms));
+  EXPECT_THROW((void)with_tflops("{f16: 989, bf16: 989, f32: 67, f32_gemm: 0}"), UserError);
+}
+
 // gpu.op_flops weighs each costly operation of an element-wise op; absent,
 // the defaults (one FLOP each, dropout's hash none). Keys and values are checked.
 TEST(Compute, CostlyOperationsTakeTheirWeights) {
@@ -133,9 +152,10 @@ TEST(Compute, GemmOperandRateIsACpuKey) {
       << error_of("dgx-h100", "gemm_operand_GBps: {f16: 2.5}");
   EXPECT_NE(error_of("cpu-local", "gemm_operand_GBps: {f16: -1}").find("gpu.gemm_operand_GBps.f16"), std::string::npos)
       << error_of("cpu-local", "gemm_operand_GBps: {f16: -1}");
-  EXPECT_NE(error_of("cpu-local", "gemm_operand_GBps: {f32: 1}").find("f32"), std::string::npos)
-      << error_of("cpu-local", "gemm_operand_GBps: {f32: 1}");
+  EXPECT_NE(error_of("cpu-local", "gemm_operand_GBps: {f64: 1}").find("f64"), std::string::npos)
+      << error_of("cpu-local", "gemm_operand_GBps: {f64: 1}");
   EXPECT_EQ(error_of("cpu-local", "gemm_operand_GBps: {bf16: 1}"), "(accepted)");
+  EXPECT_EQ(error_of("cpu-local", "gemm_operand_GBps: {f32: 1}"), "(accepted)");
   EXPECT_NE(error_of("dgx-h100", "gemm_operand_GBps: {}").find("needs `device: cpu`"), std::string::npos);
   EXPECT_NE(error_of("cpu-local", "gemm_operand_GBps: 2").find("gemm_operand_GBps"), std::string::npos)
       << error_of("cpu-local", "gemm_operand_GBps: 2");
