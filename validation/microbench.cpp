@@ -240,8 +240,8 @@ void add_extra(std::vector<MicroSample>& out, int world, const ExtraSizes& x) {
     add(MicroKind::elementwise, "add f32", elementwise_specs().front().yaml, {{"N", n}});
   }
   for (const auto& g : x.gemms) {
-    const char* dtype = g.dtype == model::DType::bf16 ? "bf16" : g.dtype == model::DType::f32 ? "f32" : "f16";
-    add(MicroKind::gemm, fmt::format("gemm {}", dtype), gemm_yaml(dtype), {{"M", g.m}, {"K", g.k}, {"N", g.n}});
+    const std::string dtype = model::to_string(g.dtype);
+    add(MicroKind::gemm, "gemm " + dtype, gemm_yaml(dtype.c_str()), {{"M", g.m}, {"K", g.k}, {"N", g.n}});
   }
   if (world < 2) return;
   for (const auto& [op, n] : x.collectives) {

@@ -194,6 +194,18 @@ TEST(OverlapFit, RecoversTheStepSyncAndTheCostlyOperations) {
   fit_op_flops(costly, with_quick);
   EXPECT_NEAR(*with_quick.op_flops[std::size_t(model::CostlyOp::norm_element)], 6.0, 0.05);
   costly.erase(costly.end() - 3, costly.end());
+  // Every norm faster than a launch: the weight is 0, not the default's 2.
+  std::vector<MicroSample> all_quick;
+  for (auto s : costly)
+    if (s.costly[std::size_t(model::CostlyOp::norm_element)] > 0) {
+      s.measured_us = 0.5 * truth.elementwise.launch_us;
+      all_quick.push_back(s);
+    }
+  Fitted none = cpu_like();
+  fit_op_flops(all_quick, none);
+  ASSERT_TRUE(none.op_flops[std::size_t(model::CostlyOp::norm_element)].has_value());
+  EXPECT_EQ(*none.op_flops[std::size_t(model::CostlyOp::norm_element)], 0.0);
+  EXPECT_FALSE(none.op_flops[std::size_t(model::CostlyOp::exp)].has_value());  // not sampled: the topology's default
   // A kernel its memory bounds (sqrt's, at these rates) leaves the weight
   // open below a limit; the fit takes the limit, and every kernel is
   // predicted as measured either way.
