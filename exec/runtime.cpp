@@ -4,6 +4,9 @@
 #include <array>
 #include <cmath>
 #include <numeric>
+#include <optional>
+
+#include <fmt/core.h>
 
 #include "exec/executor.h"
 #include "model/error.h"
@@ -159,8 +162,14 @@ RunRow run_schedule(Backend& backend, const model::Schedule& schedule, const mod
   return row;
 }
 
-void check_memory(Backend& backend, const model::Program& program, const std::vector<model::Schedule>& schedules,
-                  const model::Bindings& sizes, const RunOptions& options) {
+namespace {
+
+// Bytes a rank needs to run `program` and `schedules` at `sizes`: the largest
+// plan's buffers, plus the host's copies of the outputs (and the reference
+// interpreter's values where it runs at this size).
+double bytes_per_rank(const Backend& backend, const model::Program& program,
+                      const std::vector<model::Schedule>& schedules, const model::Bindings& sizes,
+                      const RunOptions& options) {
   const int ranks = backend.ranks_per_group();
   std::int64_t device = Executor::bytes_needed(program, sizes, ranks);
   for (const auto& s : schedules) device = std::max(device, Executor::bytes_needed(s.program, sizes, ranks));
@@ -168,18 +177,60 @@ void check_memory(Backend& backend, const model::Program& program, const std::ve
   for (const auto& name : program.outputs)
     output_elements += model::numel(model::eval_shape(program.type_of(name).shape, sizes));
   std::int64_t host = output_elements * kHostBytesPerOutputElement;
-  if (interpreter_elements(program, sizes, backend.world_size()) <= options.interpreter_limit)
-    host += interpreter_elements(program, sizes, backend.world_size()) * static_cast<std::int64_t>(sizeof(double));
+  const std::int64_t interp = interpreter_elements(program, sizes, backend.world_size());
+  if (interp <= options.interpreter_limit) host += interp * static_cast<std::int64_t>(sizeof(double));
+  return static_cast<double>(device) + static_cast<double>(host);
+}
+
+// Sizes that fit in `available`: the largest size whose halving saves bytes,
+// halved, until the run fits (at most 64 halvings of each size), so that the
+// sizes shrink together rather than one to nothing.
+// Empty when even sizes of 1 do not fit.
+std::optional<model::Bindings> sizes_that_fit(const Backend& backend, const model::Program& program,
+                                              const std::vector<model::Schedule>& schedules,
+                                              model::Bindings sizes, const RunOptions& options,
+                                              double available) {
+  for (std::size_t step = 0; step < 64 * sizes.size(); ++step) {
+    const double now = bytes_per_rank(backend, program, schedules, sizes, options);
+    if (now <= available) return sizes;
+    std::optional<std::string> best;  // the size to halve
+    for (const auto& [name, value] : sizes) {
+      if (value < 2) continue;
+      model::Bindings half = sizes;
+      half[name] = value / 2;
+      double need = 0;
+      try {
+        need = bytes_per_rank(backend, program, schedules, half, options);
+      } catch (const UserError&) {
+        continue;  // a size the program does not accept (one that must divide among the ranks)
+      }
+      if (need < now && (!best || value > sizes.at(*best))) best = name;
+    }
+    if (!best) return std::nullopt;
+    sizes[*best] /= 2;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+void check_memory(Backend& backend, const model::Program& program, const std::vector<model::Schedule>& schedules,
+                  const model::Bindings& sizes, const RunOptions& options) {
   std::vector<double> available{static_cast<double>(backend.available_bytes())};
   backend.host_allreduce(available, model::ReduceOp::min);
-  const double need = static_cast<double>(device + host);
+  const double need = bytes_per_rank(backend, program, schedules, sizes, options);
   if (need <= available[0]) return;
-  throw UserError(program.name + " at " + model::sizes_label(sizes) + " needs " + std::to_string(need / kBytesPerGiB).substr(0, 6) +
-                  " GiB per rank on the " + backend.name() + " backend but only " +
-                  std::to_string(available[0] / kBytesPerGiB).substr(0, 6) +
-                  " GiB are available; pass smaller sizes, e.g. --set " +
-                  (sizes.empty() ? std::string("N=1000000") : sizes.begin()->first + "=" +
-                                                                 std::to_string(std::max<std::int64_t>(1, sizes.begin()->second / 64))));
+  std::string hint = "pass smaller sizes";
+  if (const auto fit = sizes_that_fit(backend, program, schedules, sizes, options, available[0])) {
+    std::string changed;
+    for (const auto& [name, value] : *fit)
+      if (value != sizes.at(name)) changed += fmt::format(" --set {}={}", name, value);
+    hint += ", e.g." + changed;
+  }
+  throw UserError(fmt::format("{} at {} needs {:.1f} GiB per rank on the {} backend but only {:.1f} GiB are "
+                              "available; {}",
+                              program.name, model::sizes_label(sizes), need / kBytesPerGiB, backend.name(),
+                              available[0] / kBytesPerGiB, hint));
 }
 
 }  // namespace coconet::exec

@@ -30,7 +30,8 @@ class DryBackend final : public Backend {
   void release_all() override { buffers_.clear(); }
   DType dtype_of(BufferId b) const override { return buffers_.at(static_cast<std::size_t>(b)).first; }
   std::int64_t size_of(BufferId b) const override { return buffers_.at(static_cast<std::size_t>(b)).second; }
-  std::int64_t available_bytes() const override { return std::int64_t{1} << 40; }
+  std::int64_t available_bytes() const override { return available_; }
+  void set_available_bytes(std::int64_t b) { available_ = b; }
   void write(View, std::span<const double>) override {}
   std::vector<double> read(View v) override { return std::vector<double>(static_cast<std::size_t>(v.count)); }
   void copy(View, View) override {}
@@ -67,6 +68,7 @@ class DryBackend final : public Backend {
   plan::Capabilities caps_;
   std::vector<std::pair<DType, std::int64_t>> buffers_;
   std::int64_t events_ = 0;
+  std::int64_t available_ = std::int64_t{1} << 40;
   std::vector<FusedCall> fused_;
 };
 
