@@ -207,6 +207,34 @@ std::vector<Job> prepare_jobs(const RunArgs& a, exec::RunOptions& options, int w
   return jobs;
 }
 
+// Predicted seconds of steps past which `run` says how long it expects to
+// take before it starts: a minute is where a silent run (no terminal to draw
+// progress on) starts to look like a hang.
+constexpr double kLongRunS = 60.0;
+
+// The steps' time the cost model predicts for these jobs (warm-up included,
+// the references and tuning not); 0 without predictions.
+double predicted_run_s(const std::vector<Job>& jobs, const exec::RunOptions& options) {
+  double us = 0;
+  for (const auto& j : jobs)
+    for (const auto& s : j.schedules)
+      if (const auto it = j.predicted_us.find(s.name()); it != j.predicted_us.end())
+        us += it->second * (options.warmup + options.iters);
+  return us * 1e-6;
+}
+
+// Says on stderr, before a long run starts, how long its steps are predicted to take.
+void note_long_run(const std::vector<Job>& jobs, const exec::RunOptions& options) {
+  const double s = predicted_run_s(jobs, options);
+  if (s <= kLongRunS || jobs.empty()) return;
+  std::size_t schedules = 0;
+  for (const auto& j : jobs) schedules += j.schedules.size();
+  fmt::print(stderr,
+             "coconet: the steps are predicted to take {:.0f} min on {} ({} schedule(s) x {} steps); fewer --iters "
+             "or smaller --set sizes shorten the run\n",
+             s / 60.0, jobs.front().predicted_on, schedules, options.warmup + options.iters);
+}
+
 // ---- printing --------------------------------------------------------------
 
 std::string stages_text(const exec::RunRow& r) {
@@ -504,6 +532,7 @@ void run_command(const RunArgs& a) {
       throw UserError("--ranks " + std::to_string(a.ranks) + " but the job has " +
                       std::to_string(backend->world_size()) + " ranks; drop --ranks inside mpirun");
     jobs = prepare_jobs(a, options, backend->world_size());
+    if (backend->world_rank() == 0) note_long_run(jobs, options);
     for (auto& j : jobs) {
       backend->set_groups(j.point.groups);
       exec::check_memory(*backend, j.point.program, j.schedules, j.point.sizes, options);

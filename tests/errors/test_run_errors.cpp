@@ -53,6 +53,20 @@ TEST(RunErrors, UnknownScheduleName) {
   EXPECT_NE(r.output.find("AR-C"), std::string::npos) << r.output;  // lists the real ones
 }
 
+// A run whose steps the cost model predicts past a minute says so before it
+// starts (here the paper's megatron_mlp sizes but B on cpu-local: minutes;
+// the injected fault then ends it at the top of the run loop); a short one
+// says nothing.
+TEST(RunNotes, ALongRunSaysHowLongItWillTakeBeforeItStarts) {
+  const auto r = run("megatron_mlp --ranks 1 --topology cpu-local --set B=2 --iters 100", "COCONET_TEST_FAULT=throw@rank0");
+  EXPECT_NE(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("predicted to take"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("10 schedule(s) x 102 steps"), std::string::npos) << r.output;
+  const auto quick = run("sgd --ranks 1 --topology cpu-local --set N=1001 --iters 2");
+  EXPECT_EQ(quick.code, 0) << quick.output;
+  EXPECT_EQ(quick.output.find("predicted to take"), std::string::npos) << quick.output;
+}
+
 TEST(RunErrors, GoodRunExitsZeroVerified) {
   const auto r = run("sgd --ranks 2 --set N=1001 --iters 2 --format json");
   EXPECT_EQ(r.code, 0) << r.output;
