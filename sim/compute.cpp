@@ -18,7 +18,7 @@ double GemmShape::bytes() const {
 double elementwise_body_us(const Topology& t, double hbm_bytes, double flops) {
   const double mem = hbm_bytes / (t.gpu.hbm_effective_GBps() * kBytesPerGBpsUs);
   const double math = flops / (t.gpu.tflops_f32 * kFlopsPerTflopsUs);
-  return t.gpu.elementwise_additive ? mem + math : std::max(mem, math);
+  return std::max(mem, math);
 }
 
 std::int64_t gemm_tiles(const Topology& t, const GemmShape& g) {

@@ -25,8 +25,7 @@ struct GemmShape {
   [[nodiscard]] double bytes() const;
 };
 
-// Time of the kernel body (no launch): max(bytes over HBM, FLOPs over f32
-// peak), or their sum where the topology says so (gpu.elementwise: additive).
+// Time of the kernel body (no launch): max(bytes over HBM, FLOPs over f32 peak).
 [[nodiscard]] double elementwise_body_us(const Topology& t, double hbm_bytes, double flops);
 // Tiles of a GEMM (tile_m x tile_n output tiles), every product of a batch its own.
 [[nodiscard]] std::int64_t gemm_tiles(const Topology& t, const GemmShape& g);

@@ -205,7 +205,7 @@ GpuSpec read_gpu(const Reader& r, const YAML::Node& root) {
   const YAML::Node n = r.section(root, "", "gpu",
                                  {"model", "sms", "hbm_GBps", "hbm_efficiency", "tflops",
                                   "gemm_efficiency", "gemm_tile", "launch_us", "memory_GB", "gemm_operand_GBps", "copy",
-                                  "op_flops", "elementwise"});
+                                  "op_flops"});
   GpuSpec g;
   g.model = r.value<std::string>(n, "gpu", "model");
   g.sms = r.positive_int(n, "gpu", "sms");
@@ -221,15 +221,6 @@ GpuSpec read_gpu(const Reader& r, const YAML::Node& root) {
   g.gemm_tile_m = r.positive_int(tile, "gpu.gemm_tile", "m");
   g.gemm_tile_n = r.positive_int(tile, "gpu.gemm_tile", "n");
   g.launch_us = r.non_negative(n, "gpu", "launch_us");
-  if (n["elementwise"]) {  // optional: how memory and arithmetic times combine
-    const std::string form = r.value<std::string>(n, "gpu", "elementwise");
-    if (form != "roofline" && form != "additive")
-      r.fail(n["elementwise"], "gpu.elementwise",
-             fmt::format("'{}' is not a form: write roofline (the larger of memory and arithmetic time) or "
-                         "additive (their sum)",
-                         form));
-    g.elementwise_additive = form == "additive";
-  }
   g.memory_GB = n["memory_GB"] ? r.positive(n, "gpu", "memory_GB") : 0.0;  // optional: only `coconet step` reads it
   if (n["gemm_operand_GBps"]) {  // optional: the cpu backend's GEMM (checked against `device` by the caller)
     const YAML::Node o = r.section(n, "gpu", "gemm_operand_GBps", {"f16", "bf16", "f32"});

@@ -44,15 +44,6 @@ struct GpuSpec {
   int gemm_tile_m = 0;
   int gemm_tile_n = 0;
   double launch_us = 0;
-  // Optional `elementwise: roofline | additive`: how an element-wise
-  // kernel's memory time and arithmetic time combine. roofline (absent): the
-  // larger of the two, as a GPU's warps hide one behind the other. additive:
-  // their sum, as one CPU thread running the cpu backend's element-wise
-  // engine stalls its arithmetic on each miss (`coconet calibrate` keeps the
-  // form that fits its kernels better: on cpu-local, 2.9% mean error against
-  // 15.1% for the roofline, which priced a memory-bound `z = x + y` of 65536
-  // elements 32% fast).
-  bool elementwise_additive = false;
   // Optional `gemm_operand_GBps: {f16, bf16, f32}` (device: cpu only): the rate a
   // GEMM call reads its operands and writes its result outside its FLOPs'
   // time. The cpu backend widens 16-bit operands into f32 scratch, packs them

@@ -7,7 +7,6 @@
 //   gpu.gemm_operand_GBps             rate a GEMM call widens and packs its operands, besides its FLOPs
 //   gpu.sms 1, gemm_tile 1x1          one thread per rank: no wave or tile quantisation
 //   gpu.launch_us                     per-kernel call overhead (intercept of the element-wise fit)
-//   gpu.elementwise                   additive or roofline: the form of the element-wise fit that fits better
 //   gpu.copy                          a local copy's fixed cost and rate (allreduces on groups of one rank)
 //   gpu.op_flops                      each costly operation (sqrt .. dropout's hash) in FLOPs at that rate
 //   nccl.step_sync_us                 a step's first collective beyond a later one (paired microbenchmarks)
@@ -279,9 +278,7 @@ void fit_op_flops(const std::vector<MicroSample>& samples, Fitted& f) {
     for (const auto& s : samples) {
       if (s.kind != MicroKind::costly || s.costly[std::size_t(k)] <= 0) continue;
       sampled = true;
-      // The kernel's time without the operation's weight (its other FLOPs, and its bytes where they add).
-      const double rest = f.elementwise.launch_us + s.flops * us_per_flop +
-                          (f.elementwise.additive ? s.bytes / (bounded(f.elementwise.GBps) * sim::kBytesPerGBpsUs) : 0.0);
+      const double rest = f.elementwise.launch_us + s.flops * us_per_flop;
       if (s.measured_us <= rest) continue;
       features.push_back({s.costly[std::size_t(k)] * us_per_flop});
       known.push_back(rest);
@@ -442,10 +439,6 @@ std::string topology_yaml(const Fitted& f, const CalibrateOptions& o, const std:
   y += gemm_operand_line(f);
   y += fmt::format("  launch_us: {:.4g}               # fit: intercept of the element-wise kernels (runtime call overhead)\n",
                    e.launch_us);
-  y += fmt::format("  elementwise: {}  # fit: memory and arithmetic time {} (element-wise kernels' mean |error|: "
-                   "additive {:.1f}%, roofline {:.1f}%)\n",
-                   e.additive ? "additive" : "roofline", e.additive ? "add up" : "overlap, the larger counts",
-                   100 * e.additive_error, 100 * e.roofline_error);
   std::string weights;
   for (int k = 0; k < model::kCostlyOps; ++k)
     if (const auto& w = f.op_flops[std::size_t(k)])

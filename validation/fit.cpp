@@ -64,35 +64,20 @@ std::vector<double> fit_relative_nonnegative(const std::vector<std::vector<doubl
 double elementwise_model_us(const ElementwiseFit& f, double bytes, double flops) {
   const double mem = f.GBps > 0 ? bytes / (f.GBps * kBytesPerGBpsUs) : 0.0;
   const double math = f.GFLOPs > 0 ? flops / (f.GFLOPs * sim::kFlopsPerGflopsUs) : 0.0;
-  return f.launch_us + (f.additive ? mem + math : std::max(mem, math));
+  return f.launch_us + std::max(mem, math);
 }
 
-namespace {
-
-// The fit's constants from the unknowns (launch, us per byte, us per FLOP).
-ElementwiseFit elementwise_constants(const std::vector<double>& x, bool additive) {
-  ElementwiseFit f;
-  f.additive = additive;
-  f.launch_us = x[0];
-  f.GBps = x[1] > 0 ? 1.0 / (x[1] * kBytesPerGBpsUs) : std::numeric_limits<double>::infinity();
-  f.GFLOPs = x[2] > 0 ? 1.0 / (x[2] * sim::kFlopsPerGflopsUs) : std::numeric_limits<double>::infinity();
-  return f;
-}
-
-double mean_relative_error(const ElementwiseFit& f, const std::vector<ElementwiseSample>& s) {
-  double sum = 0;
-  for (const auto& e : s) sum += std::abs(elementwise_model_us(f, e.bytes, e.flops) / e.measured_us - 1.0);
-  return sum / double(s.size());
-}
-
-// The roofline's constants, from the additive fit's unknowns `x`.
-ElementwiseFit fit_roofline(const std::vector<ElementwiseSample>& s, std::vector<double> x) {
-  std::vector<std::vector<double>> a(s.size());
+ElementwiseFit fit_elementwise(const std::vector<ElementwiseSample>& s) {
+  std::vector<std::vector<double>> a;
   std::vector<double> y;
-  for (const auto& e : s) y.push_back(e.measured_us);
-  int iterations = 0;
+  for (const auto& e : s) {
+    a.push_back({1.0, e.bytes, e.flops});
+    y.push_back(e.measured_us);
+  }
+  std::vector<double> x = fit_relative_nonnegative(a, y);  // additive start
+  ElementwiseFit f;
   std::vector<int> side(s.size(), -1);
-  for (; iterations < kMaxRegimeIterations; ++iterations) {
+  for (f.iterations = 0; f.iterations < kMaxRegimeIterations; ++f.iterations) {
     bool changed = false;
     for (std::size_t i = 0; i < s.size(); ++i) {
       const int now = s[i].bytes * x[1] >= s[i].flops * x[2] ? 0 : 1;
@@ -107,30 +92,10 @@ ElementwiseFit fit_roofline(const std::vector<ElementwiseSample>& s, std::vector
       if (std::none_of(side.begin(), side.end(), [&](int v) { return v == j - 1; })) next[j] = x[j];
     x = next;
   }
-  ElementwiseFit f = elementwise_constants(x, false);
-  f.iterations = iterations;
+  f.launch_us = x[0];
+  f.GBps = x[1] > 0 ? 1.0 / (x[1] * kBytesPerGBpsUs) : std::numeric_limits<double>::infinity();
+  f.GFLOPs = x[2] > 0 ? 1.0 / (x[2] * sim::kFlopsPerGflopsUs) : std::numeric_limits<double>::infinity();
   return f;
-}
-
-}  // namespace
-
-ElementwiseFit fit_elementwise(const std::vector<ElementwiseSample>& s) {
-  std::vector<std::vector<double>> a;
-  std::vector<double> y;
-  for (const auto& e : s) {
-    a.push_back({1.0, e.bytes, e.flops});
-    y.push_back(e.measured_us);
-  }
-  const std::vector<double> x = fit_relative_nonnegative(a, y);
-  ElementwiseFit roofline = fit_roofline(s, x);
-  ElementwiseFit additive = elementwise_constants(x, true);
-  const double roofline_error = mean_relative_error(roofline, s);
-  const double additive_error = mean_relative_error(additive, s);
-  ElementwiseFit& kept = additive_error < roofline_error ? additive : roofline;
-  kept.iterations = roofline.iterations;
-  kept.roofline_error = roofline_error;
-  kept.additive_error = additive_error;
-  return kept;
 }
 
 GemmFit fit_gemm(const std::vector<GemmSample>& s, double launch_us) {

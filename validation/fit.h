@@ -38,18 +38,12 @@ struct ElementwiseFit {
   double launch_us = 0;
   double GBps = 0;     // memory bandwidth the kernels reach
   double GFLOPs = 0;   // element-wise arithmetic rate
-  int iterations = 0;  // the roofline's regime re-assignments until stable
-  // The form kept (gpu.elementwise): t = launch + bytes / GBps + flops / GFLOPs
-  // (additive), or launch + the larger of the two terms (roofline).
-  bool additive = false;
-  double roofline_error = 0;  // mean |relative error| of each form's fit over the samples
-  double additive_error = 0;
+  int iterations = 0;  // regime re-assignments until stable
 };
 
-// Fits both forms of an element-wise kernel's time and keeps the one with the
-// smaller mean relative error (each has three constants). The additive fit is
-// one least-squares solve; the roofline starts from it, assigns each sample
-// to the term that bounds it, refits, and repeats until no sample changes side.
+// Fits t = launch + max(bytes / GBps, flops / GFLOPs): starts from the additive
+// fit (bytes and flops both cost), then assigns each sample to the term that
+// bounds it, refits, and repeats until no sample changes side.
 [[nodiscard]] ElementwiseFit fit_elementwise(const std::vector<ElementwiseSample>& s);
 [[nodiscard]] double elementwise_model_us(const ElementwiseFit& f, double bytes, double flops);
 

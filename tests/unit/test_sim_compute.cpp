@@ -161,27 +161,6 @@ TEST(Compute, GemmOperandRateIsACpuKey) {
       << error_of("cpu-local", "gemm_operand_GBps: 2");
 }
 
-// gpu.elementwise: the larger of memory and arithmetic time (roofline, a
-// GPU's and the default), or their sum (additive, the cpu backend's engine).
-TEST(Compute, ElementwiseFormIsTheTopologys) {
-  const Topology roofline = parse_topology(with_operand_rate("cpu-local", "elementwise: roofline"), "r.yaml");
-  const Topology additive = parse_topology(with_operand_rate("cpu-local", "elementwise: additive"), "a.yaml");
-  EXPECT_FALSE(load_topology("dgx-h100").gpu.elementwise_additive);
-  const double bytes = 12 * 65536.0, flops = 65536.0;
-  const double mem = bytes / (roofline.gpu.hbm_effective_GBps() * 1e3);
-  const double math = flops / (roofline.gpu.tflops_f32 * 1e6);
-  EXPECT_NEAR(elementwise_body_us(roofline, bytes, flops), std::max(mem, math), 1e-9);
-  EXPECT_NEAR(elementwise_body_us(additive, bytes, flops), mem + math, 1e-9);
-  try {
-    (void)parse_topology(with_operand_rate("cpu-local", "elementwise: both"), "b.yaml");
-    ADD_FAILURE() << "an unknown form was accepted";
-  } catch (const UserError& e) {
-    const std::string what = e.what();
-    EXPECT_NE(what.find("gpu.elementwise"), std::string::npos) << what;
-    EXPECT_NE(what.find("roofline"), std::string::npos) << what;
-  }
-}
-
 TEST(Compute, ElementwiseIsHbmBound) {
   const Topology t = load_topology("dgx-h100");
   const double bytes = 1e9;

@@ -48,36 +48,13 @@ TEST(ValidationFit, ElementwiseRecoversRoofline) {
   std::vector<ElementwiseSample> s;
   for (double n : {1e3, 1e4, 1e5, 1e6}) {
     s.push_back({12 * n, 1 * n, 0});   // memory-bound: 12 bytes, 1 flop per element
-    s.push_back({12 * n, 10 * n, 0});  // flop-bound, closer: 6 ns of bytes, 20 of FLOPs per element
     s.push_back({12 * n, 40 * n, 0});  // flop-bound: 40 flops per element
   }
   for (auto& e : s) e.measured_us = elementwise_model_us(truth, e.bytes, e.flops);
   const ElementwiseFit f = fit_elementwise(s);
-  EXPECT_FALSE(f.additive);
   EXPECT_NEAR(f.launch_us, 5.0, 1e-6);
   EXPECT_NEAR(f.GBps, 2.0, 1e-6);
   EXPECT_NEAR(f.GFLOPs, 0.5, 1e-6);
-  EXPECT_LT(f.roofline_error, 1e-6);
-  EXPECT_GT(f.additive_error, 0.05);
-}
-
-// Kernels whose memory and arithmetic times add up (one CPU thread): the
-// additive form is kept, its constants recovered; the roofline's error is
-// what it would have cost.
-TEST(ValidationFit, ElementwiseKeepsTheAdditiveFormWhereItFitsBetter) {
-  ElementwiseFit truth{0.8, 20.0, 1.0, 0};  // 0.8 us launch, 20 GB/s, 1 GFLOP/s
-  truth.additive = true;
-  std::vector<ElementwiseSample> s;
-  for (double n : {1024.0, 4096.0, 16384.0, 65536.0})
-    for (double flops : {1.0, 2.0, 16.0}) s.push_back({12 * n, flops * n, 0});
-  for (auto& e : s) e.measured_us = elementwise_model_us(truth, e.bytes, e.flops);
-  const ElementwiseFit f = fit_elementwise(s);
-  EXPECT_TRUE(f.additive);
-  EXPECT_NEAR(f.launch_us, 0.8, 1e-6);
-  EXPECT_NEAR(f.GBps, 20.0, 1e-6);
-  EXPECT_NEAR(f.GFLOPs, 1.0, 1e-6);
-  EXPECT_LT(f.additive_error, 1e-6);
-  EXPECT_GT(f.roofline_error, 0.05);
 }
 
 TEST(ValidationFit, ElementwiseToleratesNoise) {
@@ -85,7 +62,7 @@ TEST(ValidationFit, ElementwiseToleratesNoise) {
   std::vector<ElementwiseSample> s;
   int k = 0;
   for (double n : {1e3, 1e4, 1e5, 1e6}) {
-    for (double flops : {1.0, 10.0, 40.0}) {
+    for (double flops : {1.0, 40.0}) {
       const double noise = (k++ % 2 ? 1.03 : 0.97);
       s.push_back({12 * n, flops * n, elementwise_model_us(truth, 12 * n, flops * n) * noise});
     }
