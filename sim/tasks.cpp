@@ -105,14 +105,32 @@ double fused_compute_us(const Topology& t, const plan::Work& w, double share) {
   return elementwise_body_us(t, w.hbm_bytes * share, weighted_flops(t, w) * share);
 }
 
+// What a fused op's form calls besides its collectives and one kernel per
+// piece, as exec/fused_call.h runs it: a kernel per further pass and piece,
+// a kernel per norm (once per chunk: a norm waits for its pass's last
+// piece), and for a norm of a sliced value the allreduce of its partial sums.
+double fused_form_latency_us(const plan::FusedForm& f, const Context& ctx, int calls) {
+  int norms = 0, across = 0;
+  const auto count = [&](const std::vector<plan::FusedNorm>& ns) {
+    for (const auto& n : ns) {
+      ++norms;
+      across += n.across_group ? 1 : 0;
+    }
+  };
+  count(f.norms_before);
+  for (const auto& pass : f.passes) count(pass.norms_after);
+  const double extra_passes = double(std::max<std::size_t>(f.passes.size(), 1) - 1);
+  return (double(calls) * extra_passes + norms) * ctx.topology.gpu.launch_us + across * scalar_allreduce_us(ctx);
+}
+
 // A collective, or a fused collective whose element-wise work runs on each
 // piece as it arrives: latency once per call (a fused op calls each of its
 // collectives once per piece), transfers back to back, the element-wise part
 // pipelined under them with the last piece exposed. A chunk
 // of an overlap group is a call of its own (paying the latency again) unless
 // the backend keeps its collectives resident across chunks.
-Task comm_task(const plan::Work& w, const Context& ctx, const model::Knobs& knobs, bool pays_latency,
-               double share, int calls) {
+Task comm_task(const plan::Work& w, const plan::FusedForm* form, const Context& ctx, const model::Knobs& knobs,
+               bool pays_latency, double share, int calls) {
   const Topology& t = ctx.topology;
   const Placement where = ctx.placement();
   Task k;
@@ -163,7 +181,8 @@ Task comm_task(const plan::Work& w, const Context& ctx, const model::Knobs& knob
   // that pipelines its rows in `calls` pieces (plan/fused_form.h).
   const double pipeline_depth = std::max({2, where.ranks, calls});
   const double launches = compute > 0 ? calls * t.gpu.launch_us : 0.0;  // a fused op's kernel per piece
-  k.latency_us = (pays_latency ? calls * base + hops : 0.0) + launches;
+  k.latency_us = (pays_latency ? calls * base + hops : 0.0) + launches +
+                 (form != nullptr ? fused_form_latency_us(*form, ctx, calls) : 0.0);
   // The element-wise part runs beside the transfers only on compute units the
   // collectives leave free; with none left (a CPU rank whose one core drives
   // MPI, sms_per_channel fitted by calibrate) the two take turns.
@@ -190,7 +209,8 @@ Task launch_task(const plan::StepPlan& p, const plan::Unit& u, const plan::Op& o
   switch (op.cls) {
     case plan::OpClass::collective:
     case plan::OpClass::fused:
-      return comm_task(op.work, ctx, knobs, chunk == 0 || !p.caps.resident_overlap, share, calls);
+      return comm_task(op.work, op.fused ? &*op.fused : nullptr, ctx, knobs, chunk == 0 || !p.caps.resident_overlap,
+                       share, calls);
     case plan::OpClass::matmul: return gemm_task(*op.work.gemm, ctx, share, calls);
     case plan::OpClass::elementwise:
     case plan::OpClass::norm:
