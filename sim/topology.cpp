@@ -589,12 +589,13 @@ std::string describe_symmetric(const Topology& t) {
   return fmt::format(
       "{}: {}\n"
       "  {} nodes x {} GPUs ({}), {} GPUs in all\n"
-      "  GPU: {} SMs, HBM {:.0f} GB/s (x{:.2f}), f16 {:.0f} / bf16 {:.0f} / f32 {:.1f} TFLOP/s, "
+      "  GPU: {} SMs, HBM {:.0f} GB/s (x{:.2f}), f16 {:.3g} / bf16 {:.3g} / f32 {:.3g}{} TFLOP/s, "
       "launch {:.1f} us\n"
       "  NVLink: {} links x {:.1f} GB/s achievable = {:.1f} GB/s per direction{}\n"
       "  network: {} NICs x {:.0f} Gb/s (x{:.2f}) = {:.1f} GB/s per NIC\n",
       t.name, t.description, t.nodes, t.node.gpus, t.gpu.model, t.total_gpus(), t.gpu.sms, t.gpu.hbm_GBps,
-      t.gpu.hbm_efficiency, t.gpu.tflops_f16, t.gpu.tflops_bf16, t.gpu.tflops_f32, t.gpu.launch_us,
+      t.gpu.hbm_efficiency, t.gpu.tflops_f16, t.gpu.tflops_bf16, t.gpu.tflops_f32,
+      t.gpu.tflops_f32_gemm ? fmt::format(" (GEMM {:.3g})", *t.gpu.tflops_f32_gemm) : "", t.gpu.launch_us,
       t.node.nvlink_links, std::min(t.node.nccl_link_GBps, t.node.nvlink_link_GBps), t.node.nvlink_GBps(),
       t.node.nvls ? ", NVLS in-switch reduction" : "", t.network.nics, t.network.nic_Gbps,
       t.network.nic_efficiency, t.network.nic_GBps());

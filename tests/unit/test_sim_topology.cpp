@@ -24,6 +24,17 @@ TEST(Topology, ShippedFilesLoad) {
   }
 }
 
+// The summary line gives a CPU topology's rates in its own magnitude (tens of
+// GFLOP/s, not "0 TFLOP/s") and an f32 GEMM rate where the topology has one.
+TEST(Topology, SummaryShowsEveryRateItUses) {
+  const std::string cpu = describe(load_topology("cpu-local"));
+  EXPECT_EQ(cpu.find("f16 0 /"), std::string::npos) << cpu;
+  EXPECT_NE(cpu.find("(GEMM 0.0"), std::string::npos) << cpu;
+  const std::string gpu = describe(load_topology("dgx-h100"));
+  EXPECT_NE(gpu.find("f16 989"), std::string::npos) << gpu;
+  EXPECT_EQ(gpu.find("(GEMM"), std::string::npos) << gpu;
+}
+
 TEST(Topology, DerivedBandwidths) {
   const Topology h100 = load_topology("dgx-h100");
   EXPECT_NEAR(h100.node.nvlink_GBps(), 18 * 20.6, 1e-9);
