@@ -48,8 +48,8 @@ double GpuSpec::gemm_operand_GBps(model::DType t) const {
     case model::DType::f16: return gemm_operand_GBps_f16;
     case model::DType::bf16: return gemm_operand_GBps_bf16;
     case model::DType::f32: return gemm_operand_GBps_f32;
-    default: return 0.0;
   }
+  return 0.0;
 }
 
 double NodeSpec::nvlink_GBps() const {
