@@ -63,7 +63,7 @@ if(TARGET coconet AND COCONET_HAVE_MPI AND COCONET_MPIEXEC)
     ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT};COCONET_MPIRUN=${COCONET_MPIEXEC}")
   add_test(NAME validation.e2e.validate_tiny_2_ranks
     COMMAND coconet validate ${COCONET_SOURCE_ROOT}/validation/testdata/validate-tiny.yaml --backend cpu --ranks 2
-            --topology ${_val_dir}/cal-2.yaml --out ${_val_dir}/report)
+            --topology ${_val_dir}/cal-2.yaml --budget-s 5 --out ${_val_dir}/report)
   set_tests_properties(validation.e2e.validate_tiny_2_ranks PROPERTIES
     FIXTURES_REQUIRED validation_topology FIXTURES_SETUP validation_report TIMEOUT 300 PROCESSORS 2
     ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT};COCONET_MPIRUN=${COCONET_MPIEXEC}")

@@ -40,6 +40,7 @@ nlohmann::json row_json(const ResultRow& r) {
                       {"verified", r.verified}};
   if (!r.source.empty()) j["source"] = r.source;
   if (r.rounds > 0) j["rounds"] = r.rounds;
+  if (!r.round_medians_us.empty()) j["round_medians_us"] = r.round_medians_us;
   if (!r.outside_calibration.empty()) j["outside_calibration"] = r.outside_calibration;
   if (!r.stages.empty()) {
     j["stages"] = nlohmann::json::array();

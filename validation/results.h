@@ -50,6 +50,7 @@ struct ResultRow {
   std::string source;      // where a published measurement comes from (reference rows only)
   std::vector<StageRow> stages;  // per unit of the plan (validate rows only)
   int rounds = 0;                // rounds over the point's schedules that measured it (validate rows only)
+  std::vector<double> round_medians_us;  // the median step of each round, in round order (validate rows only)
   std::string outside_calibration;  // the ops past the calibrated range, "; "-separated (empty: inside, or unchecked)
 
   // Signed relative error of the prediction, in percent: (predicted - measured) / measured.

@@ -96,7 +96,12 @@ exec::RunOptions run_options(const ValidateOptions& o, const model::Experiment& 
 // ties and the model's pick narrow), more rounds follow while the point's
 // share of the time budget lasts.
 constexpr int kRounds = 5;
-constexpr int kMaxRounds = 40;
+// The cap on rounds, so that the budget and not the cap ends a point's extra
+// rounds. Measured on cpu-local (2 ranks, 21 points, ten back-to-back runs
+// each, docs/validation.md): at 40 rounds the points the rounds left
+// undecided were 7-14 (median 8) and validate took 15 s; at 120, 4-16 (median
+// 5.5; 4-8 but in two runs in a noisy spell) and 36-40 s.
+constexpr int kMaxRounds = 120;
 // A round runs at least this much of each schedule (by its prediction): a
 // 40 us step gets 50 steps a round where a 1 ms one gets the experiment's
 // share, so that short steps, where one scheduler hiccup is a 20% outlier,
@@ -115,6 +120,7 @@ int steps_in_round(int base, double predicted_us) {
 
 struct Measured {
   std::vector<double> steps;
+  std::vector<double> round_medians;  // one per round
   std::vector<std::string> unit_names;
   std::vector<std::vector<double>> unit_medians;  // per unit, one per round
   double min_us = std::numeric_limits<double>::infinity();
@@ -227,6 +233,7 @@ std::vector<ResultRow> measure(exec::Backend& backend, const PointRun& pr, Budge
       const exec::RunRow run = exec::run_schedule(backend, runs[i], j.point.sizes, refs, rr);
       Measured& g = got[i];
       g.steps.insert(g.steps.end(), run.step_us.begin(), run.step_us.end());
+      g.round_medians.push_back(median_of(run.step_us));
       if (g.unit_names.empty())
         for (const auto& st : run.stages) g.unit_names.push_back(st.name);
       g.unit_medians.resize(run.stages.size());
@@ -265,6 +272,7 @@ std::vector<ResultRow> measure(exec::Backend& backend, const PointRun& pr, Budge
     r.schedule_stages = j.schedules[i].stages.size();
     r.measured = {e.median, g.min_us, g.max_us, e.ci.lo, e.ci.hi, e.samples};
     r.rounds = round;
+    r.round_medians_us = g.round_medians;
     r.verified = g.verified;
     const plan::StepPlan plan = exec::lower_for(backend, runs[i], j.point.sizes);
     const auto predicted = predicted_units(plan, ctx);

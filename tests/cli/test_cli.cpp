@@ -574,7 +574,7 @@ TEST_F(Cli, ValidateJson) {
   if (!kHaveMpi) GTEST_SKIP() << "no MPI in this build";
   const Result r = run({"validate", COCONET_SOURCE_ROOT "/validation/testdata/validate-tiny.yaml",
                         "--backend", "cpu", "--ranks", "2", "--topology", "cpu-local", "--iters",
-                        "1", "--warmup", "0", "--out", "report", "--format", "json"});
+                        "1", "--warmup", "0", "--budget-s", "1", "--out", "report", "--format", "json"});
   EXPECT_EQ(r.code, 0) << r.all();
   const json printed = parsed(r);
   EXPECT_TRUE(conforms(printed, "validate"));
@@ -583,6 +583,11 @@ TEST_F(Cli, ValidateJson) {
   EXPECT_TRUE(conforms(results, "results"));
   EXPECT_EQ(results["rows"][0]["size"], "N=4096");
   EXPECT_EQ(results["metrics"], printed["metrics"]);  // one metrics object
+  for (const auto& row : results["rows"]) {  // one median per round, so rounds can be paired
+    ASSERT_TRUE(row.contains("round_medians_us")) << row.dump(2);
+    ASSERT_EQ(row["round_medians_us"].size(), row["rounds"].get<std::size_t>()) << row.dump(2);
+    for (const auto& m : row["round_medians_us"]) EXPECT_GT(m.get<double>(), 0) << row.dump(2);
+  }
   const json reference =
       parsed(run({"validate", "--reference", "--out", "reference", "--format", "json"}));
   EXPECT_TRUE(conforms(reference, "validate"));
@@ -603,7 +608,7 @@ TEST_F(Cli, ValidateComparesTheMachineWithItsCalibration) {
     std::ofstream(dir_ / "claimed.yaml") << topology << line;
     const Result r = run({"validate", COCONET_SOURCE_ROOT "/validation/testdata/validate-tiny.yaml", "--backend",
                           "cpu", "--ranks", "2", "--topology", (dir_ / "claimed.yaml").string(), "--iters", "1",
-                          "--warmup", "0", "--out", "report", "--format", "json"});
+                          "--warmup", "0", "--budget-s", "1", "--out", "report", "--format", "json"});
     EXPECT_EQ(r.code, 0) << r.all();
     json results = json::parse(read_text(dir_ / "report" / "results.json"));
     EXPECT_TRUE(conforms(results, "results"));
@@ -938,7 +943,7 @@ TEST_F(Cli, OnePredictedTimeAcrossCommands) {
                                        "  - workload: adam\n";
   const Result v =
       run({"validate", (dir_ / "adam.yaml").string(), "--backend", "cpu", "--ranks", "2", "--set", "N=4K",
-           "--topology", "cpu-local", "--iters", "1", "--warmup", "0", "--out", "report"});
+           "--topology", "cpu-local", "--iters", "1", "--warmup", "0", "--budget-s", "1", "--out", "report"});
   ASSERT_EQ(v.code, 0) << v.all();
   const json results = json::parse(read_text(dir_ / "report" / "results.json"));
   ASSERT_EQ(results["rows"].size(), predicted.size());
@@ -967,7 +972,7 @@ const std::map<std::string, Args>& readme_examples() {
         "cpu-local.yaml"}},
       {"coconet validate cpu-local --backend cpu --ranks 2 --topology cpu-local --out /tmp/report",
        {"validate", "cpu-local", "--backend", "cpu", "--ranks", "2", "--topology", "cpu-local",
-        "--iters", "1", "--warmup", "0", "--out", "report"}},
+        "--iters", "1", "--warmup", "0", "--budget-s", "1", "--out", "report"}},
       {"coconet predict", {"predict"}},
       {"coconet compare --topology dgx-h100 --topology dgx-h200 --topology dgx-a100",
        {"compare", "--topology", "dgx-h100", "--topology", "dgx-h200", "--topology", "dgx-a100"}},
