@@ -49,17 +49,30 @@ std::optional<CalibratedSpeed> parse_speed(const std::string& text) {
 }
 
 std::map<std::string, double> measure_speed(exec::Backend& backend, const CalibratedSpeed& calibrated,
-                                            Progress& progress) {
+                                            Progress& progress, const char* only) {
   const MicroOptions o;
   std::vector<MicroSample> samples;
   for (auto& s : microbenchmark_plan(backend.world_size(), o))
-    if (const SpeedReference* r = reference_by_label(s.label); r && calibrated.us.contains(r->key))
+    if (const SpeedReference* r = reference_by_label(s.label);
+        r && calibrated.us.contains(r->key) && (only == nullptr || std::string(only) == r->key))
       samples.push_back(std::move(s));
   progress.grow(static_cast<int>(samples.size()) * microbenchmark_rounds(o));
   run_microbenchmarks(backend, samples, o, progress);
   std::map<std::string, double> out;
   for (const auto& s : samples) out[reference_by_label(s.label)->key] = s.measured_us;
   return out;
+}
+
+double guard_baseline_us(const CalibratedSpeed& calibrated, const std::map<std::string, double>& start) {
+  const auto then = calibrated.us.find(kGuardReference);
+  const auto first = start.find(kGuardReference);
+  const double a = then != calibrated.us.end() ? then->second : 0.0;
+  const double b = first != start.end() ? first->second : 0.0;
+  return a > 0 && b > 0 ? std::min(a, b) : std::max(a, b);
+}
+
+bool slow_spell(double probe_us, double baseline_us) {
+  return baseline_us > 0 && probe_us > baseline_us * (1.0 + kGuardTolerance);
 }
 
 std::vector<SpeedCheck> speed_checks(const CalibratedSpeed& calibrated, const std::map<std::string, double>& start,

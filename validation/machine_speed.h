@@ -59,8 +59,36 @@ struct CalibratedSpeed {
 
 // Runs the references that `calibrated` holds on `backend` (every rank calls
 // it), with the calibration's protocol (rounds, steps); key -> median us.
+// With `only`, that reference alone (the point guard's probe).
 [[nodiscard]] std::map<std::string, double> measure_speed(exec::Backend& backend, const CalibratedSpeed& calibrated,
-                                                          Progress& progress);
+                                                          Progress& progress, const char* only = nullptr);
+
+// The point guard. A slow spell of the shared host lasts seconds to minutes
+// and slows element-wise work by half or more; the checks before and after
+// all the points miss one that falls in the middle, and the points it covers
+// measure that much over their predictions. So validate times the memory
+// reference (20 steps, a few ms) before and after each point; in a spell it
+// waits (probing every kGuardPollS) before measuring, and a point whose probe
+// ran more than kGuardTolerance over the baseline (the faster of the
+// calibration's time and the run's first check) is measured again, both
+// while the point's share of the budget lasts (kGuardRetries at most). What
+// the budget cannot wait out is kept and flagged. Measured here (2 ranks, 2
+// cores, 2026-12-01): the probes ran 0.98-1.34x the baseline outside spells
+// (the host's speed wanders over tens of minutes) and 1.67-1.97x in them; the
+// spells took a validation's MAPE from 5.8-6.7% to 10.9-24.5%.
+inline constexpr const char* kGuardReference = "memory";
+inline constexpr double kGuardTolerance = 0.35;
+inline constexpr int kGuardRetries = 2;
+// Seconds between the probes while a spell lasts (the wait is the budget's).
+inline constexpr double kGuardPollS = 0.5;
+
+// The baseline of the guard's probes: the faster of the calibrated time and
+// the run's first check of the reference (a run that starts in a spell keeps
+// the calibration's, one calibrated in a spell the run's); 0 when neither is known.
+[[nodiscard]] double guard_baseline_us(const CalibratedSpeed& calibrated, const std::map<std::string, double>& start);
+
+// Whether a probe of `probe_us` against `baseline_us` shows a slow spell.
+[[nodiscard]] bool slow_spell(double probe_us, double baseline_us);
 
 // The checks of the references measured both times.
 [[nodiscard]] std::vector<SpeedCheck> speed_checks(const CalibratedSpeed& calibrated,

@@ -41,6 +41,7 @@ nlohmann::json row_json(const ResultRow& r) {
   if (!r.source.empty()) j["source"] = r.source;
   if (r.rounds > 0) j["rounds"] = r.rounds;
   if (!r.round_medians_us.empty()) j["round_medians_us"] = r.round_medians_us;
+  if (r.probe_ratio > 0) j["speed_probe"] = {{"ratio", r.probe_ratio}, {"measured_again", r.measured_again}};
   if (!r.outside_calibration.empty()) j["outside_calibration"] = r.outside_calibration;
   if (!r.stages.empty()) {
     j["stages"] = nlohmann::json::array();

@@ -11,6 +11,7 @@
 #include <limits>
 #include <numeric>
 #include <optional>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -205,7 +206,16 @@ std::string joined(const std::vector<std::string>& parts) {
   return s;
 }
 
-std::vector<ResultRow> measure(exec::Backend& backend, const PointRun& pr, Budget& budget, Progress& progress) {
+struct PointMeasurement {
+  std::vector<ResultRow> rows;
+  double extra_s = 0;  // seconds of the rounds after the first kRounds (the budget's)
+  double total_s = 0;
+};
+
+// Measures a point; its extra rounds may spend what is left of the point's
+// budget share after `spent_s`.
+PointMeasurement measure(exec::Backend& backend, const PointRun& pr, const Budget& budget, double spent_s,
+                         Progress& progress) {
   const Job& j = pr.job;
   const model::Program& p = j.point.program;
   const exec::RunOptions& ro = pr.options;
@@ -249,16 +259,18 @@ std::vector<ResultRow> measure(exec::Backend& backend, const PointRun& pr, Budge
   const int extra_steps = std::max(1, ro.iters / rounds);
   const std::size_t pick = predicted_best(pr.pred, j.schedules);
   while (round < kMaxRounds && !decided(estimates_of(got), pick)) {
-    const double spent = seconds_since(t0) - extra_from_s;
+    const double spent = spent_s + seconds_since(t0) - extra_from_s;
     const double per_round = round > 0 ? seconds_since(t0) / round : 0.0;
     if (!rank0_says(backend, spent + per_round <= budget.share_s())) break;
     progress.note(fmt::format("{} {}: intervals too wide, round {}", p.name, j.point.label, round + 1));
     run_round(extra_steps);
   }
-  budget.close_point(seconds_since(t0) - extra_from_s);
+  PointMeasurement m;
+  m.extra_s = seconds_since(t0) - extra_from_s;
+  m.total_s = seconds_since(t0);
 
   const sim::Context ctx{pr.topology, j.point.ranks_per_group, j.point.sizes, backend.capabilities().backend};
-  std::vector<ResultRow> rows;
+  std::vector<ResultRow>& rows = m.rows;
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const Measured& g = got[i];
     const MedianEstimate e = median_interval(g.steps);
@@ -281,8 +293,68 @@ std::vector<ResultRow> measure(exec::Backend& backend, const PointRun& pr, Budge
       r.stages.push_back({g.unit_names[u], u < predicted.size() ? predicted[u] : 0.0, median_of(g.unit_medians[u])});
     rows.push_back(std::move(r));
   }
-  progress.step(fmt::format("{} {}", p.name, j.point.label));
-  return rows;
+  return m;
+}
+
+// The point guard's probe (machine_speed.h): the memory reference's time, 0
+// where the topology records none for this many ranks (no guard).
+struct Guard {
+  const CalibratedSpeed* calibrated = nullptr;
+  double baseline_us = 0;
+  [[nodiscard]] double probe(exec::Backend& backend, Progress& progress) const {
+    if (calibrated == nullptr || !(baseline_us > 0)) return 0.0;
+    const auto m = measure_speed(backend, *calibrated, progress, kGuardReference);
+    const auto it = m.find(kGuardReference);
+    return it != m.end() ? it->second : 0.0;
+  }
+};
+
+// Probes until the machine is out of a slow spell, waiting kGuardPollS
+// between probes while the point's budget share keeps `need_s` for the
+// measurement after `spent_s` (which the waits add to); the last probe.
+double settle(exec::Backend& backend, const Guard& guard, const Budget& budget, double& spent_s, double need_s,
+              const std::string& point, Progress& progress) {
+  double probe = guard.probe(backend, progress);
+  while (rank0_says(backend, slow_spell(probe, guard.baseline_us)) &&
+         rank0_says(backend, spent_s + kGuardPollS + need_s <= budget.share_s())) {
+    progress.note(fmt::format("{}: slow spell (the memory reference {:.2f}x its baseline), waiting", point,
+                              probe / guard.baseline_us));
+    std::this_thread::sleep_for(std::chrono::duration<double>(kGuardPollS));
+    spent_s += kGuardPollS;
+    probe = guard.probe(backend, progress);
+  }
+  return probe;
+}
+
+// Measures a point between two probes of the guard (machine_speed.h). In a
+// slow spell it waits before measuring, and measures again (kGuardRetries at
+// most) when a probe around the measurement shows one, while the point's
+// budget share lasts; the rows say how far off the kept measurement's probes
+// were and how many measurements of the point a spell discarded.
+std::vector<ResultRow> measure_guarded(exec::Backend& backend, const PointRun& pr, const Guard& guard,
+                                       Budget& budget, Progress& progress) {
+  const std::string point = pr.job.point.program.name + " " + pr.job.point.label;
+  double spent = 0;
+  double before = settle(backend, guard, budget, spent, 0.0, point, progress);
+  PointMeasurement m;
+  for (int again = 0;; ++again) {
+    m = measure(backend, pr, budget, spent, progress);
+    const double worst = std::max(before, guard.probe(backend, progress));
+    spent += again == 0 ? m.extra_s : m.total_s;
+    for (auto& r : m.rows) {
+      r.probe_ratio = guard.baseline_us > 0 ? worst / guard.baseline_us : 0.0;
+      r.measured_again = again;
+    }
+    if (!rank0_says(backend, slow_spell(worst, guard.baseline_us)) || again == kGuardRetries) break;
+    before = settle(backend, guard, budget, spent, m.total_s, point, progress);
+    if (rank0_says(backend, slow_spell(before, guard.baseline_us)) ||
+        !rank0_says(backend, spent + m.total_s <= budget.share_s()))
+      break;  // the spell outlasts the point's share: keep what was measured, flagged
+    progress.note(point + ": measured in a slow spell, again");
+  }
+  budget.close_point(spent);
+  progress.step(point);
+  return std::move(m.rows);
 }
 
 std::string schedules_yaml(const std::vector<Job>& jobs, const std::vector<std::vector<Predicted>>& preds) {
@@ -448,6 +520,28 @@ void add_setup_warnings(ReportData& d, const TopologyChoice& topo, int world) {
                                      outside.size(), joined(outside)));
 }
 
+// What the point guard did: the points measured again after a slow spell (a
+// note) and those kept with a probe still past the tolerance (a warning).
+void add_guard_notes(ReportData& d) {
+  std::vector<std::string> again, spell;
+  std::string last;  // a point's rows are consecutive
+  for (const auto& r : d.rows) {
+    const std::string point = r.workload + " " + r.size;
+    if (point == last) continue;
+    last = point;
+    if (r.measured_again > 0) again.push_back(fmt::format("{} ({}x)", point, r.measured_again));
+    if (slow_spell(r.probe_ratio, 1.0)) spell.push_back(fmt::format("{} ({:.2f}x)", point, r.probe_ratio));
+  }
+  if (!again.empty())
+    d.notes.push_back(fmt::format("measured again after a slow spell (the memory reference more than {:.0f}% over "
+                                  "its baseline before or after the point, validation/machine_speed.h): {}",
+                                  kGuardTolerance * 100, joined(again)));
+  if (!spell.empty())
+    d.warnings.push_back(fmt::format("{} point(s) kept from a slow spell (the budget or the retries ran out): {}; "
+                                     "their times carry the spell",
+                                     spell.size(), joined(spell)));
+}
+
 // The machine against the topology's calibration: a note with the figures
 // (or why there are none), a warning past kSpeedTolerance.
 void add_speed_notes(ReportData& d, const TopologyChoice& topo, int world) {
@@ -469,6 +563,7 @@ void add_speed_notes(ReportData& d, const TopologyChoice& topo, int world) {
   d.notes.push_back("this machine against its calibration (the reference microbenchmarks, "
                     "validation/machine_speed.h): " + figures);
   if (const std::string w = speed_warning(d.speed); !w.empty()) d.warnings.push_back(w);
+  add_guard_notes(d);
 }
 
 }  // namespace
@@ -491,10 +586,12 @@ Validation run_validation(exec::Backend& backend, const ValidateOptions& o, Prog
   Budget budget(o.budget_s, static_cast<int>(l.jobs.size()));
   const bool compare_speed = topo.speed && topo.speed->ranks == world;
   const auto speed_start = compare_speed ? measure_speed(backend, *topo.speed, progress) : std::map<std::string, double>{};
+  const Guard guard = compare_speed ? Guard{&*topo.speed, guard_baseline_us(*topo.speed, speed_start)} : Guard{};
   int most_rounds = 0;
   for (const auto& j : l.jobs) {
     preds.push_back(predict(j, topo.topology, backend.capabilities().backend));
-    auto rows = measure(backend, PointRun{j, preds.back(), topo.topology, topo.range, ro}, budget, progress);
+    auto rows =
+        measure_guarded(backend, PointRun{j, preds.back(), topo.topology, topo.range, ro}, guard, budget, progress);
     for (const auto& r : rows) most_rounds = std::max(most_rounds, r.rounds);
     d.rows.insert(d.rows.end(), rows.begin(), rows.end());
   }

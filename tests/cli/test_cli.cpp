@@ -625,8 +625,16 @@ TEST_F(Cli, ValidateComparesTheMachineWithItsCalibration) {
   EXPECT_TRUE(warned) << fast["warnings"].dump(2);
   EXPECT_TRUE(contains(fast["stderr"].get<std::string>(), "warning: the machine does not run at the speed"))
       << fast["stderr"];
+  // The point guard's baseline is the claimed 1 us: every point is in a spell,
+  // the 1 s budget cannot wait it out, and every point is kept flagged.
+  for (const auto& row : fast["rows"])
+    EXPECT_GT(row["speed_probe"]["ratio"].get<double>(), 10.0) << row.dump(2);  // a probe takes tens of us
+  bool flagged = false;
+  for (const auto& w : fast["warnings"]) flagged = flagged || contains(w.get<std::string>(), "kept from a slow spell");
+  EXPECT_TRUE(flagged) << fast["warnings"].dump(2);
   const json other = validate("# coconet-reference-us: ranks=4 memory=1\n");
   EXPECT_TRUE(other["machine_speed"].empty()) << other.dump(2);
+  for (const auto& row : other["rows"]) EXPECT_FALSE(row.contains("speed_probe")) << row.dump(2);  // no guard
   for (const auto& w : other["warnings"]) EXPECT_FALSE(contains(w.get<std::string>(), "does not run at the speed"));
 }
 
