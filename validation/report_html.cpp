@@ -213,7 +213,8 @@ std::string how_to_read() {
          "<b>measured-best set</b>: the schedules whose median's 95% confidence interval (order statistics of every "
          "timed step) overlaps the fastest's, i.e. that this run cannot tell apart from the fastest; <b>top-1 in "
          "set</b>: the predicted best is one of them. A point is <b>undecided</b> when the tied schedules' "
-         "intervals stay wider than 10% of their medians after the extra rounds the time budget allowed. "
+         "intervals stay wider than " + fmt::format("{:g}", kDecisiveWidth * 100) +
+         "% of their medians after the extra rounds the time budget allowed. "
          "<b>regret</b>: how much slower the predicted pick ran than the measured best (0% when top-1 holds); "
          "its interval, and MAPE's, take every median anywhere in its interval.</li>\n"
          "<li><b>speed-up (pred.)</b> is the baseline's predicted time over the predicted best's; <b>speed-up "
