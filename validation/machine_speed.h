@@ -64,7 +64,7 @@ struct CalibratedSpeed {
                                                           Progress& progress, const char* only = nullptr);
 
 // The point guard. A slow spell of the shared host lasts seconds to minutes
-// and slows element-wise work by half or more; the checks before and after
+// and slows element-wise work 1.3-2x; the checks before and after
 // all the points miss one that falls in the middle, and the points it covers
 // measure that much over their predictions. So validate times the memory
 // reference (20 steps, a few ms) before and after each point; in a spell it
