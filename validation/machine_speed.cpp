@@ -48,14 +48,18 @@ std::optional<CalibratedSpeed> parse_speed(const std::string& text) {
   return c;
 }
 
-std::map<std::string, double> measure_speed(exec::Backend& backend, const CalibratedSpeed& calibrated,
-                                            Progress& progress, const char* only) {
-  const MicroOptions o;
+std::vector<MicroSample> speed_samples(int world, const CalibratedSpeed& calibrated, const char* only) {
   std::vector<MicroSample> samples;
-  for (auto& s : microbenchmark_plan(backend.world_size(), o))
+  for (auto& s : microbenchmark_plan(world, MicroOptions{}))
     if (const SpeedReference* r = reference_by_label(s.label);
         r && calibrated.us.contains(r->key) && (only == nullptr || std::string(only) == r->key))
       samples.push_back(std::move(s));
+  return samples;
+}
+
+std::map<std::string, double> measure_speed(exec::Backend& backend, std::vector<MicroSample> samples,
+                                            Progress& progress) {
+  const MicroOptions o;
   progress.grow(static_cast<int>(samples.size()) * microbenchmark_rounds(o));
   run_microbenchmarks(backend, samples, o, progress);
   std::map<std::string, double> out;

@@ -57,11 +57,16 @@ struct CalibratedSpeed {
 // left out, not an error.
 [[nodiscard]] std::optional<CalibratedSpeed> parse_speed(const std::string& topology_text);
 
-// Runs the references that `calibrated` holds on `backend` (every rank calls
-// it), with the calibration's protocol (rounds, steps); key -> median us.
-// With `only`, that reference alone (the point guard's probe).
-[[nodiscard]] std::map<std::string, double> measure_speed(exec::Backend& backend, const CalibratedSpeed& calibrated,
-                                                          Progress& progress, const char* only = nullptr);
+// The microbenchmarks of the references that `calibrated` holds, for `world`
+// ranks; with `only`, that reference alone (the point guard's probe, built
+// once: the sweep they are taken from takes about 9 ms to build).
+[[nodiscard]] std::vector<MicroSample> speed_samples(int world, const CalibratedSpeed& calibrated,
+                                                     const char* only = nullptr);
+
+// Runs `samples` (speed_samples) on `backend` (every rank calls it), with the
+// calibration's protocol (rounds, steps); key -> median us.
+[[nodiscard]] std::map<std::string, double> measure_speed(exec::Backend& backend, std::vector<MicroSample> samples,
+                                                          Progress& progress);
 
 // The point guard. A slow spell of the shared host lasts seconds to minutes
 // and slows element-wise work 1.3-2x; the checks before and after

@@ -299,11 +299,11 @@ PointMeasurement measure(exec::Backend& backend, const PointRun& pr, const Budge
 // The point guard's probe (machine_speed.h): the memory reference's time, 0
 // where the topology records none for this many ranks (no guard).
 struct Guard {
-  const CalibratedSpeed* calibrated = nullptr;
+  std::vector<MicroSample> probe_samples;  // the reference's microbenchmark, built once
   double baseline_us = 0;
   [[nodiscard]] double probe(exec::Backend& backend, Progress& progress) const {
-    if (calibrated == nullptr || !(baseline_us > 0)) return 0.0;
-    const auto m = measure_speed(backend, *calibrated, progress, kGuardReference);
+    if (probe_samples.empty() || !(baseline_us > 0)) return 0.0;
+    const auto m = measure_speed(backend, probe_samples, progress);
     const auto it = m.find(kGuardReference);
     return it != m.end() ? it->second : 0.0;
   }
@@ -585,8 +585,11 @@ Validation run_validation(exec::Backend& backend, const ValidateOptions& o, Prog
   std::vector<std::vector<Predicted>> preds;
   Budget budget(o.budget_s, static_cast<int>(l.jobs.size()));
   const bool compare_speed = topo.speed && topo.speed->ranks == world;
-  const auto speed_start = compare_speed ? measure_speed(backend, *topo.speed, progress) : std::map<std::string, double>{};
-  const Guard guard = compare_speed ? Guard{&*topo.speed, guard_baseline_us(*topo.speed, speed_start)} : Guard{};
+  const auto references = compare_speed ? speed_samples(world, *topo.speed) : std::vector<MicroSample>{};
+  const auto speed_start = compare_speed ? measure_speed(backend, references, progress) : std::map<std::string, double>{};
+  const Guard guard = compare_speed ? Guard{speed_samples(world, *topo.speed, kGuardReference),
+                                            guard_baseline_us(*topo.speed, speed_start)}
+                                    : Guard{};
   int most_rounds = 0;
   for (const auto& j : l.jobs) {
     preds.push_back(predict(j, topo.topology, backend.capabilities().backend));
@@ -595,7 +598,7 @@ Validation run_validation(exec::Backend& backend, const ValidateOptions& o, Prog
     for (const auto& r : rows) most_rounds = std::max(most_rounds, r.rounds);
     d.rows.insert(d.rows.end(), rows.begin(), rows.end());
   }
-  if (compare_speed) d.speed = speed_checks(*topo.speed, speed_start, measure_speed(backend, *topo.speed, progress));
+  if (compare_speed) d.speed = speed_checks(*topo.speed, speed_start, measure_speed(backend, references, progress));
   progress.finish();
   v.metrics = compute_metrics(d.rows);
   d.title = fmt::format("{} on {}, {} ranks", l.experiment.name, backend.name(), world);

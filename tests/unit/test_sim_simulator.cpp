@@ -175,13 +175,6 @@ TEST(Simulator, NoSpareUnitSerialisesGemmAndCollective) {
   }
 }
 
-// A fused op calls more than its collectives and one kernel per piece
-// (exec/fused_call.h): a kernel per further pass, one per norm, and an
-// allreduce of the partial sums of each norm of a sliced value. On the cpu
-// backend, where its parts take turns with its collectives as they do, it
-// is priced no cheaper than its parts (LAMB at 1024 elements: fused with
-// sliced moments 33.0 us without them against 44.2 for the parts; measured
-// 44.0 and 45.2).
 // A topology file's text without the lines that mention `key`.
 std::string topology_text_without(const std::string& name, const std::string& key) {
   std::ifstream in(model::resolve_topology(name));
@@ -191,6 +184,13 @@ std::string topology_text_without(const std::string& name, const std::string& ke
   return text;
 }
 
+// A fused op calls more than its collectives and one kernel per piece
+// (exec/fused_call.h): a kernel per further pass, one per norm, and an
+// allreduce of the partial sums of each norm of a sliced value. On the cpu
+// backend, where its parts take turns with its collectives as they do, it
+// is priced no cheaper than its parts (LAMB at 1024 elements: fused with
+// sliced moments 33.0 us without them against 44.2 for the parts; measured
+// 44.0 and 45.2).
 TEST(Simulator, AFusedOpPaysItsPassesNormsAndTheirAllreduces) {
   const model::Program p = workload("lamb");
   // Without a hand-off (whatever the committed calibration fitted), which a fused op's calls may save.
