@@ -45,6 +45,7 @@ add_executable(test_validation
 if(TARGET coconet_exec)  # the calibrated range reads microbenchmark samples: built with the executor
   target_sources(test_validation PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_validation_range.cpp
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_validation_speed.cpp
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_validation_spell_guard.cpp
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_validation_sweep.cpp
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_validation_trace.cpp
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_validation_overlap_fit.cpp)

@@ -67,18 +67,6 @@ std::map<std::string, double> measure_speed(exec::Backend& backend, std::vector<
   return out;
 }
 
-double guard_baseline_us(const CalibratedSpeed& calibrated, const std::map<std::string, double>& start) {
-  const auto then = calibrated.us.find(kGuardReference);
-  const auto first = start.find(kGuardReference);
-  const double a = then != calibrated.us.end() ? then->second : 0.0;
-  const double b = first != start.end() ? first->second : 0.0;
-  return a > 0 && b > 0 ? std::min(a, b) : std::max(a, b);
-}
-
-bool slow_spell(double probe_us, double baseline_us) {
-  return baseline_us > 0 && probe_us > baseline_us * (1.0 + kGuardTolerance);
-}
-
 std::vector<SpeedCheck> speed_checks(const CalibratedSpeed& calibrated, const std::map<std::string, double>& start,
                                      const std::map<std::string, double>& end) {
   std::vector<SpeedCheck> out;

@@ -68,36 +68,6 @@ struct CalibratedSpeed {
 [[nodiscard]] std::map<std::string, double> measure_speed(exec::Backend& backend, std::vector<MicroSample> samples,
                                                           Progress& progress);
 
-// The point guard. A slow spell of the shared host lasts seconds to minutes
-// and slows element-wise work 1.3-2x; the checks before and after
-// all the points miss one that falls in the middle, and the points it covers
-// measure that much over their predictions. So validate times the memory
-// reference (20 steps, a few ms) before and after each point; in a spell it
-// waits (probing every kGuardPollS) before measuring, and a point whose probe
-// ran more than kGuardTolerance over the baseline (the faster of the
-// calibration's time and the run's first check) is measured again, both
-// while the point's share of the budget lasts (kGuardRetries at most). What
-// the budget cannot wait out is kept and flagged. Measured here (2 ranks, 2
-// cores, 2026-12-01, one calibration): the probes ran 0.80-1.03x the
-// baseline outside spells and 1.29-1.85x in them, where the points measured
-// 25-36% over their predictions (a validation's MAPE 20.1% against 6.2-7.8%);
-// at 35% the guard let the spell's 1.29-1.34x points through. Measured
-// against a calibration made in a faster spell, quiet runs probed up to 1.34x:
-// there the guard flags what is in truth a calibration to redo.
-inline constexpr const char* kGuardReference = "memory";
-inline constexpr double kGuardTolerance = 0.2;
-inline constexpr int kGuardRetries = 2;
-// Seconds between the probes while a spell lasts (the wait is the budget's).
-inline constexpr double kGuardPollS = 0.5;
-
-// The baseline of the guard's probes: the faster of the calibrated time and
-// the run's first check of the reference (a run that starts in a spell keeps
-// the calibration's, one calibrated in a spell the run's); 0 when neither is known.
-[[nodiscard]] double guard_baseline_us(const CalibratedSpeed& calibrated, const std::map<std::string, double>& start);
-
-// Whether a probe of `probe_us` against `baseline_us` shows a slow spell.
-[[nodiscard]] bool slow_spell(double probe_us, double baseline_us);
-
 // The checks of the references measured both times.
 [[nodiscard]] std::vector<SpeedCheck> speed_checks(const CalibratedSpeed& calibrated,
                                                    const std::map<std::string, double>& start,

@@ -11,7 +11,6 @@
 #include <limits>
 #include <numeric>
 #include <optional>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -32,6 +31,7 @@
 #include "validation/calibrate.h"
 #include "validation/calibrated_range.h"
 #include "validation/machine_speed.h"
+#include "validation/spell_guard.h"
 #include "validation/measured_trace.h"
 #include "validation/stats.h"
 #include "validation/timeline.h"
@@ -164,13 +164,6 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Rank 0's answer on every rank: the clocks differ, the decision must not.
-bool rank0_says(exec::Backend& backend, bool yes) {
-  std::vector<double> v{backend.world_rank() == 0 && yes ? 1.0 : 0.0};
-  backend.host_allreduce(v, model::ReduceOp::max);
-  return v[0] > 0;
-}
-
 std::vector<MedianEstimate> estimates_of(const std::vector<Measured>& got) {
   std::vector<MedianEstimate> e;
   for (const auto& g : got) e.push_back(median_interval(g.steps));
@@ -296,63 +289,32 @@ PointMeasurement measure(exec::Backend& backend, const PointRun& pr, const Budge
   return m;
 }
 
-// The point guard's probe (machine_speed.h): the memory reference's time, 0
-// where the topology records none for this many ranks (no guard).
+// The point guard (spell_guard.h): the memory reference's microbenchmark
+// (none: no guard) and its baseline.
 struct Guard {
-  std::vector<MicroSample> probe_samples;  // the reference's microbenchmark, built once
+  std::vector<MicroSample> probe_samples;
   double baseline_us = 0;
-  [[nodiscard]] double probe(exec::Backend& backend, Progress& progress) const {
-    if (probe_samples.empty() || !(baseline_us > 0)) return 0.0;
-    const auto m = measure_speed(backend, probe_samples, progress);
-    const auto it = m.find(kGuardReference);
-    return it != m.end() ? it->second : 0.0;
-  }
 };
 
-// Probes until the machine is out of a slow spell, waiting kGuardPollS
-// between probes while the point's budget share keeps `need_s` for the
-// measurement after `spent_s` (which the waits add to); the last probe.
-double settle(exec::Backend& backend, const Guard& guard, const Budget& budget, double& spent_s, double need_s,
-              const std::string& point, Progress& progress) {
-  double probe = guard.probe(backend, progress);
-  while (rank0_says(backend, slow_spell(probe, guard.baseline_us)) &&
-         rank0_says(backend, spent_s + kGuardPollS + need_s <= budget.share_s())) {
-    progress.note(fmt::format("{}: slow spell (the memory reference {:.2f}x its baseline), waiting", point,
-                              probe / guard.baseline_us));
-    std::this_thread::sleep_for(std::chrono::duration<double>(kGuardPollS));
-    spent_s += kGuardPollS;
-    probe = guard.probe(backend, progress);
-  }
-  return probe;
-}
-
-// Measures a point between two probes of the guard (machine_speed.h). In a
-// slow spell it waits before measuring, and measures again (kGuardRetries at
-// most) when a probe around the measurement shows one, while the point's
-// budget share lasts; the rows say how far off the kept measurement's probes
-// were and how many measurements of the point a spell discarded.
+// Measures a point between the guard's probes, waiting out and measuring
+// again around slow spells while the point's budget share lasts; the rows say
+// how far off the kept measurement's probes were and how many measurements of
+// the point a spell discarded.
 std::vector<ResultRow> measure_guarded(exec::Backend& backend, const PointRun& pr, const Guard& guard,
                                        Budget& budget, Progress& progress) {
   const std::string point = pr.job.point.program.name + " " + pr.job.point.label;
-  double spent = 0;
-  double before = settle(backend, guard, budget, spent, 0.0, point, progress);
   PointMeasurement m;
-  for (int again = 0;; ++again) {
-    m = measure(backend, pr, budget, spent, progress);
-    const double worst = std::max(before, guard.probe(backend, progress));
-    spent += again == 0 ? m.extra_s : m.total_s;
-    for (auto& r : m.rows) {
-      r.probe_ratio = guard.baseline_us > 0 ? worst / guard.baseline_us : 0.0;
-      r.measured_again = again;
-    }
-    if (!rank0_says(backend, slow_spell(worst, guard.baseline_us)) || again == kGuardRetries) break;
-    before = settle(backend, guard, budget, spent, m.total_s, point, progress);
-    if (rank0_says(backend, slow_spell(before, guard.baseline_us)) ||
-        !rank0_says(backend, spent + m.total_s <= budget.share_s()))
-      break;  // the spell outlasts the point's share: keep what was measured, flagged
-    progress.note(point + ": measured in a slow spell, again");
+  SpellActions a = spell_actions(backend, guard.probe_samples, progress, point);
+  a.measure = [&](double spent_s) {
+    m = measure(backend, pr, budget, spent_s, progress);
+    return MeasureSeconds{m.extra_s, m.total_s};
+  };
+  const SpellOutcome o = guard_measurement(a, guard.baseline_us, budget.share_s());
+  for (auto& r : m.rows) {
+    r.probe_ratio = o.probe_ratio;
+    r.measured_again = o.measured_again;
   }
-  budget.close_point(spent);
+  budget.close_point(o.spent_s);
   progress.step(point);
   return std::move(m.rows);
 }

@@ -63,25 +63,5 @@ TEST(ValidationSpeed, WarnsOnlyPastTheTolerance) {
   EXPECT_TRUE(speed_checks(then, {{"memory", 100.0}}, {}).empty());
 }
 
-// The point guard's baseline is the faster of the calibration's time and the
-// run's first check (a run that starts in a spell keeps the calibration's, one
-// calibrated in a spell the run's), and a probe is a spell only past the
-// tolerance above it.
-TEST(ValidationSpeed, GuardBaselineAndSpell) {
-  CalibratedSpeed c;
-  c.ranks = 2;
-  c.us = {{"memory", 100.0}, {"arithmetic", 1000.0}};
-  EXPECT_DOUBLE_EQ(guard_baseline_us(c, {{"memory", 160.0}}), 100.0);  // the run started in a spell
-  EXPECT_DOUBLE_EQ(guard_baseline_us(c, {{"memory", 80.0}}), 80.0);    // calibrated in one
-  EXPECT_DOUBLE_EQ(guard_baseline_us(c, {}), 100.0);
-  EXPECT_DOUBLE_EQ(guard_baseline_us(CalibratedSpeed{}, {{"memory", 90.0}}), 90.0);
-  EXPECT_DOUBLE_EQ(guard_baseline_us(CalibratedSpeed{}, {{"arithmetic", 90.0}}), 0.0);
-  const double edge = 100.0 * (1.0 + kGuardTolerance);
-  EXPECT_FALSE(slow_spell(edge, 100.0));
-  EXPECT_TRUE(slow_spell(edge * 1.01, 100.0));
-  EXPECT_FALSE(slow_spell(90.0, 100.0));
-  EXPECT_FALSE(slow_spell(1e9, 0.0));  // no baseline: no guard
-}
-
 }  // namespace
 }  // namespace coconet::validation
