@@ -41,13 +41,16 @@ struct CalibrateArgs {
   std::string name;
   bool quick = false;
   int iters = validation::MicroOptions{}.iters;
+  int wait_s = static_cast<int>(validation::kCalibrateWaitS);
   Format format = Format::table;
 };
 
 #ifdef COCONET_VALIDATION_HAVE_RUN
 std::string command_line(const CalibrateArgs& a) {
-  return fmt::format("coconet calibrate {} --backend {}{} --out {}{}", a.experiment, a.backend,
-                     a.ranks > 0 ? fmt::format(" --ranks {}", a.ranks) : "", a.out, a.quick ? " --quick" : "");
+  return fmt::format("coconet calibrate {} --backend {}{} --out {}{}{}", a.experiment, a.backend,
+                     a.ranks > 0 ? fmt::format(" --ranks {}", a.ranks) : "", a.out, a.quick ? " --quick" : "",
+                     a.wait_s != static_cast<int>(validation::kCalibrateWaitS) ? fmt::format(" --wait-s {}", a.wait_s)
+                                                                               : "");
 }
 
 Table constants_table(const validation::Calibration& c) {
@@ -106,6 +109,19 @@ validation::ExtraSizes sweep_sizes(const CalibrateArgs& a, int world, bool say) 
   }
 }
 
+// The reference times of the calibration at `out`, if it is one: what the
+// machine ran when last calibrated (spell_guard.h). An unreadable or
+// hand-written file has none.
+std::optional<validation::CalibratedSpeed> previous_speed(const std::string& out) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(out, ec)) return std::nullopt;
+  try {
+    return validation::parse_speed(model::read_file(out));
+  } catch (const UserError&) {
+    return std::nullopt;
+  }
+}
+
 void calibrate_command(const CalibrateArgs& a) {
   model::check_output_file(a.out, "--out");  // before any rank starts
   // Outside mpirun the sizes are computed here, once: a bad experiment is said
@@ -130,12 +146,16 @@ void calibrate_command(const CalibrateArgs& a) {
     o.micro.extra = sizes ? *sizes : sweep_sizes(a, backend->world_size(), backend->world_rank() == 0);
     o.micro.iters = a.iters;
     o.micro.quick = a.quick;
+    o.previous = previous_speed(a.out);
+    o.wait_s = a.wait_s;
     const bool lead = backend->world_rank() == 0;
     validation::Progress progress(lead && validation::progress_wanted(), 0);
     const auto c = validation::calibrate(*backend, o, progress);
     progress.finish();
     if (!lead) return;
     model::write_file_atomic(a.out, c.yaml);
+    if (!c.note.empty()) fmt::print(stderr, "note: {}\n", c.note);
+    if (!c.warning.empty()) fmt::print(stderr, "warning: {}\n", c.warning);  // the file has it too
     if (a.format == Format::table)
       fmt::print("calibrated {} on {} ranks ({} microbenchmarks); wrote {}\n", a.backend, backend->world_size(),
                  c.samples.size(), a.out);
@@ -163,6 +183,12 @@ void register_calibrate(CLI::App& app) {
                 "Allow more --ranks than this machine has cores (the fit then includes time slicing)");
   cmd->add_option("--out", args->out, "Topology YAML to write, e.g. configs/topologies/cpu-local.yaml")->required();
   cmd->add_option("--name", args->name, "The topology's name (default: the file's stem)");
+  cmd->add_option("--wait-s", args->wait_s,
+                  "Seconds to wait out slow spells of a shared machine and sweep again: a spell is the memory "
+                  "reference 20% over the faster of its time in the --out file it replaces and at the start "
+                  "(0: measure once, warn)")
+      ->capture_default_str()
+      ->check(at_least(0));
   cmd->add_flag("--quick", args->quick, "Fewer sizes per microbenchmark (what validate uses on the spot)");
   cmd->add_option("--iters", args->iters, "Timed steps per microbenchmark")->capture_default_str()->check(at_least(1));
   add_format_option(cmd, args->format);

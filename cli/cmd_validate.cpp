@@ -45,6 +45,7 @@ struct ValidateArgs {
   int iters = 0;
   int warmup = -1;
   int budget_s = -1;
+  int wait_s = -1;
   bool oversubscribe = false;
   std::vector<std::string> sets;
   Format format = Format::table;
@@ -92,6 +93,7 @@ std::string command_line(const ValidateArgs& a) {
   if (a.iters > 0) s += fmt::format(" --iters {}", a.iters);
   if (a.warmup >= 0) s += fmt::format(" --warmup {}", a.warmup);
   if (a.budget_s >= 0) s += fmt::format(" --budget-s {}", a.budget_s);
+  if (a.wait_s >= 0) s += fmt::format(" --wait-s {}", a.wait_s);
   if (a.oversubscribe) s += " --oversubscribe";
   for (const auto& set : a.sets) s += " --set " + set;
   return s + " --out " + a.out;
@@ -104,6 +106,7 @@ validation::ValidateOptions options_of(const ValidateArgs& a) {
   if (a.iters > 0) o.iters = a.iters;
   if (a.warmup >= 0) o.warmup = a.warmup;
   if (a.budget_s >= 0) o.budget_s = a.budget_s;
+  if (a.wait_s >= 0) o.wait_s = a.wait_s;
   const model::SetArgs sets = model::split_sets(a.sets);
   if (!sets.topology.empty())
     throw UserError(fmt::format("--set {}={}: validate measures this machine; put topology values in the file "
@@ -188,6 +191,11 @@ void register_validate(CLI::App& app) {
   cmd->add_option("--budget-s", args->budget_s,
                   "Seconds, over the whole run, for extra rounds on points whose confidence intervals are too "
                   "wide to decide (default: 60; 0: none)")
+      ->check(at_least(0));
+  cmd->add_option("--wait-s", args->wait_s,
+                  "Seconds, over the whole run, to wait out slow spells of a shared machine (the memory "
+                  "reference 20% over its baseline around a point) and measure their points again (default: 60; "
+                  "0: flag them)")
       ->check(at_least(0));
   cmd->add_flag("--oversubscribe", args->oversubscribe,
                 "Allow more ranks than cores (refused by default: time slicing distorts the times; warned about)");

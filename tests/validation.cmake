@@ -58,13 +58,13 @@ gtest_discover_tests(test_validation TEST_PREFIX "validation.")
 if(TARGET coconet AND COCONET_HAVE_MPI AND COCONET_MPIEXEC)
   set(_val_dir ${CMAKE_CURRENT_BINARY_DIR}/validation_e2e)
   add_test(NAME validation.e2e.calibrate_2_ranks
-    COMMAND coconet calibrate --backend cpu --ranks 2 --quick --iters 2 --out ${_val_dir}/cal-2.yaml)
+    COMMAND coconet calibrate --backend cpu --ranks 2 --quick --iters 2 --wait-s 2 --out ${_val_dir}/cal-2.yaml)
   set_tests_properties(validation.e2e.calibrate_2_ranks PROPERTIES
     FIXTURES_SETUP validation_topology TIMEOUT 300 PROCESSORS 2
     ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT};COCONET_MPIRUN=${COCONET_MPIEXEC}")
   add_test(NAME validation.e2e.validate_tiny_2_ranks
     COMMAND coconet validate ${COCONET_SOURCE_ROOT}/validation/testdata/validate-tiny.yaml --backend cpu --ranks 2
-            --topology ${_val_dir}/cal-2.yaml --budget-s 5 --out ${_val_dir}/report)
+            --topology ${_val_dir}/cal-2.yaml --budget-s 5 --wait-s 5 --out ${_val_dir}/report)
   set_tests_properties(validation.e2e.validate_tiny_2_ranks PROPERTIES
     FIXTURES_REQUIRED validation_topology FIXTURES_SETUP validation_report TIMEOUT 300 PROCESSORS 2
     ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT};COCONET_MPIRUN=${COCONET_MPIEXEC}")

@@ -22,6 +22,7 @@
 #include "validation/machine_speed.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <ctime>
 #include <fstream>
@@ -488,14 +489,56 @@ std::string topology_yaml(const Fitted& f, const CalibrateOptions& o, const std:
   return y + large_messages_yaml(f.collectives) + per_op_yaml(f, ranks);
 }
 
+namespace {
+
+// The sweep between the spell guard's probes (spell_guard.h): its baseline is
+// the faster of the calibration it replaces (when there is one for as many
+// ranks) and the first probe now, and the sweep's own time of the memory
+// reference counts with the probes around it. Fills the samples, the
+// outcome, and what the report says of it.
+void sweep_guarded(exec::Backend& backend, const CalibrateOptions& o, const MicroOptions& micro, Calibration& c,
+                   Progress& progress) {
+  const int world = backend.world_size();
+  SpellActions a = spell_actions(backend, speed_samples(world, {kGuardReference}), progress, "calibrate");
+  const double first = a.probe();
+  const bool has_previous = o.previous && o.previous->ranks == world;
+  const double baseline = guard_baseline_us(has_previous ? *o.previous : CalibratedSpeed{}, {{kGuardReference, first}});
+  a.measure = [&] {
+    const auto t0 = std::chrono::steady_clock::now();
+    c.samples = microbenchmark_plan(world, micro);
+    progress.grow(static_cast<int>(c.samples.size()) * microbenchmark_rounds(micro));
+    run_microbenchmarks(backend, c.samples, micro, progress);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return MeasureSeconds{s, reference_in(c.samples, kGuardReference)};
+  };
+  c.spell = guard_measurement(a, baseline, o.wait_s);
+  if (c.spell.measured_again > 0)
+    c.note = fmt::format("the sweep was measured {} more time(s): a slow spell (the memory reference more than "
+                         "{:.0f}% over {:.1f} us) fell on it",
+                         c.spell.measured_again, kGuardTolerance * 100, baseline);
+  if (!slow_spell(c.spell.probe_ratio, 1.0)) return;
+  const bool against_previous = has_previous && baseline < first;
+  c.warning = fmt::format(
+      "the sweep was kept from a slow spell: the memory reference ({}) ran {:.2f}x {} and the spell outlasted "
+      "--wait-s {:g}. The constants carry it: predictions will run long. Calibrate again when the machine is "
+      "quiet{}",
+      reference_label(kGuardReference), c.spell.probe_ratio,
+      against_previous ? fmt::format("its time in the calibration this replaces ({:.1f} us)", baseline)
+                       : fmt::format("its time at the start ({:.1f} us)", baseline),
+      o.wait_s,
+      against_previous ? " (or, if this machine is slower than the one calibrated before, keep this calibration: "
+                         "the next will compare with it)"
+                       : "");
+}
+
+}  // namespace
+
 Calibration calibrate(exec::Backend& backend, const CalibrateOptions& o, Progress& progress) {
   Calibration c;
   MicroOptions micro = o.micro;
   if (!o.experiment.empty())
     micro.extra = experiment_sizes(o.experiment, backend.world_size(), backend.capabilities(), o.sets);
-  c.samples = microbenchmark_plan(backend.world_size(), micro);
-  progress.grow(static_cast<int>(c.samples.size()) * microbenchmark_rounds(micro));
-  run_microbenchmarks(backend, c.samples, micro, progress);
+  sweep_guarded(backend, o, micro, c, progress);
   // MPI's protocol switch, where the library says (the cpu backend's MPI): the threshold tried first.
   if (backend.name() == "cpu") c.mpi_limit = read_mpi_limit();
   c.fit = fit_samples(c.samples, c.mpi_limit);
@@ -503,7 +546,8 @@ Calibration calibrate(exec::Backend& backend, const CalibrateOptions& o, Progres
   c.topology = sim::parse_topology(body, "<calibrated " + o.name + ">");
   for (const auto& s : c.samples) c.simulated_us.push_back(simulate_sample(s, c.topology));
   c.range = range_of(c.samples);
-  c.yaml = body + residual_comments(c) + range_comment(c.range) + speed_comment(c.samples, backend.world_size());
+  c.yaml = body + residual_comments(c) + range_comment(c.range) + speed_comment(c.samples, backend.world_size()) +
+           (c.warning.empty() ? "" : "# warning: " + c.warning + "\n");
   return c;
 }
 

@@ -20,9 +20,17 @@
 #include "validation/fit_regimes.h"
 #include "validation/mpi_limits.h"
 #include "validation/microbench.h"
+#include "validation/machine_speed.h"
 #include "validation/progress.h"
+#include "validation/spell_guard.h"
 
 namespace coconet::validation {
+
+// calibrate's default allowance for slow spells: a spell that covers a
+// sweep of a few seconds lasts seconds to minutes (machine_speed.h); half a
+// minute waits out the short ones and bounds what a slower machine than the
+// one calibrated before (every probe a "spell") costs.
+inline constexpr double kCalibrateWaitS = 30;
 
 struct CalibrateOptions {
   std::string name = "cpu-local";  // the topology's name
@@ -30,6 +38,12 @@ struct CalibrateOptions {
   std::string experiment;          // its sizes join the sweep (validation/experiment_sizes.h); empty: none
   model::Assignments sets;         // --set sizes of that experiment
   MicroOptions micro;
+  // The reference times of the calibration this one replaces (the --out
+  // file's): the machine's speed then, the spell guard's baseline with the
+  // first probe now (spell_guard.h). Used when measured on as many ranks.
+  std::optional<CalibratedSpeed> previous;
+  // Seconds the sweep may wait out slow spells and be measured again (--wait-s).
+  double wait_s = kCalibrateWaitS;
 };
 
 struct Fitted {
@@ -117,6 +131,9 @@ struct Calibration {
   sim::Topology topology;
   CalibratedRange range;
   std::optional<MpiLimit> mpi_limit;  // MPI's protocol switch as the library states it, when read
+  SpellOutcome spell;                 // the sweep's spell guard: measured again, kept in a spell
+  std::string note;                   // the sweep measured again after a spell; "" if not
+  std::string warning;                // the sweep kept in a spell (also a comment of the YAML); "" if not
 };
 
 // Fits the constants from measured samples (pure: no runs). The overlap

@@ -27,6 +27,11 @@ const SpeedReference* reference_by_label(const std::string& label) {
 
 }  // namespace
 
+std::string reference_label(const std::string& key) {
+  const SpeedReference* r = reference_by_key(key);
+  return r ? r->label : "";
+}
+
 std::string speed_comment(const std::vector<MicroSample>& measured, int ranks) {
   std::string pairs;
   for (const auto& s : measured)
@@ -48,13 +53,25 @@ std::optional<CalibratedSpeed> parse_speed(const std::string& text) {
   return c;
 }
 
-std::vector<MicroSample> speed_samples(int world, const CalibratedSpeed& calibrated, const char* only) {
+std::vector<std::string> reference_keys(const CalibratedSpeed& calibrated) {
+  std::vector<std::string> keys;
+  for (const auto& [key, us] : calibrated.us) keys.push_back(key);
+  return keys;
+}
+
+std::vector<MicroSample> speed_samples(int world, const std::vector<std::string>& keys) {
   std::vector<MicroSample> samples;
   for (auto& s : microbenchmark_plan(world, MicroOptions{}))
     if (const SpeedReference* r = reference_by_label(s.label);
-        r && calibrated.us.contains(r->key) && (only == nullptr || std::string(only) == r->key))
+        r && std::find(keys.begin(), keys.end(), r->key) != keys.end())
       samples.push_back(std::move(s));
   return samples;
+}
+
+double reference_in(const std::vector<MicroSample>& samples, const std::string& key) {
+  for (const auto& s : samples)
+    if (const SpeedReference* r = reference_by_label(s.label); r && key == r->key) return s.measured_us;
+  return 0.0;
 }
 
 std::map<std::string, double> measure_speed(exec::Backend& backend, std::vector<MicroSample> samples,

@@ -48,6 +48,9 @@ struct CalibratedSpeed {
   std::map<std::string, double> us;  // key -> median
 };
 
+// The label of reference `key` (its microbenchmark); "" for none.
+[[nodiscard]] std::string reference_label(const std::string& key);
+
 // The comment line (with its newline) for the references among `measured`
 // (a calibration's samples, run on `ranks` ranks); "" when none is there.
 [[nodiscard]] std::string speed_comment(const std::vector<MicroSample>& measured, int ranks);
@@ -57,11 +60,15 @@ struct CalibratedSpeed {
 // left out, not an error.
 [[nodiscard]] std::optional<CalibratedSpeed> parse_speed(const std::string& topology_text);
 
-// The microbenchmarks of the references that `calibrated` holds, for `world`
-// ranks; with `only`, that reference alone (the point guard's probe, built
-// once: the sweep they are taken from takes about 9 ms to build).
-[[nodiscard]] std::vector<MicroSample> speed_samples(int world, const CalibratedSpeed& calibrated,
-                                                     const char* only = nullptr);
+// The references' keys that `calibrated` holds.
+[[nodiscard]] std::vector<std::string> reference_keys(const CalibratedSpeed& calibrated);
+
+// The microbenchmarks of the references named by `keys`, for `world` ranks
+// (built once per run: the sweep they are taken from takes about 9 ms to build).
+[[nodiscard]] std::vector<MicroSample> speed_samples(int world, const std::vector<std::string>& keys);
+
+// Reference `key`'s time among a sweep's `samples` (us); 0 when it is not there.
+[[nodiscard]] double reference_in(const std::vector<MicroSample>& samples, const std::string& key);
 
 // Runs `samples` (speed_samples) on `backend` (every rank calls it), with the
 // calibration's protocol (rounds, steps); key -> median us.

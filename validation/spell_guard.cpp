@@ -45,9 +45,9 @@ SpellOutcome guard_measurement(const SpellActions& a, double baseline_us, double
   SpellOutcome out;
   double before = settle(a, baseline_us, allowance_s, out.spent_s, 0.0);
   for (int again = 0;; ++again) {
-    const MeasureSeconds m = a.measure(out.spent_s);
-    const double worst = std::max(before, a.probe());
-    out.spent_s += again == 0 ? m.extra_s : m.total_s;
+    const MeasureSeconds m = a.measure();
+    const double worst = std::max({before, a.probe(), m.reference_us});
+    out.spent_s += again == 0 ? 0.0 : m.total_s;
     out.probe_ratio = baseline_us > 0 ? worst / baseline_us : 0.0;
     out.measured_again = again;
     if (!a.agree(slow_spell(worst, baseline_us)) || again == kGuardRetries) break;

@@ -44,10 +44,10 @@ inline constexpr double kGuardPollS = 0.5;
 // Whether a probe of `probe_us` against `baseline_us` shows a slow spell.
 [[nodiscard]] bool slow_spell(double probe_us, double baseline_us);
 
-// Seconds one measurement took.
+// One measurement, as the guard sees it.
 struct MeasureSeconds {
-  double extra_s = 0;  // what the allowance pays of the first measurement (validate: its extra rounds)
-  double total_s = 0;  // all of it (a measurement again is the allowance's in full)
+  double total_s = 0;       // its time (a measurement again is the allowance's)
+  double reference_us = 0;  // the reference as the measurement itself timed it (a calibration's sweep); 0: not timed
 };
 
 // What the guard probes and measures. Every rank calls each the same number
@@ -56,22 +56,22 @@ struct SpellActions {
   std::function<double()> probe;  // the reference's time now (us); 0: no guard
   std::function<bool(bool)> agree;  // rank 0's answer, on every rank
   std::function<void(double seconds)> wait;
-  // Measures (what it measured stays with the caller; the last one is kept);
-  // `spent_s` of the allowance is gone.
-  std::function<MeasureSeconds(double spent_s)> measure;
+  // Measures (what it measured stays with the caller; the last one is kept).
+  std::function<MeasureSeconds()> measure;
   std::function<void(const std::string&)> note;  // what happens now (progress)
 };
 
 struct SpellOutcome {
-  double probe_ratio = 0;  // the kept measurement's slower probe over the baseline; 0 without a guard
+  double probe_ratio = 0;  // the kept measurement's slowest probe over the baseline; 0 without a guard
   int measured_again = 0;  // measurements a spell discarded
-  double spent_s = 0;      // of the allowance: waits, extra rounds, measurements again
+  double spent_s = 0;      // of the allowance: the waits and the measurements again
 };
 
 // Measures once, or more around slow spells: waits (probing every
 // kGuardPollS) while a probe is more than kGuardTolerance over `baseline_us`,
 // and measures again (kGuardRetries at most) when one before or after the
-// measurement was, while `allowance_s` lasts; what it cannot wait out is
+// measurement was (or the measurement's own time of the reference), while
+// `allowance_s` lasts; what it cannot wait out is
 // kept, and its probe_ratio says so. No baseline (0): one measurement.
 [[nodiscard]] SpellOutcome guard_measurement(const SpellActions& a, double baseline_us, double allowance_s);
 
@@ -79,7 +79,7 @@ struct SpellOutcome {
 [[nodiscard]] bool rank0_says(exec::Backend& backend, bool yes);
 
 // The actions on a backend, all but measure: the probe runs `probe_samples`
-// (speed_samples(.., kGuardReference): none, no guard) with the calibration's
+// (speed_samples(world, {kGuardReference}); none: no guard) with the calibration's
 // protocol; notes go to `progress`, after `what`.
 [[nodiscard]] SpellActions spell_actions(exec::Backend& backend, std::vector<MicroSample> probe_samples,
                                          Progress& progress, std::string what);

@@ -297,24 +297,28 @@ struct Guard {
 };
 
 // Measures a point between the guard's probes, waiting out and measuring
-// again around slow spells while the point's budget share lasts; the rows say
-// how far off the kept measurement's probes were and how many measurements of
-// the point a spell discarded.
+// again around slow spells while the run's allowance for them (`wait_left_s`,
+// which it spends) lasts; the rows say how far off the kept measurement's
+// probes were and how many measurements of the point a spell discarded. The
+// extra rounds of its measurements share the point's budget.
 std::vector<ResultRow> measure_guarded(exec::Backend& backend, const PointRun& pr, const Guard& guard,
-                                       Budget& budget, Progress& progress) {
+                                       Budget& budget, double& wait_left_s, Progress& progress) {
   const std::string point = pr.job.point.program.name + " " + pr.job.point.label;
   PointMeasurement m;
+  double rounds_s = 0;
   SpellActions a = spell_actions(backend, guard.probe_samples, progress, point);
-  a.measure = [&](double spent_s) {
-    m = measure(backend, pr, budget, spent_s, progress);
-    return MeasureSeconds{m.extra_s, m.total_s};
+  a.measure = [&] {
+    m = measure(backend, pr, budget, rounds_s, progress);
+    rounds_s += m.extra_s;
+    return MeasureSeconds{m.total_s, 0.0};
   };
-  const SpellOutcome o = guard_measurement(a, guard.baseline_us, budget.share_s());
+  const SpellOutcome o = guard_measurement(a, guard.baseline_us, wait_left_s);
+  wait_left_s = std::max(0.0, wait_left_s - o.spent_s);
   for (auto& r : m.rows) {
     r.probe_ratio = o.probe_ratio;
     r.measured_again = o.measured_again;
   }
-  budget.close_point(o.spent_s);
+  budget.close_point(rounds_s);
   progress.step(point);
   return std::move(m.rows);
 }
@@ -393,6 +397,7 @@ struct TopologyChoice {
   std::string note;
   std::optional<CalibratedRange> range;  // the sizes its calibration measured, when recorded
   std::optional<CalibratedSpeed> speed;  // its reference microbenchmarks' times, when recorded
+  double waited_s = 0;                   // of --wait-s, by a calibration on the spot
 };
 
 TopologyChoice choose_topology(exec::Backend& backend, const ValidateOptions& o, Progress& progress) {
@@ -411,11 +416,12 @@ TopologyChoice choose_topology(exec::Backend& backend, const ValidateOptions& o,
   co.micro = o.calibration;
   co.experiment = o.experiment;  // its sizes join the quick sweep
   co.sets = o.sets;
+  co.wait_s = o.wait_s;
   Calibration c = calibrate(backend, co, progress);
   return {c.topology, c.yaml,
           "topology calibrated on the spot from a quick microbenchmark sweep (inputs/topology.yaml has the fit and "
           "its residuals)",
-          c.range, parse_speed(c.yaml)};
+          c.range, parse_speed(c.yaml), c.spell.spent_s};
 }
 
 // "1.23 0.98 0.77" (1, 5 and 15 minutes) from /proc/loadavg; "unknown" elsewhere.
@@ -482,9 +488,10 @@ void add_setup_warnings(ReportData& d, const TopologyChoice& topo, int world) {
                                      outside.size(), joined(outside)));
 }
 
-// What the point guard did: the points measured again after a slow spell (a
-// note) and those kept with a probe still past the tolerance (a warning).
-void add_guard_notes(ReportData& d) {
+// What the point guard did: the time it waited and the points it measured
+// again after a slow spell (notes), and those kept with a probe still past
+// the tolerance (a warning).
+void add_guard_notes(ReportData& d, double waited_s, double wait_s) {
   std::vector<std::string> again, spell;
   std::string last;  // a point's rows are consecutive
   for (const auto& r : d.rows) {
@@ -494,19 +501,23 @@ void add_guard_notes(ReportData& d) {
     if (r.measured_again > 0) again.push_back(fmt::format("{} ({}x)", point, r.measured_again));
     if (slow_spell(r.probe_ratio, 1.0)) spell.push_back(fmt::format("{} ({:.2f}x)", point, r.probe_ratio));
   }
+  if (waited_s > 0)
+    d.notes.push_back(fmt::format("slow spells waited out and points measured again after them: {:.1f} s of "
+                                  "--wait-s {:g}",
+                                  waited_s, wait_s));
   if (!again.empty())
     d.notes.push_back(fmt::format("measured again after a slow spell (the memory reference more than {:.0f}% over "
-                                  "its baseline before or after the point, validation/machine_speed.h): {}",
+                                  "its baseline before or after the point, validation/spell_guard.h): {}",
                                   kGuardTolerance * 100, joined(again)));
   if (!spell.empty())
-    d.warnings.push_back(fmt::format("{} point(s) kept from a slow spell (the budget or the retries ran out): {}; "
+    d.warnings.push_back(fmt::format("{} point(s) kept from a slow spell (--wait-s or the retries ran out): {}; "
                                      "their times carry the spell",
                                      spell.size(), joined(spell)));
 }
 
 // The machine against the topology's calibration: a note with the figures
 // (or why there are none), a warning past kSpeedTolerance.
-void add_speed_notes(ReportData& d, const TopologyChoice& topo, int world) {
+void add_speed_notes(ReportData& d, const TopologyChoice& topo, int world, double waited_s, double wait_s) {
   if (!topo.speed) {
     d.notes.push_back("the topology records no reference times (no '" + std::string(kSpeedComment) +
                       "' line): this machine's speed was not compared with its calibration's");
@@ -525,7 +536,7 @@ void add_speed_notes(ReportData& d, const TopologyChoice& topo, int world) {
   d.notes.push_back("this machine against its calibration (the reference microbenchmarks, "
                     "validation/machine_speed.h): " + figures);
   if (const std::string w = speed_warning(d.speed); !w.empty()) d.warnings.push_back(w);
-  add_guard_notes(d);
+  add_guard_notes(d, waited_s, wait_s);
 }
 
 }  // namespace
@@ -547,16 +558,18 @@ Validation run_validation(exec::Backend& backend, const ValidateOptions& o, Prog
   std::vector<std::vector<Predicted>> preds;
   Budget budget(o.budget_s, static_cast<int>(l.jobs.size()));
   const bool compare_speed = topo.speed && topo.speed->ranks == world;
-  const auto references = compare_speed ? speed_samples(world, *topo.speed) : std::vector<MicroSample>{};
+  const auto references = compare_speed ? speed_samples(world, reference_keys(*topo.speed)) : std::vector<MicroSample>{};
   const auto speed_start = compare_speed ? measure_speed(backend, references, progress) : std::map<std::string, double>{};
-  const Guard guard = compare_speed ? Guard{speed_samples(world, *topo.speed, kGuardReference),
+  const Guard guard = compare_speed ? Guard{speed_samples(world, {kGuardReference}),
                                             guard_baseline_us(*topo.speed, speed_start)}
                                     : Guard{};
+  double wait_left_s = std::max(0.0, o.wait_s - topo.waited_s);
   int most_rounds = 0;
   for (const auto& j : l.jobs) {
     preds.push_back(predict(j, topo.topology, backend.capabilities().backend));
     auto rows =
-        measure_guarded(backend, PointRun{j, preds.back(), topo.topology, topo.range, ro}, guard, budget, progress);
+        measure_guarded(backend, PointRun{j, preds.back(), topo.topology, topo.range, ro}, guard, budget,
+                        wait_left_s, progress);
     for (const auto& r : rows) most_rounds = std::max(most_rounds, r.rounds);
     d.rows.insert(d.rows.end(), rows.begin(), rows.end());
   }
@@ -579,7 +592,7 @@ Validation run_validation(exec::Backend& backend, const ValidateOptions& o, Prog
       ro.iters, ro.warmup, std::clamp(ro.iters, 1, kRounds), kMinRoundUs / 1000, kMaxStepsPerRound,
       kDecisiveWidth * 100, kMaxRounds, most_rounds, o.budget_s, kConfidence * 100));
   add_setup_warnings(d, topo, world);
-  add_speed_notes(d, topo, world);
+  add_speed_notes(d, topo, world, o.wait_s - wait_left_s, o.wait_s);
   add_timeline(backend, d, v.metrics, l.jobs, preds, topo.topology, ro);
   d.inputs["experiment.yaml"] = l.experiment_text;
   d.inputs["topology.yaml"] = topo.text;

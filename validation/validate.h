@@ -28,6 +28,12 @@ inline constexpr const char* kDefaultExperiment = "cpu-local";
 // of what cpu-local's base rounds take on a 2-core machine.
 inline constexpr double kDefaultBudgetS = 60.0;
 
+// Seconds `validate` may spend, over the whole run, waiting out the shared
+// host's slow spells and measuring points again after them (spell_guard.h),
+// first come first served: spells last seconds to minutes here, and a share
+// per point (60 s over 21 points) waits out none longer than about 3 s.
+inline constexpr double kDefaultWaitS = 60.0;
+
 struct ValidateOptions {
   std::string experiment = kDefaultExperiment;  // a name in configs/experiments/ or a path
   std::optional<std::string> topology;          // a name or path; none: calibrate now
@@ -38,6 +44,7 @@ struct ValidateOptions {
   model::Assignments sets;                      // --set sizes and scalars (model/assign.h rules)
   MicroOptions calibration{5, 1, true};         // when calibrating on the spot: the quick sweep
   double budget_s = kDefaultBudgetS;            // time for extra rounds on undecided points, whole run
+  double wait_s = kDefaultWaitS;                // time to wait out slow spells, whole run
 };
 
 struct Validation {

@@ -562,7 +562,7 @@ TEST_F(Cli, CalibrateJson) {
   // Five steps per microbenchmark: with two, a loaded machine's noise can hide
   // the cost per byte and the fit rightly refuses (exit 2); then measure once more.
   const Args args{"calibrate", "--backend", "cpu", "--ranks", "2", "--quick", "--iters", "5",
-                  "--out", "cal.yaml", "--format", "json"};
+                  "--wait-s", "1", "--out", "cal.yaml", "--format", "json"};
   Result r = run(args);
   if (r.code == 2 && contains(r.err, "no cost per byte")) r = run(args);
   EXPECT_EQ(r.code, 0) << r.all();
@@ -570,11 +570,39 @@ TEST_F(Cli, CalibrateJson) {
   EXPECT_TRUE(conforms(parsed(r), "calibrate")) << r.all();
 }
 
+// calibrate replacing a calibration that claims 1 us for the memory
+// reference: every probe is a slow spell against it, --wait-s 1 cannot wait
+// it out, and the sweep is kept with a warning on stderr and in the file.
+// One made on other ranks is no baseline.
+TEST_F(Cli, CalibrateComparesWithTheCalibrationItReplaces) {
+  if (!kHaveMpi) GTEST_SKIP() << "no MPI in this build";
+  const auto calibrate = [&](const std::string& previous) {
+    std::ofstream(dir_ / "cal.yaml") << "name: before\n" << previous;
+    const Args args{"calibrate", "--backend", "cpu", "--ranks", "2", "--quick", "--iters", "5",
+                    "--out", "cal.yaml", "--wait-s", "1"};
+    Result r = run(args);
+    if (r.code == 2 && contains(r.err, "no cost per byte")) r = run(args);  // as in CalibrateJson
+    EXPECT_EQ(r.code, 0) << r.all();
+    return r;
+  };
+  const Result fast = calibrate("# coconet-reference-us: ranks=2 memory=1\n");
+  EXPECT_TRUE(contains(fast.err, "warning: the sweep was kept from a slow spell")) << fast.all();
+  EXPECT_TRUE(contains(fast.err, "its time in the calibration this replaces (1.0 us)")) << fast.all();
+  const std::string written = read_text(dir_ / "cal.yaml");
+  EXPECT_TRUE(contains(written, "# warning: the sweep was kept from a slow spell")) << written;
+  const auto at = written.find("# coconet-reference-us: ranks=2 memory=");
+  ASSERT_NE(at, std::string::npos) << written;
+  EXPECT_GT(std::stod(written.substr(at + 39)), 10.0);  // what this machine measured, kept
+  const Result other = calibrate("# coconet-reference-us: ranks=4 memory=1\n");
+  EXPECT_FALSE(contains(other.err, "calibration this replaces")) << other.all();
+}
+
 TEST_F(Cli, ValidateJson) {
   if (!kHaveMpi) GTEST_SKIP() << "no MPI in this build";
   const Result r = run({"validate", COCONET_SOURCE_ROOT "/validation/testdata/validate-tiny.yaml",
                         "--backend", "cpu", "--ranks", "2", "--topology", "cpu-local", "--iters",
-                        "1", "--warmup", "0", "--budget-s", "1", "--out", "report", "--format", "json"});
+                        "1", "--warmup", "0", "--budget-s", "1", "--wait-s", "1", "--out", "report", "--format",
+                        "json"});
   EXPECT_EQ(r.code, 0) << r.all();
   const json printed = parsed(r);
   EXPECT_TRUE(conforms(printed, "validate"));
@@ -608,10 +636,11 @@ TEST_F(Cli, ValidateComparesTheMachineWithItsCalibration) {
     std::ofstream(dir_ / "claimed.yaml") << topology << line;
     const Result r = run({"validate", COCONET_SOURCE_ROOT "/validation/testdata/validate-tiny.yaml", "--backend",
                           "cpu", "--ranks", "2", "--topology", (dir_ / "claimed.yaml").string(), "--iters", "1",
-                          "--warmup", "0", "--budget-s", "1", "--out", "report", "--format", "json"});
+                          "--warmup", "0", "--budget-s", "1", "--wait-s", "1", "--out", "report", "--format", "json"});
     EXPECT_EQ(r.code, 0) << r.all();
     json results = json::parse(read_text(dir_ / "report" / "results.json"));
     EXPECT_TRUE(conforms(results, "results"));
+    results["report_md"] = read_text(dir_ / "report" / "report.md");  // with the notes
     fs::remove_all(dir_ / "report");
     results["stderr"] = r.err;  // what the terminal showed
     return results;
@@ -626,7 +655,9 @@ TEST_F(Cli, ValidateComparesTheMachineWithItsCalibration) {
   EXPECT_TRUE(contains(fast["stderr"].get<std::string>(), "warning: the machine does not run at the speed"))
       << fast["stderr"];
   // The point guard's baseline is the claimed 1 us: every point is in a spell,
-  // the 1 s budget cannot wait it out, and every point is kept flagged.
+  // the first waits all of --wait-s 1 (two probes 0.5 s apart), and every
+  // point is kept flagged.
+  EXPECT_TRUE(contains(fast["report_md"].get<std::string>(), "1.0 s of --wait-s 1")) << fast["report_md"];
   for (const auto& row : fast["rows"])
     EXPECT_GT(row["speed_probe"]["ratio"].get<double>(), 10.0) << row.dump(2);  // a probe takes tens of us
   bool flagged = false;
@@ -951,7 +982,8 @@ TEST_F(Cli, OnePredictedTimeAcrossCommands) {
                                        "  - workload: adam\n";
   const Result v =
       run({"validate", (dir_ / "adam.yaml").string(), "--backend", "cpu", "--ranks", "2", "--set", "N=4K",
-           "--topology", "cpu-local", "--iters", "1", "--warmup", "0", "--budget-s", "1", "--out", "report"});
+           "--topology", "cpu-local", "--iters", "1", "--warmup", "0", "--budget-s", "1", "--wait-s", "1",
+           "--out", "report"});
   ASSERT_EQ(v.code, 0) << v.all();
   const json results = json::parse(read_text(dir_ / "report" / "results.json"));
   ASSERT_EQ(results["rows"].size(), predicted.size());
@@ -976,11 +1008,11 @@ const std::map<std::string, Args>& readme_examples() {
        {"run", "adam", "--backend", "cpu", "--ranks", "2", "--schedule", "all", "--set", "N=4096",
         "--iters", "1"}},
       {"coconet calibrate --backend cpu --ranks 2 --out configs/topologies/cpu-local.yaml",
-       {"calibrate", "--backend", "cpu", "--ranks", "2", "--quick", "--iters", "5", "--out",
-        "cpu-local.yaml"}},
+       {"calibrate", "--backend", "cpu", "--ranks", "2", "--quick", "--iters", "5", "--wait-s", "1",
+        "--out", "cpu-local.yaml"}},
       {"coconet validate cpu-local --backend cpu --ranks 2 --topology cpu-local --out /tmp/report",
        {"validate", "cpu-local", "--backend", "cpu", "--ranks", "2", "--topology", "cpu-local",
-        "--iters", "1", "--warmup", "0", "--budget-s", "1", "--out", "report"}},
+        "--iters", "1", "--warmup", "0", "--budget-s", "1", "--wait-s", "1", "--out", "report"}},
       {"coconet predict", {"predict"}},
       {"coconet compare --topology dgx-h100 --topology dgx-h200 --topology dgx-a100",
        {"compare", "--topology", "dgx-h100", "--topology", "dgx-h200", "--topology", "dgx-a100"}},

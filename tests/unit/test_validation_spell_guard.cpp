@@ -15,16 +15,15 @@ namespace {
 constexpr double kBaseline = 100.0;  // us
 
 // A machine whose reference probes read `probes` in turn (the last one from
-// then on) and whose measurement takes `total_s`, `extra_s` of it the
-// allowance's.
+// then on) and whose measurement takes `total_s`.
 struct ScriptedMachine {
   std::vector<double> probes;
   double total_s = 1.0;
-  double extra_s = 0.2;
+  std::vector<double> own_reference;  // the measurement's own time of the reference, in turn (none: 0)
   std::size_t probed = 0;
   int measured = 0;
   double waited_s = 0;
-  std::vector<double> spent_at_measure;
+  std::vector<double> waited_at_measure;
   std::vector<std::string> notes;
 
   SpellActions actions() {
@@ -32,10 +31,10 @@ struct ScriptedMachine {
     a.probe = [this] { return probes.at(std::min(probed++, probes.size() - 1)); };
     a.agree = [](bool yes) { return yes; };  // one rank
     a.wait = [this](double s) { waited_s += s; };
-    a.measure = [this](double spent_s) {
-      ++measured;
-      spent_at_measure.push_back(spent_s);
-      return MeasureSeconds{extra_s, total_s};
+    a.measure = [this] {
+      const auto i = static_cast<std::size_t>(measured++);
+      waited_at_measure.push_back(waited_s);
+      return MeasureSeconds{total_s, i < own_reference.size() ? own_reference[i] : 0.0};
     };
     a.note = [this](const std::string& s) { notes.push_back(s); };
     return a;
@@ -50,7 +49,7 @@ TEST(SpellGuard, QuietMachineMeasuresOnce) {
   EXPECT_DOUBLE_EQ(m.waited_s, 0.0);
   EXPECT_EQ(o.measured_again, 0);
   EXPECT_DOUBLE_EQ(o.probe_ratio, 1.05);
-  EXPECT_DOUBLE_EQ(o.spent_s, 0.2);  // the first measurement's extra rounds only
+  EXPECT_DOUBLE_EQ(o.spent_s, 0.0);  // the first measurement is not the allowance's
   EXPECT_TRUE(m.notes.empty());
 }
 
@@ -59,10 +58,10 @@ TEST(SpellGuard, WaitsOutASpellBeforeMeasuring) {
   const SpellOutcome o = guard_measurement(m.actions(), kBaseline, 10.0);
   EXPECT_EQ(m.measured, 1);
   EXPECT_DOUBLE_EQ(m.waited_s, 3 * kGuardPollS);
-  ASSERT_EQ(m.spent_at_measure.size(), 1u);
-  EXPECT_DOUBLE_EQ(m.spent_at_measure[0], 3 * kGuardPollS);  // the waits leave less for extra rounds
+  ASSERT_EQ(m.waited_at_measure.size(), 1u);
+  EXPECT_DOUBLE_EQ(m.waited_at_measure[0], 3 * kGuardPollS);  // waited before measuring
   EXPECT_DOUBLE_EQ(o.probe_ratio, 1.0);
-  EXPECT_DOUBLE_EQ(o.spent_s, 3 * kGuardPollS + 0.2);
+  EXPECT_DOUBLE_EQ(o.spent_s, 3 * kGuardPollS);
   ASSERT_EQ(m.notes.size(), 3u);
   EXPECT_NE(m.notes[0].find("1.50x"), std::string::npos) << m.notes[0];
 }
@@ -75,7 +74,7 @@ TEST(SpellGuard, MeasuresAgainAfterASpellThatEndsOnCue) {
   EXPECT_EQ(m.measured, 2);
   EXPECT_EQ(o.measured_again, 1);
   EXPECT_DOUBLE_EQ(o.probe_ratio, 1.0);  // the kept measurement's probes
-  EXPECT_DOUBLE_EQ(o.spent_s, 0.2 + 1.0);
+  EXPECT_DOUBLE_EQ(o.spent_s, 1.0);
   EXPECT_DOUBLE_EQ(m.waited_s, 0.0);  // the probe after the spell was already quiet
   ASSERT_EQ(m.notes.size(), 1u);
   EXPECT_EQ(m.notes[0], "measured in a slow spell, again");
@@ -90,7 +89,19 @@ TEST(SpellGuard, KeepsASpellThatOutlastsTheAllowance) {
   EXPECT_DOUBLE_EQ(m.waited_s, 2.0);  // four polls; a fifth would pass the allowance
   EXPECT_EQ(o.measured_again, 0);
   EXPECT_DOUBLE_EQ(o.probe_ratio, 1.5);
+  EXPECT_DOUBLE_EQ(o.spent_s, 2.0);
   EXPECT_TRUE(slow_spell(o.probe_ratio, 1.0));
+}
+
+// A spell in the middle of a measurement that times the reference itself (a
+// calibration's sweep), quiet at both probes: measured again.
+TEST(SpellGuard, TheMeasurementsOwnReferenceCounts) {
+  ScriptedMachine m{{100.0}};
+  m.own_reference = {150.0, 104.0};
+  const SpellOutcome o = guard_measurement(m.actions(), kBaseline, 10.0);
+  EXPECT_EQ(m.measured, 2);
+  EXPECT_EQ(o.measured_again, 1);
+  EXPECT_DOUBLE_EQ(o.probe_ratio, 1.04);
 }
 
 // A spell during every measurement, quiet between them: kGuardRetries more
@@ -104,11 +115,11 @@ TEST(SpellGuard, StopsAfterItsRetries) {
   EXPECT_DOUBLE_EQ(o.probe_ratio, 1.4);
 }
 
-// A measurement again must fit what is left: with 1 s of measurement and
-// 1.1 s of allowance, the first one's 0.2 s leaves too little.
+// A measurement again must fit what is left: 1 s of measurement does not
+// fit 0.9 s of allowance.
 TEST(SpellGuard, DoesNotMeasureAgainPastTheAllowance) {
   ScriptedMachine m{{100.0, 140.0, 100.0, 100.0}};
-  const SpellOutcome o = guard_measurement(m.actions(), kBaseline, 1.1);
+  const SpellOutcome o = guard_measurement(m.actions(), kBaseline, 0.9);
   EXPECT_EQ(m.measured, 1);
   EXPECT_DOUBLE_EQ(o.probe_ratio, 1.4);
 }
