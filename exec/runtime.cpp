@@ -9,6 +9,7 @@
 #include <fmt/core.h>
 
 #include "exec/executor.h"
+#include "exec/step_shares.h"
 #include "model/error.h"
 #include "model/interpreter.h"
 #include "model/points.h"
@@ -60,39 +61,14 @@ std::optional<Outputs> interpreter_outputs(Backend& backend, const model::Progra
   return out;
 }
 
-// A step's time and each unit's share of it, from this rank's unit times and
-// its step start on the backend's clock (collective). The step is the slowest
-// rank's end of its last unit, each rank counting from its own start. A
-// unit's share is the latest end of the unit less the latest end of the unit
-// before, on the ranks' common clock where they share one (the first unit
-// takes the rest of the step: the ranks leave the barrier apart), else on
-// each rank's own count from its start. So a rank that waits in a collective
-// for a slower rank's previous unit charges that wait to the unit that made
-// it, and the shares add up to the step. Counted from their own starts alone,
-// a rank that left the barrier late and then computed longer than the others
-// put the smaller of the two delays in the collective after the computation
-// (tests/mpi: a 200 ms late start and a 200 ms slower update gave the
-// all-gather after the update 200 ms).
-struct StepShares {
-  double step = 0;
-  std::vector<double> units;
-};
-
-StepShares step_shares(Backend& backend, std::vector<double> ends, double start_us) {
-  const std::size_t n = ends.size();
-  std::partial_sum(ends.begin(), ends.end(), ends.begin());
+// A step's time and each unit's share of it (step_shares.h), from this
+// rank's unit times and its step start on the backend's clock (collective).
+StepShares shares_of_step(Backend& backend, std::vector<double> unit_us, double start_us) {
+  const std::size_t n = unit_us.size();
   const bool common = backend.clock_shared();
-  std::vector<double> latest = ends;
-  if (common)
-    for (std::size_t k = 0; k < n; ++k) latest.push_back(start_us + ends[k]);
-  backend.host_allreduce(latest, model::ReduceOp::max);
-  StepShares s;
-  if (n == 0) return s;
-  s.step = latest[n - 1];
-  const double* end = common ? latest.data() + n : latest.data();
-  for (std::size_t k = 0; k < n; ++k) s.units.push_back(end[k] - (k > 0 ? end[k - 1] : 0.0));
-  if (common) s.units[0] = s.step - (end[n - 1] - end[0]);
-  return s;
+  std::vector<double> terms = step_share_terms(std::move(unit_us), start_us, common);
+  backend.host_allreduce(terms, model::ReduceOp::max);
+  return step_shares(terms, n, common);
 }
 
 }  // namespace
@@ -127,7 +103,7 @@ RunRow run_schedule(Backend& backend, const model::Schedule& schedule, const mod
   for (int it = 0; it < options.warmup + options.iters; ++it) {
     backend.barrier();
     auto unit_us = ex.run_step();
-    const StepShares shares = step_shares(backend, std::move(unit_us), ex.step_start_us());
+    const StepShares shares = shares_of_step(backend, std::move(unit_us), ex.step_start_us());
     if (it < options.warmup) continue;
     steps.push_back(shares.step);
     for (std::size_t u = 0; u < names.size(); ++u) units[u].push_back(shares.units.at(u));

@@ -15,7 +15,8 @@ add_executable(test_exec_memory ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_exec_memor
 target_link_libraries(test_exec_memory PRIVATE coconet_exec GTest::gtest_main coconet_warnings)
 gtest_discover_tests(test_exec_memory TEST_PREFIX "exec.")
 
-add_executable(test_exec_launch ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_exec_launch.cpp)
+add_executable(test_exec_launch ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_exec_launch.cpp
+  ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_exec_step_shares.cpp)
 target_link_libraries(test_exec_launch PRIVATE coconet_exec GTest::gtest_main coconet_warnings)
 gtest_discover_tests(test_exec_launch TEST_PREFIX "exec.")
 

@@ -31,8 +31,8 @@
 #include "validation/calibrate.h"
 #include "validation/calibrated_range.h"
 #include "validation/machine_speed.h"
-#include "validation/spell_guard.h"
 #include "validation/measured_trace.h"
+#include "validation/spell_guard.h"
 #include "validation/stats.h"
 #include "validation/timeline.h"
 
@@ -398,6 +398,7 @@ struct TopologyChoice {
   std::optional<CalibratedRange> range;  // the sizes its calibration measured, when recorded
   std::optional<CalibratedSpeed> speed;  // its reference microbenchmarks' times, when recorded
   double waited_s = 0;                   // of --wait-s, by a calibration on the spot
+  std::string calibration_warning;       // that calibration's, kept from a slow spell
 };
 
 TopologyChoice choose_topology(exec::Backend& backend, const ValidateOptions& o, Progress& progress) {
@@ -421,7 +422,7 @@ TopologyChoice choose_topology(exec::Backend& backend, const ValidateOptions& o,
   return {c.topology, c.yaml,
           "topology calibrated on the spot from a quick microbenchmark sweep (inputs/topology.yaml has the fit and "
           "its residuals)",
-          c.range, parse_speed(c.yaml), c.spell.spent_s};
+          c.range, parse_speed(c.yaml), c.spell.spent_s, c.warning};
 }
 
 // "1.23 0.98 0.77" (1, 5 and 15 minutes) from /proc/loadavg; "unknown" elsewhere.
@@ -465,6 +466,7 @@ void add_workloads(ReportData& d, const model::Experiment& e) {
 
 // What makes this run's numbers less trustworthy, said in the report.
 void add_setup_warnings(ReportData& d, const TopologyChoice& topo, int world) {
+  if (!topo.calibration_warning.empty()) d.warnings.push_back("calibrating on the spot, " + topo.calibration_warning);
   const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
   if (cores > 0 && world > cores)
     d.warnings.push_back(fmt::format(
