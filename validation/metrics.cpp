@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <numeric>
 
 #include "model/error.h"
@@ -133,6 +134,13 @@ std::vector<PointKey> points_of(std::span<const ResultRow> rows) {
     if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
   }
   return keys;
+}
+
+std::optional<Metrics> metrics_outside_spells(std::span<const ResultRow> rows) {
+  std::vector<ResultRow> quiet;
+  std::copy_if(rows.begin(), rows.end(), std::back_inserter(quiet), [](const ResultRow& r) { return !r.in_spell; });
+  if (quiet.empty() || quiet.size() == rows.size()) return std::nullopt;
+  return compute_metrics(quiet);
 }
 
 std::vector<ResultRow> rows_of(std::span<const ResultRow> rows, const PointKey& key) {

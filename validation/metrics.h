@@ -63,6 +63,11 @@ struct Metrics {
 // Metrics of the rows; rows with a non-positive measured time are an InternalError.
 [[nodiscard]] Metrics compute_metrics(std::span<const ResultRow> rows);
 
+// The metrics of the points not kept from a slow spell (ResultRow::in_spell),
+// where some were and some were not: what the model scored on the machine as
+// calibrated, beside the metrics of every point. None otherwise.
+[[nodiscard]] std::optional<Metrics> metrics_outside_spells(std::span<const ResultRow> rows);
+
 // The rows of one point, in input order.
 [[nodiscard]] std::vector<ResultRow> rows_of(std::span<const ResultRow> rows, const PointKey& key);
 // The points in first-appearance order.

@@ -50,7 +50,7 @@ std::string card(const std::string& key, const std::string& value, const std::st
                      cls.empty() ? "" : " " + cls, escape(value), escape(key));
 }
 
-std::string summary(const Metrics& m) {
+std::string summary(const Metrics& m, const std::optional<Metrics>& quiet) {
   std::string s = "<div class=\"cards\">\n";
   s += card(fmt::format("MAPE (mean |error|), {}", ci_text(m.mape_ci)), fmt_pct(m.mape_pct),
             m.mape_pct < 25 ? "good" : "bad");
@@ -64,6 +64,11 @@ std::string summary(const Metrics& m) {
             m.regret_pct < 10 ? "good" : "bad");
   s += card("points too noisy to decide", fmt::format("{}", m.undecided_points),
             m.undecided_points == 0 ? "good" : "bad");
+  if (quiet)
+    s += card(fmt::format("the {} of {} points outside slow spells: MAPE, top-1 in the set, strict, worst regret",
+                          quiet->points, m.points),
+              fmt::format("{:.1f}%, {:.0f}%, {:.0f}%, {:.1f}%", quiet->mape_pct, quiet->top1_in_set * 100,
+                          quiet->top1_agreement * 100, quiet->regret_pct));
   return s + "</div>\n";
 }
 
@@ -243,7 +248,7 @@ std::string render_html(const ReportData& d, const Metrics& m) {
     for (const auto& n : d.notes) s += fmt::format("<li>{}</li>\n", escape(n));
     s += "</ul>\n";
   }
-  s += "<h2>Summary</h2>\n" + summary(m) + points_table(m);
+  s += "<h2>Summary</h2>\n" + summary(m, metrics_outside_spells(d.rows)) + points_table(m);
   s += "<h2>Predicted and measured time per schedule</h2>\n";
   for (const auto& w : workloads_of(d.rows)) {
     const bool sized = std::any_of(d.rows.begin(), d.rows.end(), [&](const ResultRow& r) { return r.workload == w && r.scale > 0; });

@@ -41,7 +41,8 @@ nlohmann::json row_json(const ResultRow& r) {
   if (!r.source.empty()) j["source"] = r.source;
   if (r.rounds > 0) j["rounds"] = r.rounds;
   if (!r.round_medians_us.empty()) j["round_medians_us"] = r.round_medians_us;
-  if (r.probe_ratio > 0) j["speed_probe"] = {{"ratio", r.probe_ratio}, {"measured_again", r.measured_again}};
+  if (r.probe_ratio > 0)
+    j["speed_probe"] = {{"ratio", r.probe_ratio}, {"measured_again", r.measured_again}, {"in_spell", r.in_spell}};
   if (!r.outside_calibration.empty()) j["outside_calibration"] = r.outside_calibration;
   if (!r.stages.empty()) {
     j["stages"] = nlohmann::json::array();
@@ -131,6 +132,7 @@ std::string render_results_json(const ReportData& data, const Metrics& m) {
                                   {"end_us", c.end_us},
                                   {"drift", c.drift()}});
   j["metrics"] = metrics_json(m);
+  if (const auto quiet = metrics_outside_spells(data.rows)) j["metrics_outside_spells"] = metrics_json(*quiet);
   j["points"] = nlohmann::json::array();
   for (const auto& p : m.per_point) j["points"].push_back(point_json(p));
   j["rows"] = nlohmann::json::array();
@@ -155,8 +157,13 @@ std::string render_markdown(const ReportData& data, const Metrics& m) {
   s += fmt::format("| top-1 agreement, predicted best inside the measured-best set | {:.0f}% |\n",
                    m.top1_in_set * 100);
   s += fmt::format("| points too noisy to decide | {} |\n", m.undecided_points);
-  s += fmt::format("| regret (worst point) | {:.1f}% ({}) |\n| regret (mean where they disagree) | {:.1f}% |\n\n",
+  s += fmt::format("| regret (worst point) | {:.1f}% ({}) |\n| regret (mean where they disagree) | {:.1f}% |\n",
                    m.regret_pct, interval_text(m.regret_ci), m.mean_regret_pct);
+  if (const auto q = metrics_outside_spells(data.rows))
+    s += fmt::format("| the {} of {} points outside slow spells: MAPE, top-1 in the set, strict, worst regret | "
+                     "{:.1f}%, {:.0f}%, {:.0f}%, {:.1f}% |\n",
+                     q->points, m.points, q->mape_pct, q->top1_in_set * 100, q->top1_agreement * 100, q->regret_pct);
+  s += "\n";
   s += "## Per point\n\n| workload | size | predicted best | measured best | measured-best set | top-1 | in set | "
        "regret | Spearman | speed-up predicted | speed-up measured | speed-up of the pick |\n"
        "|---|---|---|---|---|---|---|---|---|---|---|---|\n";

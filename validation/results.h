@@ -51,11 +51,12 @@ struct ResultRow {
   std::vector<StageRow> stages;  // per unit of the plan (validate rows only)
   int rounds = 0;                // rounds over the point's schedules that measured it (validate rows only)
   std::vector<double> round_medians_us;  // the median step of each round, in round order (validate rows only)
-  // The point guard (validation/machine_speed.h; validate rows only): the
+  // The point guard (validation/spell_guard.h; validate rows only): the
   // slower probe around the kept measurement over the guard's baseline (0:
   // no guard), and how many measurements of the point a slow spell discarded.
   double probe_ratio = 0;
   int measured_again = 0;
+  bool in_spell = false;  // kept from a slow spell: its probe past the guard's tolerance
   std::string outside_calibration;  // the ops past the calibrated range, "; "-separated (empty: inside, or unchecked)
 
   // Signed relative error of the prediction, in percent: (predicted - measured) / measured.

@@ -317,6 +317,7 @@ std::vector<ResultRow> measure_guarded(exec::Backend& backend, const PointRun& p
   for (auto& r : m.rows) {
     r.probe_ratio = o.probe_ratio;
     r.measured_again = o.measured_again;
+    r.in_spell = slow_spell(o.probe_ratio, 1.0);
   }
   budget.close_point(rounds_s);
   progress.step(point);
@@ -501,7 +502,7 @@ void add_guard_notes(ReportData& d, double waited_s, double wait_s) {
     if (point == last) continue;
     last = point;
     if (r.measured_again > 0) again.push_back(fmt::format("{} ({}x)", point, r.measured_again));
-    if (slow_spell(r.probe_ratio, 1.0)) spell.push_back(fmt::format("{} ({:.2f}x)", point, r.probe_ratio));
+    if (r.in_spell) spell.push_back(fmt::format("{} ({:.2f}x)", point, r.probe_ratio));
   }
   if (waited_s > 0)
     d.notes.push_back(fmt::format("slow spells waited out and points measured again after them: {:.1f} s of "

@@ -658,8 +658,11 @@ TEST_F(Cli, ValidateComparesTheMachineWithItsCalibration) {
   // the first waits all of --wait-s 1 (two probes 0.5 s apart), and every
   // point is kept flagged.
   EXPECT_TRUE(contains(fast["report_md"].get<std::string>(), "1.0 s of --wait-s 1")) << fast["report_md"];
-  for (const auto& row : fast["rows"])
+  for (const auto& row : fast["rows"]) {
     EXPECT_GT(row["speed_probe"]["ratio"].get<double>(), 10.0) << row.dump(2);  // a probe takes tens of us
+    EXPECT_TRUE(row["speed_probe"]["in_spell"].get<bool>()) << row.dump(2);
+  }
+  EXPECT_FALSE(fast.contains("metrics_outside_spells"));  // no point outside a spell
   bool flagged = false;
   for (const auto& w : fast["warnings"]) flagged = flagged || contains(w.get<std::string>(), "kept from a slow spell");
   EXPECT_TRUE(flagged) << fast["warnings"].dump(2);

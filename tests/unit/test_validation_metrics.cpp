@@ -27,6 +27,24 @@ TEST(ValidationMetrics, ErrorIsSignedRelativeToMeasured) {
   EXPECT_DOUBLE_EQ(row("w", "N=1", "A", 75, 100).error_pct(), -25.0);
 }
 
+// Two points, one kept from a slow spell (its rows 50% off): the metrics
+// outside spells are the other point's alone; with no point or every point
+// in a spell there are none.
+TEST(ValidationMetrics, OutsideSpellsLeaveTheSpellsPointsOut) {
+  std::vector<ResultRow> rows = {row("w", "N=1", "A", 110, 100, true), row("w", "N=1", "B", 90, 100),
+                                 row("w", "N=2", "A", 100, 200, true), row("w", "N=2", "B", 100, 200)};
+  EXPECT_FALSE(metrics_outside_spells(rows).has_value());
+  rows[2].in_spell = rows[3].in_spell = true;
+  const auto quiet = metrics_outside_spells(rows);
+  ASSERT_TRUE(quiet.has_value());
+  EXPECT_EQ(quiet->points, 1);
+  EXPECT_EQ(quiet->rows, 2);
+  EXPECT_DOUBLE_EQ(quiet->mape_pct, 10.0);
+  EXPECT_DOUBLE_EQ(compute_metrics(rows).mape_pct, 30.0);  // every point's
+  rows[0].in_spell = rows[1].in_spell = true;
+  EXPECT_FALSE(metrics_outside_spells(rows).has_value());
+}
+
 TEST(ValidationMetrics, AverageRanksShareTies) {
   const std::vector<double> v = {10, 30, 20, 30};
   const auto r = average_ranks(v);

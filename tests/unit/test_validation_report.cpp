@@ -1,6 +1,7 @@
 // Report writing: every file is there, writing is atomic (a failure leaves the
 // previous report untouched and no temporary folder behind), and report.html
 // is well-formed and self-contained (no script, no external reference).
+#include <array>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -187,6 +188,24 @@ TEST(ValidationReport, HtmlIsWellFormedAndSelfContained) {
   EXPECT_NE(html.find("<svg"), std::string::npos);
   EXPECT_NE(html.find("test &lt;report&gt; &amp; &quot;quotes&quot;"), std::string::npos);
   EXPECT_NE(html.find("RS chunk 1/2"), std::string::npos);  // the Gantt chart
+}
+
+// One of the two points kept from a slow spell: every form of the report
+// gives the metrics of the other beside those of both; with none, none do.
+TEST(ValidationReport, MetricsOutsideSpellsInEveryForm) {
+  ReportData d = sample();
+  const auto has = [](const ReportData& data) {
+    const Metrics m = compute_metrics(data.rows);
+    const std::string phrase = "the 1 of 2 points outside slow spells";
+    return std::array<bool, 3>{render_markdown(data, m).find(phrase) != std::string::npos,
+                               render_html(data, m).find(phrase) != std::string::npos,
+                               render_results_json(data, m).find("metrics_outside_spells") != std::string::npos};
+  };
+  EXPECT_EQ(has(d), (std::array<bool, 3>{false, false, false}));
+  for (auto& r : d.rows) r.in_spell = r.size == "N=16384";
+  EXPECT_EQ(has(d), (std::array<bool, 3>{true, true, true}));
+  const Metrics m = compute_metrics(d.rows);
+  EXPECT_EQ(well_formed_error(render_html(d, m)), "");
 }
 
 // Rows without a size axis (published figures) and a single point still make a page.
