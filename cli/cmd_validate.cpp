@@ -194,7 +194,7 @@ void register_validate(CLI::App& app) {
       ->check(at_least(0));
   cmd->add_option("--wait-s", args->wait_s,
                   "Seconds, over the whole run, to wait out slow spells of a shared machine (the memory "
-                  "reference 20% over its baseline around a point) and measure their points again (default: 60; "
+                  "reference 20% over its baseline around a point) and measure their points again (default: 180; "
                   "0: flag them)")
       ->check(at_least(0));
   cmd->add_flag("--oversubscribe", args->oversubscribe,

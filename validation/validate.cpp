@@ -205,10 +205,8 @@ struct PointMeasurement {
   double total_s = 0;
 };
 
-// Measures a point; its extra rounds may spend what is left of the point's
-// budget share after `spent_s`.
-PointMeasurement measure(exec::Backend& backend, const PointRun& pr, const Budget& budget, double spent_s,
-                         Progress& progress) {
+// Measures a point; its extra rounds may spend the point's budget share.
+PointMeasurement measure(exec::Backend& backend, const PointRun& pr, const Budget& budget, Progress& progress) {
   const Job& j = pr.job;
   const model::Program& p = j.point.program;
   const exec::RunOptions& ro = pr.options;
@@ -252,7 +250,7 @@ PointMeasurement measure(exec::Backend& backend, const PointRun& pr, const Budge
   const int extra_steps = std::max(1, ro.iters / rounds);
   const std::size_t pick = predicted_best(pr.pred, j.schedules);
   while (round < kMaxRounds && !decided(estimates_of(got), pick)) {
-    const double spent = spent_s + seconds_since(t0) - extra_from_s;
+    const double spent = seconds_since(t0) - extra_from_s;
     const double per_round = round > 0 ? seconds_since(t0) / round : 0.0;
     if (!rank0_says(backend, spent + per_round <= budget.share_s())) break;
     progress.note(fmt::format("{} {}: intervals too wide, round {}", p.name, j.point.label, round + 1));
@@ -299,8 +297,9 @@ struct Guard {
 // Measures a point between the guard's probes, waiting out and measuring
 // again around slow spells while the run's allowance for them (`wait_left_s`,
 // which it spends) lasts; the rows say how far off the kept measurement's
-// probes were and how many measurements of the point a spell discarded. The
-// extra rounds of its measurements share the point's budget.
+// probes were and how many measurements of the point a spell discarded. Each
+// measurement may spend the point's budget share on extra rounds (a spell's
+// discards its data), and the budget is charged with all of them.
 std::vector<ResultRow> measure_guarded(exec::Backend& backend, const PointRun& pr, const Guard& guard,
                                        Budget& budget, double& wait_left_s, Progress& progress) {
   const std::string point = pr.job.point.program.name + " " + pr.job.point.label;
@@ -308,7 +307,7 @@ std::vector<ResultRow> measure_guarded(exec::Backend& backend, const PointRun& p
   double rounds_s = 0;
   SpellActions a = spell_actions(backend, guard.probe_samples, progress, point);
   a.measure = [&] {
-    m = measure(backend, pr, budget, rounds_s, progress);
+    m = measure(backend, pr, budget, progress);
     rounds_s += m.extra_s;
     return MeasureSeconds{m.total_s, 0.0};
   };
