@@ -311,15 +311,20 @@ Schedule apply(Schedule s, const Directive& d) {
       d);
 }
 
+std::vector<std::size_t> predicted_alike(std::span<const double> times) {
+  std::vector<std::size_t> alike;
+  if (times.empty()) return alike;
+  const double fastest = *std::min_element(times.begin(), times.end());
+  for (std::size_t i = 0; i < times.size(); ++i)
+    if (times[i] - fastest <= kPredictedAlike * std::abs(fastest)) alike.push_back(i);
+  return alike;
+}
+
 std::size_t predicted_best(std::span<const double> times, std::span<const std::size_t> stages) {
   if (times.empty()) return 0;
-  constexpr double kEqualRelative = 1e-9;
-  const double fastest = *std::min_element(times.begin(), times.end());
   std::size_t best = times.size();
-  for (std::size_t i = 0; i < times.size(); ++i) {
-    if (times[i] - fastest > kEqualRelative * std::abs(fastest)) continue;
+  for (const std::size_t i : predicted_alike(times))
     if (best == times.size() || stages[i] < stages[best]) best = i;
-  }
   return best;
 }
 

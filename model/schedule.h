@@ -145,8 +145,17 @@ struct Schedule {
 // Human-readable listing of stages and overlaps.
 [[nodiscard]] std::string describe(const Schedule& s);
 
+// Predictions within this relative distance of the fastest are alike: the
+// model makes no difference between their schedules (a fused op and its
+// parts, on a topology that prices no launch, say).
+inline constexpr double kPredictedAlike = 1e-9;
+
+// The schedules predicted alike with the fastest, by index, in order; empty
+// when there is none.
+[[nodiscard]] std::vector<std::size_t> predicted_alike(std::span<const double> times);
+
 // The schedule predictions rank first, by index: the fastest; of those
-// predicted alike (within a relative 1e-9 of the fastest), the one with the
+// predicted alike with it (kPredictedAlike), the one with the
 // fewest stages: fewer launches and synchronisations, which a prediction
 // prices only where its topology says what they cost (so a fused op and its
 // parts can tie); then the first listed. `times` and `stages` are per

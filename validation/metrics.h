@@ -31,11 +31,13 @@ struct PointMetrics {
   int schedules = 0;
   std::string predicted_best;
   std::string measured_best;
-  bool top1 = false;                     // strict: the predicted best has the fastest median
+  std::vector<std::string> predicted_best_set;  // the predicted best and every schedule predicted alike with it (model::kPredictedAlike)
+  bool top1 = false;                     // strict: a schedule of predicted_best_set has the fastest median
+  bool top1_pick = false;                // the predicted best itself has the fastest median
   std::vector<std::string> measured_best_set;  // the fastest first, then every schedule tied with it
   bool top1_in_set = false;              // the predicted best is in measured_best_set
   bool decided = true;                   // the tied schedules' and the pick's intervals are narrow (stats.h decided())
-  double regret_pct = 0;                 // 0 when top1
+  double regret_pct = 0;                 // of the predicted best: 0 when top1_pick
   Interval regret_ci;                    // regret with the pick's and the best's medians in their intervals
   std::optional<double> spearman;
   double mape_pct = 0;
@@ -51,7 +53,8 @@ struct Metrics {
   double max_error_pct = 0;   // largest |error| over rows
   std::optional<double> spearman;  // mean over the points where it is defined
   Interval mape_ci;           // MAPE with every median in its interval
-  double top1_agreement = 0;  // fraction of points whose predicted best is the measured best (strict)
+  double top1_agreement = 0;  // fraction of points whose predicted-best set holds the measured best (strict)
+  double top1_pick = 0;       // fraction of points whose predicted best itself is the measured best
   double top1_in_set = 0;     // fraction of points whose predicted best is in the measured-best set
   int undecided_points = 0;   // points whose intervals stayed too wide to decide (stats.h decided())
   double regret_pct = 0;      // the largest regret over the points (0 when all agree)
@@ -59,6 +62,9 @@ struct Metrics {
   double mean_regret_pct = 0; // mean regret over the points where they disagree (0 when none)
   std::vector<PointMetrics> per_point;
 };
+
+// "PICK" or, where others are predicted alike, "PICK (alike: A, B)".
+[[nodiscard]] std::string predicted_text(const PointMetrics& p);
 
 // Metrics of the rows; rows with a non-positive measured time are an InternalError.
 [[nodiscard]] Metrics compute_metrics(std::span<const ResultRow> rows);

@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "exec/backend.h"
 #include "validation/machine_speed.h"
@@ -71,16 +72,16 @@ struct SpellOutcome {
 // kGuardPollS) while a probe is more than kGuardTolerance over `baseline_us`,
 // and measures again (kGuardRetries at most) when one before or after the
 // measurement was (or the measurement's own time of the reference), while
-// `allowance_s` lasts; what it cannot wait out is
-// kept, and its probe_ratio says so. No baseline (0): one measurement.
+// `allowance_s` lasts; what it cannot wait out is kept, and its probe_ratio
+// says so. No baseline (0): one measurement.
 [[nodiscard]] SpellOutcome guard_measurement(const SpellActions& a, double baseline_us, double allowance_s);
 
 // Rank 0's answer on every rank: the clocks differ, the decisions must not.
 [[nodiscard]] bool rank0_says(exec::Backend& backend, bool yes);
 
 // The actions on a backend, all but measure: the probe runs `probe_samples`
-// (speed_samples(world, {kGuardReference}); none: no guard) with the calibration's
-// protocol; notes go to `progress`, after `what`.
+// (speed_samples(world, {kGuardReference}); none: no guard) with the
+// calibration's protocol; notes go to `progress`, after `what`.
 [[nodiscard]] SpellActions spell_actions(exec::Backend& backend, std::vector<MicroSample> probe_samples,
                                          Progress& progress, std::string what);
 

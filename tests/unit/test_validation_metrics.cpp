@@ -45,6 +45,35 @@ TEST(ValidationMetrics, OutsideSpellsLeaveTheSpellsPointsOut) {
   EXPECT_FALSE(metrics_outside_spells(rows).has_value());
 }
 
+// The model prices the fused op and its parts alike and picks the fused op
+// (fewer stages); the parts run 0.5% faster. Strict top-1 counts the point
+// (the model made no difference between them), the pick's own count and the
+// regret do not; priced 1% apart, strict does not count it either.
+TEST(ValidationMetrics, StrictTopOneCountsWhatThePredictionsCannotTellApart) {
+  std::vector<ResultRow> rows = {row("w", "N=1", "A-B", 100, 201, true), row("w", "N=1", "fuse(A-B)", 100, 201),
+                                 row("w", "N=1", "A-B-C", 150, 200), row("w", "N=1", "slow", 300, 300)};
+  rows[0].schedule_stages = 2;
+  rows[1].schedule_stages = 1;
+  rows[2].schedule_stages = 3;
+  rows[2].predicted_us = 100;  // priced alike with the pick
+  const Metrics m = compute_metrics(rows);
+  ASSERT_EQ(m.per_point.size(), 1u);
+  const PointMetrics& p = m.per_point[0];
+  EXPECT_EQ(p.predicted_best, "fuse(A-B)");
+  EXPECT_EQ(p.predicted_best_set, (std::vector<std::string>{"A-B", "fuse(A-B)", "A-B-C"}));
+  EXPECT_EQ(predicted_text(p), "fuse(A-B) (alike: A-B, A-B-C)");
+  EXPECT_TRUE(p.top1);
+  EXPECT_FALSE(p.top1_pick);
+  EXPECT_NEAR(p.regret_pct, 0.5, 1e-9);
+  EXPECT_DOUBLE_EQ(m.top1_agreement, 1.0);
+  EXPECT_DOUBLE_EQ(m.top1_pick, 0.0);
+  rows[2].predicted_us = 101;  // 1% slower: a prediction that was wrong
+  const PointMetrics q = compute_metrics(rows).per_point[0];
+  EXPECT_FALSE(q.top1);
+  EXPECT_EQ(q.predicted_best_set, (std::vector<std::string>{"A-B", "fuse(A-B)"}));
+  EXPECT_EQ(predicted_text(q), "fuse(A-B) (alike: A-B)");
+}
+
 TEST(ValidationMetrics, AverageRanksShareTies) {
   const std::vector<double> v = {10, 30, 20, 30};
   const auto r = average_ranks(v);
