@@ -184,9 +184,10 @@ void register_calibrate(CLI::App& app) {
   cmd->add_option("--out", args->out, "Topology YAML to write, e.g. configs/topologies/cpu-local.yaml")->required();
   cmd->add_option("--name", args->name, "The topology's name (default: the file's stem)");
   cmd->add_option("--wait-s", args->wait_s,
-                  "Seconds to wait out slow spells of a shared machine and sweep again: a spell is the memory "
-                  "reference 20% over the faster of its time in the --out file it replaces and at the start "
-                  "(0: measure once, warn)")
+                  fmt::format("Seconds to wait out slow spells of a shared machine and sweep again: a spell is the "
+                              "memory reference {:.0f}% over the faster of its time in the --out file it replaces "
+                              "and at the start (0: measure once, warn)",
+                              validation::kGuardTolerance * 100))
       ->capture_default_str()
       ->check(at_least(0));
   cmd->add_flag("--quick", args->quick, "Fewer sizes per microbenchmark (what validate uses on the spot)");

@@ -28,6 +28,7 @@
 #include "exec/mpi_session.h"
 #include "exec/launch.h"
 #include "validation/launch.h"
+#include "validation/spell_guard.h"
 #include "validation/validate.h"
 #endif
 
@@ -189,13 +190,15 @@ void register_validate(CLI::App& app) {
   cmd->add_option("--warmup", args->warmup, "Untimed steps first (default: the experiment's)")
       ->check(at_least(0));
   cmd->add_option("--budget-s", args->budget_s,
-                  "Seconds, over the whole run, for extra rounds on points whose confidence intervals are too "
-                  "wide to decide (default: 60; 0: none)")
+                  fmt::format("Seconds, over the whole run, for extra rounds on points whose confidence intervals "
+                              "are too wide to decide (default: {:g}; 0: none)",
+                              validation::kDefaultBudgetS))
       ->check(at_least(0));
   cmd->add_option("--wait-s", args->wait_s,
-                  "Seconds, over the whole run, to wait out slow spells of a shared machine (the memory "
-                  "reference 20% over its baseline around a point) and measure their points again (default: 180; "
-                  "0: flag them)")
+                  fmt::format("Seconds, over the whole run, to wait out slow spells of a shared machine (the memory "
+                              "reference {:.0f}% over its baseline around a point) and measure their points again "
+                              "(default: {:g}; 0: flag them)",
+                              validation::kGuardTolerance * 100, validation::kDefaultWaitS))
       ->check(at_least(0));
   cmd->add_flag("--oversubscribe", args->oversubscribe,
                 "Allow more ranks than cores (refused by default: time slicing distorts the times; warned about)");

@@ -92,6 +92,14 @@ if(TARGET coconet AND COCONET_HAVE_MPI AND COCONET_MPIEXEC)
   add_test(NAME validation.e2e.bad_budget
     COMMAND coconet validate --budget-s -5 --out ${_val_dir}/never)
   set_tests_properties(validation.e2e.bad_budget PROPERTIES PASS_REGULAR_EXPRESSION "--budget-s: needs a whole number")
+  # --wait-s as --budget-s, on both commands that wait out spells.
+  add_test(NAME validation.e2e.bad_wait
+    COMMAND coconet validate --wait-s -1 --out ${_val_dir}/never)
+  set_tests_properties(validation.e2e.bad_wait PROPERTIES PASS_REGULAR_EXPRESSION "--wait-s: needs a whole number")
+  add_test(NAME validation.e2e.bad_calibrate_wait
+    COMMAND coconet calibrate --wait-s -1 --out ${_val_dir}/never.yaml)
+  set_tests_properties(validation.e2e.bad_calibrate_wait PROPERTIES
+    PASS_REGULAR_EXPRESSION "--wait-s: needs a whole number")
   add_test(NAME validation.e2e.reference
     COMMAND coconet validate --reference --out ${_val_dir}/reference)
   set_tests_properties(validation.e2e.reference PROPERTIES ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT}")

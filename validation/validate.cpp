@@ -562,9 +562,8 @@ Validation run_validation(exec::Backend& backend, const ValidateOptions& o, Prog
   const bool compare_speed = topo.speed && topo.speed->ranks == world;
   const auto references = compare_speed ? speed_samples(world, reference_keys(*topo.speed)) : std::vector<MicroSample>{};
   const auto speed_start = compare_speed ? measure_speed(backend, references, progress) : std::map<std::string, double>{};
-  const Guard guard = compare_speed ? Guard{speed_samples(world, {kGuardReference}),
-                                            guard_baseline_us(*topo.speed, speed_start)}
-                                    : Guard{};
+  const double baseline_us = compare_speed ? guard_baseline_us(*topo.speed, speed_start) : 0.0;
+  const Guard guard = baseline_us > 0 ? Guard{speed_samples(world, {kGuardReference}), baseline_us} : Guard{};
   double wait_left_s = std::max(0.0, o.wait_s - topo.waited_s);
   int most_rounds = 0;
   for (const auto& j : l.jobs) {
