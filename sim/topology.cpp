@@ -204,8 +204,8 @@ class Reader {
 GpuSpec read_gpu(const Reader& r, const YAML::Node& root) {
   const YAML::Node n = r.section(root, "", "gpu",
                                  {"model", "sms", "hbm_GBps", "hbm_efficiency", "tflops",
-                                  "gemm_efficiency", "gemm_tile", "launch_us", "memory_GB", "gemm_operand_GBps", "copy",
-                                  "op_flops"});
+                                  "gemm_efficiency", "gemm_tile", "launch_us", "memory_GB", "reserved_GB", "gemm_operand_GBps",
+                                  "copy", "op_flops"});
   GpuSpec g;
   g.model = r.value<std::string>(n, "gpu", "model");
   g.sms = r.positive_int(n, "gpu", "sms");
@@ -222,6 +222,7 @@ GpuSpec read_gpu(const Reader& r, const YAML::Node& root) {
   g.gemm_tile_n = r.positive_int(tile, "gpu.gemm_tile", "n");
   g.launch_us = r.non_negative(n, "gpu", "launch_us");
   g.memory_GB = n["memory_GB"] ? r.positive(n, "gpu", "memory_GB") : 0.0;  // optional: only `coconet step` reads it
+  if (n["reserved_GB"]) g.reserved_GB = r.non_negative(n, "gpu", "reserved_GB");  // optional: `coconet step`'s
   if (n["gemm_operand_GBps"]) {  // optional: the cpu backend's GEMM (checked against `device` by the caller)
     const YAML::Node o = r.section(n, "gpu", "gemm_operand_GBps", {"f16", "bf16", "f32"});
     if (o["f16"]) g.gemm_operand_GBps_f16 = r.positive(o, "gpu.gemm_operand_GBps", "f16");

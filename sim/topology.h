@@ -32,6 +32,10 @@ struct GpuSpec {
   int sms = 0;
   double hbm_GBps = 0;         // peak HBM bandwidth
   double memory_GB = 0;        // HBM capacity (GB, 1e9 bytes); 0: not stated (memory not checked)
+  // Optional `reserved_GB`: HBM a training process cannot use for its tensors
+  // (CUDA context, NCCL buffers, allocator fragmentation); absent: `coconet
+  // step`'s default (step/memory.h, kDefaultReservedGB, with its source).
+  std::optional<double> reserved_GB;
   double hbm_efficiency = 0;   // achievable fraction of it
   double tflops_f16 = 0;       // dense tensor-core peak
   double tflops_bf16 = 0;
