@@ -44,6 +44,25 @@ Placement place(const Topology& t, int ranks) {
   return p;
 }
 
+int pods_spanned(const Topology& t, const Placement& where) {
+  if (t.network.pod_gpus <= 0) return 1;
+  if (where.pods > 0) return where.pods;
+  const int nodes_per_pod = std::max(1, t.network.pod_gpus / t.node.gpus);
+  return (where.nodes + nodes_per_pod - 1) / nodes_per_pod;
+}
+
+double pod_network_share(const Topology& t, model::OpKind op, const Placement& where) {
+  const int pods = pods_spanned(t, where);
+  if (pods <= 1) return 1.0;
+  const double k = t.network.oversubscription;
+  if (op == model::OpKind::send) return 1.0 / k;  // one node's stream leaves the pod
+  // The collective's nodes in its least-populated pod: the last one when its
+  // nodes are consecutive from a pod's start, else an even spread.
+  const int nodes_per_pod = std::max(1, t.network.pod_gpus / t.node.gpus);
+  const int q = where.pods > 0 ? std::max(1, where.nodes / pods) : where.nodes - (pods - 1) * nodes_per_pod;
+  return std::min(1.0, q / k);
+}
+
 double bus_factor(model::OpKind op, int ranks) {
   const double n = ranks;
   switch (op) {
@@ -73,9 +92,10 @@ struct Env {
   int channels;
   [[nodiscard]] bool multi_node() const { return r.where.nodes > 1; }
   [[nodiscard]] double intra_GBps() const { return t.node.nvlink_GBps(); }
-  // The network bandwidth of one node: its NICs, one per GPU at most in use.
+  // The network bandwidth of one node: its NICs, one per GPU at most in use,
+  // at the collective's share of the uplinks where it spans pods.
   [[nodiscard]] double net_GBps() const {
-    return std::min(t.network.nics, r.where.per_node) * t.network.nic_GBps();
+    return std::min(t.network.nics, r.where.per_node) * t.network.nic_GBps() * pod_network_share(t, r.op, r.where);
   }
   // The bandwidth every rank of a ring reaches on the slowest link it crosses.
   [[nodiscard]] double ring_bound_GBps() const {

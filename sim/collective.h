@@ -32,9 +32,29 @@ struct Placement {
   int nodes = 1;
   int per_node = 1;
   bool send_crosses_nodes = false;  // send: peer on another node
+  // The network pods (network.pod_gpus) the group's nodes lie in; for a send,
+  // more than 1 when its peer is in another pod. 0: its nodes are consecutive
+  // from a pod's first node (what place() gives); a caller whose group is
+  // strided over the cluster (a data-parallel group) states it.
+  int pods = 0;
 };
 // A group of `ranks` consecutive ranks packed onto the topology's nodes.
 [[nodiscard]] Placement place(const Topology& t, int ranks);
+
+// The share of its network bandwidth a collective on `where` reaches when it
+// spans more than one pod of an oversubscribed network (1 inside one pod, or
+// on a flat network). A pod's uplinks carry 1/k of what its NICs inject
+// (k = network.oversubscription), so under the load the model prices every
+// collective at (every node's NICs busy, each group its node's share) each
+// node is entitled to 1/k of its network bandwidth above the pod. A ring,
+// chain or tree over consecutive nodes leaves a pod on one node's stream
+// (one edge per channel, the channels spread over that node's NICs), which
+// the collective's q nodes in that pod share the uplinks for: the network
+// bound is multiplied by min(1, q / k), q the collective's nodes in its
+// least-populated pod. A send that crosses pods is one node's stream: 1/k.
+[[nodiscard]] double pod_network_share(const Topology& t, model::OpKind op, const Placement& where);
+// The pods `where` spans (1 on a flat network).
+[[nodiscard]] int pods_spanned(const Topology& t, const Placement& where);
 
 struct CollectiveRequest {
   model::OpKind op = model::OpKind::allreduce;

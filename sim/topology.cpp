@@ -77,6 +77,7 @@ Topology Topology::scaled(const RankScales& s) const {
   t.gpu.tflops_f16 *= s.compute;
   t.gpu.tflops_bf16 *= s.compute;
   t.gpu.tflops_f32 *= s.compute;
+  if (t.gpu.tflops_fp8) *t.gpu.tflops_fp8 *= s.compute;
   if (t.gpu.tflops_f32_gemm) *t.gpu.tflops_f32_gemm *= s.compute;
   t.gpu.gemm_operand_GBps_f16 *= s.compute;  // the widening and packing run on the rank's own core
   t.gpu.gemm_operand_GBps_bf16 *= s.compute;
@@ -211,11 +212,12 @@ GpuSpec read_gpu(const Reader& r, const YAML::Node& root) {
   g.sms = r.positive_int(n, "gpu", "sms");
   g.hbm_GBps = r.positive(n, "gpu", "hbm_GBps");
   g.hbm_efficiency = r.fraction(n, "gpu", "hbm_efficiency");
-  const YAML::Node tf = r.section(n, "gpu", "tflops", {"f16", "bf16", "f32", "f32_gemm"});
+  const YAML::Node tf = r.section(n, "gpu", "tflops", {"f16", "bf16", "f32", "f32_gemm", "fp8"});
   g.tflops_f16 = r.positive(tf, "gpu.tflops", "f16");
   g.tflops_bf16 = r.positive(tf, "gpu.tflops", "bf16");
   g.tflops_f32 = r.positive(tf, "gpu.tflops", "f32");
   if (tf["f32_gemm"]) g.tflops_f32_gemm = r.positive(tf, "gpu.tflops", "f32_gemm");
+  if (tf["fp8"]) g.tflops_fp8 = r.positive(tf, "gpu.tflops", "fp8");  // optional: no DType reads it yet
   g.gemm_efficiency = r.fraction(n, "gpu", "gemm_efficiency");
   const YAML::Node tile = r.section(n, "gpu", "gemm_tile", {"m", "n"});
   g.gemm_tile_m = r.positive_int(tile, "gpu.gemm_tile", "m");
@@ -264,15 +266,39 @@ NodeSpec read_node(const Reader& r, const YAML::Node& root) {
   return s;
 }
 
-NetworkSpec read_network(const Reader& r, const YAML::Node& root) {
+// `network.pod_gpus` and `network.oversubscription`, optional and given
+// together: pods of whole nodes, and the factor their uplinks fall short by.
+void read_pods(const Reader& r, const YAML::Node& n, int node_gpus, NetworkSpec& s) {
+  const bool pod = bool(n["pod_gpus"]);
+  const bool over = bool(n["oversubscription"]);
+  if (!pod && !over) return;
+  if (!pod || !over)
+    r.fail(n[pod ? "pod_gpus" : "oversubscription"], pod ? "network.pod_gpus" : "network.oversubscription",
+           "network.pod_gpus and network.oversubscription go together: give both (a pod's size and how much "
+           "less bandwidth its uplinks carry than its NICs inject, e.g. 7 for 1:7) or neither");
+  s.pod_gpus = r.positive_int(n, "network", "pod_gpus", model::kMaxGpus);
+  if (s.pod_gpus < node_gpus || s.pod_gpus % node_gpus != 0)
+    r.fail(n["pod_gpus"], "network.pod_gpus",
+           fmt::format("{} GPUs is not a whole number of nodes of node.gpus = {}: a pod holds whole nodes "
+                       "(at least one)", s.pod_gpus, node_gpus));
+  s.oversubscription = r.positive(n, "network", "oversubscription");
+  if (s.oversubscription < 1)
+    r.fail(n["oversubscription"], "network.oversubscription",
+           fmt::format("{} is below 1: write k for a 1:k oversubscribed network above the pods (1: full "
+                       "bisection)", s.oversubscription));
+}
+
+NetworkSpec read_network(const Reader& r, const YAML::Node& root, int node_gpus) {
   const YAML::Node n = r.section(root, "", "network",
-                                 {"nics", "nic_Gbps", "nic_efficiency", "hop_latency_us", "tree_hop_latency_us"});
+                                 {"nics", "nic_Gbps", "nic_efficiency", "hop_latency_us", "tree_hop_latency_us",
+                                  "pod_gpus", "oversubscription"});
   NetworkSpec s;
   s.nics = r.positive_int(n, "network", "nics");
   s.nic_Gbps = r.positive(n, "network", "nic_Gbps");
   s.nic_efficiency = r.fraction(n, "network", "nic_efficiency");
   s.hop_latency_us = r.protos(n, "network", "hop_latency_us");
   s.tree_hop_latency_us = r.protos_or(n, "network", "tree_hop_latency_us", s.hop_latency_us);
+  read_pods(r, n, node_gpus, s);
   return s;
 }
 
@@ -551,7 +577,7 @@ Topology parse_topology(const std::string& yaml_text, const std::string& origin,
   if (std::int64_t(t.nodes) * t.node.gpus > model::kMaxGpus)
     ctx.fail(root["nodes"], fmt::format("nodes: {} nodes x {} GPUs = {} GPUs, more than the limit of {}", t.nodes,
                                         t.node.gpus, std::int64_t(t.nodes) * t.node.gpus, model::kMaxGpus));
-  t.network = read_network(r, root);
+  t.network = read_network(r, root, t.node.gpus);
   t.nccl = read_nccl(r, root);
   if (t.nccl.large_messages && t.device != Device::cpu)
     ctx.fail(root["nccl"]["large_messages"],
@@ -590,16 +616,20 @@ std::string describe_symmetric(const Topology& t) {
   return fmt::format(
       "{}: {}\n"
       "  {} nodes x {} GPUs ({}), {} GPUs in all\n"
-      "  GPU: {} SMs, HBM {:.0f} GB/s (x{:.2f}), f16 {:.3g} / bf16 {:.3g} / f32 {:.3g}{} TFLOP/s, "
+      "  GPU: {} SMs, HBM {:.0f} GB/s (x{:.2f}), f16 {:.3g} / bf16 {:.3g} / f32 {:.3g}{}{} TFLOP/s, "
       "launch {:.1f} us\n"
       "  NVLink: {} links x {:.1f} GB/s achievable = {:.1f} GB/s per direction{}\n"
-      "  network: {} NICs x {:.0f} Gb/s (x{:.2f}) = {:.1f} GB/s per NIC\n",
+      "  network: {} NICs x {:.0f} Gb/s (x{:.2f}) = {:.1f} GB/s per NIC{}\n",
       t.name, t.description, t.nodes, t.node.gpus, t.gpu.model, t.total_gpus(), t.gpu.sms, t.gpu.hbm_GBps,
       t.gpu.hbm_efficiency, t.gpu.tflops_f16, t.gpu.tflops_bf16, t.gpu.tflops_f32,
-      t.gpu.tflops_f32_gemm ? fmt::format(" (GEMM {:.3g})", *t.gpu.tflops_f32_gemm) : "", t.gpu.launch_us,
+      t.gpu.tflops_f32_gemm ? fmt::format(" (GEMM {:.3g})", *t.gpu.tflops_f32_gemm) : "",
+      t.gpu.tflops_fp8 ? fmt::format(" / fp8 {:.4g}", *t.gpu.tflops_fp8) : "", t.gpu.launch_us,
       t.node.nvlink_links, std::min(t.node.nccl_link_GBps, t.node.nvlink_link_GBps), t.node.nvlink_GBps(),
       t.node.nvls ? ", NVLS in-switch reduction" : "", t.network.nics, t.network.nic_Gbps,
-      t.network.nic_efficiency, t.network.nic_GBps());
+      t.network.nic_efficiency, t.network.nic_GBps(),
+      t.network.pod_gpus > 0 ? fmt::format("; pods of {} GPUs, 1:{:g} oversubscribed above them", t.network.pod_gpus,
+                                           t.network.oversubscription)
+                             : "");
 }
 
 // One line per asymmetry key set (none on a symmetric cluster).

@@ -44,6 +44,10 @@ struct GpuSpec {
   // (the cpu backend: its GEMM kernel against its element-wise engine, which
   // tflops.f32 is fitted on; `coconet calibrate` measures it). Absent: f32.
   std::optional<double> tflops_f32_gemm;
+  // Optional `tflops.fp8`: the dense FP8 tensor-core peak (H100/H200 and
+  // later). Stored and scaled with the other rates; no model::DType is fp8
+  // yet, so no GEMM reads it here. Absent: the GPU states no FP8 rate.
+  std::optional<double> tflops_fp8;
   double gemm_efficiency = 0;  // achievable fraction of the tensor peak for large GEMMs
   int gemm_tile_m = 0;
   int gemm_tile_n = 0;
@@ -104,6 +108,14 @@ struct NetworkSpec {
   double nic_efficiency = 0;
   ProtoTable hop_latency_us;       // per ring step across nodes
   ProtoTable tree_hop_latency_us;  // per tree level across nodes (absent in a file: the ring's)
+  // Optional `pod_gpus` and `oversubscription` (given together): the network
+  // has full bisection inside pods of pod_gpus GPUs (whole nodes), and above
+  // them its uplinks carry 1/oversubscription of what the pod's NICs inject
+  // (Llama 3's RoCE cluster: pods of 3072, 1:7). 0 and 1 (absent): one flat
+  // full-bisection network. How a collective that spans pods is priced:
+  // sim/collective.h, pod_network_share.
+  int pod_gpus = 0;
+  double oversubscription = 1;
 
   [[nodiscard]] double nic_GBps() const;  // achievable per NIC per direction
   // One GPU's share of its node's NICs when `gpus_sharing` GPUs use them (one NIC per GPU at most).
