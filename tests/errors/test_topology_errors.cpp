@@ -183,5 +183,67 @@ TEST(TopologyErrors, InterferenceIsZeroOrMore) {
   EXPECT_NE(msg.find("zero or more"), std::string::npos) << msg;
 }
 
+// network.pod_gpus and network.oversubscription (llama3-h100-roce states them
+// on lines 35 and 36): each bad value names the file, the line and the key.
+std::string pods() { return model::read_file(model::resolve_topology("llama3-h100-roce")); }
+
+void expect_pod_error(const std::string& from, const std::string& to, const std::string& line,
+                      const std::string& key, const std::string& words) {
+  const std::string msg = error_of(replace(pods(), from, to));
+  EXPECT_NE(msg.find("t.yaml:" + line + ":"), std::string::npos) << to << ": " << msg;
+  EXPECT_NE(msg.find(key), std::string::npos) << to << ": " << msg;
+  EXPECT_NE(msg.find(words), std::string::npos) << to << ": " << msg;
+}
+
+TEST(TopologyErrors, PodKeysParse) {
+  EXPECT_EQ(error_of(pods()), "");
+  const Topology t = parse_topology(pods(), "t.yaml");
+  EXPECT_EQ(t.network.pod_gpus, 3072);
+  EXPECT_DOUBLE_EQ(t.network.oversubscription, 7.0);
+  const Topology flat = parse_topology(shipped(), "t.yaml");  // absent: one flat network
+  EXPECT_EQ(flat.network.pod_gpus, 0);
+  EXPECT_DOUBLE_EQ(flat.network.oversubscription, 1.0);
+}
+
+TEST(TopologyErrors, BadPodSizes) {
+  const std::string pod = "  pod_gpus: 3072 ";
+  expect_pod_error(pod, "  pod_gpus: 0 ", "35", "network.pod_gpus", "at least 1");
+  expect_pod_error(pod, "  pod_gpus: -8 ", "35", "network.pod_gpus", "at least 1");
+  expect_pod_error(pod, "  pod_gpus: many ", "35", "network.pod_gpus", "not a valid");
+  expect_pod_error(pod, "  pod_gpus: .inf ", "35", "network.pod_gpus", "not a valid");
+  expect_pod_error(pod, "  pod_gpus: 4 ", "35", "network.pod_gpus", "whole number of nodes");  // smaller than a node
+  expect_pod_error(pod, "  pod_gpus: 3076 ", "35", "network.pod_gpus", "whole number of nodes");
+}
+
+TEST(TopologyErrors, BadOversubscription) {
+  const std::string over = "  oversubscription: 7 ";
+  expect_pod_error(over, "  oversubscription: 0 ", "36", "network.oversubscription", "positive number");
+  expect_pod_error(over, "  oversubscription: -7 ", "36", "network.oversubscription", "positive number");
+  expect_pod_error(over, "  oversubscription: lots ", "36", "network.oversubscription", "not a valid number");
+  expect_pod_error(over, "  oversubscription: .inf ", "36", "network.oversubscription", "positive number");
+  expect_pod_error(over, "  oversubscription: .nan ", "36", "network.oversubscription", "positive number");
+  expect_pod_error(over, "  oversubscription: 0.5 ", "36", "network.oversubscription", "below 1");
+}
+
+TEST(TopologyErrors, PodKeysGoTogether) {
+  const std::string no_over = replace(pods(), "  oversubscription: 7 ", "  # oversubscription: 7 ");
+  EXPECT_NE(error_of(no_over).find("go together"), std::string::npos) << error_of(no_over);
+  EXPECT_NE(error_of(no_over).find("t.yaml:35:"), std::string::npos) << error_of(no_over);
+  const std::string no_pod = replace(pods(), "  pod_gpus: 3072 ", "  # pod_gpus: 3072 ");
+  EXPECT_NE(error_of(no_pod).find("t.yaml:36:"), std::string::npos) << error_of(no_pod);
+  // --set meets the same rules and names itself.
+  const std::string set = error_of(pods(), {{"network.oversubscription", "0"}});
+  EXPECT_NE(set.find("--set network.oversubscription"), std::string::npos) << set;
+}
+
+// gpu.tflops.fp8 is optional; where given it is a positive rate.
+TEST(TopologyErrors, Fp8Rate) {
+  const std::string zero = error_of(replace(shipped(), "fp8: 1979}", "fp8: 0}"));
+  EXPECT_NE(zero.find("t.yaml:13:"), std::string::npos) << zero;
+  EXPECT_NE(zero.find("gpu.tflops.fp8"), std::string::npos) << zero;
+  EXPECT_NE(error_of(replace(shipped(), "fp8: 1979}", "fp8: fast}")).find("not a valid number"), std::string::npos);
+  EXPECT_EQ(error_of(replace(shipped(), ", fp8: 1979}", "}")), "");
+}
+
 }  // namespace
 }  // namespace coconet::sim

@@ -450,5 +450,128 @@ TEST(CollectiveModel, MeasuredLatencyErrorsNameThePlace) {
   }
 }
 
+// A network oversubscribed above a pod size (network.pod_gpus,
+// network.oversubscription; docs/cost-model.md "Pods"): a collective inside
+// one pod is priced as on a flat network; one spanning pods reaches min(1,
+// q/k) of its network bandwidth, q its nodes in its least-populated pod, k
+// the oversubscription; a send across pods 1/k.
+Topology without_pods(const std::string& name, const Overrides& o = {}) {
+  std::istringstream in(model::read_file(model::resolve_topology(name)));
+  std::string text;
+  for (std::string l; std::getline(in, l);)
+    if (l.find("pod_gpus:") == std::string::npos && l.find("oversubscription:") == std::string::npos) text += l + "\n";
+  return parse_topology(text, name + " (flat)", o);
+}
+
+constexpr model::OpKind kPricedOps[] = {model::OpKind::allreduce, model::OpKind::reducescatter,
+                                        model::OpKind::allgather, model::OpKind::broadcast,
+                                        model::OpKind::reduce,    model::OpKind::send,
+                                        model::OpKind::alltoall};
+
+TEST(Pods, InsideOnePodPricedAsOnAFlatNetwork) {
+  const Topology pods = load_topology("llama3-h100-roce");
+  const Topology flat = without_pods("llama3-h100-roce");
+  ASSERT_EQ(pods.network.pod_gpus, 3072);
+  int compared = 0;
+  for (int nodes : {1, 2, 3, 16, 384})
+    for (int per_node : {1, 8})
+      for (model::OpKind op : kPricedOps)
+        for (Algo a : {Algo::auto_, Algo::ring, Algo::tree, Algo::hierarchical})
+          for (Proto p : {Proto::auto_, Proto::ll, Proto::ll128, Proto::simple})
+            for (double bytes : {1024.0, 64.0 * (1 << 20)}) {
+              const CollectiveRequest r{op, bytes, Placement{nodes * per_node, nodes, per_node, nodes > 1}, a, p};
+              EXPECT_DOUBLE_EQ(predict_collective_or_auto(pods, r).time_us(), predict_collective_or_auto(flat, r).time_us())
+                  << to_string(op) << " " << nodes << "x" << per_node << " " << to_string(a) << " " << to_string(p);
+              ++compared;
+            }
+  EXPECT_GT(compared, 1000);
+  // Every rank count of one pod as place() packs it.
+  for (int ranks = 1; ranks <= pods.network.pod_gpus; ranks *= 2) {
+    const CollectiveRequest r{model::OpKind::allreduce, kLargeMessage, place(pods, ranks)};
+    EXPECT_DOUBLE_EQ(predict_collective(pods, r).time_us(), predict_collective(flat, r).time_us()) << ranks;
+  }
+}
+
+TEST(Pods, ShippedTopologiesWithoutPodsAreFlat) {
+  for (const char* name : {"dgx2-v100", "dgx-a100", "dgx-h100", "dgx-h200", "cpu-local", "hgx-h100-4nic", "gb200-nvl72"}) {
+    const Topology t = load_topology(name);
+    EXPECT_EQ(t.network.pod_gpus, 0) << name;
+    const Placement wide{4096 * t.node.gpus, 4096, t.node.gpus, true};
+    EXPECT_EQ(pods_spanned(t, wide), 1) << name;
+    EXPECT_DOUBLE_EQ(pod_network_share(t, model::OpKind::allreduce, wide), 1.0) << name;
+  }
+}
+
+// The network's part of a collective's time: its transfer less the reduction.
+double network_transfer_us(const Topology& t, model::OpKind op, const Placement& where, Algo a) {
+  const CollectiveCost c = predict_collective(t, {op, kLargeMessage, where, a, Proto::simple});
+  return c.transfer_us - c.reduce_us;
+}
+
+// One GPU per node (a data-parallel group's layout): the ring and the tree
+// are bound by one NIC, so the factor shows whole.
+TEST(Pods, TwoPodsSlowerByTheOversubscription) {
+  const Overrides node_pods = {{"network.pod_gpus", "8"}};  // a pod of one node
+  const Topology pods = load_topology("llama3-h100-roce", node_pods);
+  const Topology flat = without_pods("llama3-h100-roce");
+  const double k = pods.network.oversubscription;
+  ASSERT_DOUBLE_EQ(k, 7.0);
+  const Placement two{2, 2, 1, true};
+  EXPECT_EQ(pods_spanned(pods, two), 2);
+  for (model::OpKind op : {model::OpKind::allreduce, model::OpKind::reducescatter, model::OpKind::allgather})
+    EXPECT_NEAR(network_transfer_us(pods, op, two, Algo::ring) / network_transfer_us(flat, op, two, Algo::ring), k, 1e-9)
+        << to_string(op);
+  EXPECT_NEAR(network_transfer_us(pods, model::OpKind::allreduce, two, Algo::tree) /
+                  network_transfer_us(flat, model::OpKind::allreduce, two, Algo::tree),
+              k, 1e-9);
+  EXPECT_NEAR(network_transfer_us(pods, model::OpKind::send, two, Algo::ring) /
+                  network_transfer_us(flat, model::OpKind::send, two, Algo::ring),
+              k, 1e-9);
+  // Eight GPUs a node: the ring's bound falls from NVLink's to the node's NICs over k.
+  const Placement full{16, 2, 8, true};
+  const double nvlink = pods.node.nvlink_GBps();
+  const double nics = 8 * pods.network.nic_GBps();
+  EXPECT_NEAR(network_transfer_us(pods, model::OpKind::allreduce, full, Algo::ring) /
+                  network_transfer_us(flat, model::OpKind::allreduce, full, Algo::ring),
+              std::min(nvlink, nics) / (nics / k), 1e-9);
+  EXPECT_GT(predict_collective(pods, {model::OpKind::allreduce, kLargeMessage, full}).time_us(),
+            predict_collective(flat, {model::OpKind::allreduce, kLargeMessage, full}).time_us());
+  // One node: no network, no pods crossed.
+  const Placement one{8, 1, 8, false};
+  EXPECT_DOUBLE_EQ(predict_collective(pods, {model::OpKind::allreduce, kLargeMessage, one}).time_us(),
+                   predict_collective(flat, {model::OpKind::allreduce, kLargeMessage, one}).time_us());
+}
+
+// A ring leaves a pod on one node's stream, which the collective's q nodes
+// in that pod share the uplinks for: min(1, q/k) of the bandwidth.
+TEST(Pods, ShareGrowsWithTheCollectivesNodesInEachPod) {
+  const Topology flat = without_pods("llama3-h100-roce");
+  const auto factor = [&](int pod_nodes, int nodes) {
+    const Topology pods = load_topology("llama3-h100-roce", {{"network.pod_gpus", std::to_string(8 * pod_nodes)}});
+    const Placement p{nodes, nodes, 1, true};
+    return network_transfer_us(pods, model::OpKind::allreduce, p, Algo::ring) /
+           network_transfer_us(flat, model::OpKind::allreduce, p, Algo::ring);
+  };
+  EXPECT_NEAR(factor(2, 4), 7.0 / 2, 1e-9);   // two pods of 2 nodes
+  EXPECT_NEAR(factor(2, 3), 7.0, 1e-9);       // the second pod holds one node of it
+  EXPECT_NEAR(factor(4, 12), 7.0 / 4, 1e-9);  // three pods of 4
+  EXPECT_NEAR(factor(7, 14), 1.0, 1e-9);      // 7 nodes a pod carry one stream at 1:7
+  EXPECT_NEAR(factor(384, 768), 1.0, 1e-9);   // Llama 3's pods, two of them, whole
+}
+
+// A group strided over the cluster (data parallelism) states the pods it spans.
+TEST(Pods, StridedGroupStatesItsPods) {
+  const Topology pods = load_topology("llama3-h100-roce");
+  const Topology flat = without_pods("llama3-h100-roce");
+  Placement dp{16, 16, 1, true};
+  EXPECT_EQ(pods_spanned(pods, dp), 1);  // 16 consecutive nodes: one pod
+  EXPECT_DOUBLE_EQ(network_transfer_us(pods, model::OpKind::allreduce, dp, Algo::ring),
+                   network_transfer_us(flat, model::OpKind::allreduce, dp, Algo::ring));
+  dp.pods = 8;  // one rank a node, two nodes in each of 8 pods
+  EXPECT_NEAR(network_transfer_us(pods, model::OpKind::allreduce, dp, Algo::ring) /
+                  network_transfer_us(flat, model::OpKind::allreduce, dp, Algo::ring),
+              7.0 / 2, 1e-9);
+}
+
 }  // namespace
 }  // namespace coconet::sim

@@ -8,12 +8,15 @@
 #include <gtest/gtest.h>
 
 #include "model/catalog.h"
+#include "sim/collective.h"
+#include "sim/predict.h"
 #include "sim/topology.h"
 
 namespace coconet::sim {
 namespace {
 
-const char* const kShipped[] = {"dgx2-v100", "dgx-a100", "dgx-h100", "dgx-h200"};
+const char* const kShipped[] = {"dgx2-v100", "dgx-a100",      "dgx-h100",        "dgx-h200",
+                                "hgx-h100-4nic", "llama3-h100-roce", "gb200-nvl72"};
 
 TEST(Topology, ShippedFilesLoad) {
   for (const char* name : kShipped) {
@@ -78,6 +81,82 @@ TEST(Topology, EveryConstantHasASource) {
 TEST(Topology, SourceCheckCatchesAnUnsourcedConstant) {
   EXPECT_EQ(unsourced_lines("gpu:\n  sms: 132\n").size(), 1u);
   EXPECT_TRUE(unsourced_lines("gpu:\n  sms: 132  # whitepaper\n").empty());
+}
+
+// The clusters of issue 29: their rates are the sourced ones, and the model
+// reads what makes each different (fewer NICs, RoCE pods, a 72-GPU domain).
+TEST(Topology, TodaysClusters) {
+  const Topology h100 = load_topology("dgx-h100");
+  const Topology four = load_topology("hgx-h100-4nic");
+  EXPECT_EQ(four.network.nics, 4);
+  EXPECT_DOUBLE_EQ(four.network.share_GBps(8), h100.network.share_GBps(8) / 2);  // two GPUs a NIC
+  const Topology roce = load_topology("llama3-h100-roce");
+  EXPECT_EQ(roce.network.pod_gpus, 3072);
+  EXPECT_DOUBLE_EQ(roce.network.oversubscription, 7);
+  EXPECT_EQ(roce.total_gpus(), 16384);
+  EXPECT_NEAR(roce.network.nic_GBps(), 400 / 8.0 * 0.947, 1e-9);
+  const Topology gb = load_topology("gb200-nvl72");
+  EXPECT_EQ(gb.node.gpus, 72);
+  EXPECT_NEAR(gb.node.nvlink_GBps(), 18 * 40.1, 1e-9);
+  EXPECT_DOUBLE_EQ(gb.gpu.tflops_bf16, 2500);
+  EXPECT_DOUBLE_EQ(gb.gpu.tflops_fp8.value_or(0), 5000);
+  EXPECT_DOUBLE_EQ(gb.gpu.memory_GB, 186);
+  EXPECT_TRUE(gb.node.nvls);
+  EXPECT_NE(describe(roce).find("pods of 3072 GPUs, 1:7"), std::string::npos) << describe(roce);
+}
+
+// A 72-GPU NVLink domain is one node: any group of up to 72 ranks stays on
+// NVLink (NVLS where it pays), and a group over two racks crosses the network.
+TEST(Topology, Nvl72DomainIsOneNode) {
+  const Topology gb = load_topology("gb200-nvl72");
+  for (int ranks : {2, 8, 16, 36, 64, 72}) {
+    const Placement p = place(gb, ranks);
+    EXPECT_EQ(p.nodes, 1) << ranks;
+    EXPECT_TRUE(supported(gb, model::OpKind::allreduce, p, model::Algo::nvls, model::Proto::simple)) << ranks;
+    const CollectiveCost c = predict_collective(gb, {model::OpKind::allreduce, 1 << 30, p});
+    EXPECT_GT(c.time_us(), 0) << ranks;
+    EXPECT_EQ(traffic_of(gb, {model::OpKind::allreduce, 1 << 30, p}, c).network, 0.0) << ranks;
+  }
+  // Eight GPUs: NVLink5 twice NVLink4's achievable rate, so a 1 GiB ring is faster than on DGX H100.
+  const Topology h100 = load_topology("dgx-h100");
+  const auto ring_us = [](const Topology& t, int ranks) {
+    return predict_collective(t, {model::OpKind::allreduce, 1 << 30, place(t, ranks), model::Algo::ring}).time_us();
+  };
+  EXPECT_LT(ring_us(gb, 8), ring_us(h100, 8) * 0.6);
+  const Placement racks = place(gb, 144);
+  EXPECT_EQ(racks.nodes, 2);
+  EXPECT_EQ(racks.per_node, 72);
+  const CollectiveRequest across{model::OpKind::allreduce, 1 << 30, racks, model::Algo::ring};
+  EXPECT_GT(traffic_of(gb, across, predict_collective(gb, across)).network, 0.0);
+}
+
+// gpu.tflops.fp8: stored where given (H100, H200, GB200), absent elsewhere,
+// scaled with the other compute rates, shown in the summary.
+TEST(Topology, Fp8RateIsStored) {
+  EXPECT_DOUBLE_EQ(load_topology("dgx-h100").gpu.tflops_fp8.value_or(0), 1979);
+  EXPECT_DOUBLE_EQ(load_topology("dgx-h200").gpu.tflops_fp8.value_or(0), 1979);
+  EXPECT_FALSE(load_topology("dgx-a100").gpu.tflops_fp8.has_value());
+  const Topology half = load_topology("dgx-h100").scaled(RankScales{0.5, 1, 1, 1});
+  EXPECT_DOUBLE_EQ(half.gpu.tflops_fp8.value_or(0), 1979 / 2.0);
+  EXPECT_NE(describe(load_topology("dgx-h100")).find("fp8 1979"), std::string::npos);
+  EXPECT_EQ(describe(load_topology("dgx-a100")).find("fp8"), std::string::npos);
+}
+
+// What `coconet predict --topology NAME` runs: the default experiment on each
+// new topology, ranked, with a best schedule (on two nodes, as tests keep it short).
+TEST(Topology, PredictRunsOnTodaysClusters) {
+  for (const char* name : {"hgx-h100-4nic", "llama3-h100-roce", "gb200-nvl72"}) {
+    PredictOptions o;
+    o.topology = name;
+    o.nodes = 2;
+    const auto reports = predict_experiment(model::default_experiment(), o);
+    ASSERT_FALSE(reports.empty()) << name;
+    for (const auto& r : reports) {
+      EXPECT_EQ(r.topology, name);
+      ASSERT_FALSE(r.result.ranked.empty()) << name << " " << r.workload;
+      EXPECT_GT(r.best().time_us, 0) << name << " " << r.workload;
+    }
+  }
 }
 
 }  // namespace
