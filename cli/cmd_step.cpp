@@ -71,8 +71,11 @@ nlohmann::json layout_json(const step::StepReport& r) {
         {"bwd_elementwise", r.layer.bwd_elementwise_us},
         {"bwd_tp", r.layer.bwd_tp_us},
         {"recompute", r.layer.recompute_us}}},
-      {"tflops_per_gpu", r.tflops_per_gpu},
+      {"model_tflops_per_gpu", r.model_tflops_per_gpu},
+      {"hardware_tflops_per_gpu", r.hardware_tflops_per_gpu},
+      {"eq3_tflops_per_gpu", r.eq3_tflops_per_gpu},
       {"mfu", r.mfu},
+      {"peak_tflops", r.peak_tflops},
       {"tokens_per_s", r.tokens_per_s},
       {"memory_GB",
        {{"weights", m.weights_GB},
@@ -81,6 +84,7 @@ nlohmann::json layout_json(const step::StepReport& r) {
         {"activations", m.activations_GB},
         {"total", m.total_GB()},
         {"capacity", m.capacity_GB},
+        {"reserved", m.reserved_GB},
         {"fits", m.fits()}}},
   };
 }
@@ -98,14 +102,15 @@ std::string layout_label(const step::StepReport& r) {
 
 Table layouts_table(const std::vector<step::StepReport>& rs) {
   Table t{{"dp", "tp", "pp", "micro_batch", "schedule", "virtual_stages", "zero", "recompute", "sequence_parallel",
-           "tp_overlap", "step_ms", "tflops_per_gpu", "mfu", "memory_GB", "fits"}};
+           "tp_overlap", "step_ms", "model_tflops_per_gpu", "hardware_tflops_per_gpu", "eq3_tflops_per_gpu", "mfu",
+           "memory_GB", "fits"}};
   for (const auto& r : rs)
     t.add({std::int64_t(r.layout.dp), std::int64_t(r.layout.tp), std::int64_t(r.layout.pp),
            r.spec.training.micro_batch, step::to_string(r.spec.parallel.schedule),
            std::int64_t(r.layout.virtual_stages), std::int64_t(r.spec.parallel.zero),
            step::to_string(r.spec.parallel.recompute),
            step::sequence_parallel_on(r.spec.parallel, r.layout), step::tp_overlap_on(r.spec.parallel, r.layout),
-           r.step_us / kUsPerMs, r.tflops_per_gpu, r.mfu,
+           r.step_us / kUsPerMs, r.model_tflops_per_gpu, r.hardware_tflops_per_gpu, r.eq3_tflops_per_gpu, r.mfu,
            r.memory.total_GB(), r.memory.fits()});
   return t;
 }
@@ -120,6 +125,13 @@ void print_detail(const step::StepReport& r, const sim::Topology& t) {
   fmt::print("# {} on {}: {} nodes x {} GPUs = {} GPUs, predicted\n", r.spec.name, t.name, t.nodes, t.node.gpus,
              r.layout.gpus);
   fmt::print("# {}\n", layout_label(r));
+  const auto& md = r.spec.model;
+  const auto programs = step::layer_programs(step::LayerShape{
+      .tp = r.layout.tp, .sequence_parallel = step::sequence_parallel_on(r.spec.parallel, r.layout),
+      .family = md.family()});
+  fmt::print("# {} layers, hidden {}, {} heads ({} K/V) of {}, ffn {} {}, {}, embeddings {}; layer programs {} and {}\n",
+             md.layers, md.hidden, md.heads, md.kv_heads, md.head_dim, md.ffn, step::to_string(md.ffn_type),
+             step::to_string(md.norm), md.tied_embeddings ? "tied" : "untied", programs.first, programs.second);
   fmt::print("step time                    {:>10.1f} ms\n", step / kUsPerMs);
   line("compute", b.compute_us);
   line("exposed TP communication", b.tp_comm_us);
@@ -133,12 +145,20 @@ void print_detail(const step::StepReport& r, const sim::Topology& t) {
                "best)\n",
                r.spec.parallel.bucket_MB, r.dp_schedule);
   }
-  fmt::print("model TFLOP/s per GPU        {:>10.1f}     (Megatron-LM eq. 3)\n", r.tflops_per_gpu);
-  fmt::print("MFU                          {:>10.1f} %   (no recompute counted, of {:.0f} TFLOP/s dense f16)\n", 100 * r.mfu,
-             t.gpu.tflops_f16);
+  fmt::print("{:<29}{:>10.1f}     (no recomputation; 2 FLOPs per multiply-add, GEMMs only, non-causal "
+             "attention)\n", "model TFLOP/s per GPU", r.model_tflops_per_gpu);
+  fmt::print("{:<29}{:>10.1f}     (with recompute {})\n", "hardware TFLOP/s per GPU", r.hardware_tflops_per_gpu,
+             step::to_string(r.spec.parallel.recompute));
+  fmt::print("{:<29}{:>10.1f}     (SC'21: full recomputation counted whatever is run)\n",
+             "Megatron-LM eq. 3 TFLOP/s", r.eq3_tflops_per_gpu);
+  fmt::print("MFU                          {:>10.1f} %   (model TFLOP/s of {:.0f} TFLOP/s dense {})\n", 100 * r.mfu,
+             r.peak_tflops, model::to_string(r.spec.training.dtype));
   fmt::print("tokens per second            {:>10.0f}\n", r.tokens_per_s);
   fmt::print("memory per GPU               {:>10.1f} GB  of {} ({})\n", m.total_GB(),
-             m.capacity_GB > 0 ? fmt::format("{:.0f} GB", m.capacity_GB) : std::string("unknown HBM"),
+             m.capacity_GB > 0
+                 ? fmt::format("{:.1f} GB usable: {:.0f} GB less {:.1f} reserved", m.usable_GB(), m.capacity_GB,
+                               m.reserved_GB)
+                 : std::string("unknown HBM"),
              m.fits() ? "fits" : "DOES NOT FIT");
   fmt::print("  weights {:.1f}, gradients {:.1f}, optimizer {:.1f}, activations {:.1f} GB\n", m.weights_GB,
              m.gradients_GB, m.optimizer_GB, m.activations_GB);
@@ -146,9 +166,10 @@ void print_detail(const step::StepReport& r, const sim::Topology& t) {
              " (GEMM {:.0f}, element-wise {:.0f}, TP {:.0f}, recompute {:.0f})\n",
              r.layer.fwd_us(), r.layer.fwd_gemm_us, r.layer.fwd_elementwise_us, r.layer.fwd_tp_us, r.layer.bwd_us(),
              r.layer.bwd_gemm_us, r.layer.bwd_elementwise_us, r.layer.bwd_tp_us, r.layer.recompute_us);
-  fmt::print("  the tuner's best schedules of the layer programs (TP overlap {}):\n    forward  {}\n    backward {}\n",
-             step::tp_overlap_on(r.spec.parallel, r.layout) ? "allowed" : "off", r.layer_fwd_schedule,
-             r.layer_bwd_schedule);
+  fmt::print("  the tuner's best schedules of the layer programs (TP overlap {}{}):\n    forward  {}\n    backward {}\n",
+             step::tp_overlap_on(r.spec.parallel, r.layout) ? "allowed" : "off",
+             r.layout.tp == 1 ? "; tp 1: their collectives are on one rank and cost nothing" : "",
+             r.layer_fwd_schedule, r.layer_bwd_schedule);
 }
 
 void run(const Args& a) {
@@ -175,8 +196,8 @@ void run(const Args& a) {
     evaluated = r.evaluated;
     over = r.over_memory;
     if (r.best.empty())
-      throw UserError(fmt::format("{} on {} x {} GPUs: none of the {} layouts searched fits in {:.0f} GB per GPU",
-                                  spec.name, t.nodes, t.node.gpus, r.evaluated, t.gpu.memory_GB));
+      throw UserError(fmt::format("{} on {} x {} GPUs: no layout fits: {}", spec.name, t.nodes, t.node.gpus,
+                                  step::why_none_fits(r, t)));
     reports = r.best;
   } else {
     reports.push_back(step::predict_step(spec, t));

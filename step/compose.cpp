@@ -32,15 +32,19 @@ namespace {
 
 using model::OpKind;
 
+constexpr int kAttentionCoreKernels = 4;       // scores GEMM, softmax, dropout (GPT), context GEMM, as selective recomputation runs them again
 constexpr double kBwdElementwiseFactor = 2.0;  // a backward kernel reads the output gradient and a saved input, writes one gradient
 constexpr double kAdamFlopsPerParam = 12;      // moments, bias corrections, update
 constexpr double kBytesPerMB = 1e6;
-constexpr double kAdamGradBytes = 2;  // the adam workload's gradients are f16 (workloads/adam.yaml)
+constexpr double kAdamGradBytes = 2;
+constexpr double kSecondsPerUs = 1e-6;
+constexpr double kFlopsPerTflop = 1e12;  // the adam workload's gradients are f16 (workloads/adam.yaml)
 
 struct Shapes {
   std::int64_t tokens;   // b s
   std::int64_t hidden;   // h
   std::int64_t heads_per_gpu;
+  std::int64_t kv_heads_per_gpu;
   std::int64_t head_dim;
   std::int64_t seq;
   std::int64_t micro_batch;
@@ -48,12 +52,15 @@ struct Shapes {
   std::int64_t vocab_per_gpu;
   int tp;
   model::DType dtype;
+  Family family;
 };
 
 Shapes shapes_of(const ModelSpec& s, const Layout& l) {
   const auto& m = s.model;
-  return Shapes{s.training.micro_batch * m.sequence, m.hidden, m.heads / l.tp, m.hidden / m.heads, m.sequence,
-                s.training.micro_batch, m.ffn / l.tp, (m.vocabulary + l.tp - 1) / l.tp, l.tp, s.training.dtype};
+  return Shapes{s.training.micro_batch * m.sequence, m.hidden,       m.heads / l.tp,
+                m.kv_heads / l.tp,                   m.head_dim,     m.sequence,
+                s.training.micro_batch,              m.ffn / l.tp,   (m.vocabulary + l.tp - 1) / l.tp,
+                l.tp,                                s.training.dtype, m.family()};
 }
 
 struct Kernels {
@@ -82,39 +89,56 @@ GemmPasses attention_core(const sim::Topology& t, const Shapes& x) {
   return {qk.fwd + av.fwd, qk.bwd + av.bwd};
 }
 
+double attention_dropout_bytes(const Shapes& x);
+
 // Bytes the attention core's element-wise kernels move forward: the fused
-// scaled masked softmax (read, write) and the dropout on its probabilities
-// (read, write, a 1-byte mask).
+// scaled masked softmax (read, write) and, in the GPT family, the dropout on
+// its probabilities (read, write, a 1-byte mask).
 double attention_elementwise_bytes(const Shapes& x) {
   const double e = model::bytes_of(x.dtype);
   const double scores = double(x.micro_batch) * double(x.heads_per_gpu) * double(x.seq) * double(x.seq);
-  return scores * (2 * e) + scores * (2 * e + 1);
+  return scores * (2 * e) + attention_dropout_bytes(x);
 }
 
 double ew(const sim::Topology& t, double bytes) { return sim::elementwise_body_us(t, bytes, bytes / 2); }
 
 // What the layer programs leave out, priced by the bytes it moves (see
-// workloads/megatron_layer_*.yaml): forward, the attention probabilities'
-// dropout (read, write, a 1-byte mask); backward, its backward and the bias,
-// LayerNorm gamma and beta gradients (column sums of the output gradients:
-// db2, dbo over T x h, db1 over T x f/t, dbqkv over T x 3h/t; dgamma and
-// dbeta of each LayerNorm read the gradient and the normalised input).
-constexpr int kLeftOutFwdKernels = 1;  // attention dropout
-constexpr int kLeftOutBwdKernels = 7;  // attention dropout, 4 bias gradients, 2 LayerNorm parameter gradients
+// workloads/megatron_layer_*.yaml and llama_layer_*.yaml). GPT: forward, the
+// attention probabilities' dropout (read, write, a 1-byte mask); backward,
+// its backward and the bias, LayerNorm gamma and beta gradients (column sums
+// of the output gradients: db2, dbo over T x h, db1 over T x f/t, dbqkv over
+// T x 3h/t; dgamma and dbeta of each LayerNorm read the gradient and the
+// normalised input). Llama (no dropout, no biases): rotary position
+// embeddings on the queries and keys forward and on their gradients backward
+// (read and write T x (a + kv) D / t), the RMSNorms' gamma gradients (read the
+// gradient and the normalised input).
+constexpr int kGptLeftOutFwdKernels = 1;    // attention dropout
+constexpr int kGptLeftOutBwdKernels = 7;    // attention dropout, 4 bias gradients, 2 LayerNorm parameter gradients
+constexpr int kLlamaLeftOutFwdKernels = 1;  // RoPE on q and k
+constexpr int kLlamaLeftOutBwdKernels = 3;  // RoPE on dq and dk, 2 RMSNorm gamma gradients
 
 double attention_dropout_bytes(const Shapes& x) {
+  if (x.family != Family::gpt) return 0;
   const double e = model::bytes_of(x.dtype);
   const double scores = double(x.micro_batch) * double(x.heads_per_gpu) * double(x.seq) * double(x.seq);
   return scores * (2 * e + 1);
 }
 
+// Rotary embeddings (Su et al. 2021, "RoFormer"): read and write the queries and keys.
+double rope_bytes(const Shapes& x) {
+  if (x.family != Family::llama) return 0;
+  const double e = model::bytes_of(x.dtype);
+  return 2 * double(x.tokens) * double(x.heads_per_gpu + x.kv_heads_per_gpu) * double(x.head_dim) * e;
+}
+
 double parameter_gradient_bytes(const Shapes& x, bool sp) {
   const double e = model::bytes_of(x.dtype);
   const double th = double(x.tokens) * double(x.hidden) / (sp ? x.tp : 1);
+  const double norms = 2 * 2 * th;  // two norms, each reading the gradient and the normalised input
+  if (x.family == Family::llama) return norms * e;
   const double per_gpu_h = double(x.tokens) * double(x.hidden) / x.tp;
   const double biases = 2 * th + double(x.tokens) * double(x.ffn_per_gpu) + 3 * per_gpu_h;
-  const double layernorms = 2 * 2 * th;
-  return (biases + layernorms) * e;
+  return (biases + norms) * e;
 }
 
 struct LayerCompute {
@@ -128,9 +152,9 @@ struct LayerCompute {
 };
 
 LayerShape layer_shape(const ModelSpec& s, const Layout& l, bool sp) {
-  return LayerShape{s.training.micro_batch, s.model.sequence,      s.model.heads,           s.model.hidden / s.model.heads,
-                    s.model.ffn,            l.tp,                  s.training.dtype,        sp,
-                    tp_overlap_on(s.parallel, l)};
+  const auto& m = s.model;
+  return LayerShape{s.training.micro_batch, m.sequence, m.heads,          m.head_dim, m.ffn,     l.tp,
+                    s.training.dtype,       sp,         tp_overlap_on(s.parallel, l), m.family(), m.hidden, m.kv_heads};
 }
 
 // The layer programs' best schedules (step/layer_block.h), plus what they
@@ -138,19 +162,24 @@ LayerShape layer_shape(const ModelSpec& s, const Layout& l, bool sp) {
 // GEMMs and the softmax and dropout bytes.
 LayerCompute layer_compute(const sim::Topology& t, const Shapes& x, const LayerBlock& tuned, bool sp) {
   const double launch = t.gpu.launch_us;
-  const double drop = ew(t, attention_dropout_bytes(x));
+  const bool gpt = x.family == Family::gpt;
+  // Forward and backward each move these bytes once (the dropout's backward twice: kBwdElementwiseFactor).
+  const double drop = gpt ? ew(t, attention_dropout_bytes(x)) : 0.0;
+  const double rope = gpt ? 0.0 : ew(t, rope_bytes(x));
+  const int fwd_kernels = gpt ? kGptLeftOutFwdKernels : kLlamaLeftOutFwdKernels;
+  const int bwd_kernels = gpt ? kGptLeftOutBwdKernels : kLlamaLeftOutBwdKernels;
   LayerCompute c;
   c.fwd.gemm_us = tuned.fwd.gemm_us;
-  c.fwd.elementwise_us = tuned.fwd.elementwise_us + drop + kLeftOutFwdKernels * launch;
+  c.fwd.elementwise_us = tuned.fwd.elementwise_us + drop + rope + fwd_kernels * launch;
   c.fwd_tp_us = tuned.fwd.tp_us();
   c.bwd.gemm_us = tuned.bwd.gemm_us;
-  c.bwd.elementwise_us = tuned.bwd.elementwise_us + kBwdElementwiseFactor * drop +
-                         ew(t, parameter_gradient_bytes(x, sp)) + kLeftOutBwdKernels * launch;
+  c.bwd.elementwise_us = tuned.bwd.elementwise_us + kBwdElementwiseFactor * drop + rope +
+                         ew(t, parameter_gradient_bytes(x, sp)) + bwd_kernels * launch;
   c.bwd_tp_us = tuned.bwd.tp_us();
   c.fwd_schedule = tuned.fwd.schedule;
   c.bwd_schedule = tuned.bwd.schedule;
   c.attention_fwd.gemm_us = attention_core(t, x).fwd;
-  c.attention_fwd.elementwise_us = ew(t, attention_elementwise_bytes(x)) + 4 * launch;
+  c.attention_fwd.elementwise_us = ew(t, attention_elementwise_bytes(x)) + kAttentionCoreKernels * launch;
   return c;
 }
 
@@ -298,18 +327,6 @@ void price_data_parallel(const ModelSpec& s, const Layout& l, const sim::Topolog
 
 }  // namespace
 
-double megatron_flops(const ModelSpec& s) {
-  const double B = double(s.training.global_batch), sq = double(s.model.sequence), l = double(s.model.layers),
-               h = double(s.model.hidden), V = double(s.model.vocabulary);
-  return 96.0 * B * sq * l * h * h * (1.0 + sq / (6.0 * h) + V / (16.0 * l * h));
-}
-
-double model_flops_without_recompute(const ModelSpec& s) {
-  const double B = double(s.training.global_batch), sq = double(s.model.sequence), l = double(s.model.layers),
-               h = double(s.model.hidden), V = double(s.model.vocabulary);
-  return 72.0 * B * sq * l * h * h * (1.0 + sq / (6.0 * h) + V / (12.0 * l * h));
-}
-
 double StepReport::stage_layers() const { return double(spec.model.layers) / layout.pp; }
 double StepReport::stage_fwd_tp_us() const { return stage_layers() * layer.fwd_tp_us; }
 double StepReport::stage_bwd_tp_us() const { return stage_layers() * layer.bwd_tp_us + stage_recompute_tp_us(); }
@@ -373,10 +390,16 @@ StepReport predict_step(const ModelSpec& s, const sim::Topology& t, DpBlockPrice
   price_data_parallel(s, l, t, dp != nullptr ? *dp : own_dp.emplace(t), mb_us - tp_mb, r);
 
   r.step_us = b.total_us();
-  r.model_flops = megatron_flops(s);
-  r.tflops_per_gpu = r.model_flops / (r.step_us * 1e-6) / l.gpus / 1e12;
-  r.mfu = model_flops_without_recompute(s) / (r.step_us * 1e-6) / l.gpus / 1e12 / t.gpu.tflops_f16;
-  r.tokens_per_s = double(s.training.global_batch) * double(s.model.sequence) / (r.step_us * 1e-6);
+  r.model_flops = model_flops(s);
+  r.hardware_flops = hardware_flops(s);
+  r.eq3_flops = megatron_eq3_flops(s);
+  const double per_gpu_tflops = 1.0 / (r.step_us * kSecondsPerUs) / l.gpus / kFlopsPerTflop;
+  r.model_tflops_per_gpu = r.model_flops * per_gpu_tflops;
+  r.hardware_tflops_per_gpu = r.hardware_flops * per_gpu_tflops;
+  r.eq3_tflops_per_gpu = r.eq3_flops * per_gpu_tflops;
+  r.peak_tflops = t.gpu.gemm_tflops(s.training.dtype);
+  r.mfu = r.peak_tflops > 0 ? r.model_tflops_per_gpu / r.peak_tflops : 0.0;
+  r.tokens_per_s = double(s.training.global_batch) * double(s.model.sequence) / (r.step_us * kSecondsPerUs);
   r.memory = memory_per_gpu(s, l, t);
   return r;
 }

@@ -13,6 +13,7 @@
 
 #include "sim/topology.h"
 #include "step/dp_block.h"
+#include "step/flops.h"
 #include "step/layer_block.h"
 #include "step/memory.h"
 #include "step/spec.h"
@@ -74,22 +75,22 @@ struct StepReport {
   std::string layer_bwd_schedule;
   Breakdown breakdown;
   double step_us = 0;
-  double model_flops = 0;     // per step, the whole job (Megatron-LM eq. 3)
-  double tflops_per_gpu = 0;
-  // Model FLOPs utilisation (Chowdhery et al., PaLM, 2022, appendix B): the
-  // FLOPs of a step without recomputation, 72 B s l h^2 (1 + s/(6h) + V/(12 l h)),
-  // per second per GPU over the GPU's dense f16 peak. Eq. 3 counts a recomputed
-  // forward (96 for 72), so tflops_per_gpu / peak is the MFU only under full recomputation.
+  // FLOPs per step, the whole job (step/flops.h: 2 per multiply-add, GEMMs
+  // only, non-causal attention), and each over the step time per GPU.
+  double model_flops = 0;     // no recomputation (what the model needs)
+  double hardware_flops = 0;  // with the recomputation the layout runs
+  double eq3_flops = 0;       // Megatron-LM SC'21 eq. 3 (full recomputation counted whatever the layout)
+  double model_tflops_per_gpu = 0;
+  double hardware_tflops_per_gpu = 0;
+  double eq3_tflops_per_gpu = 0;  // the figure SC'21's tables print
+  // Model FLOPs utilisation (Chowdhery et al., PaLM, 2022, appendix B): model
+  // TFLOP/s per GPU over the dense peak of the precision the GEMMs run in
+  // (peak_tflops: the topology's tflops for training.dtype).
   double mfu = 0;
+  double peak_tflops = 0;
   double tokens_per_s = 0;
   Memory memory;
 };
-
-// Megatron-LM's FLOPs of one step (Narayanan et al., SC'21, eq. 3):
-// 96 B s l h^2 (1 + s / (6 h) + V / (16 l h)), counting the recomputed forward.
-[[nodiscard]] double megatron_flops(const ModelSpec& s);
-// The same step's FLOPs without recomputation: 72 B s l h^2 (1 + s/(6h) + V/(12 l h)).
-[[nodiscard]] double model_flops_without_recompute(const ModelSpec& s);
 
 // Prices one step; throws UserError for a layout the cluster cannot hold
 // (resolve_layout). A layout that does not fit in memory is priced too and

@@ -2,6 +2,7 @@
 #include "step/layer_block.h"
 
 #include <algorithm>
+#include <optional>
 #include <variant>
 
 #include "model/catalog.h"
@@ -16,10 +17,9 @@ namespace coconet::step {
 
 namespace {
 
-constexpr const char* kForward = "megatron_layer_fwd";
-constexpr const char* kBackward = "megatron_layer_bwd";
-constexpr const char* kForwardSp = "megatron_layer_sp_fwd";
-constexpr const char* kBackwardSp = "megatron_layer_sp_bwd";
+constexpr const char* kGptPrefix = "megatron_layer_";
+constexpr const char* kLlamaPrefix = "llama_layer_";
+constexpr int kQkvExtraGroups = 2;  // a K/V group's QKV columns: its G queries, its key, its value (GQ = G + 2)
 
 // No stage runs beside another and no collective is fused with computation:
 // how Megatron-LM (SC'21) runs a layer's TP collectives.
@@ -37,7 +37,24 @@ model::Program at_dtype(model::Program p, model::DType d) {
   return p;
 }
 
+std::int64_t hidden_of(const LayerShape& x) { return x.hidden > 0 ? x.hidden : x.heads * x.head_dim; }
+std::int64_t kv_heads_of(const LayerShape& x) { return x.kv_heads > 0 ? x.kv_heads : x.heads; }
+
 }  // namespace
+
+model::Bindings layer_bindings(const LayerShape& x) {
+  if (x.family == Family::gpt)
+    return {{"B", x.micro_batch}, {"S", x.sequence}, {"NH", x.heads}, {"D", x.head_dim}, {"F", x.ffn}};
+  const std::int64_t kv = kv_heads_of(x), group = x.heads / kv;
+  return {{"B", x.micro_batch}, {"S", x.sequence}, {"H", hidden_of(x)}, {"KV", kv},
+          {"G", group},         {"GQ", group + kQkvExtraGroups},      {"D", x.head_dim}, {"F", x.ffn}};
+}
+
+std::pair<std::string, std::string> layer_programs(const LayerShape& x) {
+  const std::string prefix = std::string(x.family == Family::llama ? kLlamaPrefix : kGptPrefix) +
+                             (on_tp_group(x.sequence_parallel, x.tp) ? "sp_" : "");
+  return {prefix + "fwd", prefix + "bwd"};
+}
 
 LayerBlockPricer::LayerBlockPricer(const sim::Topology& t) : topology_(t) {}
 
@@ -59,19 +76,32 @@ const std::vector<model::Schedule>& LayerBlockPricer::schedules(const std::strin
 }
 
 LayerPass LayerBlockPricer::tune(const std::string& workload, const LayerShape& x) {
-  const model::Bindings sizes{{"B", x.micro_batch}, {"S", x.sequence}, {"NH", x.heads},
-                              {"D", x.head_dim},    {"F", x.ffn}};
-  const sim::Context ctx{topology_, x.tp, sizes, std::nullopt};
-  const sim::TuneResult r = sim::tune(schedules(workload, x.dtype, x.tp_overlap), ctx, sim::predict_space());
+  const sim::Context ctx{topology_, x.tp, layer_bindings(x), std::nullopt};
+  const bool overlap = on_tp_group(x.tp_overlap, x.tp);
+  const sim::TuneResult r = sim::tune(schedules(workload, x.dtype, overlap), ctx, sim::predict_space());
   if (r.ranked.empty()) throw InternalError("the tuner ranked no schedule of the " + workload + " workload");
-  const sim::Candidate& best = r.ranked.front();
-  LayerPass p;
-  p.schedule = best.name;
-  p.time_us = best.time_us;
-  for (const sim::StageTiming& st : best.stages) {
-    if (st.code == "MM") p.gemm_us += st.alone_us;
-    if (st.code == "C") p.elementwise_us += st.alone_us;
+  auto compute_of = [](const sim::Candidate& c) {
+    LayerPass p;
+    p.schedule = c.name;
+    p.time_us = c.time_us;
+    for (const sim::StageTiming& st : c.stages) {
+      if (st.code == "MM") p.gemm_us += st.alone_us;
+      if (st.code == "C") p.elementwise_us += st.alone_us;
+    }
+    return p;
+  };
+  if (x.tp == 1) {
+    // No TP group: no collective runs. The candidates (unoverlapped: their
+    // stages run one after another) cost their computation alone.
+    std::optional<LayerPass> best;
+    for (const sim::Candidate& c : r.ranked) {
+      LayerPass p = compute_of(c);
+      p.time_us = p.gemm_us + p.elementwise_us;
+      if (!best || p.time_us < best->time_us) best = p;
+    }
+    return *best;
   }
+  LayerPass p = compute_of(r.ranked.front());
   // Compute stages that ran beside a collective count as hidden, not twice.
   const double compute = p.gemm_us + p.elementwise_us;
   if (compute > p.time_us && compute > 0) {
@@ -83,9 +113,11 @@ LayerPass LayerBlockPricer::tune(const std::string& workload, const LayerShape& 
 
 LayerBlock LayerBlockPricer::price(const LayerShape& x) {
   const bool sp = on_tp_group(x.sequence_parallel, x.tp);
-  const Key key{x.micro_batch, x.sequence, x.heads, x.head_dim, x.ffn, x.tp, int(x.dtype), sp, x.tp_overlap};
+  const Key key{x.micro_batch, x.sequence, x.heads,       x.head_dim,      x.ffn,      x.tp,
+                int(x.dtype),  sp,         on_tp_group(x.tp_overlap, x.tp), int(x.family), hidden_of(x), kv_heads_of(x)};
   if (const auto hit = cache_.find(key); hit != cache_.end()) return hit->second;
-  const LayerBlock b{tune(sp ? kForwardSp : kForward, x), tune(sp ? kBackwardSp : kBackward, x)};
+  const auto [fwd, bwd] = layer_programs(x);
+  const LayerBlock b{tune(fwd, x), tune(bwd, x)};
   cache_.emplace(key, b);
   return b;
 }

@@ -1,12 +1,17 @@
 // A transformer layer's forward and backward on one micro-batch, priced as
-// the project's layer programs (workloads/megatron_layer_fwd.yaml and
-// megatron_layer_bwd.yaml, or their sequence-parallel variants
-// megatron_layer_sp_*.yaml) through the tuner (sim/tuner.h): every schedule
+// the project's layer programs through the tuner (sim/tuner.h): the GPT
+// family's workloads/megatron_layer_fwd.yaml and megatron_layer_bwd.yaml (or
+// their sequence-parallel variants megatron_layer_sp_*.yaml), the Llama
+// family's llama_layer_*.yaml (RMSNorm, GQA, SwiGLU). Every schedule
 // of each program, at the step's shapes and dtype, is predicted on the
 // tensor-parallel group's placement and the best is taken. Without TP
 // overlap (Megatron-LM SC'21) only the schedules that neither overlap stages
-// nor fuse a collective with computation are candidates. Results are cached
-// per distinct shape: a layout search asks for a few many times.
+// nor fuse a collective with computation are candidates. A TP group of one
+// rank runs no collective (Megatron-LM's f and g operators return their input
+// when the group has one rank), so at tp = 1 a schedule is priced by its
+// computation alone (the simulator prices a collective on one rank as the
+// local copy the executor makes). Results are cached per distinct shape: a
+// layout search asks for a few many times.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +23,7 @@
 #include "model/program.h"
 #include "model/schedule.h"
 #include "sim/topology.h"
+#include "step/spec.h"
 
 namespace coconet::step {
 
@@ -26,13 +32,21 @@ struct LayerShape {
   std::int64_t micro_batch = 1;  // b
   std::int64_t sequence = 1;     // s
   std::int64_t heads = 1;        // a
-  std::int64_t head_dim = 1;     // h / a
+  std::int64_t head_dim = 1;     // D (h / a unless the model says)
   std::int64_t ffn = 1;          // f
   int tp = 1;
   model::DType dtype = model::DType::bf16;
   bool sequence_parallel = false;
   bool tp_overlap = false;  // may the tuner pick overlapped or collective-fused schedules
+  Family family = Family::gpt;  // which programs: megatron_layer_* or llama_layer_*
+  std::int64_t hidden = 0;      // h (llama programs; 0: a D, the gpt programs' hidden)
+  std::int64_t kv_heads = 0;    // K/V heads (llama programs; 0: a)
 };
+
+// The programs' sizes for `x` (gpt: B, S, NH, D, F; llama: B, S, H, KV, G, GQ, D, F).
+[[nodiscard]] model::Bindings layer_bindings(const LayerShape& x);
+// The forward and backward programs of `x`'s family and sequence parallelism.
+[[nodiscard]] std::pair<std::string, std::string> layer_programs(const LayerShape& x);
 
 // One pass (forward or backward) of one layer: the tuner's best schedule.
 struct LayerPass {
@@ -60,7 +74,8 @@ class LayerBlockPricer {
   [[nodiscard]] int tuned() const { return int(cache_.size()); }  // distinct layers priced
 
  private:
-  using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, int, int, bool, bool>;
+  using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, int, int, bool, bool,
+                         int, std::int64_t, std::int64_t>;
   struct Programs {
     std::vector<model::Schedule> all;
     std::vector<model::Schedule> unoverlapped;

@@ -2,7 +2,9 @@
 // ZeRO stage (Rajbhandari et al., SC'20: 2 + 2 + 12 bytes per parameter in
 // mixed precision), and activations by recomputation and sequence parallelism
 // (Korthikanti et al., "Reducing Activation Recomputation in Large Transformer
-// Models", 2022, Table 2 and section 4.2.2), checked against the GPU's HBM.
+// Models", 2022, Table 2 and section 4.2.2, generalised to GQA, SwiGLU and a
+// head_dim of its own: docs/step.md), checked against the GPU's HBM less
+// what the process cannot use (gpu.reserved_GB).
 #pragma once
 
 #include "sim/topology.h"
@@ -10,15 +12,28 @@
 
 namespace coconet::step {
 
+// HBM a training process cannot hold its tensors in, when the topology does
+// not say (gpu.reserved_GB): an estimate from three published figures, not a
+// measurement of ours: the CUDA context with PyTorch's and cuBLAS's kernels,
+// about 1 GB (781 MB by nvidia-smi at the first CUDA call, pytorch/pytorch
+// issue #34323; "~1GB" per process, skrl's documentation citing pytorch issue
+// #12873); NCCL's buffers, NCCL_BUFFSIZE 4 MiB per channel and peer (NCCL's
+// environment-variable documentation) over the TP, DP and pipeline
+// communicators' channels, about 1 GB; the caching allocator's fragmentation
+// and workspaces, about 1 GB.
+inline constexpr double kDefaultReservedGB = 3.0;
+
 struct Memory {
   double weights_GB = 0;
   double gradients_GB = 0;
   double optimizer_GB = 0;
   double activations_GB = 0;
   double capacity_GB = 0;  // the GPU's HBM (0: the topology does not say)
+  double reserved_GB = 0;  // of it, what the process cannot use for tensors (gpu.reserved_GB or the default)
 
   [[nodiscard]] double total_GB() const { return weights_GB + gradients_GB + optimizer_GB + activations_GB; }
-  [[nodiscard]] bool fits() const { return capacity_GB <= 0 || total_GB() <= capacity_GB; }
+  [[nodiscard]] double usable_GB() const { return capacity_GB - reserved_GB; }
+  [[nodiscard]] bool fits() const { return capacity_GB <= 0 || total_GB() <= usable_GB(); }
 };
 
 // Parameters held by one GPU before ZeRO sharding: its pipeline stage's layers

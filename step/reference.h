@@ -28,7 +28,7 @@ struct PublishedStep {
 struct StepComparison {
   PublishedStep published;
   StepReport predicted;  // the best layout searched
-  [[nodiscard]] double error() const { return predicted.tflops_per_gpu / published.tflops_per_gpu - 1.0; }
+  [[nodiscard]] double error() const { return predicted.eq3_tflops_per_gpu / published.tflops_per_gpu - 1.0; }
 };
 
 [[nodiscard]] StepComparison compare_published(const PublishedStep& p);

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include <fmt/core.h>
+
 #include "model/error.h"
 
 namespace coconet::step {
@@ -48,8 +50,10 @@ void try_layout(const ModelSpec& s, const sim::Topology& t, DpBlockPricer& price
   StepReport r;
   try {
     r = predict_step(s, t, &pricer, &layers);
-  } catch (const UserError&) {
-    return;  // a layout the rules reject (e.g. interleaving with too few micro-batches)
+  } catch (const UserError& e) {
+    // a layout the rules reject (e.g. interleaving with too few micro-batches)
+    if (res.indivisible++ == 0) res.indivisible_example = e.what();
+    return;
   }
   ++res.evaluated;
   if (!r.memory.fits()) {
@@ -67,7 +71,27 @@ std::vector<int> zero_stages(const ModelSpec& base, const SearchOptions& o) {
   return out;
 }
 
+void rule_out(SearchResult& res, std::string why) {
+  if (res.indivisible++ == 0) res.indivisible_example = std::move(why);
+}
+
 }  // namespace
+
+std::string why_none_fits(const SearchResult& r, const sim::Topology& t) {
+  std::string out;
+  if (r.evaluated > 0) {
+    const double reserved = t.gpu.memory_GB > 0 ? t.gpu.reserved_GB.value_or(kDefaultReservedGB) : 0.0;
+    out = fmt::format("{} of the {} layouts priced need more than the {:.1f} GB usable per GPU ({:.0f} GB of HBM less "
+                      "{:.1f} GB reserved, gpu.reserved_GB)",
+                      r.over_memory, r.evaluated, t.gpu.memory_GB - reserved, t.gpu.memory_GB, reserved);
+  } else {
+    out = "no layout could be priced";
+  }
+  if (r.indivisible > 0)
+    out += fmt::format("; {} layouts ruled out by divisibility, the first because {}", r.indivisible,
+                       r.indivisible_example);
+  return out;
+}
 
 SearchResult search_layouts(const ModelSpec& base, const sim::Topology& t, const SearchOptions& o) {
   SearchResult res;
@@ -80,7 +104,11 @@ SearchResult search_layouts(const ModelSpec& base, const sim::Topology& t, const
   LayerBlockPricer layers(t);
   std::vector<StepReport> fits;
   for (int tp : tps) {
-    if (base.model.heads % tp != 0 || gpus % tp != 0) continue;
+    if (base.model.heads % tp != 0 || base.model.kv_heads % tp != 0 || gpus % tp != 0) {
+      rule_out(res, fmt::format("tp = {} does not divide model.heads = {}, model.kv_heads = {} and the {} GPUs", tp,
+                                base.model.heads, base.model.kv_heads, gpus));
+      continue;
+    }
     std::vector<int> pps{base.parallel.pp};
     if (o.vary_pp) {
       pps.clear();
@@ -92,7 +120,11 @@ SearchResult search_layouts(const ModelSpec& base, const sim::Topology& t, const
       const std::vector<int> mbs = o.vary_micro_batch ? powers_of_two_up_to(o.max_micro_batch)
                                                      : std::vector<int>{int(base.training.micro_batch)};
       for (int mb : mbs) {
-        if (base.training.global_batch % (std::int64_t(mb) * dp) != 0) continue;
+        if (base.training.global_batch % (std::int64_t(mb) * dp) != 0) {
+          rule_out(res, fmt::format("training.global_batch = {} is not a multiple of micro_batch x dp = {} x {}",
+                                    base.training.global_batch, mb, dp));
+          continue;
+        }
         ModelSpec s = base;
         s.parallel.dp = dp;
         s.parallel.tp = tp;

@@ -33,9 +33,18 @@ struct SearchResult {
   std::vector<StepReport> best;  // fastest first, every one fits in memory
   int evaluated = 0;             // layouts priced
   int over_memory = 0;           // of them, how many did not fit
+  // Layouts ruled out before pricing: a size that does not divide another
+  // (tp and the heads, K/V heads or GPUs; the global batch and micro-batch x
+  // dp; interleaving and the micro-batches...), with the first such reason.
+  int indivisible = 0;
+  std::string indivisible_example;
   int tuned_blocks = 0;          // distinct data-parallel blocks the tuner priced
   int tuned_layers = 0;          // distinct layer shapes whose programs the tuner priced
 };
+
+// Why nothing fits, for a message: the counts of layouts ruled out by
+// divisibility and by memory, with an example of the first.
+[[nodiscard]] std::string why_none_fits(const SearchResult& r, const sim::Topology& t);
 
 [[nodiscard]] SearchResult search_layouts(const ModelSpec& base, const sim::Topology& t,
                                           const SearchOptions& o = {});

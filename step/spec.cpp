@@ -48,6 +48,22 @@ Recompute parse_recompute(const std::string& s) {
   throw UserError(fmt::format("recompute '{}' is not one of none, selective, full", s));
 }
 
+std::string to_string(FfnType f) { return f == FfnType::swiglu ? "swiglu" : "gelu"; }
+std::string to_string(Norm n) { return n == Norm::rmsnorm ? "rmsnorm" : "layernorm"; }
+std::string to_string(Family f) { return f == Family::llama ? "llama" : "gpt"; }
+
+FfnType parse_ffn_type(const std::string& s) {
+  if (s == "gelu") return FfnType::gelu;
+  if (s == "swiglu") return FfnType::swiglu;
+  throw UserError(fmt::format("ffn_type '{}' is not one of gelu, swiglu", s));
+}
+
+Norm parse_norm(const std::string& s) {
+  if (s == "layernorm") return Norm::layernorm;
+  if (s == "rmsnorm") return Norm::rmsnorm;
+  throw UserError(fmt::format("norm '{}' is not one of layernorm, rmsnorm", s));
+}
+
 bool is_model_key(const std::string& key) {
   const std::string first = key.substr(0, key.find('.'));
   return first == "model" || first == "training" || first == "parallel";
@@ -108,18 +124,61 @@ class Reader {
   model::YamlContext ctx_;
 };
 
+// The layer programs' families (spec.h, Family) and what each can express:
+// the megatron_layer programs have one K/V head per query head and an
+// attention as wide as the hidden size.
+// The key's node for a message, or the section's when the key is not written.
+YAML::Node key_or_section(const YAML::Node& n, const char* key) { return n[key] ? n[key] : n; }
+
+void check_family(const Reader& r, const YAML::Node& n, const Transformer& m) {
+  const bool gpt_pair = m.ffn_type == FfnType::gelu && m.norm == Norm::layernorm;
+  const bool llama_pair = m.ffn_type == FfnType::swiglu && m.norm == Norm::rmsnorm;
+  if (!gpt_pair && !llama_pair)
+    r.ctx().fail(n["norm"] ? n["norm"] : key_or_section(n, "ffn_type"),
+                 fmt::format("model.ffn_type {} with model.norm {} has no layer programs: coconet step prices "
+                             "gelu with layernorm (workloads/megatron_layer_*) and swiglu with rmsnorm "
+                             "(workloads/llama_layer_*)",
+                             to_string(m.ffn_type), to_string(m.norm)));
+  if (m.family() != Family::gpt) return;
+  if (m.kv_heads != m.heads)
+    r.ctx().fail(key_or_section(n, "kv_heads"), fmt::format("model.kv_heads = {} < heads = {} (grouped-query attention) needs "
+                                            "ffn_type swiglu, norm rmsnorm: the megatron_layer programs have one "
+                                            "K/V head per query head",
+                                            m.kv_heads, m.heads));
+  if (m.attention_width() != m.hidden)
+    r.ctx().fail(key_or_section(n, "head_dim"), fmt::format("model.heads x head_dim = {} x {} is not model.hidden = {}: needs "
+                                            "ffn_type swiglu, norm rmsnorm (the megatron_layer programs' "
+                                            "attention is as wide as the hidden size)",
+                                            m.heads, m.head_dim, m.hidden));
+}
+
 Transformer read_model(const Reader& r, const YAML::Node& root) {
   const YAML::Node n =
-      r.section(root, "model", {"layers", "hidden", "heads", "ffn", "sequence", "vocabulary"});
+      r.section(root, "model", {"layers", "hidden", "heads", "kv_heads", "head_dim", "ffn", "ffn_type", "norm",
+                                "tied_embeddings", "sequence", "vocabulary"});
   Transformer m;
   m.layers = r.count(n, "model", "layers");
   m.hidden = r.count(n, "model", "hidden");
   m.heads = r.count(n, "model", "heads");
+  m.kv_heads = r.count(n, "model", "kv_heads", m.heads);
   m.ffn = r.count(n, "model", "ffn", 4 * m.hidden);
   m.sequence = r.count(n, "model", "sequence");
   m.vocabulary = r.count(n, "model", "vocabulary");
-  if (m.hidden % m.heads != 0)
-    r.ctx().fail(n["heads"], fmt::format("model.heads = {} does not divide model.hidden = {}", m.heads, m.hidden));
+  m.ffn_type = r.parsed(n, "ffn_type", FfnType::gelu, parse_ffn_type);
+  m.norm = r.parsed(n, "norm", Norm::layernorm, parse_norm);
+  if (n["tied_embeddings"]) m.tied_embeddings = r.ctx().scalar<bool>(n["tied_embeddings"], "model.tied_embeddings");
+  if (n["head_dim"]) {
+    m.head_dim = r.count(n, "model", "head_dim");
+  } else {
+    if (m.hidden % m.heads != 0)
+      r.ctx().fail(n["heads"], fmt::format("model.heads = {} does not divide model.hidden = {} (or give "
+                                           "model.head_dim)", m.heads, m.hidden));
+    m.head_dim = m.hidden / m.heads;
+  }
+  if (m.kv_heads > m.heads || m.heads % m.kv_heads != 0)
+    r.ctx().fail(key_or_section(n, "kv_heads"), fmt::format("model.kv_heads = {} does not divide model.heads = {} (each K/V head "
+                                            "serves a whole group of query heads)", m.kv_heads, m.heads));
+  check_family(r, n, m);
   return m;
 }
 
@@ -227,6 +286,9 @@ Layout resolve_layout(const ModelSpec& s, const sim::Topology& t) {
   }
   if (m.heads % p.tp != 0)
     throw UserError(fmt::format("{}: tp = {} does not divide model.heads = {}", s.where_parallel, p.tp, m.heads));
+  if (m.kv_heads % p.tp != 0)
+    throw UserError(fmt::format("{}: tp = {} does not divide model.kv_heads = {} (Megatron-LM gives each TP rank "
+                                "whole K/V groups)", s.where_parallel, p.tp, m.kv_heads));
   if (m.ffn % p.tp != 0)
     throw UserError(fmt::format("{}: tp = {} does not divide model.ffn = {}", s.where_parallel, p.tp, m.ffn));
   if (m.layers % (std::int64_t(p.pp) * l.virtual_stages) != 0)
@@ -246,16 +308,25 @@ Layout resolve_layout(const ModelSpec& s, const sim::Topology& t) {
   return l;
 }
 
+double norm_parameters(const Transformer& m) { return (m.norm == Norm::layernorm ? 2.0 : 1.0) * double(m.hidden); }
+
 double layer_parameters(const Transformer& m) {
-  const double h = double(m.hidden), f = double(m.ffn);
-  // QKV (3h^2 + 3h), output projection (h^2 + h), FC1 (hf + f), FC2 (fh + h), two LayerNorms (4h).
-  return 4 * h * h + 2 * h * f + 9 * h + f;
+  const double h = double(m.hidden), f = double(m.ffn), ad = double(m.attention_width()),
+               kvd = double(m.kv_width());
+  // QKV h (a + 2 kv) D, projection a D h, the MLP's matrices, two norms; for
+  // GPT (a D = h, kv = a: 4h^2 + 2hf + 9h + f) the biases of QKV (3h),
+  // projection (h), FC1 (f) and FC2 (h).
+  const double weights = h * (ad + 2 * kvd) + ad * h + double(m.ffn_matrices()) * h * f + 2 * norm_parameters(m);
+  const double biases = m.family() == Family::gpt ? (ad + 2 * kvd) + h + f + h : 0.0;
+  return weights + biases;
 }
 
 double parameters(const Transformer& m) {
-  // Layers, word embedding (shared with the output layer), position embedding, final LayerNorm.
-  return double(m.layers) * layer_parameters(m) + double(m.vocabulary) * double(m.hidden) +
-         double(m.sequence) * double(m.hidden) + 2.0 * double(m.hidden);
+  // Layers, word embedding, the output layer when untied, learned position
+  // embeddings (GPT; Llama's rotary positions have none), the final norm.
+  const double vh = double(m.vocabulary) * double(m.hidden);
+  const double positions = m.family() == Family::gpt ? double(m.sequence) * double(m.hidden) : 0.0;
+  return double(m.layers) * layer_parameters(m) + vh * (m.tied_embeddings ? 1 : 2) + positions + norm_parameters(m);
 }
 
 }  // namespace coconet::step

@@ -18,19 +18,42 @@ namespace coconet::step {
 
 enum class PipeSchedule { gpipe, one_f_one_b, interleaved };
 enum class Recompute { none, selective, full };
+enum class FfnType { gelu, swiglu };  // swiglu: gate, up and down matrices (Shazeer 2020)
+enum class Norm { layernorm, rmsnorm };
+// The layer as written: its layer programs and what comes with them.
+// gpt (ffn_type gelu, norm layernorm): Megatron-LM's GPT, biases, dropout,
+// learned position embeddings (workloads/megatron_layer_*.yaml); llama
+// (swiglu, rmsnorm): no biases, no dropout, rotary positions
+// (workloads/llama_layer_*.yaml). Other pairs have no programs: an error.
+enum class Family { gpt, llama };
 
 [[nodiscard]] std::string to_string(PipeSchedule s);  // gpipe, 1f1b, interleaved
 [[nodiscard]] std::string to_string(Recompute r);     // none, selective, full
 [[nodiscard]] PipeSchedule parse_pipe_schedule(const std::string& s);  // throws UserError
 [[nodiscard]] Recompute parse_recompute(const std::string& s);         // throws UserError
+[[nodiscard]] std::string to_string(FfnType f);  // gelu, swiglu
+[[nodiscard]] std::string to_string(Norm n);     // layernorm, rmsnorm
+[[nodiscard]] std::string to_string(Family f);   // gpt, llama
+[[nodiscard]] FfnType parse_ffn_type(const std::string& s);  // throws UserError
+[[nodiscard]] Norm parse_norm(const std::string& s);         // throws UserError
 
 struct Transformer {
   std::int64_t layers = 0;
   std::int64_t hidden = 0;
-  std::int64_t heads = 0;
-  std::int64_t ffn = 0;  // default 4 x hidden
+  std::int64_t heads = 0;     // query heads
+  std::int64_t kv_heads = 0;  // key/value heads (GQA, MQA at 1); default heads; divides heads
+  std::int64_t head_dim = 0;  // default hidden / heads; heads x head_dim is the attention's width
+  std::int64_t ffn = 0;       // default 4 x hidden
   std::int64_t sequence = 0;
   std::int64_t vocabulary = 0;
+  FfnType ffn_type = FfnType::gelu;
+  Norm norm = Norm::layernorm;
+  bool tied_embeddings = true;  // the output layer shares the word embedding (GPT); false: its own V x h
+
+  [[nodiscard]] Family family() const { return ffn_type == FfnType::swiglu ? Family::llama : Family::gpt; }
+  [[nodiscard]] std::int64_t attention_width() const { return heads * head_dim; }  // a D
+  [[nodiscard]] std::int64_t kv_width() const { return kv_heads * head_dim; }      // kv D
+  [[nodiscard]] int ffn_matrices() const { return ffn_type == FfnType::swiglu ? 3 : 2; }
 };
 
 struct Training {
@@ -89,7 +112,9 @@ struct Layout {
 };
 
 // Checks the spec against a cluster of `t.total_gpus()` GPUs: dp x tp x pp =
-// GPUs, tp divides heads, pp (x virtual stages) divides layers, the global
+// GPUs, tp divides heads and kv_heads (Megatron-LM gives each TP rank whole
+// K/V groups: megatron/core/transformer/attention.py divides
+// num_query_groups by the TP size), pp (x virtual stages) divides layers, the global
 // batch splits into whole micro-batches. A UserError names file:line.
 [[nodiscard]] Layout resolve_layout(const ModelSpec& s, const sim::Topology& t);
 
@@ -99,9 +124,14 @@ struct Layout {
 [[nodiscard]] bool sequence_parallel_on(const Parallelism& p, const Layout& l);
 [[nodiscard]] bool tp_overlap_on(const Parallelism& p, const Layout& l);
 
-// Parameters of the whole model (embedding shared with the output layer).
+// Parameters of the whole model: layers, word embedding, the output layer's
+// own matrix when untied, learned position embeddings (gpt), final norm.
 [[nodiscard]] double parameters(const Transformer& m);
-// Parameters of one transformer layer (before tensor parallelism).
+// Parameters of one transformer layer (before tensor parallelism): QKV
+// h (a + 2 kv) D, projection a D h, the MLP's 2 or 3 h f, the two norms
+// (gamma and beta of a LayerNorm, gamma of an RMSNorm), the gpt family's biases.
 [[nodiscard]] double layer_parameters(const Transformer& m);
+// One norm's parameters: 2h (LayerNorm gamma and beta) or h (RMSNorm gamma).
+[[nodiscard]] double norm_parameters(const Transformer& m);
 
 }  // namespace coconet::step

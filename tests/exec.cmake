@@ -51,12 +51,16 @@ if(COCONET_HAVE_MPI AND COCONET_MPIEXEC)
     # workload's sizes and at ragged ones (3 heads and a hidden size of 9 over
     # 2 ranks; 7 rows and 5 columns re-sliced).
     # The layer programs `coconet step` prices: forward at the workload's
-    # sizes and ragged ones (3 heads, 7 tokens over 2 ranks), backward at its
-    # (ragged) defaults.
+    # sizes and ragged ones (3 heads or K/V groups, 7 tokens over 2 ranks),
+    # backward at its (ragged) defaults.
     foreach(case "transformer_layer" "transformer_layer --set B=1 --set NH=3 --set D=3"
                  "megatron_layer_fwd" "megatron_layer_bwd"
                  "megatron_layer_sp_fwd --set B=1 --set S=7 --set NH=3 --set D=3 --set F=10"
                  "megatron_layer_sp_bwd"
+                 "llama_layer_fwd" "llama_layer_bwd"
+                 "llama_layer_fwd --set B=1 --set S=7 --set KV=3 --set G=2 --set GQ=4 --set D=3 --set H=10 --set F=10"
+                 "llama_layer_sp_fwd --set B=1 --set S=7 --set KV=3 --set G=2 --set GQ=4 --set D=3 --set H=10 --set F=10"
+                 "llama_layer_sp_bwd"
                  "${COCONET_SOURCE_ROOT}/tests/workloads/alltoall_ulysses.yaml"
                  "${COCONET_SOURCE_ROOT}/tests/workloads/alltoall_ulysses.yaml --set S=7 --set H=5")
       separate_arguments(args UNIX_COMMAND "${case}")

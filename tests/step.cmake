@@ -9,3 +9,16 @@ target_link_libraries(test_step_trace PRIVATE coconet_step nlohmann_json::nlohma
                       coconet_warnings)
 gtest_discover_tests(test_step_trace TEST_PREFIX "step." DISCOVERY_TIMEOUT 60
                      PROPERTIES ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT}")
+add_executable(test_step_models ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_step_models.cpp)
+target_link_libraries(test_step_models PRIVATE coconet_step yaml-cpp GTest::gtest_main coconet_warnings)
+gtest_discover_tests(test_step_models TEST_PREFIX "step." DISCOVERY_TIMEOUT 60
+                     PROPERTIES ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT}")
+# A model key's bad value through the command: exit 2, the file and line named.
+if(TARGET coconet)
+  add_test(NAME step.cli.bad_kv_heads_exits_2
+           COMMAND sh -c "out=$($<TARGET_FILE:coconet> step llama3-70b --nodes 32 --set model.kv_heads=5 2>&1); \
+rc=$?; echo \"$out\"; echo \"exit $rc\"")
+  set_tests_properties(step.cli.bad_kv_heads_exits_2 PROPERTIES
+                       PASS_REGULAR_EXPRESSION "llama3-70b.yaml:[0-9]+:[0-9]+: model.kv_heads = 5 does not divide model.heads = 64[^\n]*\nexit 2"
+                       ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT}")
+endif()

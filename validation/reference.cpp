@@ -179,14 +179,14 @@ void add_training_steps(const std::string& yaml, const std::string& origin, Refe
   for (const auto& p : step::parse_published_steps(yaml, origin)) {
     const step::StepComparison c = step::compare_published(p);
     const auto& r = c.predicted;
-    const double published_us = r.model_flops / (p.tflops_per_gpu * 1e12 * r.layout.gpus) * 1e6;
+    const double published_us = r.eq3_flops / (p.tflops_per_gpu * 1e12 * r.layout.gpus) * 1e6;
     v.report.rows.push_back(figure_row(
         fmt::format("training step: {}", p.model),
         fmt::format("{} x {} nodes, micro-batch {}", p.topology, p.nodes, r.spec.training.micro_batch),
         fmt::format("dp{} tp{} pp{} {} v{}", r.layout.dp, r.layout.tp, r.layout.pp,
                     step::to_string(r.spec.parallel.schedule), r.layout.virtual_stages),
         r.step_us, published_us,
-        fmt::format("{}; predicted {:.1f} TFLOP/s per GPU against {:.0f}", p.source, r.tflops_per_gpu,
+        fmt::format("{}; predicted {:.1f} TFLOP/s per GPU against {:.0f}", p.source, r.eq3_tflops_per_gpu,
                     p.tflops_per_gpu)));
   }
 }

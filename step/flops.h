@@ -1,0 +1,41 @@
+// FLOP counts of a training step, each under a named convention: the model's
+// FLOPs (no recomputation, what MFU counts), the hardware's (with the
+// recomputation the layout runs), Megatron-LM's SC'21 eq. 3 (which counts
+// full recomputation whatever the layout runs), and NVIDIA dgxc-benchmarking's
+// stated Llama formula. Every count: 2 FLOPs per multiply-add, GEMMs only
+// (element-wise work not counted), attention non-causal (the s x s scores
+// counted whole, as Megatron-LM and NVIDIA count them).
+#pragma once
+
+#include "step/spec.h"
+
+namespace coconet::step {
+
+// One layer's forward FLOPs per token: 2 (h (a + 2 kv) D + a D h + (2 or 3) h f)
+// for the GEMMs with weights, 4 s a D for the scores and the context.
+[[nodiscard]] double layer_forward_flops_per_token(const Transformer& m);
+
+// The step's FLOPs without recomputation: 3 passes (forward, dgrad, wgrad) of
+// every layer and of the logits GEMM, B s (3 l F_layer + 6 h V). For GPT
+// (a D = h, kv = a, f = 4h, gelu) 72 B s l h^2 (1 + s/(6h) + V/(12 l h)).
+[[nodiscard]] double model_flops(const ModelSpec& s);
+
+// What the GPUs run: model_flops plus the recomputation (full: every layer's
+// forward again, B s l F_layer; selective: the attention core's scores and
+// context again, 4 B s^2 l a D).
+[[nodiscard]] double hardware_flops(const ModelSpec& s);
+
+// Megatron-LM's count (Narayanan et al., SC'21, eq. 3):
+// 96 B s l h^2 (1 + s / (6 h) + V / (16 l h)): a GPT layer with full
+// recomputation, whatever the layout recomputes. Its own figure, for comparing
+// with SC'21's tables.
+[[nodiscard]] double megatron_eq3_flops(const ModelSpec& s);
+
+// NVIDIA dgxc-benchmarking's Llama formula (README at commit
+// 35a9aecc8d5b17d99d80f52f38c75ade0dbab7ae), FLOPs per sequence:
+// s (12 L h^2 (1 + G/A + s/h) + 18 L F h + 6 V h), G the K/V heads (query
+// groups), A the heads; non-causal attention.
+[[nodiscard]] double dgxc_llama_flops_per_sequence(double s, double L, double h, double A, double G, double F,
+                                                   double V);
+
+}  // namespace coconet::step

@@ -1,0 +1,348 @@
+// Today's dense models in `coconet step` (issue 29 items 1 and 7): the model
+// keys (kv_heads, head_dim, ffn_type, norm, tied_embeddings) parse and each
+// bad value names its file:line; parameter counts of Llama 3 8B, 70B and 405B
+// against their published totals; the FLOP conventions (the model's, the
+// hardware's, Megatron-LM eq. 3, NVIDIA dgxc's Llama formula against its
+// published MFU); a TP group of one rank pays no collective; the memory a
+// process cannot use; the search's reasons when nothing fits; the Llama layer
+// programs chosen, bound and cached.
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <string>
+
+#include "model/catalog.h"
+#include "model/error.h"
+#include "model/parse.h"
+#include "sim/topology.h"
+#include "step/compose.h"
+#include "step/flops.h"
+#include "step/search.h"
+#include "step/spec.h"
+
+namespace coconet::step {
+namespace {
+
+// A small Llama-style model with every new key written (line numbers matter
+// to the error tests: kv_heads is on line 6, ffn_type 8, norm 9, tied 10).
+const char* const kLlama = R"(name: tiny-llama
+model:
+  layers: 4
+  hidden: 1024
+  heads: 16
+  kv_heads: 4
+  ffn: 2816
+  ffn_type: swiglu
+  norm: rmsnorm
+  tied_embeddings: false
+  head_dim: 64
+  sequence: 2048
+  vocabulary: 32000
+training:
+  micro_batch: 1
+  global_batch: 32
+parallel:
+  tp: 2
+)";
+
+sim::Topology h100(int nodes) { return sim::load_topology("dgx-h100", {{"nodes", std::to_string(nodes)}}); }
+
+std::string error_of(const std::string& yaml, const Overrides& o = {}, int nodes = 1) {
+  try {
+    (void)predict_step(parse_model(yaml, "tiny.yaml", o), h100(nodes));
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// ---- the keys -----------------------------------------------------------------------
+
+TEST(StepModelKeys, EveryKeyParses) {
+  const Transformer m = parse_model(kLlama, "tiny.yaml").model;
+  EXPECT_EQ(m.kv_heads, 4);
+  EXPECT_EQ(m.head_dim, 64);
+  EXPECT_EQ(m.ffn_type, FfnType::swiglu);
+  EXPECT_EQ(m.norm, Norm::rmsnorm);
+  EXPECT_FALSE(m.tied_embeddings);
+  EXPECT_EQ(m.family(), Family::llama);
+  // A head_dim of its own: the attention 16 x 128 = 2048 wide on a hidden of 1024.
+  const Transformer wide = parse_model(kLlama, "tiny.yaml", {{"model.head_dim", "128"}}).model;
+  EXPECT_EQ(wide.attention_width(), 2048);
+  EXPECT_GT(layer_parameters(wide), layer_parameters(m));
+}
+
+TEST(StepModelKeys, DefaultsAreGpts) {
+  const Transformer m = load_model("gpt3-175b").model;
+  EXPECT_EQ(m.kv_heads, m.heads);
+  EXPECT_EQ(m.head_dim, m.hidden / m.heads);
+  EXPECT_EQ(m.ffn_type, FfnType::gelu);
+  EXPECT_EQ(m.norm, Norm::layernorm);
+  EXPECT_TRUE(m.tied_embeddings);
+  EXPECT_EQ(m.family(), Family::gpt);
+}
+
+TEST(StepModelKeys, EachBadValueNamesItsLine) {
+  const std::string kv = error_of(kLlama, {{"model.kv_heads", "5"}});
+  EXPECT_TRUE(has(kv, "tiny.yaml:6:")) << kv;
+  EXPECT_TRUE(has(kv, "does not divide model.heads = 16")) << kv;
+  const std::string ffn = error_of(kLlama, {{"model.ffn_type", "relu"}});
+  EXPECT_TRUE(has(ffn, "tiny.yaml:8:")) << ffn;
+  EXPECT_TRUE(has(ffn, "not one of gelu, swiglu")) << ffn;
+  const std::string norm = error_of(kLlama, {{"model.norm", "batchnorm"}});
+  EXPECT_TRUE(has(norm, "tiny.yaml:9:")) << norm;
+  EXPECT_TRUE(has(norm, "not one of layernorm, rmsnorm")) << norm;
+  const std::string tied = error_of(kLlama, {{"model.tied_embeddings", "sometimes"}});
+  EXPECT_TRUE(has(tied, "tiny.yaml:10:")) << tied;
+  EXPECT_TRUE(has(tied, "tied_embeddings")) << tied;
+  const std::string dim = error_of(kLlama, {{"model.head_dim", "0"}});
+  EXPECT_TRUE(has(dim, "tiny.yaml:11:")) << dim;
+  EXPECT_TRUE(has(dim, "model.head_dim must be a whole number")) << dim;
+  // A pair without layer programs, named at the norm.
+  const std::string pair = error_of(kLlama, {{"model.norm", "layernorm"}});
+  EXPECT_TRUE(has(pair, "tiny.yaml:9:")) << pair;
+  EXPECT_TRUE(has(pair, "has no layer programs")) << pair;
+  // The GPT programs express neither GQA nor an attention wider than the hidden size.
+  const std::string gqa = error_of(kLlama, {{"model.norm", "layernorm"}, {"model.ffn_type", "gelu"}});
+  EXPECT_TRUE(has(gqa, "tiny.yaml:6:")) << gqa;
+  EXPECT_TRUE(has(gqa, "grouped-query attention")) << gqa;
+  const std::string width = error_of(kLlama, {{"model.norm", "layernorm"}, {"model.ffn_type", "gelu"},
+                                              {"model.kv_heads", "16"}, {"model.head_dim", "128"}});
+  EXPECT_TRUE(has(width, "tiny.yaml:11:")) << width;
+  EXPECT_TRUE(has(width, "is not model.hidden")) << width;
+  // Megatron-LM's rule: tp divides the K/V heads (4 here), named at the parallel section.
+  const std::string tp = error_of(kLlama, {{"parallel.tp", "8"}});
+  EXPECT_TRUE(has(tp, "tiny.yaml:18:")) << tp;
+  EXPECT_TRUE(has(tp, "does not divide model.kv_heads = 4")) << tp;
+  EXPECT_EQ(error_of(kLlama, {{"parallel.tp", "4"}}), "");
+}
+
+// ---- parameters -----------------------------------------------------------------------
+
+// Published totals: Llama Team, "The Llama 3 Herd of Models" (arXiv:2407.21783),
+// Table 3's sizes 8B, 70B and 405B; the model cards' 8.03B, 70.6B, 405B.
+TEST(StepParameters, Llama3MatchesThePublishedTotals) {
+  const std::pair<const char*, double> published[] = {
+      {"llama3.1-8b", 8.03e9}, {"llama3-70b", 70.6e9}, {"llama3-405b", 405e9}};
+  for (const auto& [name, total] : published) {
+    const ModelSpec s = load_model(name);
+    EXPECT_EQ(s.model.family(), Family::llama) << name;
+    EXPECT_FALSE(s.model.tied_embeddings) << name;
+    EXPECT_NEAR(parameters(s.model) / total, 1.0, 0.01) << name << ": " << parameters(s.model) / 1e9 << "B";
+  }
+  // By hand for 70B: layers 80 x (QKV 8192 x (64 + 16) x 128 + projection 8192^2 + 3 x 8192 x 28672
+  // + 2 x 8192 RMSNorm) + 2 x 128256 x 8192 untied + 8192 final norm.
+  const double layer = 8192.0 * 80 * 128 + 8192.0 * 8192 + 3.0 * 8192 * 28672 + 2 * 8192;
+  EXPECT_DOUBLE_EQ(parameters(load_model("llama3-70b").model), 80 * layer + 2.0 * 128256 * 8192 + 8192);
+}
+
+TEST(StepParameters, UntiedEmbeddingsAddTheOutputLayer) {
+  const ModelSpec untied = parse_model(kLlama, "t");
+  const ModelSpec tied = parse_model(kLlama, "t", {{"model.tied_embeddings", "true"}});
+  EXPECT_DOUBLE_EQ(parameters(untied.model) - parameters(tied.model), 32000.0 * 1024);
+  // On one stage both matrices are held; over a pipeline each end holds one either way.
+  const sim::Topology t = h100(1);
+  const Layout one = resolve_layout(untied, t);
+  EXPECT_NEAR(stage_parameters(untied, one) - stage_parameters(tied, one), 32000.0 * 1024 / 2, 1e-3);
+  const ModelSpec piped = parse_model(kLlama, "t", {{"parallel.pp", "2"}});
+  const ModelSpec piped_tied = parse_model(kLlama, "t", {{"parallel.pp", "2"}, {"model.tied_embeddings", "true"}});
+  EXPECT_DOUBLE_EQ(stage_parameters(piped, resolve_layout(piped, t)),
+                   stage_parameters(piped_tied, resolve_layout(piped_tied, t)));
+}
+
+// ---- FLOPs ------------------------------------------------------------------------------
+
+// NVIDIA dgxc-benchmarking's formula, copied with its rows into
+// validation/reference/dgxc-llama31-h100.yaml: it gives the MFU the README
+// publishes for each BF16 Llama 3.1 row within 1%.
+TEST(StepFlops, DgxcFormulaGivesThePublishedMfu) {
+  const std::string path = model::data_root() + "/validation/reference/dgxc-llama31-h100.yaml";
+  const YAML::Node root = YAML::LoadFile(path);
+  const double peak = root["peak_bf16_tflops"].as<double>(), s = root["sequence"].as<double>(),
+               V = root["vocabulary"].as<double>();
+  ASSERT_GE(root["flop_checks"].size(), 5u);
+  for (const auto& r : root["flop_checks"]) {
+    const double per_seq = dgxc_llama_flops_per_sequence(
+        s, r["layers"].as<double>(), r["hidden"].as<double>(), r["heads"].as<double>(), r["kv_heads"].as<double>(),
+        r["ffn"].as<double>(), V);
+    const double mfu = r["global_batch"].as<double>() * per_seq / r["step_s"].as<double>() /
+                       r["gpus"].as<double>() / (peak * 1e12);
+    EXPECT_NEAR(mfu / r["mfu"].as<double>(), 1.0, 0.01) << r["model"].as<std::string>() << " on "
+                                                        << r["gpus"].as<int>() << " GPUs";
+  }
+}
+
+// The model's count is dgxc's for a Llama (no recomputation, non-causal) and
+// Megatron-LM's 72 B s l h^2 (1 + s/6h + V/12lh) for a GPT.
+TEST(StepFlops, ModelFlopsFollowEveryKey) {
+  for (const char* name : {"llama3.1-8b", "llama3-70b", "llama3-405b"}) {
+    const ModelSpec x = load_model(name);
+    const auto& m = x.model;
+    const double dgxc = double(x.training.global_batch) *
+                        dgxc_llama_flops_per_sequence(double(m.sequence), double(m.layers), double(m.hidden),
+                                                      double(m.heads), double(m.kv_heads), double(m.ffn),
+                                                      double(m.vocabulary));
+    EXPECT_NEAR(model_flops(x) / dgxc, 1.0, 1e-12) << name;
+  }
+  const ModelSpec g = load_model("gpt3-175b");
+  const double B = double(g.training.global_batch), sq = 2048, l = 96, h = 12288, V = 51200;
+  EXPECT_NEAR(model_flops(g) / (72 * B * sq * l * h * h * (1 + sq / (6 * h) + V / (12 * l * h))), 1.0, 1e-12);
+  EXPECT_NEAR(megatron_eq3_flops(g) / (96 * B * sq * l * h * h * (1 + sq / (6 * h) + V / (16 * l * h))), 1.0, 1e-12);
+  // GQA, SwiGLU and head_dim each move the count the way their GEMMs do.
+  const ModelSpec base = parse_model(kLlama, "t");
+  const ModelSpec mha = parse_model(kLlama, "t", {{"model.kv_heads", "16"}});
+  const double tokens = 32.0 * 2048, h1 = 1024, kv_cols = 2 * (16 - 4) * 64;
+  EXPECT_NEAR(model_flops(mha) - model_flops(base), tokens * 3 * 2 * 4 * h1 * kv_cols, 1e-3 * model_flops(base));
+}
+
+TEST(StepFlops, HardwareFlopsCountTheRecomputationTheLayoutRuns) {
+  const ModelSpec none = parse_model(kLlama, "t");
+  const ModelSpec sel = parse_model(kLlama, "t", {{"parallel.recompute", "selective"}});
+  const ModelSpec full = parse_model(kLlama, "t", {{"parallel.recompute", "full"}});
+  EXPECT_DOUBLE_EQ(hardware_flops(none), model_flops(none));
+  const double tokens = 32.0 * 2048, layers = 4;
+  EXPECT_NEAR(hardware_flops(sel) - model_flops(sel), tokens * layers * 4 * 2048 * 16 * 64, 1.0);
+  EXPECT_NEAR(hardware_flops(full) - model_flops(full), tokens * layers * layer_forward_flops_per_token(full.model),
+              1.0);
+  // The step prints each, over its time per GPU; MFU is the model's over the dtype's peak.
+  const StepReport r = predict_step(full, h100(1));
+  EXPECT_DOUBLE_EQ(r.model_flops, model_flops(full));
+  EXPECT_DOUBLE_EQ(r.hardware_flops, hardware_flops(full));
+  EXPECT_DOUBLE_EQ(r.eq3_flops, megatron_eq3_flops(full));
+  EXPECT_NEAR(r.model_tflops_per_gpu, r.model_flops / (r.step_us * 1e-6) / 8 / 1e12, 1e-9);
+  EXPECT_GT(r.hardware_tflops_per_gpu, r.model_tflops_per_gpu);
+  EXPECT_DOUBLE_EQ(r.peak_tflops, h100(1).gpu.tflops_bf16);
+  EXPECT_NEAR(r.mfu, r.model_tflops_per_gpu / r.peak_tflops, 1e-12);
+}
+
+// ---- a TP group of one rank -----------------------------------------------------------------
+
+// Megatron-LM at tp 1 runs no TP collective; the simulator prices a one-rank
+// collective as a local copy (what the executor does), which charged
+// megatron-1.7b on 4 DGX A100 nodes ~25 ms of "TP communication" a step.
+TEST(StepOneRank, ATpGroupOfOneRankPaysNoCollective) {
+  const StepReport r = predict_step(load_model("megatron-1.7b"), sim::load_topology("dgx-a100", {{"nodes", "4"}}));
+  ASSERT_EQ(r.layout.tp, 1);
+  EXPECT_EQ(r.layer.fwd_tp_us, 0);
+  EXPECT_EQ(r.layer.bwd_tp_us, 0);
+  EXPECT_EQ(r.breakdown.tp_comm_us, 0);
+  EXPECT_GT(r.layer.fwd_gemm_us, 0);
+  // At tp 2 the collectives are there.
+  const StepReport two = predict_step(load_model("megatron-1.7b", {{"parallel.tp", "2"}, {"parallel.dp", "16"}}),
+                                      sim::load_topology("dgx-a100", {{"nodes", "4"}}));
+  EXPECT_GT(two.breakdown.tp_comm_us, 0);
+}
+
+// ---- memory ----------------------------------------------------------------------------------------
+
+TEST(StepMemory, ReservedMemoryIsSubtractedBeforeALayoutFits) {
+  const ModelSpec s = load_model("llama3-70b");
+  const StepReport r = predict_step(s, h100(32));
+  EXPECT_DOUBLE_EQ(r.memory.reserved_GB, kDefaultReservedGB);
+  EXPECT_TRUE(r.memory.fits()) << r.memory.total_GB();
+  // Just above the HBM it needs less the reserve: fits with no reserve, not with the default.
+  const std::string cap = std::to_string(r.memory.total_GB() + 1.0);
+  const sim::Topology tight = sim::load_topology("dgx-h100", {{"nodes", "32"}, {"gpu.memory_GB", cap}});
+  const StepReport reserved = predict_step(s, tight);
+  EXPECT_FALSE(reserved.memory.fits());
+  sim::Topology bare = tight;  // a topology that states gpu.reserved_GB: 0
+  bare.gpu.reserved_GB = 0.0;
+  const StepReport none = predict_step(s, bare);
+  EXPECT_TRUE(none.memory.fits());
+  EXPECT_DOUBLE_EQ(none.memory.reserved_GB, 0);
+}
+
+TEST(StepMemory, ActivationsFollowGqaAndSwiglu) {
+  const sim::Topology t = h100(1);
+  auto acts = [&](const Overrides& o) {
+    const ModelSpec s = parse_model(kLlama, "t", o);
+    return layer_activation_bytes(s, resolve_layout(s, t));
+  };
+  const double base = acts({});
+  // 12 more K/V heads of 64 on 2048 tokens, 2 bytes each for K and V, over tp 2.
+  EXPECT_NEAR(acts({{"model.kv_heads", "16"}}) - base, 2.0 * 2 * 2048 * 12 * 64 / 2, 1e-6);
+  // A wider MLP: SwiGLU keeps 3 tensors f wide, 2 bytes each, over tp 2.
+  EXPECT_NEAR(acts({{"model.ffn", "3072"}}) - base, 3.0 * 2 * 2048 * 256 / 2, 1e-6);
+  // GPT's count is still Korthikanti's Table 2: sbh (10 + 24/t + 5as/(ht)).
+  const ModelSpec g = load_model("gpt3-175b", {{"parallel.sequence_parallel", "false"}, {"parallel.recompute", "none"}});
+  const Layout gl = resolve_layout(g, h100(128));
+  const double sbh = 2048.0 * 12288, tt = gl.tp;
+  EXPECT_NEAR(layer_activation_bytes(g, gl) / (sbh * (10 + 24 / tt + 5 * 96 * 2048 / (12288 * tt))), 1.0, 1e-12);
+}
+
+// ---- the search's reasons ----------------------------------------------------------------------------
+
+TEST(StepSearch, WhenNothingFitsTheSearchSaysWhy) {
+  // A batch that no micro-batch x dp divides: every layout ruled out by divisibility.
+  // (2 layers: pp at most 2; tp at most 4, the K/V heads: dp at least 2 of 16 GPUs.)
+  const ModelSpec odd = parse_model(kLlama, "t", {{"training.global_batch", "3"}, {"model.layers", "2"}});
+  const SearchResult r = search_layouts(odd, h100(2));
+  EXPECT_TRUE(r.best.empty());
+  EXPECT_EQ(r.evaluated, 0);
+  EXPECT_GT(r.indivisible, 0);
+  const std::string why = why_none_fits(r, h100(2));
+  EXPECT_TRUE(has(why, "ruled out by divisibility")) << why;
+  EXPECT_TRUE(has(why, "training.global_batch = 3")) << why;
+  // HBM no larger than the reserve: the memory is named.
+  const sim::Topology tiny = sim::load_topology("dgx-h100", {{"nodes", "1"}, {"gpu.memory_GB", "3"}});
+  const SearchResult m = search_layouts(parse_model(kLlama, "t"), tiny);
+  EXPECT_TRUE(m.best.empty());
+  EXPECT_EQ(m.over_memory, m.evaluated);
+  EXPECT_GT(m.evaluated, 0);
+  const std::string mem = why_none_fits(m, tiny);
+  EXPECT_TRUE(has(mem, "usable per GPU")) << mem;
+  EXPECT_TRUE(has(mem, "reserved")) << mem;
+}
+
+// ---- the Llama layer programs ----------------------------------------------------------------------------
+
+TEST(StepLayerBlock, TheFamilyChoosesTheProgramsAndTheShapeBindsThem) {
+  LayerShape x{.micro_batch = 1, .sequence = 8192, .heads = 64, .head_dim = 128, .ffn = 28672, .tp = 8,
+               .family = Family::llama, .hidden = 8192, .kv_heads = 8};
+  EXPECT_EQ(layer_programs(x).first, "llama_layer_fwd");
+  x.sequence_parallel = true;
+  EXPECT_EQ(layer_programs(x).second, "llama_layer_sp_bwd");
+  const model::Bindings b = layer_bindings(x);
+  EXPECT_EQ(b.at("KV"), 8);
+  EXPECT_EQ(b.at("G"), 8);
+  EXPECT_EQ(b.at("GQ"), 10);  // (64 + 2 x 8) x 128 QKV columns = GQ x KV x D
+  EXPECT_EQ(b.at("H"), 8192);
+  // Every size binds the program (no unknown name), and its QKV weight has (NH + 2 KV) D columns.
+  const model::Program p = model::load_program(model::resolve_workload("llama_layer_fwd"));
+  const model::Bindings bound = p.bind(b);
+  for (const auto& in : p.inputs) {
+    if (in.name == "wqkv") {
+      EXPECT_EQ(model::eval_shape(in.type.shape, bound)[1], (64 + 2 * 8) * 128);
+    }
+  }
+  x.family = Family::gpt;
+  EXPECT_EQ(layer_programs(x).first, "megatron_layer_sp_fwd");
+  EXPECT_EQ(layer_bindings(x).count("KV"), 0u);
+}
+
+TEST(StepLayerBlock, LlamaLayersAreTunedAndCachedPerShape) {
+  const sim::Topology t = h100(1);
+  LayerBlockPricer pricer(t);
+  LayerShape x{.micro_batch = 1, .sequence = 4096, .heads = 32, .head_dim = 128, .ffn = 14336, .tp = 4,
+               .family = Family::llama, .hidden = 4096, .kv_heads = 8};
+  const LayerBlock gqa = pricer.price(x);
+  EXPECT_GT(gqa.fwd.gemm_us, 0);
+  EXPECT_GT(gqa.fwd.tp_us(), 0) << gqa.fwd.schedule;
+  EXPECT_GT(gqa.bwd.gemm_us, gqa.fwd.gemm_us);
+  x.kv_heads = 32;  // multi-head: a wider QKV GEMM, a distinct cache entry
+  const LayerBlock mha = pricer.price(x);
+  EXPECT_EQ(pricer.tuned(), 2);
+  EXPECT_GT(mha.fwd.gemm_us, gqa.fwd.gemm_us);
+  (void)pricer.price(x);
+  EXPECT_EQ(pricer.tuned(), 2);
+  // The step of a Llama model prices its programs.
+  const StepReport r = predict_step(parse_model(kLlama, "t"), t);
+  EXPECT_GT(r.layer.fwd_gemm_us, 0);
+  EXPECT_GT(r.model_tflops_per_gpu, 0);
+}
+
+}  // namespace
+}  // namespace coconet::step
