@@ -90,6 +90,13 @@ TEST(Topology, TodaysClusters) {
   const Topology four = load_topology("hgx-h100-4nic");
   EXPECT_EQ(four.network.nics, 4);
   EXPECT_DOUBLE_EQ(four.network.share_GBps(8), h100.network.share_GBps(8) / 2);  // two GPUs a NIC
+  // What `coconet collective` prints for 2 nodes: the ring's bound falls from NVLink's to 4 NICs'.
+  const auto ring_link = [](const Topology& t) {
+    return predict_collective(t, {model::OpKind::allreduce, 1 << 30, place(t, 16), model::Algo::ring,
+                                  model::Proto::simple}).link_GBps * bus_factor(model::OpKind::allreduce, 16);
+  };
+  EXPECT_NEAR(ring_link(h100), h100.node.nvlink_GBps(), 1e-9);
+  EXPECT_NEAR(ring_link(four), 4 * four.network.nic_GBps(), 1e-9);
   const Topology roce = load_topology("llama3-h100-roce");
   EXPECT_EQ(roce.network.pod_gpus, 3072);
   EXPECT_DOUBLE_EQ(roce.network.oversubscription, 7);
