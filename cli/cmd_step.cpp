@@ -217,9 +217,9 @@ void run(const Args& a) {
   }
   if (a.format == Format::csv) return print(layouts_table(reports), Format::csv);
   if (!a.search) return print_detail(reports.front(), t);
-  fmt::print("# {} on {}: {} nodes x {} GPUs = {} GPUs; {} layouts priced, {} over {:.0f} GB; the best {}\n",
-             spec.name, t.name, t.nodes, t.node.gpus, t.total_gpus(), evaluated, over, t.gpu.memory_GB,
-             reports.size());
+  const double usable = reports.front().memory.usable_GB();
+  fmt::print("# {} on {}: {} nodes x {} GPUs = {} GPUs; {} layouts priced, {} over the {:.1f} GB usable; the best {}\n",
+             spec.name, t.name, t.nodes, t.node.gpus, t.total_gpus(), evaluated, over, usable, reports.size());
   print(layouts_table(reports), Format::table);
   fmt::print("\n");
   print_detail(reports.front(), t);
