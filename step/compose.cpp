@@ -32,7 +32,10 @@ namespace {
 
 using model::OpKind;
 
-constexpr int kAttentionCoreKernels = 4;       // scores GEMM, softmax, dropout (GPT), context GEMM, as selective recomputation runs them again
+// The attention core's kernels as selective recomputation runs them again:
+// scores GEMM, softmax, the probabilities' dropout (GPT only), context GEMM.
+constexpr int kGptAttentionCoreKernels = 4;
+constexpr int kLlamaAttentionCoreKernels = 3;
 constexpr double kBwdElementwiseFactor = 2.0;  // a backward kernel reads the output gradient and a saved input, writes one gradient
 constexpr double kAdamFlopsPerParam = 12;      // moments, bias corrections, update
 constexpr double kBytesPerMB = 1e6;
@@ -179,7 +182,8 @@ LayerCompute layer_compute(const sim::Topology& t, const Shapes& x, const LayerB
   c.fwd_schedule = tuned.fwd.schedule;
   c.bwd_schedule = tuned.bwd.schedule;
   c.attention_fwd.gemm_us = attention_core(t, x).fwd;
-  c.attention_fwd.elementwise_us = ew(t, attention_elementwise_bytes(x)) + kAttentionCoreKernels * launch;
+  c.attention_fwd.elementwise_us =
+      ew(t, attention_elementwise_bytes(x)) + (gpt ? kGptAttentionCoreKernels : kLlamaAttentionCoreKernels) * launch;
   return c;
 }
 
