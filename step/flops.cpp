@@ -8,7 +8,9 @@ namespace {
 constexpr double kFlopsPerMac = 2;
 constexpr double kPasses = 3;  // forward, dgrad, wgrad: a backward is twice a forward's GEMMs
 
-double tokens(const ModelSpec& s) { return double(s.training.global_batch) * double(s.model.sequence); }
+double tokens(const ModelSpec& s) {
+  return double(s.training.global_batch) * double(s.model.sequence);
+}
 
 // Scores Q K^T and context P V, forward, per token: 2 x 2 s a D.
 double attention_core_flops_per_token(const Transformer& m) {
@@ -18,7 +20,8 @@ double attention_core_flops_per_token(const Transformer& m) {
 }  // namespace
 
 double layer_forward_flops_per_token(const Transformer& m) {
-  const double h = double(m.hidden), f = double(m.ffn), ad = double(m.attention_width()), kvd = double(m.kv_width());
+  const double h = double(m.hidden), f = double(m.ffn), ad = double(m.attention_width()),
+               kvd = double(m.kv_width());
   const double weights = h * (ad + 2 * kvd) + ad * h + double(m.ffn_matrices()) * h * f;
   return kFlopsPerMac * weights + attention_core_flops_per_token(m);
 }
@@ -33,20 +36,27 @@ double hardware_flops(const ModelSpec& s) {
   const auto& m = s.model;
   double again = 0;  // per token per layer
   switch (s.parallel.recompute) {
-    case Recompute::none: break;
-    case Recompute::selective: again = attention_core_flops_per_token(m); break;
-    case Recompute::full: again = layer_forward_flops_per_token(m); break;
+    case Recompute::none:
+      break;
+    case Recompute::selective:
+      again = attention_core_flops_per_token(m);
+      break;
+    case Recompute::full:
+      again = layer_forward_flops_per_token(m);
+      break;
   }
   return model_flops(s) + tokens(s) * double(m.layers) * again;
 }
 
 double megatron_eq3_flops(const ModelSpec& s) {
-  const double B = double(s.training.global_batch), sq = double(s.model.sequence), l = double(s.model.layers),
-               h = double(s.model.hidden), V = double(s.model.vocabulary);
+  const double B = double(s.training.global_batch), sq = double(s.model.sequence),
+               l = double(s.model.layers), h = double(s.model.hidden),
+               V = double(s.model.vocabulary);
   return 96.0 * B * sq * l * h * h * (1.0 + sq / (6.0 * h) + V / (16.0 * l * h));
 }
 
-double dgxc_llama_flops_per_sequence(double s, double L, double h, double A, double G, double F, double V) {
+double dgxc_llama_flops_per_sequence(double s, double L, double h, double A, double G, double F,
+                                     double V) {
   return s * (12 * L * h * h * (1 + G / A + s / h) + 18 * L * F * h + 6 * V * h);
 }
 

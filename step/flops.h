@@ -35,7 +35,7 @@ namespace coconet::step {
 // 35a9aecc8d5b17d99d80f52f38c75ade0dbab7ae), FLOPs per sequence:
 // s (12 L h^2 (1 + G/A + s/h) + 18 L F h + 6 V h), G the K/V heads (query
 // groups), A the heads; non-causal attention.
-[[nodiscard]] double dgxc_llama_flops_per_sequence(double s, double L, double h, double A, double G, double F,
-                                                   double V);
+[[nodiscard]] double dgxc_llama_flops_per_sequence(double s, double L, double h, double A, double G,
+                                                   double F, double V);
 
 }  // namespace coconet::step

@@ -46,7 +46,9 @@ parallel:
   tp: 2
 )";
 
-sim::Topology h100(int nodes) { return sim::load_topology("dgx-h100", {{"nodes", std::to_string(nodes)}}); }
+sim::Topology h100(int nodes) {
+  return sim::load_topology("dgx-h100", {{"nodes", std::to_string(nodes)}});
+}
 
 std::string error_of(const std::string& yaml, const Overrides& o = {}, int nodes = 1) {
   try {
@@ -57,7 +59,9 @@ std::string error_of(const std::string& yaml, const Overrides& o = {}, int nodes
   return "";
 }
 
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 // ---- the keys -----------------------------------------------------------------------
 
@@ -106,11 +110,14 @@ TEST(StepModelKeys, EachBadValueNamesItsLine) {
   EXPECT_TRUE(has(pair, "tiny.yaml:9:")) << pair;
   EXPECT_TRUE(has(pair, "has no layer programs")) << pair;
   // The GPT programs express neither GQA nor an attention wider than the hidden size.
-  const std::string gqa = error_of(kLlama, {{"model.norm", "layernorm"}, {"model.ffn_type", "gelu"}});
+  const std::string gqa =
+      error_of(kLlama, {{"model.norm", "layernorm"}, {"model.ffn_type", "gelu"}});
   EXPECT_TRUE(has(gqa, "tiny.yaml:6:")) << gqa;
   EXPECT_TRUE(has(gqa, "grouped-query attention")) << gqa;
-  const std::string width = error_of(kLlama, {{"model.norm", "layernorm"}, {"model.ffn_type", "gelu"},
-                                              {"model.kv_heads", "16"}, {"model.head_dim", "128"}});
+  const std::string width = error_of(kLlama, {{"model.norm", "layernorm"},
+                                              {"model.ffn_type", "gelu"},
+                                              {"model.kv_heads", "16"},
+                                              {"model.head_dim", "128"}});
   EXPECT_TRUE(has(width, "tiny.yaml:11:")) << width;
   EXPECT_TRUE(has(width, "is not model.hidden")) << width;
   // Megatron-LM's rule: tp divides the K/V heads (4 here), named at the parallel section.
@@ -131,12 +138,14 @@ TEST(StepParameters, Llama3MatchesThePublishedTotals) {
     const ModelSpec s = load_model(name);
     EXPECT_EQ(s.model.family(), Family::llama) << name;
     EXPECT_FALSE(s.model.tied_embeddings) << name;
-    EXPECT_NEAR(parameters(s.model) / total, 1.0, 0.01) << name << ": " << parameters(s.model) / 1e9 << "B";
+    EXPECT_NEAR(parameters(s.model) / total, 1.0, 0.01)
+        << name << ": " << parameters(s.model) / 1e9 << "B";
   }
   // By hand for 70B: layers 80 x (QKV 8192 x (64 + 16) x 128 + projection 8192^2 + 3 x 8192 x 28672
   // + 2 x 8192 RMSNorm) + 2 x 128256 x 8192 untied + 8192 final norm.
   const double layer = 8192.0 * 80 * 128 + 8192.0 * 8192 + 3.0 * 8192 * 28672 + 2 * 8192;
-  EXPECT_DOUBLE_EQ(parameters(load_model("llama3-70b").model), 80 * layer + 2.0 * 128256 * 8192 + 8192);
+  EXPECT_DOUBLE_EQ(parameters(load_model("llama3-70b").model),
+                   80 * layer + 2.0 * 128256 * 8192 + 8192);
 }
 
 TEST(StepParameters, UntiedEmbeddingsAddTheOutputLayer) {
@@ -146,9 +155,11 @@ TEST(StepParameters, UntiedEmbeddingsAddTheOutputLayer) {
   // On one stage both matrices are held; over a pipeline each end holds one either way.
   const sim::Topology t = h100(1);
   const Layout one = resolve_layout(untied, t);
-  EXPECT_NEAR(stage_parameters(untied, one) - stage_parameters(tied, one), 32000.0 * 1024 / 2, 1e-3);
+  EXPECT_NEAR(stage_parameters(untied, one) - stage_parameters(tied, one), 32000.0 * 1024 / 2,
+              1e-3);
   const ModelSpec piped = parse_model(kLlama, "t", {{"parallel.pp", "2"}});
-  const ModelSpec piped_tied = parse_model(kLlama, "t", {{"parallel.pp", "2"}, {"model.tied_embeddings", "true"}});
+  const ModelSpec piped_tied =
+      parse_model(kLlama, "t", {{"parallel.pp", "2"}, {"model.tied_embeddings", "true"}});
   EXPECT_DOUBLE_EQ(stage_parameters(piped, resolve_layout(piped, t)),
                    stage_parameters(piped_tied, resolve_layout(piped_tied, t)));
 }
@@ -166,12 +177,12 @@ TEST(StepFlops, DgxcFormulaGivesThePublishedMfu) {
   ASSERT_GE(root["flop_checks"].size(), 5u);
   for (const auto& r : root["flop_checks"]) {
     const double per_seq = dgxc_llama_flops_per_sequence(
-        s, r["layers"].as<double>(), r["hidden"].as<double>(), r["heads"].as<double>(), r["kv_heads"].as<double>(),
-        r["ffn"].as<double>(), V);
+        s, r["layers"].as<double>(), r["hidden"].as<double>(), r["heads"].as<double>(),
+        r["kv_heads"].as<double>(), r["ffn"].as<double>(), V);
     const double mfu = r["global_batch"].as<double>() * per_seq / r["step_s"].as<double>() /
                        r["gpus"].as<double>() / (peak * 1e12);
-    EXPECT_NEAR(mfu / r["mfu"].as<double>(), 1.0, 0.01) << r["model"].as<std::string>() << " on "
-                                                        << r["gpus"].as<int>() << " GPUs";
+    EXPECT_NEAR(mfu / r["mfu"].as<double>(), 1.0, 0.01)
+        << r["model"].as<std::string>() << " on " << r["gpus"].as<int>() << " GPUs";
   }
 }
 
@@ -182,20 +193,24 @@ TEST(StepFlops, ModelFlopsFollowEveryKey) {
     const ModelSpec x = load_model(name);
     const auto& m = x.model;
     const double dgxc = double(x.training.global_batch) *
-                        dgxc_llama_flops_per_sequence(double(m.sequence), double(m.layers), double(m.hidden),
-                                                      double(m.heads), double(m.kv_heads), double(m.ffn),
-                                                      double(m.vocabulary));
+                        dgxc_llama_flops_per_sequence(
+                            double(m.sequence), double(m.layers), double(m.hidden), double(m.heads),
+                            double(m.kv_heads), double(m.ffn), double(m.vocabulary));
     EXPECT_NEAR(model_flops(x) / dgxc, 1.0, 1e-12) << name;
   }
   const ModelSpec g = load_model("gpt3-175b");
   const double B = double(g.training.global_batch), sq = 2048, l = 96, h = 12288, V = 51200;
-  EXPECT_NEAR(model_flops(g) / (72 * B * sq * l * h * h * (1 + sq / (6 * h) + V / (12 * l * h))), 1.0, 1e-12);
-  EXPECT_NEAR(megatron_eq3_flops(g) / (96 * B * sq * l * h * h * (1 + sq / (6 * h) + V / (16 * l * h))), 1.0, 1e-12);
+  EXPECT_NEAR(model_flops(g) / (72 * B * sq * l * h * h * (1 + sq / (6 * h) + V / (12 * l * h))),
+              1.0, 1e-12);
+  EXPECT_NEAR(
+      megatron_eq3_flops(g) / (96 * B * sq * l * h * h * (1 + sq / (6 * h) + V / (16 * l * h))),
+      1.0, 1e-12);
   // GQA, SwiGLU and head_dim each move the count the way their GEMMs do.
   const ModelSpec base = parse_model(kLlama, "t");
   const ModelSpec mha = parse_model(kLlama, "t", {{"model.kv_heads", "16"}});
   const double tokens = 32.0 * 2048, h1 = 1024, kv_cols = 2 * (16 - 4) * 64;
-  EXPECT_NEAR(model_flops(mha) - model_flops(base), tokens * 3 * 2 * 4 * h1 * kv_cols, 1e-3 * model_flops(base));
+  EXPECT_NEAR(model_flops(mha) - model_flops(base), tokens * 3 * 2 * 4 * h1 * kv_cols,
+              1e-3 * model_flops(base));
 }
 
 TEST(StepFlops, HardwareFlopsCountTheRecomputationTheLayoutRuns) {
@@ -205,8 +220,8 @@ TEST(StepFlops, HardwareFlopsCountTheRecomputationTheLayoutRuns) {
   EXPECT_DOUBLE_EQ(hardware_flops(none), model_flops(none));
   const double tokens = 32.0 * 2048, layers = 4;
   EXPECT_NEAR(hardware_flops(sel) - model_flops(sel), tokens * layers * 4 * 2048 * 16 * 64, 1.0);
-  EXPECT_NEAR(hardware_flops(full) - model_flops(full), tokens * layers * layer_forward_flops_per_token(full.model),
-              1.0);
+  EXPECT_NEAR(hardware_flops(full) - model_flops(full),
+              tokens * layers * layer_forward_flops_per_token(full.model), 1.0);
   // The step prints each, over its time per GPU; MFU is the model's over the dtype's peak.
   const StepReport r = predict_step(full, h100(1));
   EXPECT_DOUBLE_EQ(r.model_flops, model_flops(full));
@@ -224,19 +239,22 @@ TEST(StepFlops, HardwareFlopsCountTheRecomputationTheLayoutRuns) {
 // collective as a local copy (what the executor does), which charged
 // megatron-1.7b on 4 DGX A100 nodes ~25 ms of "TP communication" a step.
 TEST(StepOneRank, ATpGroupOfOneRankPaysNoCollective) {
-  const StepReport r = predict_step(load_model("megatron-1.7b"), sim::load_topology("dgx-a100", {{"nodes", "4"}}));
+  const StepReport r =
+      predict_step(load_model("megatron-1.7b"), sim::load_topology("dgx-a100", {{"nodes", "4"}}));
   ASSERT_EQ(r.layout.tp, 1);
   EXPECT_EQ(r.layer.fwd_tp_us, 0);
   EXPECT_EQ(r.layer.bwd_tp_us, 0);
   EXPECT_EQ(r.breakdown.tp_comm_us, 0);
   EXPECT_GT(r.layer.fwd_gemm_us, 0);
   // At tp 2 the collectives are there.
-  const StepReport two = predict_step(load_model("megatron-1.7b", {{"parallel.tp", "2"}, {"parallel.dp", "16"}}),
-                                      sim::load_topology("dgx-a100", {{"nodes", "4"}}));
+  const StepReport two =
+      predict_step(load_model("megatron-1.7b", {{"parallel.tp", "2"}, {"parallel.dp", "16"}}),
+                   sim::load_topology("dgx-a100", {{"nodes", "4"}}));
   EXPECT_GT(two.breakdown.tp_comm_us, 0);
 }
 
-// ---- memory ----------------------------------------------------------------------------------------
+// ---- memory
+// ----------------------------------------------------------------------------------------
 
 TEST(StepMemory, ReservedMemoryIsSubtractedBeforeALayoutFits) {
   const ModelSpec s = load_model("llama3-70b");
@@ -245,7 +263,8 @@ TEST(StepMemory, ReservedMemoryIsSubtractedBeforeALayoutFits) {
   EXPECT_TRUE(r.memory.fits()) << r.memory.total_GB();
   // Just above the HBM it needs less the reserve: fits with no reserve, not with the default.
   const std::string cap = std::to_string(r.memory.total_GB() + 1.0);
-  const sim::Topology tight = sim::load_topology("dgx-h100", {{"nodes", "32"}, {"gpu.memory_GB", cap}});
+  const sim::Topology tight =
+      sim::load_topology("dgx-h100", {{"nodes", "32"}, {"gpu.memory_GB", cap}});
   const StepReport reserved = predict_step(s, tight);
   EXPECT_FALSE(reserved.memory.fits());
   sim::Topology bare = tight;  // a topology that states gpu.reserved_GB: 0
@@ -267,18 +286,22 @@ TEST(StepMemory, ActivationsFollowGqaAndSwiglu) {
   // A wider MLP: SwiGLU keeps 3 tensors f wide, 2 bytes each, over tp 2.
   EXPECT_NEAR(acts({{"model.ffn", "3072"}}) - base, 3.0 * 2 * 2048 * 256 / 2, 1e-6);
   // GPT's count is still Korthikanti's Table 2: sbh (10 + 24/t + 5as/(ht)).
-  const ModelSpec g = load_model("gpt3-175b", {{"parallel.sequence_parallel", "false"}, {"parallel.recompute", "none"}});
+  const ModelSpec g = load_model(
+      "gpt3-175b", {{"parallel.sequence_parallel", "false"}, {"parallel.recompute", "none"}});
   const Layout gl = resolve_layout(g, h100(128));
   const double sbh = 2048.0 * 12288, tt = gl.tp;
-  EXPECT_NEAR(layer_activation_bytes(g, gl) / (sbh * (10 + 24 / tt + 5 * 96 * 2048 / (12288 * tt))), 1.0, 1e-12);
+  EXPECT_NEAR(layer_activation_bytes(g, gl) / (sbh * (10 + 24 / tt + 5 * 96 * 2048 / (12288 * tt))),
+              1.0, 1e-12);
 }
 
-// ---- the search's reasons ----------------------------------------------------------------------------
+// ---- the search's reasons
+// ----------------------------------------------------------------------------
 
 TEST(StepSearch, WhenNothingFitsTheSearchSaysWhy) {
   // A batch that no micro-batch x dp divides: every layout ruled out by divisibility.
   // (2 layers: pp at most 2; tp at most 4, the K/V heads: dp at least 2 of 16 GPUs.)
-  const ModelSpec odd = parse_model(kLlama, "t", {{"training.global_batch", "3"}, {"model.layers", "2"}});
+  const ModelSpec odd =
+      parse_model(kLlama, "t", {{"training.global_batch", "3"}, {"model.layers", "2"}});
   const SearchResult r = search_layouts(odd, h100(2));
   EXPECT_TRUE(r.best.empty());
   EXPECT_EQ(r.evaluated, 0);
@@ -287,7 +310,8 @@ TEST(StepSearch, WhenNothingFitsTheSearchSaysWhy) {
   EXPECT_TRUE(has(why, "ruled out by divisibility")) << why;
   EXPECT_TRUE(has(why, "training.global_batch = 3")) << why;
   // HBM no larger than the reserve: the memory is named.
-  const sim::Topology tiny = sim::load_topology("dgx-h100", {{"nodes", "1"}, {"gpu.memory_GB", "3"}});
+  const sim::Topology tiny =
+      sim::load_topology("dgx-h100", {{"nodes", "1"}, {"gpu.memory_GB", "3"}});
   const SearchResult m = search_layouts(parse_model(kLlama, "t"), tiny);
   EXPECT_TRUE(m.best.empty());
   EXPECT_EQ(m.over_memory, m.evaluated);
@@ -297,11 +321,19 @@ TEST(StepSearch, WhenNothingFitsTheSearchSaysWhy) {
   EXPECT_TRUE(has(mem, "reserved")) << mem;
 }
 
-// ---- the Llama layer programs ----------------------------------------------------------------------------
+// ---- the Llama layer programs
+// ----------------------------------------------------------------------------
 
 TEST(StepLayerBlock, TheFamilyChoosesTheProgramsAndTheShapeBindsThem) {
-  LayerShape x{.micro_batch = 1, .sequence = 8192, .heads = 64, .head_dim = 128, .ffn = 28672, .tp = 8,
-               .family = Family::llama, .hidden = 8192, .kv_heads = 8};
+  LayerShape x{.micro_batch = 1,
+               .sequence = 8192,
+               .heads = 64,
+               .head_dim = 128,
+               .ffn = 28672,
+               .tp = 8,
+               .family = Family::llama,
+               .hidden = 8192,
+               .kv_heads = 8};
   EXPECT_EQ(layer_programs(x).first, "llama_layer_fwd");
   x.sequence_parallel = true;
   EXPECT_EQ(layer_programs(x).second, "llama_layer_sp_bwd");
@@ -326,8 +358,15 @@ TEST(StepLayerBlock, TheFamilyChoosesTheProgramsAndTheShapeBindsThem) {
 TEST(StepLayerBlock, LlamaLayersAreTunedAndCachedPerShape) {
   const sim::Topology t = h100(1);
   LayerBlockPricer pricer(t);
-  LayerShape x{.micro_batch = 1, .sequence = 4096, .heads = 32, .head_dim = 128, .ffn = 14336, .tp = 4,
-               .family = Family::llama, .hidden = 4096, .kv_heads = 8};
+  LayerShape x{.micro_batch = 1,
+               .sequence = 4096,
+               .heads = 32,
+               .head_dim = 128,
+               .ffn = 14336,
+               .tp = 4,
+               .family = Family::llama,
+               .hidden = 4096,
+               .kv_heads = 8};
   const LayerBlock gqa = pricer.price(x);
   EXPECT_GT(gqa.fwd.gemm_us, 0);
   EXPECT_GT(gqa.fwd.tp_us(), 0) << gqa.fwd.schedule;
