@@ -23,6 +23,7 @@
 #include <type_traits>
 
 #include "model/error.h"
+#include "model/kernel_fusion.h"
 #include "model/transforms.h"
 
 namespace coconet::model {
@@ -94,6 +95,8 @@ std::string to_string(StageKind k) {
       return "collective";
     case StageKind::fused:
       return "fused";
+    case StageKind::kernel:
+      return "kernel";
   }
   return "?";
 }
@@ -122,7 +125,9 @@ std::optional<Directive> directive_if(const std::string& op, const std::vector<s
     throw UserError(
         fmt::format("directive '{}' takes {} statement name(s), got {}: write e.g. {}: {}", op,
                     arity, args.size(), op, D::kExample));
-  if constexpr (requires { D{args[0], args[1]}; })
+  if constexpr (requires { D{args[0], args[1], args[2]}; })
+    return D{args[0], args[1], args[2]};
+  else if constexpr (requires { D{args[0], args[1]}; })
     return D{args[0], args[1]};
   else
     return D{args[0]};
@@ -218,6 +223,12 @@ Proto parse_proto(const std::string& s) {
 
 std::string Stage::code(const Program& p) const {
   COCONET_ASSERT(!stmts.empty(), "empty stage");
+  if (kind == StageKind::kernel) {
+    // K: element-wise statements and row reductions in one kernel; FA: a flash-attention kernel.
+    const bool gemm = std::any_of(stmts.begin(), stmts.end(),
+                                  [&](const std::string& n) { return stmt_named(p, n).op == OpKind::matmul; });
+    return gemm ? "FA" : "K";
+  }
   if (kind != StageKind::fused) return op_code(stmt_named(p, stmts.front()).op);
   std::vector<std::string> parts;
   for (const auto& n : stmts) append_collapsed(parts, op_code(stmt_named(p, n).op));
@@ -261,7 +272,8 @@ int Schedule::overlap_of(int stage) const {
 
 bool Schedule::has_stage_transforms() const {
   return std::any_of(history.begin(), history.end(), [](const Directive& d) {
-    return std::holds_alternative<Fuse>(d) || std::holds_alternative<Overlap>(d);
+    return std::holds_alternative<Fuse>(d) || std::holds_alternative<Overlap>(d) ||
+           std::holds_alternative<FuseKernel>(d) || std::holds_alternative<FlashAttention>(d);
   });
 }
 
@@ -307,6 +319,8 @@ Schedule apply(Schedule s, const Directive& d) {
           [&s](const AsSlice& x) { return as_slice(std::move(s), x.state); },
           [&s](const Fuse& x) { return fuse(std::move(s), x.first, x.last); },
           [&s](const Overlap& x) { return overlap(std::move(s), x.first, x.last); },
+          [&s](const FuseKernel& x) { return fuse_kernel(std::move(s), x.first, x.last); },
+          [&s](const FlashAttention& x) { return flash_attention(std::move(s), x.first, x.last, x.mask); },
       },
       d);
 }

@@ -37,6 +37,7 @@ enum class StageKind {
   matmul,
   collective,  // one collective or send
   fused,       // a collective fused with computation (fused allreduce, fused send)
+  kernel,      // computations run as one kernel (model/kernel_fusion.h): a fused norm or softmax, flash attention
 };
 
 struct Stage {
@@ -94,7 +95,31 @@ struct Overlap {
   friend bool operator==(const Overlap&, const Overlap&) = default;
 };
 
-using Directive = std::variant<Split, Reorder, AsSlice, Fuse, Overlap>;
+// fuse_kernel: the statements of one compute stage run as one kernel, one
+// pass over memory (model/kernel_fusion.h).
+struct FuseKernel {
+  static constexpr std::string_view kOp = "fuse_kernel";
+  static constexpr std::string_view kExample = "[one1, ln1]";
+  std::string first;  // the first and last statement of a compute stage
+  std::string last;
+  [[nodiscard]] std::vector<std::string> args() const { return {first, last}; }
+  friend bool operator==(const FuseKernel&, const FuseKernel&) = default;
+};
+
+// flash_attention: an attention core (a GEMM, a row softmax, a GEMM; or the
+// backward's GEMMs around the softmax's backward) runs as one kernel that
+// keeps the score-shaped values on chip (model/kernel_fusion.h).
+struct FlashAttention {
+  static constexpr std::string_view kOp = "flash_attention";
+  static constexpr std::string_view kExample = "[sc, ctx, causal]";
+  std::string first;  // the core's first and last statement
+  std::string last;
+  std::string mask;   // "causal" (blocks above the diagonal skipped) or "full"
+  [[nodiscard]] std::vector<std::string> args() const { return {first, last, mask}; }
+  friend bool operator==(const FlashAttention&, const FlashAttention&) = default;
+};
+
+using Directive = std::variant<Split, Reorder, AsSlice, Fuse, Overlap, FuseKernel, FlashAttention>;
 
 // The YAML form of a directive: its op and its arguments.
 [[nodiscard]] std::string_view op_of(const Directive& d);

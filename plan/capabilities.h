@@ -30,6 +30,11 @@ struct Capabilities {
   // thread switches and buys nothing unless the caller has more of the unit
   // to compute meanwhile (plan::fused_program_stream).
   bool comm_stream_computes = true;
+  // A kernel stage (model/kernel_fusion.h: fuse_kernel, flash_attention)
+  // runs as one kernel. The project's executors run its parts (false); the
+  // software `coconet step` predicts (Megatron-LM with its fused kernels and
+  // flash attention) runs it as one.
+  bool fused_kernels = false;
 
   friend bool operator==(const Capabilities&, const Capabilities&) = default;
 };

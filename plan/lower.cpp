@@ -22,6 +22,7 @@
 #include <fmt/core.h>
 
 #include "model/error.h"
+#include "model/kernel_fusion.h"
 #include "model/limits.h"
 #include "plan/rows.h"
 #include "plan/views.h"
@@ -102,6 +103,15 @@ class Lowering {
     for (int id : u.ops) {
       measure(out_.ops[static_cast<std::size_t>(id)]);
       count_calls(out_.ops[static_cast<std::size_t>(id)], u);
+    }
+    for (int k = first; k <= last; ++k) {
+      const auto& stage = s_.stages[static_cast<std::size_t>(k)];
+      if (stage.kind != model::StageKind::kernel) continue;
+      if (out_.caps.fused_kernels)
+        attach_kernel(stage, k, u);
+      else
+        u.as_parts += (u.as_parts.empty() ? "" : "; ") + out_.stage_codes[static_cast<std::size_t>(k)] +
+                      ": the backend runs a kernel stage as its parts";
     }
     out_.units.push_back(std::move(u));
   }
@@ -258,6 +268,86 @@ class Lowering {
       }
       op.calls.push_back(calls);
     }
+  }
+
+  // ---- kernel stages (model/kernel_fusion.h) ----
+
+  // The stage's ops as one kernel: its first op carries it, the others point there.
+  void attach_kernel(const model::Stage& stage, int k, const Unit& u) {
+    int head = -1;
+    for (int id : u.ops) {
+      Op& op = out_.ops[static_cast<std::size_t>(id)];
+      if (op.stage != k) continue;
+      if (head < 0) {
+        head = id;
+        op.kernel = kernel_of(stage);
+      } else {
+        op.kernel_op = head;
+      }
+    }
+  }
+
+  // The mask a flash_attention directive recorded for the stage; empty: none.
+  std::string flash_mask(const model::Stage& stage) const {
+    for (const auto& d : s_.history)
+      if (const auto* f = std::get_if<model::FlashAttention>(&d); f && f->first == stage.stmts.front()) return f->mask;
+    return {};
+  }
+
+  Kernel kernel_of(const model::Stage& stage) const {
+    Kernel k;
+    const std::string mask = flash_mask(stage);
+    if (mask.empty()) {  // a fused element-wise kernel: the stage's statements as one op
+      Op all;
+      all.stmts = stage.stmts;
+      measure(all);
+      k.work = all.work;
+      return k;
+    }
+    const std::set<std::string> inside(stage.stmts.begin(), stage.stmts.end());
+    // The scores: the largest GEMM result; values of its shape (or transposed) stay on chip.
+    std::vector<std::int64_t> scores;
+    double largest = 0, flops = 0;
+    std::int64_t scores_numel = 0;
+    for (const auto& n : stage.stmts) {
+      const Stmt& s = stmt(n);
+      if (s.op != OpKind::matmul) continue;
+      const Gemm g = gemm_of(s);
+      const double f = 2.0 * double(g.batch) * double(g.m) * double(g.n) * double(g.k);
+      flops += f;
+      largest = std::max(largest, f);
+      k.dtype = g.dtype;
+      if (view(n).local_numel() > scores_numel) {
+        scores_numel = view(n).local_numel();
+        scores = view(n).local_dims;
+      }
+    }
+    const auto on_chip = [&](const std::string& n) {
+      std::vector<std::int64_t> d = view(n).local_dims;
+      if (d == scores) return true;
+      if (d.size() < 2) return false;
+      std::swap(d[d.size() - 1], d[d.size() - 2]);
+      return d == scores;
+    };
+    bool recompute = false;
+    std::map<std::string, double> reads;
+    for (const auto& n : stage.stmts) {
+      const Stmt& s = stmt(n);
+      for (const auto& r : model::Program::reads(s)) {
+        if (inside.contains(r) || p_.scalars.contains(r)) continue;
+        if (on_chip(r)) {
+          recompute = true;  // a saved probability: recomputed from Q and K, not read
+          continue;
+        }
+        reads[r] = double(view(r).local_bytes());
+      }
+      if (outlives(s, inside) && !on_chip(n)) k.work.hbm_bytes += double(view(n).local_bytes());
+    }
+    for (const auto& [name, bytes] : reads) k.work.hbm_bytes += bytes;
+    // The scores' GEMM again when the probabilities are recomputed (as large as the largest here).
+    if (recompute) flops += largest;
+    k.attention_flops = flops * (mask == model::kCausalMask ? model::kCausalShare : 1.0);
+    return k;
   }
 
   // ---- work on rank 0 ----

@@ -65,6 +65,18 @@ struct Work {
   bool norm_across_group = false;       // a norm over slices: a scalar allreduce follows it
 };
 
+// A kernel stage (model::StageKind::kernel) as the one kernel that software
+// with fused kernels runs (Capabilities::fused_kernels), on rank 0, all
+// chunks together. The stage's ops still run as parts on the executors.
+struct Kernel {
+  Work work;  // bytes read from before it and written for after it; element-wise FLOPs
+  // Flash attention: its GEMMs' FLOPs as the kernel runs them (the mask's
+  // share of the blocks, the probabilities recomputed in a backward); 0 for
+  // a fused element-wise kernel.
+  double attention_flops = 0;
+  model::DType dtype = model::DType::f16;  // its GEMMs' operands
+};
+
 struct Op {
   int id = 0;
   OpClass cls = OpClass::elementwise;
@@ -80,6 +92,10 @@ struct Op {
   std::optional<kernels::ElementwiseProgram> program;  // elementwise ops
   std::optional<FusedForm> fused;                      // fused ops: head, passes, gathers
   Work work;
+  // The first op of a kernel stage carries the stage's kernel; the others
+  // name that op (kernel_op) and are priced as part of it.
+  std::optional<Kernel> kernel;
+  int kernel_op = -1;
   // Backend calls per chunk on position 0 of its group (a send: the
   // sender's): a chunk's rows held as separate ranges are separate calls; a
   // fused op makes one call of each collective per piece.

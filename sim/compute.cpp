@@ -1,6 +1,7 @@
 // Roofline formulas over the topology's GPU constants.
 #include "sim/compute.h"
 
+#include "model/error.h"
 #include "sim/units.h"
 
 #include <algorithm>
@@ -10,9 +11,26 @@ namespace coconet::sim {
 namespace {
 }  // namespace
 
+namespace {
+constexpr double kFp8Bytes = 1;  // an FP8 (E4M3 or E5M2) element
+}  // namespace
+
 double GemmShape::bytes() const {
   const double e = model::bytes_of(dtype);
-  return e * double(batch) * (double(m) * double(k) + double(k) * double(n) + double(m) * double(n));
+  const double in = fp8 ? kFp8Bytes : e;
+  return double(batch) * (in * (double(m) * double(k) + double(k) * double(n)) + e * double(m) * double(n));
+}
+
+double gemm_peak_tflops(const Topology& t, const GemmShape& g) {
+  if (!g.fp8) return t.gpu.gemm_tflops(g.dtype);
+  if (!t.gpu.tflops_fp8)
+    throw UserError("topology '" + t.name + "' states no FP8 rate (gpu.tflops.fp8): FP8 GEMMs cannot be priced on it");
+  return *t.gpu.tflops_fp8;
+}
+
+double fp8_cast_body_us(const Topology& t, double elements) {
+  constexpr double kCastBytes = 2 + kFp8Bytes;  // a 16-bit element read, its FP8 written
+  return elementwise_body_us(t, kCastBytes * elements, elements);
 }
 
 double elementwise_body_us(const Topology& t, double hbm_bytes, double flops) {
@@ -30,7 +48,7 @@ std::int64_t gemm_tiles(const Topology& t, const GemmShape& g) {
 double gemm_body_us(const Topology& t, const GemmShape& g, int sms) {
   if (g.m <= 0 || g.n <= 0 || g.k <= 0 || g.batch <= 0) return 0.0;
   sms = std::clamp(sms, 1, t.gpu.sms);
-  const double per_sm = t.gpu.gemm_tflops(g.dtype) * t.gpu.gemm_efficiency / t.gpu.sms;
+  const double per_sm = gemm_peak_tflops(t, g) * t.gpu.gemm_efficiency / t.gpu.sms;
   const double tile_us = 2.0 * t.gpu.gemm_tile_m * t.gpu.gemm_tile_n * double(g.k) / (per_sm * kFlopsPerTflopsUs);
   const std::int64_t waves = (gemm_tiles(t, g) + sms - 1) / sms;
   const double mem = g.bytes() / (t.gpu.hbm_effective_GBps() * kBytesPerGBpsUs);

@@ -19,14 +19,25 @@ struct GemmShape {
   std::int64_t k = 0;
   model::DType dtype = model::DType::f16;
   std::int64_t batch = 1;
+  // In FP8 (Transformer Engine's recipe: operands cast to 8 bits, the result
+  // in `dtype`), at the GPU's FP8 rate (gpu.tflops.fp8).
+  bool fp8 = false;
 
   [[nodiscard]] double flops() const { return 2.0 * double(batch) * double(m) * double(n) * double(k); }
-  // Bytes of every A, B and C, each read or written once.
+  // Bytes of every A, B and C, each read or written once (A and B of one
+  // byte in FP8).
   [[nodiscard]] double bytes() const;
 };
 
 // Time of the kernel body (no launch): max(bytes over HBM, FLOPs over f32 peak).
 [[nodiscard]] double elementwise_body_us(const Topology& t, double hbm_bytes, double flops);
+// A GEMM's tensor-core peak: gpu.tflops.fp8 for an FP8 GEMM (a UserError
+// when the topology states none), else the rate of its dtype.
+[[nodiscard]] double gemm_peak_tflops(const Topology& t, const GemmShape& g);
+// Time of the kernel that casts a GEMM's 16-bit operand of `elements` to
+// FP8 and takes its amax (Transformer Engine's cast: 2 bytes read, 1
+// written per element, the amax reduced in the same pass), without launch.
+[[nodiscard]] double fp8_cast_body_us(const Topology& t, double elements);
 // Tiles of a GEMM (tile_m x tile_n output tiles), every product of a batch its own.
 [[nodiscard]] std::int64_t gemm_tiles(const Topology& t, const GemmShape& g);
 // Time of a GEMM body (no launch) with `sms` SMs at hand: waves of tiles, each

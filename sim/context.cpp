@@ -8,7 +8,9 @@ plan::BackendKind default_backend(const Topology& t) {
 }
 
 plan::Capabilities Context::capabilities() const {
-  return plan::capabilities_of(backend.value_or(default_backend(topology)));
+  plan::Capabilities c = plan::capabilities_of(backend.value_or(default_backend(topology)));
+  c.fused_kernels = fused_kernels;
+  return c;
 }
 
 }  // namespace coconet::sim

@@ -25,6 +25,14 @@ struct Context {
   // nodes (place()): e.g. a data-parallel group beside tensor parallelism has
   // fewer members per node. Its ranks must equal `ranks`.
   std::optional<Placement> where;
+  // The software runs a kernel stage as one kernel (model/kernel_fusion.h,
+  // plan::Capabilities::fused_kernels): Megatron-LM's fused kernels and flash
+  // attention, as `coconet step` predicts. The project's executors do not.
+  bool fused_kernels = false;
+  // The linear layers' GEMMs (a GEMM of one product: weights are 2-D; the
+  // attention's batched GEMMs stay 16-bit, Transformer Engine's default) run
+  // in FP8 with the cast of their first operand (sim::GemmShape::fp8).
+  bool fp8_gemms = false;
 
   [[nodiscard]] Placement placement() const { return where ? *where : place(topology, ranks); }
   [[nodiscard]] plan::Capabilities capabilities() const;

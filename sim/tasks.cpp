@@ -87,12 +87,37 @@ Task gemm_task(const plan::Gemm& g, const Context& ctx, double share, int calls)
   k.is_compute = true;
   const plan::Gemm part = g.part(share, calls);
   k.gemm = GemmShape{part.m, part.n, part.k, part.dtype, part.batch};
+  k.gemm.fp8 = ctx.fp8_gemms && part.batch == 1 && part.dtype != model::DType::f32;
   k.latency_us = calls * t.gpu.launch_us;
   k.work_us = calls * gemm_body_us(t, k.gemm, t.gpu.sms);
+  if (k.gemm.fp8) {  // the cast of its first operand to FP8 (with its amax): a kernel of its own
+    k.latency_us += calls * t.gpu.launch_us;
+    k.work_us += calls * fp8_cast_body_us(t, double(part.m) * double(part.k));
+  }
   k.demand_GBps[int(Resource::hbm)] = demand(k.gemm.bytes(), k.work_us, capacity_GBps(ctx, Resource::hbm));
   k.detail = fmt::format("{}[{}x{}]x[{}x{}] {}, {} tiles on {} {}",
                          k.gemm.batch > 1 ? fmt::format("{} x ", k.gemm.batch) : "", k.gemm.m, k.gemm.k, k.gemm.k, k.gemm.n,
-                         model::to_string(k.gemm.dtype), gemm_tiles(t, k.gemm), t.gpu.sms, units_word(t));
+                         k.gemm.fp8 ? "fp8 (cast from " + model::to_string(k.gemm.dtype) + ")" : model::to_string(k.gemm.dtype),
+                         gemm_tiles(t, k.gemm), t.gpu.sms, units_word(t));
+  return k;
+}
+
+// A kernel stage as one kernel (plan::Kernel): one launch; a fused
+// element-wise kernel by its bytes and FLOPs, a flash-attention kernel by
+// its GEMMs' FLOPs at the GPU's flash-attention efficiency or its bytes,
+// whichever takes longer.
+Task kernel_task(const plan::Kernel& kn, const Context& ctx, double share) {
+  const Topology& t = ctx.topology;
+  Task k = elementwise_task(kn.work, ctx, share, 1);
+  if (kn.attention_flops <= 0) return k;
+  const double bytes = kn.work.hbm_bytes * share;
+  const double peak = t.gpu.gemm_tflops(kn.dtype) * t.gpu.flash_efficiency();
+  const double math = kn.attention_flops * share / (peak * kFlopsPerTflopsUs);
+  k.work_us = std::max(math, transfer_us(bytes, t.gpu.hbm_effective_GBps()));
+  k.demand_GBps[int(Resource::hbm)] = demand(bytes, k.work_us, capacity_GBps(ctx, Resource::hbm));
+  k.detail = fmt::format("flash attention: {:.3g} GFLOP at {:.0f}% of {} {:.0f} TFLOP/s, {} over {}",
+                         kn.attention_flops * share / 1e9, 100 * t.gpu.flash_efficiency(), model::to_string(kn.dtype),
+                         t.gpu.gemm_tflops(kn.dtype), bytes_text(bytes), memory_word(t));
   return k;
 }
 
@@ -206,6 +231,8 @@ Task launch_task(const plan::StepPlan& p, const plan::Unit& u, const plan::Op& o
   const double share = plan::chunk_share(u, chunk);
   const int calls = op.calls.at(std::size_t(chunk));
   if (calls == 0) return Task{};  // this chunk holds no rows of the op's value on rank 0: nothing is called
+  if (op.kernel) return kernel_task(*op.kernel, ctx, share);
+  if (op.kernel_op >= 0) return Task{};  // priced in its kernel stage's first op
   switch (op.cls) {
     case plan::OpClass::collective:
     case plan::OpClass::fused:

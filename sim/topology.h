@@ -45,10 +45,16 @@ struct GpuSpec {
   // tflops.f32 is fitted on; `coconet calibrate` measures it). Absent: f32.
   std::optional<double> tflops_f32_gemm;
   // Optional `tflops.fp8`: the dense FP8 tensor-core peak (H100/H200 and
-  // later). Stored and scaled with the other rates; no model::DType is fp8
-  // yet, so no GEMM reads it here. Absent: the GPU states no FP8 rate.
+  // later), the rate of the GEMMs a step runs in FP8 (sim::GemmShape::fp8,
+  // `coconet step` with `dtype: fp8`). Absent: the GPU states no FP8 rate.
   std::optional<double> tflops_fp8;
   double gemm_efficiency = 0;  // achievable fraction of the tensor peak for large GEMMs
+  // Optional `attention_efficiency`: the fraction of the tensor peak a flash
+  // attention kernel reaches (forward and backward; a published measurement
+  // of the GPU generation's kernel, model/kernel_fusion.h). Absent:
+  // gemm_efficiency.
+  std::optional<double> attention_efficiency;
+  [[nodiscard]] double flash_efficiency() const { return attention_efficiency.value_or(gemm_efficiency); }
   int gemm_tile_m = 0;
   int gemm_tile_n = 0;
   double launch_us = 0;

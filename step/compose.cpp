@@ -156,8 +156,10 @@ struct LayerCompute {
 
 LayerShape layer_shape(const ModelSpec& s, const Layout& l, bool sp) {
   const auto& m = s.model;
-  return LayerShape{s.training.micro_batch, m.sequence, m.heads,          m.head_dim, m.ffn,     l.tp,
+  LayerShape x{s.training.micro_batch, m.sequence, m.heads,          m.head_dim, m.ffn,     l.tp,
                     s.training.dtype,       sp,         tp_overlap_on(s.parallel, l), m.family(), m.hidden, m.kv_heads};
+  x.fp8 = s.training.fp8;
+  return x;
 }
 
 // The layer programs' best schedules (step/layer_block.h), plus what they
@@ -401,7 +403,7 @@ StepReport predict_step(const ModelSpec& s, const sim::Topology& t, DpBlockPrice
   r.model_tflops_per_gpu = r.model_flops * per_gpu_tflops;
   r.hardware_tflops_per_gpu = r.hardware_flops * per_gpu_tflops;
   r.eq3_tflops_per_gpu = r.eq3_flops * per_gpu_tflops;
-  r.peak_tflops = t.gpu.gemm_tflops(s.training.dtype);
+  r.peak_tflops = s.training.fp8 && t.gpu.tflops_fp8 ? *t.gpu.tflops_fp8 : t.gpu.gemm_tflops(s.training.dtype);
   r.mfu = r.peak_tflops > 0 ? r.model_tflops_per_gpu / r.peak_tflops : 0.0;
   r.tokens_per_s = double(s.training.global_batch) * double(s.model.sequence) / (r.step_us * kSecondsPerUs);
   r.memory = memory_per_gpu(s, l, t);

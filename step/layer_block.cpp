@@ -8,6 +8,7 @@
 #include "model/catalog.h"
 #include "model/enumerate.h"
 #include "model/error.h"
+#include "model/kernel_fusion.h"
 #include "model/parse.h"
 #include "sim/context.h"
 #include "sim/tuner.h"
@@ -65,10 +66,11 @@ const std::vector<model::Schedule>& LayerBlockPricer::schedules(const std::strin
   if (it == programs_.end()) {
     Programs ps;
     const model::Program p = at_dtype(model::load_program(model::resolve_workload(workload)), d);
-    for (model::Schedule& s : model::enumerate_schedules(p)) {
-      if (unoverlapped(s)) ps.unoverlapped.push_back(s);
-      ps.all.push_back(std::move(s));
-    }
+    for (const model::Schedule& base : model::enumerate_schedules(p))
+      for (model::Schedule& s : model::kernel_choices(base, std::string(model::kCausalMask))) {
+        if (unoverlapped(s)) ps.unoverlapped.push_back(s);
+        ps.all.push_back(std::move(s));
+      }
     if (ps.unoverlapped.empty()) throw InternalError("the " + workload + " workload enumerates no unoverlapped schedule");
     it = programs_.emplace(key, std::move(ps)).first;
   }
@@ -76,7 +78,9 @@ const std::vector<model::Schedule>& LayerBlockPricer::schedules(const std::strin
 }
 
 LayerPass LayerBlockPricer::tune(const std::string& workload, const LayerShape& x) {
-  const sim::Context ctx{topology_, x.tp, layer_bindings(x), std::nullopt};
+  sim::Context ctx{topology_, x.tp, layer_bindings(x), std::nullopt};
+  ctx.fused_kernels = true;  // as Megatron-LM runs a kernel stage: one kernel
+  ctx.fp8_gemms = x.fp8;
   const bool overlap = on_tp_group(x.tp_overlap, x.tp);
   const sim::TuneResult r = sim::tune(schedules(workload, x.dtype, overlap), ctx, sim::predict_space());
   if (r.ranked.empty()) throw InternalError("the tuner ranked no schedule of the " + workload + " workload");
@@ -86,7 +90,13 @@ LayerPass LayerBlockPricer::tune(const std::string& workload, const LayerShape& 
     p.time_us = c.time_us;
     for (const sim::StageTiming& st : c.stages) {
       if (st.code == "MM") p.gemm_us += st.alone_us;
-      if (st.code == "C") p.elementwise_us += st.alone_us;
+      if (st.code == "C" || st.code == "K") p.elementwise_us += st.alone_us;
+      if (st.code == "FA") {
+        p.gemm_us += st.alone_us;
+        p.attention_us += st.alone_us;
+      }
+      p.flash_attention = p.flash_attention || st.code == "FA";
+      p.fused_kernels = p.fused_kernels || st.code == "K";
     }
     return p;
   };
@@ -107,6 +117,7 @@ LayerPass LayerBlockPricer::tune(const std::string& workload, const LayerShape& 
   if (compute > p.time_us && compute > 0) {
     p.gemm_us *= p.time_us / compute;
     p.elementwise_us *= p.time_us / compute;
+    p.attention_us *= p.time_us / compute;
   }
   return p;
 }
@@ -114,7 +125,8 @@ LayerPass LayerBlockPricer::tune(const std::string& workload, const LayerShape& 
 LayerBlock LayerBlockPricer::price(const LayerShape& x) {
   const bool sp = on_tp_group(x.sequence_parallel, x.tp);
   const Key key{x.micro_batch, x.sequence, x.heads,       x.head_dim,      x.ffn,      x.tp,
-                int(x.dtype),  sp,         on_tp_group(x.tp_overlap, x.tp), int(x.family), hidden_of(x), kv_heads_of(x)};
+                int(x.dtype),  sp,         on_tp_group(x.tp_overlap, x.tp), int(x.family), hidden_of(x), kv_heads_of(x),
+                x.fp8};
   if (const auto hit = cache_.find(key); hit != cache_.end()) return hit->second;
   const auto [fwd, bwd] = layer_programs(x);
   const LayerBlock b{tune(fwd, x), tune(bwd, x)};

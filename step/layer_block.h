@@ -12,6 +12,13 @@
 // computation alone (the simulator prices a collective on one rank as the
 // local copy the executor makes). Results are cached per distinct shape: a
 // layout search asks for a few many times.
+// Kernel choices (model/kernel_fusion.h): each schedule is priced as written,
+// with its compute stages fused into one kernel each (Megatron-LM's fused
+// norms and softmax), with its attention core as one flash-attention kernel
+// (causal: the step's models are decoders), and with both, priced as
+// Megatron-LM runs such kernels (sim::Context::fused_kernels); the fastest
+// wins, so the schedule names say which were chosen (K: a fused kernel, FA:
+// flash attention).
 #pragma once
 
 #include <cstdint>
@@ -41,6 +48,9 @@ struct LayerShape {
   Family family = Family::gpt;  // which programs: megatron_layer_* or llama_layer_*
   std::int64_t hidden = 0;      // h (llama programs; 0: a D, the gpt programs' hidden)
   std::int64_t kv_heads = 0;    // K/V heads (llama programs; 0: a)
+  // The linear layers' GEMMs in FP8 (`dtype: fp8`: sim::Context::fp8_gemms);
+  // the programs' values stay in `dtype`.
+  bool fp8 = false;
 };
 
 // The programs' sizes for `x` (gpt: B, S, NH, D, F; llama: B, S, H, KV, G, GQ, D, F).
@@ -52,8 +62,11 @@ struct LayerShape {
 struct LayerPass {
   std::string schedule;       // e.g. "AR" names the stages; see model::Schedule::name
   double time_us = 0;         // the schedule's predicted time
-  double gemm_us = 0;         // its matmul stages alone
-  double elementwise_us = 0;  // its element-wise stages alone (row reductions included)
+  double gemm_us = 0;         // its matmul stages and flash-attention kernels alone
+  double elementwise_us = 0;  // its element-wise stages alone (row reductions and fused kernels included)
+  double attention_us = 0;    // of gemm_us, its flash-attention kernels (0 with the attention materialised)
+  bool flash_attention = false;  // the schedule runs the attention core as flash attention
+  bool fused_kernels = false;    // it fuses compute stages into one kernel each (fuse_kernel)
   // The rest, time_us less its compute stages: the TP collectives (and
   // collective-fused stages) left exposed.
   [[nodiscard]] double tp_us() const { return time_us - gemm_us - elementwise_us; }
@@ -75,7 +88,7 @@ class LayerBlockPricer {
 
  private:
   using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, int, int, bool, bool,
-                         int, std::int64_t, std::int64_t>;
+                         int, std::int64_t, std::int64_t, bool>;
   struct Programs {
     std::vector<model::Schedule> all;
     std::vector<model::Schedule> unoverlapped;

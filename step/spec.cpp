@@ -187,7 +187,8 @@ Training read_training(const Reader& r, const YAML::Node& root) {
   Training t;
   t.micro_batch = r.count(n, "training", "micro_batch", 1);
   t.global_batch = r.count(n, "training", "global_batch");
-  t.dtype = r.parsed(n, "dtype", model::DType::bf16, model::parse_dtype);
+  t.fp8 = n["dtype"] && n["dtype"].IsScalar() && n["dtype"].Scalar() == "fp8";
+  t.dtype = t.fp8 ? model::DType::bf16 : r.parsed(n, "dtype", model::DType::bf16, model::parse_dtype);
   t.grad_dtype = r.parsed(n, "grad_dtype", t.dtype, model::parse_dtype);
   if (t.dtype == model::DType::f32) r.ctx().fail(n["dtype"], "training.dtype must be f16 or bf16 (mixed precision)");
   return t;

@@ -61,6 +61,10 @@ struct Training {
   std::int64_t global_batch = 0;
   model::DType dtype = model::DType::bf16;       // weights, activations, GEMMs
   model::DType grad_dtype = model::DType::bf16;  // gradients as reduced across data parallelism
+  // `dtype: fp8`: the linear layers' GEMMs in FP8 (Transformer Engine), the
+  // values in bf16. A GEMM precision, not a model::DType: no value of the
+  // programs is stored in FP8 (docs/step.md).
+  bool fp8 = false;
 };
 
 struct Parallelism {

@@ -22,3 +22,8 @@ rc=$?; echo \"$out\"; echo \"exit $rc\"")
                        PASS_REGULAR_EXPRESSION "llama3-70b.yaml:[0-9]+:[0-9]+: model.kv_heads = 5 does not divide model.heads = 64[^\n]*\nexit 2"
                        ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT}")
 endif()
+# Kernel choices (model/kernel_fusion.h): fused kernels, flash attention, FP8 GEMMs.
+add_executable(test_kernel_fusion ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_kernel_fusion.cpp)
+target_link_libraries(test_kernel_fusion PRIVATE coconet_step GTest::gtest_main coconet_warnings)
+gtest_discover_tests(test_kernel_fusion TEST_PREFIX "sched." DISCOVERY_TIMEOUT 60
+                     PROPERTIES ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT}")

@@ -177,7 +177,7 @@ TEST(FuseErrors, AnAlltoallNeitherLeadsNorJoins) {
 
 TEST(DirectiveErrors, UnknownOpAndWrongArity) {
   expect_user_error([] { (void)make_directive("tile", {"g1"}); },
-                    {"unknown transformation 'tile'", "split, reorder, as_slice, fuse or overlap"});
+                    {"unknown transformation 'tile'", "split, reorder, as_slice, fuse, overlap, fuse_kernel or flash_attention"});
   expect_user_error([] { (void)make_directive("split", {}); },
                     {"takes 1 statement name", "split: [g1]"});
   expect_user_error([] { (void)make_directive("fuse", {"g1"}); },
