@@ -119,7 +119,7 @@ RunRow run_schedule(Backend& backend, const model::Schedule& schedule, const mod
 
   const auto actual = read_outputs(ex);
   const auto& outputs = schedule.program.outputs;
-  const double tolerance = schedule_tolerance(schedule.program);
+  const double tolerance = schedule_tolerance(schedule.program, sizes);
   const Verdict vs_program = verify(backend, outputs, actual, refs.program, tolerance, "unscheduled program");
   Verdict verdict = vs_program;
   row.checked_against = "program";

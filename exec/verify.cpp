@@ -18,6 +18,9 @@ constexpr double kSumReorderTolerance = 0x1p-16;
 constexpr double kF32Tolerance = 0x1p-16;
 constexpr double kF16Tolerance = 0x1p-10;
 constexpr double kBf16Tolerance = 0x1p-7;
+// Unit roundoff of the GEMMs' f32 accumulation (CUBLAS_COMPUTE_32F; the cpu
+// backend's kernels accumulate in f32 too).
+constexpr double kF32UnitRoundoff = 0x1p-24;
 // Global indices are below 2^40 (a tensor of a trillion elements); keys
 // combine them with the output's position, exactly representable in a double.
 constexpr double kIndexSpan = 0x1p40;
@@ -70,11 +73,21 @@ bool acceptable(double want, double got, double rtol) {
   return std::fabs(want - got) <= rtol * std::max(std::fabs(want), 1.0);
 }
 
-double schedule_tolerance(const model::Program& p) {
-  if (sums_non_integers(p)) return kSumReorderTolerance;
-  for (const auto& s : p.stmts)
-    if (s.op == model::OpKind::norm) return kNormReorderTolerance;
-  return 0.0;
+double gemm_reorder_tolerance(std::int64_t k, model::DType out) {
+  const double sum = static_cast<double>(std::max<std::int64_t>(k, 1)) * kF32UnitRoundoff;
+  return out == model::DType::f32 ? sum : sum + interpreter_tolerance(out);
+}
+
+double schedule_tolerance(const model::Program& p, const model::Bindings& sizes) {
+  double tol = 0.0;
+  if (sums_non_integers(p)) tol = kSumReorderTolerance;
+  for (const auto& s : p.stmts) {
+    if (s.op == model::OpKind::norm) tol = std::max(tol, kNormReorderTolerance);
+    if (s.op != model::OpKind::matmul) continue;
+    const model::Shape& a = p.type_of(s.operands.at(0)).shape;
+    tol = std::max(tol, gemm_reorder_tolerance(a.back().eval(sizes), s.type.dtype));
+  }
+  return tol;
 }
 
 double interpreter_tolerance(model::DType t) {

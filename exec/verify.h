@@ -13,6 +13,8 @@
 //    Except programs with a norm: the sum of squares of a sliced non-integer
 //    tensor is added in another order than the whole one's, which may move
 //    the f32 norm by an ulp: 2^-20 (a few f32 ulps after the update's scaling).
+//    A matmul's sums are regrouped too (row chunks, split-K): gemm_reorder_tolerance
+//    of its reduction length and output type, below.
 //    A fused op runs the same compiled programs as the statements' own
 //    kernels (exec/fused_call.h), so it is held to the same. And programs
 //    whose matmuls or summing collectives read values that need not be
@@ -56,7 +58,16 @@ struct Verdict {
 // it verifies nothing (inf == inf used to pass).
 [[nodiscard]] bool acceptable(double want, double got, double rtol);
 
-[[nodiscard]] double schedule_tolerance(const model::Program& p);
+// A matmul's K-term f32 sum regrouped by a schedule (row chunks; split-K on
+// the GPU, whose partial sums cuBLAS adds in f32 under kGemmMathMode): the
+// bound of recursive summation, K u with u = 2^-24 (Higham, "Accuracy and
+// Stability of Numerical Algorithms", 2nd ed., 2002, section 4.2), plus, for a
+// 16-bit output, the half ulp either way its rounding may then go
+// (interpreter_tolerance of the type).
+[[nodiscard]] double gemm_reorder_tolerance(std::int64_t k, model::DType out);
+// The tolerance of a schedule against the unscheduled program at `sizes`:
+// the largest of the rules above that the program's statements call for.
+[[nodiscard]] double schedule_tolerance(const model::Program& p, const model::Bindings& sizes);
 [[nodiscard]] double interpreter_tolerance(model::DType t);
 
 // Compares `actual` with `expected` over `outputs` (names in order) on every

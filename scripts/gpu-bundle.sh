@@ -5,13 +5,22 @@
 # none of the Debian libraries coconet builds with):
 #
 #   BUNDLE/coconet test_gpu test_gpu_host bench_gpu   cuda-enabled, sm_90, Release,
-#                                                     rpath $ORIGIN/lib set by patchelf (DT_RPATH,
-#                                                     so the libraries' own needs resolve there too)
+#                                                     taken from their fixed paths in the build
+#                                                     (program_paths below), rpath $ORIGIN/lib
+#                                                     set by patchelf
 #   BUNDLE/lib/        every shared library they need that is not glibc, libstdc++,
-#                      libgcc_s, the CUDA driver, or one of FROM_IMAGE below
+#                      libgcc_s, the CUDA driver, or one of FROM_IMAGE below; each
+#                      with rpath $ORIGIN, so their own needs resolve inside lib/
+#                      without LD_LIBRARY_PATH (Debian's Open MPI libraries carry
+#                      RUNPATHs to this machine's system folders)
 #   BUNDLE/run.sh      the launcher: run.sh PROGRAM ARGS... finds the image's NCCL,
 #                      cuBLAS and CUDA runtime (scripts/gpu_env.py) and runs PROGRAM
-#   BUNDLE/gpu_env.py, manifest.json   (scripts/gpu-check.sh runs from the repository)
+#   BUNDLE/gpu_env.py, manifest.json   (scripts/gpu-check.sh runs from the repository);
+#                      the manifest records each program's build path and GNU build
+#                      id (the closure check compares them with the build's, where
+#                      the build is at hand) and the oldest glibc and libstdc++
+#                      (GLIBCXX) the bundle's files need (gpu_env.py --preflight
+#                      checks the GPU machine's before anything runs)
 #
 #   scripts/gpu-bundle.sh [BUNDLE]      (default gpu-bundle/, git-ignored): builds, then packs
 #   scripts/gpu-bundle.sh --from BUILD BUNDLE   packs the programs of an existing cuda-enabled
@@ -33,10 +42,27 @@ from_image_re='^(libnccl\.so\.2|libcublas\.so\.[0-9]+|libcublasLt\.so\.[0-9]+|li
 # Libraries of the base system every Linux image has (glibc, the GCC runtime).
 system_re='^(linux-vdso\.so\.1|ld-linux-x86-64\.so\.2|libc\.so\.6|libm\.so\.6|libdl\.so\.2|libpthread\.so\.0|librt\.so\.1|libresolv\.so\.2|libutil\.so\.1|libstdc\+\+\.so\.6|libgcc_s\.so\.1)$'
 programs=(coconet test_gpu test_gpu_host bench_gpu)
+# Where each program is in a build folder (cli/, tests/ and bench/ CMakeLists).
+# Fixed paths: a search would also find older copies (a bundle packed inside
+# the build, as the ctest does, under tests/gpu-bundle-test/).
+declare -A program_paths=(
+  [coconet]=cli/coconet [test_gpu]=tests/test_gpu [test_gpu_host]=tests/test_gpu_host [bench_gpu]=bench/bench_gpu)
 
-# ldd NAME => PATH pairs of FILE, with the bundle's lib/ searched first.
+# ldd NAME => PATH pairs of FILE as the loader resolves them with no
+# LD_LIBRARY_PATH (the rpaths alone, as on the GPU machine before run.sh).
 deps() {
-  LD_LIBRARY_PATH="$2/lib" ldd "$1" | awk '/=>/ {print $1, $3; next} /ld-linux/ {n = $1; sub(".*/", "", n); print n, $1}'
+  env -u LD_LIBRARY_PATH ldd "$1" | awk '/=>/ {print $1, $3; next} /ld-linux/ {n = $1; sub(".*/", "", n); print n, $1}'
+}
+
+# The GNU build id of an ELF file (kept by strip and patchelf).
+build_id() { readelf -n "$1" 2>/dev/null | awk '/Build ID:/ {print $3; exit}'; }
+
+# The newest symbol version of PREFIX (GLIBC or GLIBCXX) the files need.
+newest_needed() {
+  local prefix="$1"
+  shift
+  objdump -T "$@" 2>/dev/null | grep -o "(${prefix}_[0-9.]*)" | tr -d '()' | sed "s/^${prefix}_//" |
+    sort -V | tail -1
 }
 
 # Fails unless every library the bundle's files need resolves inside the
@@ -55,6 +81,22 @@ check() {
   done
   for f in "${programs[@]/#/${bundle}/}"; do
     readelf -d "$f" | grep -q 'RPATH.*\$ORIGIN/lib' || { echo "$(basename "$f"): no rpath \$ORIGIN/lib"; bad=1; }
+  done
+  for f in "${bundle}"/lib/*; do
+    [ -e "$f" ] || continue
+    readelf -d "$f" | grep -q 'R\(UN\)\?PATH.*\[\$ORIGIN\]' || { echo "$(basename "$f"): no rpath \$ORIGIN"; bad=1; }
+  done
+  # Each program is the build's own (same build id), where that build is here.
+  local p src
+  for p in "${programs[@]}"; do
+    src=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["programs"][sys.argv[2]]["source"])' \
+      "${bundle}/manifest.json" "$p" 2>/dev/null)
+    if [ -z "${src}" ]; then echo "manifest.json names no source for ${p}"; bad=1; continue; fi
+    [ -f "${src}" ] || continue  # the GPU machine: the build stayed behind
+    if [ "$(build_id "${src}")" != "$(build_id "${bundle}/${p}")" ]; then
+      echo "${p}: the bundle's copy is not ${src} (build ids differ): pack again"
+      bad=1
+    fi
   done
   local size
   size=$(du -sm "${bundle}" | cut -f1)
@@ -91,8 +133,8 @@ rm -rf "${bundle}"
 mkdir -p "${bundle}/lib"
 bundle="$(cd "${bundle}" && pwd)"
 for p in "${programs[@]}"; do
-  src=$(find "${build}" -path "${bundle}" -prune -o -type f -name "$p" -perm -u+x -print | head -1)
-  [ -n "${src}" ] || { echo "gpu-bundle: ${p} was not built" >&2; exit 1; }
+  src="${build}/${program_paths[$p]}"
+  [ -x "${src}" ] || { echo "gpu-bundle: ${p} was not built (no ${src})" >&2; exit 1; }
   strip -o "${bundle}/${p}" "${src}"
   patchelf --force-rpath --set-rpath '$ORIGIN/lib' "${bundle}/${p}"
 done
@@ -102,8 +144,12 @@ for p in "${programs[@]}"; do
     if [[ "$name" =~ $from_image_re ]]; then from_image+=("$name"); continue; fi
     [[ "$name" =~ $system_re ]] && continue
     [ -f "$path" ] || { echo "gpu-bundle: ${p} needs ${name}, not found here" >&2; exit 1; }
-    [ -e "${bundle}/lib/${name}" ] || strip --strip-unneeded -o "${bundle}/lib/${name}" "$(readlink -f "$path")"
-  done < <(deps "${bundle}/${p}" "${bundle}")
+    if [ ! -e "${bundle}/lib/${name}" ]; then
+      strip --strip-unneeded -o "${bundle}/lib/${name}" "$(readlink -f "$path")"
+      patchelf --force-rpath --set-rpath '$ORIGIN' "${bundle}/lib/${name}"
+    fi
+  done < <(LD_LIBRARY_PATH="${bundle}/lib" ldd "${bundle}/${p}" |
+           awk '/=>/ {print $1, $3; next} /ld-linux/ {n = $1; sub(".*/", "", n); print n, $1}')
 done
 # cuBLAS is dlopen'ed at the first GEMM (kernels/cuda/cublas_loader.h), not
 # linked: ldd does not list it, the image must still provide it.
@@ -130,13 +176,23 @@ nccl_h="$(sed -n 's/^NCCL_INCLUDE_DIR:PATH=//p' "${build}/CMakeCache.txt")/nccl.
 nccl_header=$(awk '/^#define NCCL_(MAJOR|MINOR|PATCH) / {v = v (v != "" ? "." : "") $3} END {print v}' "${nccl_h}")
 unique_from_image=$(printf '%s\n' "${from_image[@]}" | sort -u | grep -v '^libcuda\.so' |
   python3 -c 'import json,sys; print(json.dumps([l.strip() for l in sys.stdin if l.strip()]))')
+# The oldest C and C++ runtimes the bundle runs on: the newest symbol
+# versions its files need (the GPU machine's are checked by the preflight).
+elf_files=("${programs[@]/#/${bundle}/}" "${bundle}"/lib/*)
+needs_glibc=$(newest_needed GLIBC "${elf_files[@]}")
+needs_glibcxx=$(newest_needed GLIBCXX "${elf_files[@]}")
+sources=$(for p in "${programs[@]}"; do printf '%s %s %s\n' "$p" "${build}/${program_paths[$p]}" "$(build_id "${bundle}/${p}")"; done)
 python3 - "${bundle}/manifest.json" "${nccl_header}" "${unique_from_image}" "${arch}" \
-  "$(git -C "${root}" rev-parse --short HEAD 2>/dev/null || echo unknown)" <<'PY'
+  "$(git -C "${root}" rev-parse --short HEAD 2>/dev/null || echo unknown)" "${needs_glibc}" "${needs_glibcxx}" \
+  "${sources}" <<'PY'
 import json, os, sys
-path, nccl, from_image, arch, commit = sys.argv[1:]
+path, nccl, from_image, arch, commit, glibc, glibcxx, sources = sys.argv[1:]
 files = sorted(os.path.relpath(os.path.join(d, f), os.path.dirname(path))
                for d, _, fs in os.walk(os.path.dirname(path)) for f in fs)
+programs = {name: {"source": src, "build_id": bid}
+            for name, src, bid in (line.split(" ") for line in sources.splitlines() if line)}
 json.dump({"commit": commit, "cuda_arch": "sm_" + arch, "nccl_header_version": nccl,
-           "from_image": json.loads(from_image), "files": files}, open(path, "w"), indent=1)
+           "from_image": json.loads(from_image), "needs": {"glibc": glibc, "glibcxx": glibcxx},
+           "programs": programs, "files": files + ["manifest.json"]}, open(path, "w"), indent=1)
 PY
 check "${bundle}"

@@ -2,37 +2,54 @@
 # The GPU check in one command, run from the bundle (scripts/gpu-bundle.sh
 # builds it here; it travels to the GPU machine with the repository):
 #   0 closure   every library the bundled programs need is in the bundle or the image's
-#   1 preflight GPU, driver, CUDA runtime, NCCL runtime vs headers, cuBLAS (stops if missing)
-#   2 tests     test_gpu_host, then test_gpu (kernels vs CPU references, every workload
-#               through the runtime on one rank, the fused collective)
-#   3 bench     copy bandwidth; fused, unfused and generic Adam, LAMB as % of copy;
+#   1 preflight GPU, driver, CUDA runtime, NCCL runtime vs headers, cuBLAS, and the
+#               glibc / libstdc++ the bundle needs (stops if anything is missing)
+#   2 smoke     the LSA and raw-kernel tests first, in their own process (a device
+#               fault there cannot poison the rest; the newest code is seen first)
+#   3 tests     test_gpu_host, then the rest of test_gpu (every workload through the
+#               runtime on one rank, the zeroing race, the wrong-GEMM check)
+#   4 bench     copy bandwidth; fused, unfused and generic Adam, LAMB as % of copy;
 #               chunked vs single GEMM; the fused RS+Adam+AG paths
-#   4 runs      every workload on one rank through `coconet run --backend cuda
+#   5 runs      every workload on one rank through `coconet run --backend cuda
 #               --topology dgx-h200` (predicted next to measured, verified), sizes
 #               that fit and keep f16 finite; gpt3_pipeline is an expected skip
-#   5 summary   one JSON object of at most 4 KB, printed last
+#   6 summary   one JSON object of at most 4 KB, printed last
 #
 #   scripts/gpu-check.sh [--dry-run] [OUT_DIR]
-#     OUT_DIR: $OUT when set, else gpu-check/; at most 8 files are written there.
-#     --dry-run: the steps that need no GPU (closure, preflight saying "no GPU",
-#       --help of every program it runs, each `coconet run` command line, which
-#       must stop only for want of a GPU); exit 0 when they pass. Meant for a
-#       machine without a GPU.
+#     OUT_DIR: $OUT when set, else gpu-check/; at most MAX_OUT_FILES (8) files are written there.
+#     --dry-run: what needs no GPU, with the real run's own command lines: the
+#       closure, the preflight saying "no GPU", test_gpu_host whole and test_gpu's
+#       GPU-free tests (their JSON read by the summary as the real run's is), one
+#       benchmark with the real run's exact flags, --help of every program, each
+#       `coconet run` command line, which must stop only for want of a GPU; exit 0
+#       when they pass. Meant for a machine without a GPU (tests/gpu/bundle_test.sh
+#       runs it from a copy of the checkout with the build's own hidden).
 #     env: COCONET_BUNDLE (default gpu-bundle/ beside scripts/)
 #
 # Exit status: 0 every check passed, 1 a check failed, 2 no GPU (not a dry run).
 set -uo pipefail
 
-# Seconds each step may take: together at most 6 minutes (360 s), inside the
-# GPU machine's 10-minute command limit with room for its start.
+# Seconds each step may take: together at most 450 s, inside the GPU
+# machine's 10-minute command limit with room for its start. Each `timeout`
+# sends KILL KILL_AFTER seconds after its TERM: a process stuck in the driver
+# ignores TERM, and must not hold the window.
 readonly BUDGET_CLOSURE=10
 readonly BUDGET_PREFLIGHT=20
+readonly BUDGET_SMOKE=90
 readonly BUDGET_TEST_HOST=30
 readonly BUDGET_TEST_GPU=80
 readonly BUDGET_BENCH=75
 readonly BUDGET_RUN=27          # per workload, 5 workloads: 135
 readonly BUDGET_SUMMARY=10
-readonly BUDGET_TOTAL=360
+readonly BUDGET_TOTAL=450
+readonly KILL_AFTER=5
+# The smoke step's tests: the LSA kernels (NCCL's device API, inlined
+# structures) and the raw kernels, the code no GPU has run yet.
+readonly SMOKE_FILTER='FusedProgramLsa.*:FusedAllreduce.*:CudaKernels.*'
+# Google Benchmark 1.7 (the one bundled, Debian's libbenchmark) takes
+# --benchmark_min_time in seconds as a plain number; "0.2s" is 1.8's form and
+# 1.7 rejects it (bench_gpu exits 2 on a flag it does not know).
+readonly BENCH_FLAGS="--benchmark_min_time=0.2"
 # Sizes of the runs on one GPU. N: 2^24 parameters (64 MiB of f32 per state
 # tensor: large enough to fill an H200, small enough that the host fills the
 # inputs in under a second). Megatron blocks: inputs are integers in [1, 4]
@@ -48,6 +65,9 @@ readonly RUN_ITERS=5
 # the same (its GEMM of 1.2 G multiply-adds takes about a second), since the
 # unscheduled program on the GPU shares a wrong GEMM with every schedule.
 readonly INTERPRETER_LIMIT=16777216
+# What comes back from the GPU machine is limited in files: the log, the
+# preflight, three test reports, the benchmarks, the runs and the summary.
+readonly MAX_OUT_FILES=8
 
 dry=0
 if [ "${1:-}" = "--dry-run" ]; then dry=1; shift; fi
@@ -68,6 +88,7 @@ step() { # name rc
   say "$1: rc $2 ($(($(date +%s) - start)) s in)"
 }
 : >"${work}/steps.txt"
+limit() { local s="$1"; shift; timeout -k "${KILL_AFTER}" "${s}" "$@"; }  # timeout with a KILL fallback
 run() { "${bundle}/run.sh" "$@"; }  # a bundled program with the image's NCCL/cuBLAS
 readonly WORKLOADS=(adam lamb sgd megatron_mlp megatron_attention gpt3_pipeline)
 run_args() { # workload: the arguments of its `coconet run` (no spaces inside any)
@@ -80,7 +101,13 @@ run_args() { # workload: the arguments of its `coconet run` (no spaces inside an
   echo "run $1 --backend cuda --topology dgx-h200 --schedule all --iters ${RUN_ITERS} --format json ${sets}"
 }
 finish() { # status
-  timeout "${BUDGET_SUMMARY}" python3 "${root}/scripts/gpu_check_summary.py" "${out}" "${work}" "$1" \
+  local files
+  files=$(find "${out}" -type f | wc -l)
+  # summary.json is written next: it must fit too
+  [ -f "${out}/summary.json" ] || files=$((files + 1))
+  [ "${files}" -le "${MAX_OUT_FILES}" ]
+  step out_files "$?"
+  limit "${BUDGET_SUMMARY}" python3 "${root}/scripts/gpu_check_summary.py" "${out}" "${work}" "$1" \
     >"${out}/summary.json" 2>>"${log}"
   cat "${out}/summary.json"
 }
@@ -90,32 +117,47 @@ if [ ! -f "${bundle}/manifest.json" ]; then
   say "no bundle at ${bundle}: run scripts/gpu-bundle.sh first (here, where the libraries are)"
   exit 1
 fi
-timeout "${BUDGET_CLOSURE}" "${root}/scripts/gpu-bundle.sh" --check "${bundle}" >>"${log}" 2>&1
+limit "${BUDGET_CLOSURE}" "${root}/scripts/gpu-bundle.sh" --check "${bundle}" >>"${log}" 2>&1
 step closure $?
 
 # 1. Preflight.
-timeout "${BUDGET_PREFLIGHT}" python3 "${bundle}/gpu_env.py" "${bundle}" --preflight >"${work}/preflight.txt" 2>&1
+limit "${BUDGET_PREFLIGHT}" python3 "${bundle}/gpu_env.py" "${bundle}" --preflight >"${work}/preflight.txt" 2>&1
 preflight_rc=$?
 tee -a "${log}" <"${work}/preflight.txt" | grep -v '^{' >&2
 tail -1 "${work}/preflight.txt" >"${out}/preflight.json"
 step preflight "${preflight_rc}"
 
 if [ "${dry}" -eq 1 ]; then
+  [ "${preflight_rc}" -eq 2 ] || [ "${preflight_rc}" -eq 0 ] || say "preflight found more missing than the GPU"
   # What a run would start, each asked for its --help: the programs load
   # (every library resolves) and parse their arguments.
-  [ "${preflight_rc}" -eq 2 ] || [ "${preflight_rc}" -eq 0 ] || say "preflight found more missing than the GPU"
   for p in "test_gpu_host --gtest_list_tests" "test_gpu --gtest_list_tests" "bench_gpu --help" \
            "coconet --help" "coconet run --help" "coconet --version"; do
     # shellcheck disable=SC2086
-    timeout 20 "${bundle}/run.sh" ${p} >>"${log}" 2>&1
+    limit 20 "${bundle}/run.sh" ${p} >>"${log}" 2>&1
     step "help:${p// /_}" $?
   done
+  # The tests that need no GPU, their reports written where the real run's go.
+  limit "${BUDGET_TEST_HOST}" "${bundle}/run.sh" test_gpu_host --gtest_output="json:${out}/test_gpu_host.json" \
+    >>"${log}" 2>&1
+  step test_gpu_host $?
+  limit "${BUDGET_TEST_HOST}" "${bundle}/run.sh" test_gpu --gtest_filter='GpuData.*' \
+    --gtest_output="json:${out}/test_gpu.json" >>"${log}" 2>&1
+  step test_gpu_data $?
+  # One benchmark with the real run's exact flags.
+  # shellcheck disable=SC2086
+  limit 30 "${bundle}/run.sh" bench_gpu ${BENCH_FLAGS} --benchmark_filter=BM_HostEncodeF16 \
+    --benchmark_out="${work}/bench_dry.json" --benchmark_out_format=json >>"${log}" 2>&1
+  bench_rc=$?
+  [ "${bench_rc}" -eq 0 ] && python3 -c 'import json,sys; b=json.load(open(sys.argv[1]))["benchmarks"]; sys.exit(0 if b and b[0]["iterations"] > 0 else 1)' \
+    "${work}/bench_dry.json" 2>>"${log}"
+  step bench_flags $?
   # Each run's own command line: parsed, its workload and sizes accepted and
   # predicted; it must stop only for want of a GPU.
   for w in "${WORKLOADS[@]}"; do
     [ "${w}" = gpt3_pipeline ] && continue
     # shellcheck disable=SC2046
-    msg=$(timeout 30 "${bundle}/run.sh" coconet $(run_args "${w}") 2>&1 >/dev/null)
+    msg=$(limit 30 "${bundle}/run.sh" coconet $(run_args "${w}") 2>&1 >/dev/null)
     echo "${msg}" >>"${log}"
     grep -q "needs an NVIDIA GPU" <<<"${msg}"
     step "args:run_${w}" $?
@@ -132,26 +174,34 @@ if [ "${preflight_rc}" -ne 0 ]; then
   exit "$([ "${preflight_rc}" -eq 2 ] && echo 2 || echo 1)"
 fi
 
-# 2. Correctness.
-timeout "${BUDGET_TEST_HOST}" "${bundle}/run.sh" test_gpu_host --gtest_output="json:${out}/test_gpu_host.json" \
+# 2. Smoke: the newest device code first, alone.
+limit "${BUDGET_SMOKE}" "${bundle}/run.sh" test_gpu --gtest_filter="${SMOKE_FILTER}" \
+  --gtest_output="json:${out}/test_gpu_smoke.json" >>"${log}" 2>&1
+step test_gpu_smoke $?
+
+# 3. Correctness.
+limit "${BUDGET_TEST_HOST}" "${bundle}/run.sh" test_gpu_host --gtest_output="json:${out}/test_gpu_host.json" \
   >>"${log}" 2>&1
 step test_gpu_host $?
-timeout "${BUDGET_TEST_GPU}" "${bundle}/run.sh" test_gpu --gtest_output="json:${out}/test_gpu.json" >>"${log}" 2>&1
+limit "${BUDGET_TEST_GPU}" "${bundle}/run.sh" test_gpu --gtest_filter="-${SMOKE_FILTER}" \
+  --gtest_output="json:${out}/test_gpu.json" >>"${log}" 2>&1
 step test_gpu $?
 
-# 3. Performance.
-timeout "${BUDGET_BENCH}" "${bundle}/run.sh" bench_gpu --benchmark_min_time=0.2s \
+# 4. Performance.
+# shellcheck disable=SC2086
+limit "${BUDGET_BENCH}" "${bundle}/run.sh" bench_gpu ${BENCH_FLAGS} \
   --benchmark_out="${out}/bench_gpu.json" --benchmark_out_format=json >>"${log}" 2>&1
 step bench_gpu $?
 
-# 4. Every workload on one rank, predicted next to measured.
+# 5. Every workload on one rank, predicted next to measured.
 for w in "${WORKLOADS[@]}"; do
   if [ "${w}" = gpt3_pipeline ]; then  # two process groups (pipeline stages): one GPU cannot run it
     echo "gpt3_pipeline expected_skip" >>"${work}/expected_skips.txt"
     say "gpt3_pipeline: expected skip (needs two process groups, one GPU here)"
     continue
   fi
-  timeout "${BUDGET_RUN}" "${bundle}/run.sh" coconet $(run_args "${w}") >"${work}/run_${w}.json" 2>>"${log}"
+  # shellcheck disable=SC2046
+  limit "${BUDGET_RUN}" "${bundle}/run.sh" coconet $(run_args "${w}") >"${work}/run_${w}.json" 2>>"${log}"
   step "run_${w}" $?
 done
 python3 - "${work}" "${out}/runs.json" <<'PY'
@@ -166,7 +216,7 @@ for f in sorted(work.glob("run_*.json")):
 json.dump(runs, open(dest, "w"))
 PY
 
-# 5. The summary, last.
+# 6. The summary, last.
 say "done in $(($(date +%s) - start)) s (budget ${BUDGET_TOTAL} s)"
 finish run
 python3 -c 'import json,sys; sys.exit(0 if json.load(open(sys.argv[1]))["status"] == "pass" else 1)' \

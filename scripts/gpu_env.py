@@ -6,19 +6,21 @@ toolkit or the loader's cache) and checks what the bundle needs of the machine.
 
   gpu_env.py BUNDLE --ld-path     prints the LD_LIBRARY_PATH the launcher sets
   gpu_env.py BUNDLE --preflight   GPU, driver, CUDA runtime, NCCL runtime vs the
-                                  header version built with, cuBLAS; prints one
+                                  header version built with, cuBLAS, the glibc and
+                                  libstdc++ the bundle needs (manifest "needs"); prints one
                                   line per check and a JSON line last; exit 0
                                   all present, 2 no GPU (the rest checked), 1
                                   something else missing or mismatched
 
 The NCCL check fails when the runtime is older than the headers, and only
-notes a newer minor version. BUNDLE/manifest.json names the libraries expected from the image (from_image)
+notes a newer minor version (the LSA path is then off: the host path runs). BUNDLE/manifest.json names the libraries expected from the image (from_image)
 and the NCCL header version built with (nccl_header_version)."""
 import ctypes
 import glob
 import json
 import os
 import pathlib
+import re
 import shutil
 import site
 import subprocess
@@ -86,6 +88,56 @@ def call_int(lib, fn, *args):
     return rc, value.value
 
 
+def version_tuple(text):
+    return tuple(int(x) for x in text.split(".") if x.isdigit())
+
+
+def glibc_here():
+    """This machine's glibc version ("2.39"), or None."""
+    try:
+        return os.confstr("CS_GNU_LIBC_VERSION").split()[-1]
+    except (ValueError, OSError, AttributeError, IndexError):
+        return None
+
+
+def glibcxx_here():
+    """The newest GLIBCXX symbol version of the libstdc++.so.6 the loader finds, or None."""
+    paths = []
+    try:
+        cache = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, timeout=10).stdout
+        paths = [l.split("=>")[1].strip() for l in cache.splitlines()
+                 if l.strip().startswith("libstdc++.so.6 ") and "=>" in l]
+    except (OSError, subprocess.SubprocessError):
+        pass
+    paths += glob.glob("/usr/lib/x86_64-linux-gnu/libstdc++.so.6") + glob.glob("/usr/lib64/libstdc++.so.6")
+    for path in paths:
+        try:
+            data = pathlib.Path(path).read_bytes()
+        except OSError:
+            continue
+        found = re.findall(rb"GLIBCXX_(3\.4(?:\.[0-9]+)?)\x00", data)
+        if found:
+            return max((f.decode() for f in found), key=version_tuple)
+    return None
+
+
+def runtime_checks(m):
+    """The C and C++ runtimes against the oldest the bundle needs (gpu-bundle.sh)."""
+    needs = m.get("needs", {})
+    checks = []
+    for name, want, have in (("glibc", needs.get("glibc"), glibc_here()),
+                             ("libstdc++", needs.get("glibcxx"), glibcxx_here())):
+        if not want:
+            checks.append((name, False, "the manifest does not say which version the bundle needs: pack it again"))
+        elif have is None:
+            checks.append((name, False, f"cannot tell this machine's version (the bundle needs {want})"))
+        else:
+            ok = version_tuple(have) >= version_tuple(want)
+            checks.append((name, ok, f"{have} here, the bundle needs {want}" +
+                           ("" if ok else ": build the bundle on an older system")))
+    return checks
+
+
 def preflight(bundle, m):
     checks = []  # (name, ok, detail)
     libs = locate(m)
@@ -104,6 +156,7 @@ def preflight(bundle, m):
                            capture_output=True, text=True, timeout=30)
         gpus = r.stdout.strip() if r.returncode == 0 else ""
     checks.append(("gpu", bool(gpus), gpus or "no GPU: nvidia-smi " + ("lists none" if smi else "not found")))
+    checks += runtime_checks(m)
 
     cudart = load("libcudart.so.13") if "libcudart.so.13" in libs else None
     if isinstance(cudart, str):
@@ -133,7 +186,7 @@ def preflight(bundle, m):
                        f"runtime {run}, headers {header} at {libs['libnccl.so.2']}" +
                        ("" if run_v[:2] == header_v[:2] else
                         ": older than the headers" if run_v < header_v else
-                        ": newer minor version; the LSA path may be refused")))
+                        ": another minor version: the LSA path is off (host path), its tests skip")))
 
     for so in [s for s in m["from_image"] if s.startswith("libcublas")]:
         lib = load(so)

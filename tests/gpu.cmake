@@ -17,7 +17,6 @@ if(COCONET_HAVE_CUDA AND TARGET coconet_exec AND TARGET coconet_kernels_cuda)
   )
   target_link_libraries(test_gpu PRIVATE coconet_exec coconet_kernels_cuda GTest::gtest_main
     coconet_warnings)
-  target_compile_definitions(test_gpu PRIVATE COCONET_SOURCE_ROOT="${COCONET_SOURCE_ROOT}")
   gtest_discover_tests(test_gpu TEST_PREFIX "gpu." DISCOVERY_MODE PRE_TEST)
 
   if(TARGET coconet)
@@ -40,3 +39,12 @@ foreach(mode pack closure dry_run)
 endforeach()
 set_tests_properties(gpu_bundle.pack PROPERTIES FIXTURES_SETUP gpu_bundle)
 set_tests_properties(gpu_bundle.closure gpu_bundle.dry_run PROPERTIES FIXTURES_REQUIRED gpu_bundle)
+
+# The GPU check's summary (scripts/gpu_check_summary.py) on the reports of a
+# healthy GPU machine and of broken ones: expected skips are the ones the
+# tests declare (COCONET_EXPECTED_SKIP). Needs no CUDA.
+find_package(Python3 COMPONENTS Interpreter QUIET)
+if(Python3_Interpreter_FOUND)
+  add_test(NAME gpu_check.summary
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/gpu/test_gpu_check_summary.py ${COCONET_SOURCE_ROOT})
+endif()

@@ -120,6 +120,7 @@ class CudaBackend final : public Backend {
     drop_lsa();
     for (cudaEvent_t e : events_) (void)cudaEventDestroy(e);
     for (cudaEvent_t e : timing_) (void)cudaEventDestroy(e);
+    (void)cudaEventDestroy(zeroed_);
     (void)cudaFree(norm_workspace_);
     (void)cudaFree(alltoall_scratch_);
     blas_.reset();
@@ -428,12 +429,19 @@ class CudaBackend final : public Backend {
     COCONET_CUDA_CHECK(cudaStreamCreateWithPriority(&compute_, cudaStreamNonBlocking, lowest));
     COCONET_CUDA_CHECK(cudaStreamCreateWithPriority(&comm_, cudaStreamNonBlocking, highest));
     for (cudaEvent_t& e : timing_) COCONET_CUDA_CHECK(cudaEventCreate(&e));
+    COCONET_CUDA_CHECK(cudaEventCreateWithFlags(&zeroed_, cudaEventDisableTiming));
   }
 
-  static void* raw_alloc(std::size_t bytes) {
+  // Device memory, zeroed on the compute stream (every first use of a buffer
+  // is queued there or on comm): the legacy default stream's cudaMemset does
+  // not order with the non-blocking streams, so a fill queued right after
+  // could run first and be overwritten. The comm stream waits for the zeroing.
+  void* raw_alloc(std::size_t bytes) {
     void* p = nullptr;
     COCONET_CUDA_CHECK(cudaMalloc(&p, bytes));
-    COCONET_CUDA_CHECK(cudaMemset(p, 0, bytes));
+    COCONET_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, compute_));
+    COCONET_CUDA_CHECK(cudaEventRecord(zeroed_, compute_));
+    COCONET_CUDA_CHECK(cudaStreamWaitEvent(comm_, zeroed_, 0));
     return p;
   }
 
@@ -629,6 +637,7 @@ class CudaBackend final : public Backend {
   std::vector<Buffer> buffers_;
   std::vector<cudaEvent_t> events_;
   std::array<cudaEvent_t, 2> timing_{};  // start, stop of a timed region
+  cudaEvent_t zeroed_ = nullptr;          // recorded after a new buffer's zeroing (raw_alloc)
   std::size_t used_events_ = 0;
   std::int64_t generation_ = 0;
 };

@@ -51,7 +51,7 @@ void alltoall(ncclComm_t comm, std::span<const StridedBlock> send, std::span<con
   const auto me = static_cast<std::size_t>(position);
   for (std::size_t r = 0; r < p; ++r)
     if (r != me) copy_block(send[r], out[r], width, true, stream);
-  COCONET_NCCL_CHECK(ncclGroupStart());
+  NcclGroup group;
   for (std::size_t r = 0; r < p; ++r) {
     if (r == me) continue;
     if (send[r].count() > 0)
@@ -61,7 +61,7 @@ void alltoall(ncclComm_t comm, std::span<const StridedBlock> send, std::span<con
       COCONET_NCCL_CHECK(ncclRecv(in[r], static_cast<std::size_t>(recv[r].count()), nccl_type(t), static_cast<int>(r),
                                   comm, stream));
   }
-  COCONET_NCCL_CHECK(ncclGroupEnd());
+  group.end();
   // My own block: packed, then unpacked into place (the two may differ in stride).
   copy_block(send[me], out[me], width, true, stream);
   for (std::size_t r = 0; r < p; ++r) copy_block(recv[r], r == me ? out[me] : in[r], width, false, stream);

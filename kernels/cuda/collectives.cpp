@@ -7,6 +7,17 @@
 
 namespace coconet::kernels::cuda {
 
+NcclGroup::NcclGroup(Call start, Call end) : end_(end) { COCONET_NCCL_CHECK(start()); }
+
+NcclGroup::~NcclGroup() {
+  if (open_) (void)end_();
+}
+
+void NcclGroup::end() {
+  open_ = false;
+  COCONET_NCCL_CHECK(end_());
+}
+
 ncclDataType_t nccl_type(model::DType t) {
   switch (t) {
     case model::DType::f16: return ncclFloat16;
@@ -45,14 +56,14 @@ void reduce_scatter(ncclComm_t comm, std::span<const Part> parts, Part out, mode
                                          nccl_type(t), nccl_op(op), comm, stream));
     return;
   }
-  COCONET_NCCL_CHECK(ncclGroupStart());
+  NcclGroup group;
   for (std::size_t r = 0; r < parts.size(); ++r) {
     if (parts[r].count == 0) continue;
     void* recv = out.data;  // read by NCCL on the root (r) only
     COCONET_NCCL_CHECK(ncclReduce(parts[r].data, recv, static_cast<size_t>(parts[r].count),
                                   nccl_type(t), nccl_op(op), static_cast<int>(r), comm, stream));
   }
-  COCONET_NCCL_CHECK(ncclGroupEnd());
+  group.end();
 }
 
 void allgather(ncclComm_t comm, Part in, std::span<const Part> parts, model::DType t, int position,
@@ -64,14 +75,14 @@ void allgather(ncclComm_t comm, Part in, std::span<const Part> parts, model::DTy
                                      nccl_type(t), comm, stream));
     return;
   }
-  COCONET_NCCL_CHECK(ncclGroupStart());
+  NcclGroup group;
   for (std::size_t r = 0; r < parts.size(); ++r) {
     if (parts[r].count == 0) continue;
     const void* send = static_cast<int>(r) == position ? in.data : parts[r].data;
     COCONET_NCCL_CHECK(ncclBroadcast(send, parts[r].data, static_cast<size_t>(parts[r].count),
                                      nccl_type(t), static_cast<int>(r), comm, stream));
   }
-  COCONET_NCCL_CHECK(ncclGroupEnd());
+  group.end();
 }
 
 }  // namespace coconet::kernels::cuda

@@ -16,6 +16,25 @@
 
 namespace coconet::kernels::cuda {
 
+// ncclGroupStart on construction, ncclGroupEnd by end() (checked) or, when an
+// exception leaves the scope before it, by the destructor (its result
+// ignored): a throw between the two must not leave the thread inside a group,
+// where every later NCCL call would be deferred. The functions are
+// parameters so that a host test can count the calls.
+class NcclGroup {
+ public:
+  using Call = ncclResult_t (*)();
+  explicit NcclGroup(Call start = ncclGroupStart, Call end = ncclGroupEnd);
+  ~NcclGroup();
+  NcclGroup(const NcclGroup&) = delete;
+  NcclGroup& operator=(const NcclGroup&) = delete;
+  void end();  // ncclGroupEnd, checked; once
+
+ private:
+  Call end_;
+  bool open_ = true;
+};
+
 // A contiguous run of device elements.
 struct Part {
   void* data = nullptr;

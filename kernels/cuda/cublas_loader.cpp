@@ -1,4 +1,4 @@
-// dlopen + dlsym of the six cuBLAS functions coconet calls (see cublas_loader.h).
+// dlopen + dlsym of the seven cuBLAS functions coconet calls (see cublas_loader.h).
 #include "kernels/cuda/cublas_loader.h"
 
 #include <dlfcn.h>
@@ -37,6 +37,7 @@ CublasApi load() {
   api.create = symbol<decltype(api.create)>(lib, "cublasCreate_v2");
   api.destroy = symbol<decltype(api.destroy)>(lib, "cublasDestroy_v2");
   api.set_stream = symbol<decltype(api.set_stream)>(lib, "cublasSetStream_v2");
+  api.set_math_mode = symbol<decltype(api.set_math_mode)>(lib, "cublasSetMathMode");
   api.gemm_ex = symbol<decltype(api.gemm_ex)>(lib, "cublasGemmEx");
   api.gemm_strided_batched_ex = symbol<decltype(api.gemm_strided_batched_ex)>(lib, "cublasGemmStridedBatchedEx");
   api.status_string = symbol<decltype(api.status_string)>(lib, "cublasGetStatusString");

@@ -27,6 +27,7 @@ struct CublasApi {
   decltype(&cublasCreate_v2) create = nullptr;
   decltype(&cublasDestroy_v2) destroy = nullptr;
   decltype(&cublasSetStream_v2) set_stream = nullptr;
+  decltype(&cublasSetMathMode) set_math_mode = nullptr;
   CublasGemmEx gemm_ex = nullptr;
   CublasGemmStridedBatchedEx gemm_strided_batched_ex = nullptr;
   decltype(&cublasGetStatusString) status_string = nullptr;

@@ -114,9 +114,66 @@ FusedPath choose_fused_path(int group_ranks, int lsa_ranks, bool device_comm_ok)
                                                                          : FusedPath::host;
 }
 
+bool lsa_version_matches(int runtime_code, int header_code, std::string& why) {
+  // NCCL_VERSION(X, Y, Z) = X * 10000 + Y * 100 + Z since 2.9 (nccl.h).
+  const auto name = [](int code) { return std::to_string(code / 10000) + "." + std::to_string(code / 100 % 100); };
+  if (runtime_code / 100 == header_code / 100) return true;
+  why = "NCCL " + name(runtime_code) + " at run time, but the LSA kernels inline NCCL " + name(header_code) +
+        "'s device structures (built with its headers)";
+  return false;
+}
+
+bool lsa_runtime_supported(std::string& why) {
+  int version = 0;
+  COCONET_NCCL_CHECK(ncclGetVersion(&version));
+  return lsa_version_matches(version, NCCL_VERSION_CODE, why);
+}
+
+void check_symmetric_sizes(const std::vector<std::int64_t>& bytes_by_rank) {
+  for (std::size_t r = 1; r < bytes_by_rank.size(); ++r)
+    if (bytes_by_rank[r] != bytes_by_rank[0])
+      throw UserError("symmetric window: rank " + std::to_string(r) + " registers " +
+                      std::to_string(bytes_by_rank[r]) + " bytes, rank 0 " + std::to_string(bytes_by_rank[0]) +
+                      "; every rank of the communicator must register the same size (the same fused op "
+                      "at the same sizes on every rank)");
+}
+
+namespace {
+
+// Every rank's window size, gathered over `comm` (a blocking NCCL allgather
+// of one int64 on a stream of its own), checked equal before registering.
+void require_symmetric(ncclComm_t comm, std::size_t bytes) {
+  int ranks = 1;
+  COCONET_NCCL_CHECK(ncclCommCount(comm, &ranks));
+  if (ranks == 1) return;
+  std::int64_t* device = nullptr;
+  cudaStream_t stream = nullptr;
+  COCONET_CUDA_CHECK(cudaMalloc(&device, sizeof(std::int64_t) * static_cast<std::size_t>(ranks + 1)));
+  std::vector<std::int64_t> all(static_cast<std::size_t>(ranks));
+  try {
+    COCONET_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    const auto mine = static_cast<std::int64_t>(bytes);
+    COCONET_CUDA_CHECK(cudaMemcpyAsync(device + ranks, &mine, sizeof(mine), cudaMemcpyHostToDevice, stream));
+    COCONET_NCCL_CHECK(ncclAllGather(device + ranks, device, 1, ncclInt64, comm, stream));
+    COCONET_CUDA_CHECK(cudaMemcpyAsync(all.data(), device, sizeof(std::int64_t) * all.size(), cudaMemcpyDeviceToHost,
+                                       stream));
+    COCONET_CUDA_CHECK(cudaStreamSynchronize(stream));
+  } catch (...) {
+    if (stream != nullptr) (void)cudaStreamDestroy(stream);
+    (void)cudaFree(device);
+    throw;
+  }
+  (void)cudaStreamDestroy(stream);
+  (void)cudaFree(device);
+  check_symmetric_sizes(all);
+}
+
+}  // namespace
+
 SymmetricBuffer::SymmetricBuffer(ncclComm_t comm, model::DType dtype, std::int64_t count)
     : comm_(comm), count_(count), dtype_(dtype) {
   const std::size_t bytes = window_bytes(dtype, count);
+  require_symmetric(comm, bytes);
   COCONET_NCCL_CHECK(ncclMemAlloc(&data_, bytes));
   try {
     COCONET_CUDA_CHECK(cudaMemset(data_, 0, bytes));
@@ -156,6 +213,7 @@ int LsaComm::lsa_rank() const { return impl_->dev.lsaRank; }
 int lsa_team_size(ncclComm_t comm) { return ncclTeamLsa(comm).nRanks; }
 
 std::unique_ptr<LsaComm> make_lsa_comm(ncclComm_t comm, std::string& why) {
+  if (!lsa_runtime_supported(why)) return nullptr;
   int ranks = 0;
   COCONET_NCCL_CHECK(ncclCommCount(comm, &ranks));
   const int lsa = lsa_team_size(comm);

@@ -21,6 +21,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "kernels/cuda/optimizer.h"
 #include "kernels/cuda/view.h"
@@ -33,6 +34,20 @@ enum class FusedPath { lsa, host };
 // lsa when all `group_ranks` ranks are load/store accessible to each other
 // and the device communicator could be made; host otherwise.
 [[nodiscard]] FusedPath choose_fused_path(int group_ranks, int lsa_ranks, bool device_comm_ok);
+
+// The LSA kernels inline the device structures of the NCCL headers they are
+// built with (nccl_device/*.h: ncclDevComm, the LSA barrier and window
+// layouts), which NCCL changes between minor versions. Whether NCCL at run
+// time (ncclGetVersion's code) is the headers' major.minor; if not, `why`
+// says so and the callers take the host path.
+[[nodiscard]] bool lsa_version_matches(int runtime_code, int header_code, std::string& why);
+// The same for this process's NCCL (ncclGetVersion against NCCL_VERSION_CODE).
+[[nodiscard]] bool lsa_runtime_supported(std::string& why);
+
+// A symmetric window needs the same size on every rank of the communicator
+// (NCCL_WIN_COLL_SYMMETRIC registers one window across them). Given each
+// rank's bytes, throws UserError naming the first rank that differs from rank 0.
+void check_symmetric_sizes(const std::vector<std::int64_t>& bytes_by_rank);
 
 // CTAs of the fused kernel, and LSA barriers it needs (one per CTA): one CTA
 // per SM of an H100/H200 SXM (132 SMs), rounded down to a power of two.

@@ -8,8 +8,6 @@
 //   inputs give exact sums below 2^24.
 #include "kernels/cuda/gemm.h"
 
-#include "kernels/cuda/cublas_loader.h"
-
 #include <string>
 
 #include "kernels/cuda/check.h"
@@ -75,10 +73,22 @@ GemmArgs rows_of(const GemmArgs& g, Span1d rows) {
   return r;
 }
 
-Blas::Blas() { COCONET_CUBLAS_CHECK(cublas().create(&handle_)); }
+cublasHandle_t Blas::handle() const {
+  if (handle_ == nullptr) {
+    cublasHandle_t h = nullptr;
+    COCONET_CUBLAS_CHECK(api().create(&h));
+    const cublasStatus_t mode = api().set_math_mode(h, kGemmMathMode);
+    if (mode != CUBLAS_STATUS_SUCCESS) {
+      (void)api().destroy(h);
+      COCONET_CUBLAS_CHECK(mode);
+    }
+    handle_ = h;
+  }
+  return handle_;
+}
 
 Blas::~Blas() {
-  if (handle_ != nullptr) cublas().destroy(handle_);
+  if (handle_ != nullptr) (void)api().destroy(handle_);
 }
 
 void gemm(const Blas& blas, const GemmArgs& g, cudaStream_t stream) {
@@ -86,16 +96,17 @@ void gemm(const Blas& blas, const GemmArgs& g, cudaStream_t stream) {
   if (g.m == 0 || g.n == 0) return;
   const float alpha = 1.0f;
   const float beta = 0.0f;
-  COCONET_CUBLAS_CHECK(cublas().set_stream(blas.handle(), stream));
+  const CublasApi& api = blas.api();
+  COCONET_CUBLAS_CHECK(api.set_stream(blas.handle(), stream));
   if (g.batch > 1) {
-    COCONET_CUBLAS_CHECK(cublas().gemm_strided_batched_ex(
+    COCONET_CUBLAS_CHECK(api.gemm_strided_batched_ex(
         blas.handle(), CUBLAS_OP_N, CUBLAS_OP_N, as_int(g.n, "n"), as_int(g.m, "m"), as_int(g.k, "k"), &alpha, g.b,
         cuda_type(g.ab_dtype), as_int(g.ldb, "ldb"), g.stride_b, g.a, cuda_type(g.ab_dtype), as_int(g.lda, "lda"),
         g.stride_a, &beta, g.c, cuda_type(g.c_dtype), as_int(g.ldc, "ldc"), g.stride_c, as_int(g.batch, "batch"),
         CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     return;
   }
-  COCONET_CUBLAS_CHECK(cublas().gemm_ex(
+  COCONET_CUBLAS_CHECK(api.gemm_ex(
       blas.handle(), CUBLAS_OP_N, CUBLAS_OP_N, as_int(g.n, "n"), as_int(g.m, "m"),
       as_int(g.k, "k"), &alpha, g.b, cuda_type(g.ab_dtype), as_int(g.ldb, "ldb"), g.a,
       cuda_type(g.ab_dtype), as_int(g.lda, "lda"), &beta, g.c, cuda_type(g.c_dtype),

@@ -18,6 +18,7 @@
 #include <span>
 #include <vector>
 
+#include "kernels/cuda/cublas_loader.h"
 #include "kernels/cuda/launch.h"
 #include "model/types.h"
 
@@ -52,17 +53,33 @@ inline constexpr std::int64_t kChunkRowAlign = 128;  // the M of cuBLAS's larges
 // The same GEMM restricted to rows [rows.begin, rows.begin + rows.size) of A and C.
 [[nodiscard]] GemmArgs rows_of(const GemmArgs& g, Span1d rows);
 
-// An owned cuBLAS handle bound to a stream.
+// The math mode of every handle: tensor cores where the types allow, and no
+// reduced-precision reduction. Without CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION
+// cuBLAS may add split-K partial sums of f16/bf16 GEMMs in the storage type
+// (cuBLAS docs, cublasMath_t), so a GEMM cut into row chunks (another shape,
+// another split) could round differently from the whole one.
+inline constexpr cublasMath_t kGemmMathMode =
+    static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION);
+
+// An owned cuBLAS handle with kGemmMathMode. The library is loaded and the
+// handle created at the first GEMM (handle()), not at construction: a run
+// without a matmul never maps cuBLAS. `api` is the loaded library's
+// functions (kernels/cuda/cublas_loader.h); tests pass their own.
 class Blas {
  public:
-  Blas();
+  using Api = const CublasApi& (*)();
+  explicit Blas(Api api = cublas) : api_(api) {}
   ~Blas();
   Blas(const Blas&) = delete;
   Blas& operator=(const Blas&) = delete;
-  [[nodiscard]] cublasHandle_t handle() const { return handle_; }
+  [[nodiscard]] const CublasApi& api() const { return api_(); }
+  // The handle, created (with its math mode) on the first call.
+  [[nodiscard]] cublasHandle_t handle() const;
+  [[nodiscard]] bool created() const { return handle_ != nullptr; }
 
  private:
-  cublasHandle_t handle_ = nullptr;
+  Api api_;
+  mutable cublasHandle_t handle_ = nullptr;
 };
 
 void gemm(const Blas& blas, const GemmArgs& g, cudaStream_t stream);

@@ -18,6 +18,7 @@
 #include "exec/cuda/host_convert.h"
 #include "exec/cuda/nccl_bootstrap.h"
 #include "exec/cuda/nccl_watchdog.h"
+#include "gpu_test_util.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/collectives.h"
 #include "kernels/cuda/elementwise.h"
@@ -311,7 +312,7 @@ TEST(KernelArguments, ElementwiseProgramsWithinLimitsAndTypes) {
 
 TEST(CudaBackend, NoGpuMeansAPlainUserError) {
   const ec::Availability a = ec::probe();
-  if (a.ok) GTEST_SKIP() << "a GPU is present (" << a.reason << "); the no-GPU path is not reachable";
+  if (a.ok) COCONET_EXPECTED_SKIP("a GPU is present (" + a.reason + "); the no-GPU path is not reachable");
   EXPECT_FALSE(ec::available());
   EXPECT_FALSE(a.reason.empty());
   try {
@@ -326,6 +327,105 @@ TEST(CudaBackend, NoGpuMeansAPlainUserError) {
 TEST(CudaBackend, OfferedByTheFactory) {
   const auto names = coconet::exec::available_backends();
   EXPECT_NE(std::find(names.begin(), names.end(), "cuda"), names.end());
+}
+
+// ---- what the first GPU run would have tripped on (issue 28), host side
+
+// A cuBLAS that records what it is asked: the handle's creation and math mode.
+namespace fake_cublas {
+int creates = 0;
+int gemms = 0;
+cublasMath_t mode = CUBLAS_DEFAULT_MATH;
+cublasHandle_t const kHandle = reinterpret_cast<cublasHandle_t>(0x10);
+cublasStatus_t create(cublasHandle_t* h) { ++creates; *h = kHandle; return CUBLAS_STATUS_SUCCESS; }
+cublasStatus_t destroy(cublasHandle_t) { return CUBLAS_STATUS_SUCCESS; }
+cublasStatus_t set_stream(cublasHandle_t, cudaStream_t) { return CUBLAS_STATUS_SUCCESS; }
+cublasStatus_t set_math_mode(cublasHandle_t, cublasMath_t m) { mode = m; return CUBLAS_STATUS_SUCCESS; }
+cublasStatus_t gemm_ex(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void*, const void*,
+                       cudaDataType, int, const void*, cudaDataType, int, const void*, void*, cudaDataType, int,
+                       cublasComputeType_t, cublasGemmAlgo_t) {
+  ++gemms;
+  return CUBLAS_STATUS_SUCCESS;
+}
+const kc::CublasApi& api() {
+  static const kc::CublasApi a{create, destroy, set_stream, set_math_mode, gemm_ex, nullptr, nullptr};
+  return a;
+}
+}  // namespace fake_cublas
+
+// cuBLAS is loaded and its handle made at the first GEMM, not with the
+// backend, and with reduced-precision reduction disallowed (split-K partial
+// sums added in f32 whatever the chunking).
+TEST(CudaGemm, TheHandleIsMadeAtTheFirstGemmWithFullPrecisionReduction) {
+  fake_cublas::creates = fake_cublas::gemms = 0;
+  fake_cublas::mode = CUBLAS_DEFAULT_MATH;
+  kc::Blas blas(fake_cublas::api);
+  EXPECT_FALSE(blas.created());
+  EXPECT_EQ(fake_cublas::creates, 0);
+  kc::GemmArgs g;
+  g.ab_dtype = g.c_dtype = DType::f16;
+  g.m = g.n = g.k = g.lda = g.ldb = g.ldc = 8;
+  kc::gemm(blas, g, nullptr);
+  kc::gemm(blas, g, nullptr);
+  EXPECT_TRUE(blas.created());
+  EXPECT_EQ(fake_cublas::creates, 1);
+  EXPECT_EQ(fake_cublas::gemms, 2);
+  EXPECT_TRUE(fake_cublas::mode & CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION);
+}
+
+// The LSA kernels run only on the NCCL minor version they were built against.
+TEST(CudaLsa, OnlyTheHeadersMinorVersionTakesTheLsaPath) {
+  std::string why;
+  EXPECT_TRUE(kc::lsa_version_matches(22809, 22809, why));
+  EXPECT_TRUE(kc::lsa_version_matches(22805, 22809, why));  // another patch release
+  EXPECT_TRUE(why.empty());
+  EXPECT_FALSE(kc::lsa_version_matches(22900, 22809, why));
+  EXPECT_TRUE(contains(why, "2.29")) << why;
+  EXPECT_TRUE(contains(why, "2.28")) << why;
+  why.clear();
+  EXPECT_FALSE(kc::lsa_version_matches(22700, 22809, why));
+  EXPECT_FALSE(why.empty());
+}
+
+TEST(CudaLsa, ASymmetricWindowNeedsTheSameSizeOnEveryRank) {
+  EXPECT_NO_THROW(kc::check_symmetric_sizes({4096, 4096, 4096}));
+  EXPECT_NO_THROW(kc::check_symmetric_sizes({4096}));
+  try {
+    kc::check_symmetric_sizes({4096, 4096, 2048});
+    FAIL() << "a window of another size on rank 2 must be refused";
+  } catch (const UserError& e) {
+    EXPECT_TRUE(contains(e.what(), "rank 2")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "2048")) << e.what();
+  }
+}
+
+// A group left by an exception is closed: NCCL would otherwise defer every
+// later call of the thread into the open group.
+namespace fake_group {
+int depth = 0;
+ncclResult_t start() { ++depth; return ncclSuccess; }
+ncclResult_t end() { --depth; return ncclSuccess; }
+ncclResult_t failing_end() { --depth; return ncclInvalidArgument; }
+}  // namespace fake_group
+
+TEST(CudaCollectives, AnExceptionInsideAGroupClosesIt) {
+  fake_group::depth = 0;
+  try {
+    kc::NcclGroup group(fake_group::start, fake_group::end);
+    EXPECT_EQ(fake_group::depth, 1);
+    COCONET_NCCL_CHECK(ncclInvalidArgument);  // a call inside the group fails
+    group.end();
+  } catch (const ck::DeviceError&) {
+  }
+  EXPECT_EQ(fake_group::depth, 0);
+  {
+    kc::NcclGroup group(fake_group::start, fake_group::end);
+    group.end();
+  }
+  EXPECT_EQ(fake_group::depth, 0);  // ended once, not again by the destructor
+  kc::NcclGroup group(fake_group::start, fake_group::failing_end);
+  EXPECT_THROW(group.end(), ck::DeviceError);
+  EXPECT_EQ(fake_group::depth, 0);
 }
 
 }  // namespace

@@ -104,8 +104,25 @@ TEST(ScheduleTolerance, ExactUnlessSumsOfNonIntegersAreRegrouped) {
   for (const std::string w : {"adam", "lamb", "megatron_mlp", "megatron_attention", "gpt3_pipeline"})
     EXPECT_FALSE(sums_non_integers(model::load_program(model::resolve_workload(w)))) << w;
   EXPECT_TRUE(sums_non_integers(model::load_program(model::resolve_workload("transformer_layer"))));
-  EXPECT_EQ(schedule_tolerance(model::load_program(model::resolve_workload("megatron_mlp"))), 0.0);
-  EXPECT_GT(schedule_tolerance(model::load_program(model::resolve_workload("transformer_layer"))), 0.0);
+  const model::Program adam = model::load_program(model::resolve_workload("adam"));
+  EXPECT_EQ(schedule_tolerance(adam, adam.bind()), 0.0);
+  const model::Program layer = model::load_program(model::resolve_workload("transformer_layer"));
+  EXPECT_GT(schedule_tolerance(layer, layer.bind()), 0.0);
+}
+
+// A GEMM schedule regroups K-term sums: the tolerance grows with K (u = 2^-24
+// a term) and, for a 16-bit output, by the type's half ulp.
+TEST(ScheduleTolerance, GemmsFromTheReductionLengthAndTheOutputType) {
+  EXPECT_DOUBLE_EQ(gemm_reorder_tolerance(1024, model::DType::f32), 1024 * 0x1p-24);
+  EXPECT_DOUBLE_EQ(gemm_reorder_tolerance(1024, model::DType::f16), 1024 * 0x1p-24 + 0x1p-10);
+  EXPECT_DOUBLE_EQ(gemm_reorder_tolerance(1024, model::DType::bf16), 1024 * 0x1p-24 + 0x1p-7);
+  EXPECT_GT(gemm_reorder_tolerance(4096, model::DType::f32), gemm_reorder_tolerance(1024, model::DType::f32));
+  // megatron_mlp (f16): its second GEMM sums F = 4H terms, the largest.
+  const model::Program mlp = model::load_program(model::resolve_workload("megatron_mlp"));
+  for (const std::int64_t h : {std::int64_t{64}, std::int64_t{3072}}) {
+    const model::Bindings sizes = mlp.bind({{"H", h}});
+    EXPECT_DOUBLE_EQ(schedule_tolerance(mlp, sizes), gemm_reorder_tolerance(4 * h, model::DType::f16)) << h;
+  }
 }
 
 }  // namespace
