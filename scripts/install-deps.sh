@@ -11,6 +11,7 @@ packages=(
   clang-14 libclang-rt-14-dev libfuzzer-14-dev   # make sanitize / make fuzz (ASan, UBSan, libFuzzer)
   python3-dev pybind11-dev python3-pybind11       # make python: the Python module (python/)
   patchelf                                        # scripts/gpu-bundle.sh: the bundle's rpath $ORIGIN/lib
+  ccache                                          # compiler cache (CMakeLists.txt COCONET_CCACHE)
 )
 
 missing=()
