@@ -6,6 +6,10 @@
 //   BM_StepSearchGpt3   `coconet step models/gpt3-175b.yaml --topology
 //                       dgx-h100 --nodes 128 --search` (ZeRO 0-3, GPipe,
 //                       the layers and DP blocks through the tuner): under 1 s
+//   BM_StepSearchLlama405b  `coconet step llama3-405b --topology dgx-h100
+//                       --nodes 256 --search`: 2048 GPUs, tp, cp (ring and
+//                       all-gather), pp (uneven stages), vp, dp, micro-batch,
+//                       recomputation, ZeRO: under 2 s (issue 29)
 //   BM_StepTrace        the Chrome trace of that step's shipped layout
 #include <benchmark/benchmark.h>
 
@@ -44,6 +48,21 @@ void BM_StepSearchGpt3(benchmark::State& state) {
   state.counters["tuned_layers"] = layers;
 }
 BENCHMARK(BM_StepSearchGpt3)->Unit(benchmark::kMillisecond);
+
+void BM_StepSearchLlama405b(benchmark::State& state) {
+  const step::ModelSpec s = step::load_model("llama3-405b");
+  const sim::Topology t = sim::load_topology("dgx-h100", {{"nodes", "256"}});
+  int evaluated = 0, priced = 0;
+  for (auto _ : state) {
+    const step::SearchResult r = step::search_layouts(s, t);
+    evaluated = r.evaluated;
+    priced = r.evaluated - r.over_memory;
+    benchmark::DoNotOptimize(r.best.data());
+  }
+  state.counters["layouts"] = evaluated;
+  state.counters["priced"] = priced;
+}
+BENCHMARK(BM_StepSearchLlama405b)->Unit(benchmark::kMillisecond);
 
 void BM_StepTrace(benchmark::State& state) {
   const sim::Topology t = sim::load_topology("dgx-h100", {{"nodes", "128"}});

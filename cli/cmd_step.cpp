@@ -5,6 +5,7 @@
 #include <optional>
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include "cli/commands.h"
 #include "cli/format.h"
@@ -43,7 +44,11 @@ nlohmann::json layout_json(const step::StepReport& r) {
   return {
       {"dp", r.layout.dp},
       {"tp", r.layout.tp},
+      {"cp", r.layout.cp},
+      {"cp_comm", step::to_string(p.cp_comm)},
       {"pp", r.layout.pp},
+      {"layers_per_stage", r.layout.chunk_layers},
+      {"slowest_stage", r.slowest_stage},
       {"micro_batch", r.spec.training.micro_batch},
       {"micro_batches", r.layout.micro_batches},
       {"schedule", step::to_string(p.schedule)},
@@ -55,6 +60,7 @@ nlohmann::json layout_json(const step::StepReport& r) {
       {"breakdown_ms",
        {{"compute", b.compute_us / kUsPerMs},
         {"tp_comm", b.tp_comm_us / kUsPerMs},
+        {"cp_comm", b.cp_comm_us / kUsPerMs},
         {"pp_bubble", b.pp_bubble_us / kUsPerMs},
         {"pp_p2p", b.pp_p2p_us / kUsPerMs},
         {"dp_comm", b.dp_comm_us / kUsPerMs},
@@ -93,19 +99,21 @@ std::string layout_label(const step::StepReport& r) {
   const auto& p = r.spec.parallel;
   std::string sched = step::to_string(p.schedule);
   if (r.layout.virtual_stages > 1) sched += fmt::format(" v{}", r.layout.virtual_stages);
+  const std::string cp =
+      r.layout.cp > 1 ? fmt::format(" x cp {} ({})", r.layout.cp, step::to_string(p.cp_comm)) : std::string();
   return fmt::format(
-      "dp {} x tp {} x pp {}, {}, {} micro-batches of {}, ZeRO {}, recompute {}, sequence parallel {}, TP overlap {}",
-      r.layout.dp, r.layout.tp, r.layout.pp, r.layout.pp > 1 ? sched : "no pipeline", r.layout.micro_batches,
+      "dp {} x tp {}{} x pp {}, {}, {} micro-batches of {}, ZeRO {}, recompute {}, sequence parallel {}, TP overlap {}",
+      r.layout.dp, r.layout.tp, cp, r.layout.pp, r.layout.pp > 1 ? sched : "no pipeline", r.layout.micro_batches,
       r.spec.training.micro_batch, p.zero, step::to_string(p.recompute),
       step::sequence_parallel_on(p, r.layout) ? "on" : "off", step::tp_overlap_on(p, r.layout) ? "on" : "off");
 }
 
 Table layouts_table(const std::vector<step::StepReport>& rs) {
-  Table t{{"dp", "tp", "pp", "micro_batch", "schedule", "virtual_stages", "zero", "recompute", "sequence_parallel",
+  Table t{{"dp", "tp", "cp", "pp", "micro_batch", "schedule", "virtual_stages", "zero", "recompute", "sequence_parallel",
            "tp_overlap", "step_ms", "model_tflops_per_gpu", "hardware_tflops_per_gpu", "eq3_tflops_per_gpu", "mfu",
            "memory_GB", "fits"}};
   for (const auto& r : rs)
-    t.add({std::int64_t(r.layout.dp), std::int64_t(r.layout.tp), std::int64_t(r.layout.pp),
+    t.add({std::int64_t(r.layout.dp), std::int64_t(r.layout.tp), std::int64_t(r.layout.cp), std::int64_t(r.layout.pp),
            r.spec.training.micro_batch, step::to_string(r.spec.parallel.schedule),
            std::int64_t(r.layout.virtual_stages), std::int64_t(r.spec.parallel.zero),
            step::to_string(r.spec.parallel.recompute),
@@ -135,16 +143,16 @@ void print_detail(const step::StepReport& r, const sim::Topology& t) {
   fmt::print("step time                    {:>10.1f} ms\n", step / kUsPerMs);
   line("compute", b.compute_us);
   line("exposed TP communication", b.tp_comm_us);
+  if (r.layout.cp > 1) line("exposed CP K/V exchange", b.cp_comm_us);
   line("pipeline bubble", b.pp_bubble_us);
   line("pipeline sends", b.pp_p2p_us);
   line("exposed DP communication", b.dp_comm_us);
-  if (r.dp_schedule.empty()) {
-    line("optimizer", b.optimizer_us);
-  } else {
-    fmt::print("    and the optimizer: each {} MB bucket's reduction + Adam is the adam workload's {} (the tuner's "
-               "best)\n",
-               r.spec.parallel.bucket_MB, r.dp_schedule);
-  }
+  fmt::print("    and the optimizer: each {} MB bucket's reduction + Adam is the adam workload's {} (the tuner's "
+             "best)\n",
+             r.spec.parallel.bucket_MB, r.dp_schedule);
+  if (r.layout.pp > 1)
+    fmt::print("    stages' layers {} (stage {} sets the pace)\n", fmt::join(r.layout.chunk_layers, " "),
+               r.slowest_stage);
   fmt::print("{:<29}{:>10.1f}     (no recomputation; 2 FLOPs per multiply-add, GEMMs only, non-causal "
              "attention)\n", "model TFLOP/s per GPU", r.model_tflops_per_gpu);
   fmt::print("{:<29}{:>10.1f}     (with recompute {})\n", "hardware TFLOP/s per GPU", r.hardware_tflops_per_gpu,

@@ -44,6 +44,35 @@ Placement place(const Topology& t, int ranks) {
   return p;
 }
 
+Placement place_strided(const Topology& t, int ranks, int stride) {
+  if (stride < 1) throw UserError(fmt::format("a process group's stride must be at least 1, got {}", stride));
+  if (stride == 1) return place(t, ranks);
+  if (ranks < 1) throw UserError(fmt::format("a process group needs at least 1 rank, got {}", ranks));
+  const int gpus = t.node.gpus;
+  Placement p;
+  p.ranks = ranks;
+  p.per_node = std::max(1, std::min(ranks, gpus / stride));
+  p.nodes = (ranks + p.per_node - 1) / p.per_node;
+  p.send_crosses_nodes = p.nodes > 1;
+  if (t.network.pod_gpus > 0 && stride >= gpus) {
+    // Its nodes lie stride / gpus apart: the span from the first to the last, in pods.
+    const std::int64_t span_gpus = std::int64_t(ranks - 1) * stride + gpus;
+    p.pods = int((span_gpus + t.network.pod_gpus - 1) / t.network.pod_gpus);
+  }
+  return p;
+}
+
+Placement place_send(const Topology& t, int distance) {
+  if (distance < 1) throw UserError(fmt::format("a send's peer must be at least 1 rank away, got {}", distance));
+  Placement p;
+  p.ranks = 2;
+  p.send_crosses_nodes = t.nodes > 1 && distance >= t.node.gpus;
+  p.nodes = p.send_crosses_nodes ? 2 : 1;
+  p.per_node = p.send_crosses_nodes ? 1 : 2;
+  if (t.network.pod_gpus > 0 && p.send_crosses_nodes) p.pods = distance >= t.network.pod_gpus ? 2 : 1;
+  return p;
+}
+
 int pods_spanned(const Topology& t, const Placement& where) {
   if (t.network.pod_gpus <= 0) return 1;
   if (where.pods > 0) return where.pods;

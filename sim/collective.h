@@ -40,6 +40,17 @@ struct Placement {
 };
 // A group of `ranks` consecutive ranks packed onto the topology's nodes.
 [[nodiscard]] Placement place(const Topology& t, int ranks);
+// A group of `ranks` ranks `stride` apart in the job's rank order, the first
+// on a node's first GPU: with tensor parallelism innermost (Megatron-LM's
+// order), a context-parallel group is tp apart and a data-parallel one tp x
+// cp. A node holds gpus / stride of its members (at least one); with a
+// stride of a node or more its nodes are strided too, and the pods it spans
+// are stated. place_strided(t, n, 1) is place(t, n).
+[[nodiscard]] Placement place_strided(const Topology& t, int ranks, int stride);
+// The two ends of a send between ranks `distance` apart (a pipeline's
+// neighbour stages are tp x cp x dp apart): across nodes when the distance is
+// a node or more, across pods when it is a pod or more.
+[[nodiscard]] Placement place_send(const Topology& t, int distance);
 
 // The share of its network bandwidth a collective on `where` reaches when it
 // spans more than one pod of an oversubscribed network (1 inside one pod, or

@@ -4,18 +4,23 @@
 //   (step/layer_block.h); what the programs leave out (the attention
 //   dropout, the bias and LayerNorm parameter gradients) by the bytes it moves.
 // - Every kernel pays one launch, as in the rest of the cost model.
-// - Megatron-LM's rank order: tensor-parallel ranks adjacent, then data
-//   parallel, then pipeline stages; so a TP group packs onto one node, a DP
-//   group has min(dp, gpus per node / tp) members per node, and a pipeline's
-//   neighbours sit tp x dp ranks apart.
-// - The slowest stage is the last (its layers plus the output layer); the
-//   step is m micro-batches of it, the bubble (pp - 1) / v of a micro-batch's
-//   forward and backward (Narayanan et al. SC'21, section 2.2), the sends on
-//   the critical path (step/pipeline.h lays the schedule out to the same
-//   span), the data-parallel reduction left exposed, and the optimizer.
+// - Megatron-LM's rank order, TP, CP, DP, PP innermost first (the default
+//   order "tp-cp-ep-dp-pp" of initialize_model_parallel,
+//   megatron/core/parallel_state.py): a TP group is consecutive ranks, a CP
+//   group tp apart, the gradient reduction's group (data parallel with the
+//   context-parallel ranks, which hold the same parameters) tp apart, and a
+//   pipeline's neighbours tp x cp x dp apart; sim places each
+//   (sim::place_strided, sim::place_send).
+// - Each virtual stage runs its own layers (layout.chunk_layers), the first
+//   the embedding too and the last the output layer and loss; the stages are
+//   laid out by the schedule (step/pipeline.h) and the span is the pipeline's
+//   time: the slowest stage's m micro-batches are compute and TP (and CP)
+//   communication, 2 (m v + pp - 1) sends the pipeline's sends, the rest the
+//   bubble. With every stage alike this is Narayanan et al. SC'21 section
+//   2.2's (pp - 1) / v bubble exactly (a test holds it).
 // - The data-parallel reduction and Adam of each gradient bucket are the adam
-//   workload, priced by the tuner (step/dp_block.h) for ZeRO 0-2 with 16-bit
-//   gradients; ZeRO 3 and 32-bit gradients by the formulas below.
+//   workload in the step's gradient dtype, priced by the tuner
+//   (step/dp_block.h) for every ZeRO stage: no formula of Adam here.
 #include "step/compose.h"
 
 #include <algorithm>
@@ -25,6 +30,7 @@
 #include "model/error.h"
 #include "sim/collective.h"
 #include "sim/compute.h"
+#include "step/pipeline.h"
 
 namespace coconet::step {
 
@@ -37,19 +43,22 @@ using model::OpKind;
 constexpr int kGptAttentionCoreKernels = 4;
 constexpr int kLlamaAttentionCoreKernels = 3;
 constexpr double kBwdElementwiseFactor = 2.0;  // a backward kernel reads the output gradient and a saved input, writes one gradient
-constexpr double kAdamFlopsPerParam = 12;      // moments, bias corrections, update
 constexpr double kBytesPerMB = 1e6;
-constexpr double kAdamGradBytes = 2;
 constexpr double kSecondsPerUs = 1e-6;
-constexpr double kFlopsPerTflop = 1e12;  // the adam workload's gradients are f16 (workloads/adam.yaml)
+constexpr double kFlopsPerTflop = 1e12;
+constexpr int kEmbeddingFwdKernels = 1;  // the lookup (its TP reduction is a collective)
+constexpr int kEmbeddingBwdKernels = 1;  // the gradient's scatter-add into the table
+constexpr double kKvTensors = 2;         // keys and values
 
 struct Shapes {
-  std::int64_t tokens;   // b s
+  std::int64_t tokens;   // b s / cp: a rank's tokens of its micro-batch
   std::int64_t hidden;   // h
   std::int64_t heads_per_gpu;
   std::int64_t kv_heads_per_gpu;
   std::int64_t head_dim;
-  std::int64_t seq;
+  std::int64_t seq;      // s / cp: a rank's queries of each sequence
+  std::int64_t full_seq; // s: the keys each query attends to
+  int cp;
   std::int64_t micro_batch;
   std::int64_t ffn_per_gpu;
   std::int64_t vocab_per_gpu;
@@ -60,10 +69,11 @@ struct Shapes {
 
 Shapes shapes_of(const ModelSpec& s, const Layout& l) {
   const auto& m = s.model;
-  return Shapes{s.training.micro_batch * m.sequence, m.hidden,       m.heads / l.tp,
-                m.kv_heads / l.tp,                   m.head_dim,     m.sequence,
-                s.training.micro_batch,              m.ffn / l.tp,   (m.vocabulary + l.tp - 1) / l.tp,
-                l.tp,                                s.training.dtype, m.family()};
+  const std::int64_t seq = m.sequence / l.cp;
+  return Shapes{s.training.micro_batch * seq, m.hidden,   m.heads / l.tp, m.kv_heads / l.tp, m.head_dim,
+                seq,                          m.sequence, l.cp,           s.training.micro_batch,
+                m.ffn / l.tp,                 (m.vocabulary + l.tp - 1) / l.tp,
+                l.tp,                         s.training.dtype, m.family()};
 }
 
 struct Kernels {
@@ -84,26 +94,33 @@ GemmPasses linear(const sim::Topology& t, std::int64_t m, std::int64_t n, std::i
   return {gemm(t, m, n, k, d), gemm(t, m, k, n, d) + gemm(t, k, n, m, d)};
 }
 
-// The attention core: Q K^T and (softmax) V, batched over micro-batch x heads.
-GemmPasses attention_core(const sim::Topology& t, const Shapes& x) {
+// The attention core: Q K^T and (softmax) V, batched over micro-batch x
+// heads, `queries` rows against `keys` keys.
+GemmPasses attention_core(const sim::Topology& t, const Shapes& x, std::int64_t queries, std::int64_t keys) {
   const std::int64_t batch = x.micro_batch * x.heads_per_gpu;
-  const GemmPasses qk = linear(t, batch * x.seq, x.seq, x.head_dim, x.dtype);
-  const GemmPasses av = linear(t, batch * x.seq, x.head_dim, x.seq, x.dtype);
+  const GemmPasses qk = linear(t, batch * queries, keys, x.head_dim, x.dtype);
+  const GemmPasses av = linear(t, batch * queries, x.head_dim, keys, x.dtype);
   return {qk.fwd + av.fwd, qk.bwd + av.bwd};
 }
+GemmPasses attention_core(const sim::Topology& t, const Shapes& x) { return attention_core(t, x, x.seq, x.full_seq); }
 
 double attention_dropout_bytes(const Shapes& x);
 
 // Bytes the attention core's element-wise kernels move forward: the fused
 // scaled masked softmax (read, write) and, in the GPT family, the dropout on
 // its probabilities (read, write, a 1-byte mask).
-double attention_elementwise_bytes(const Shapes& x) {
-  const double e = model::bytes_of(x.dtype);
-  const double scores = double(x.micro_batch) * double(x.heads_per_gpu) * double(x.seq) * double(x.seq);
-  return scores * (2 * e) + attention_dropout_bytes(x);
+double scores_of(const Shapes& x, std::int64_t keys) {
+  return double(x.micro_batch) * double(x.heads_per_gpu) * double(x.seq) * double(keys);
 }
+double attention_elementwise_bytes(const Shapes& x, std::int64_t keys) {
+  const double e = model::bytes_of(x.dtype);
+  return scores_of(x, keys) * (2 * e) + attention_dropout_bytes(x) * double(keys) / double(x.seq);
+}
+double attention_elementwise_bytes(const Shapes& x) { return attention_elementwise_bytes(x, x.full_seq); }
 
 double ew(const sim::Topology& t, double bytes) { return sim::elementwise_body_us(t, bytes, bytes / 2); }
+
+double collective_us(const sim::Topology& t, OpKind op, double bytes, const sim::Placement& where);
 
 // What the layer programs leave out, priced by the bytes it moves (see
 // workloads/megatron_layer_*.yaml and llama_layer_*.yaml). GPT: forward, the
@@ -123,8 +140,7 @@ constexpr int kLlamaLeftOutBwdKernels = 3;  // RoPE on dq and dk, 2 RMSNorm gamm
 double attention_dropout_bytes(const Shapes& x) {
   if (x.family != Family::gpt) return 0;
   const double e = model::bytes_of(x.dtype);
-  const double scores = double(x.micro_batch) * double(x.heads_per_gpu) * double(x.seq) * double(x.seq);
-  return scores * (2 * e + 1);
+  return scores_of(x, x.seq) * (2 * e + 1);
 }
 
 // Rotary embeddings (Su et al. 2021, "RoFormer"): read and write the queries and keys.
@@ -148,6 +164,8 @@ struct LayerCompute {
   Kernels fwd;
   Kernels bwd;
   Kernels attention_fwd;  // what selective recomputation runs again
+  Kernels cp_extra_fwd;   // context parallelism: the attention to the other ranks' keys
+  Kernels cp_extra_bwd;
   double fwd_tp_us = 0;
   double bwd_tp_us = 0;
   std::string fwd_schedule;
@@ -156,7 +174,7 @@ struct LayerCompute {
 
 LayerShape layer_shape(const ModelSpec& s, const Layout& l, bool sp) {
   const auto& m = s.model;
-  LayerShape x{s.training.micro_batch, m.sequence, m.heads,          m.head_dim, m.ffn,     l.tp,
+  LayerShape x{s.training.micro_batch, m.sequence / l.cp, m.heads,   m.head_dim, m.ffn,     l.tp,
                     s.training.dtype,       sp,         tp_overlap_on(s.parallel, l), m.family(), m.hidden, m.kv_heads};
   x.fp8 = s.training.fp8;
   return x;
@@ -186,7 +204,49 @@ LayerCompute layer_compute(const sim::Topology& t, const Shapes& x, const LayerB
   c.attention_fwd.gemm_us = attention_core(t, x).fwd;
   c.attention_fwd.elementwise_us =
       ew(t, attention_elementwise_bytes(x)) + (gpt ? kGptAttentionCoreKernels : kLlamaAttentionCoreKernels) * launch;
+  if (x.cp > 1) {
+    // The programs priced a rank's s/cp queries against its own s/cp keys; the
+    // attention to the other cp - 1 chunks' keys (one block each, causal load
+    // balance giving every rank the same share) is added: its GEMMs and its
+    // scores' softmax (and dropout) bytes, one launch per block and kernel.
+    const GemmPasses all = attention_core(t, x, x.seq, x.full_seq), own = attention_core(t, x, x.seq, x.seq);
+    const double extra_ew = ew(t, attention_elementwise_bytes(x, x.full_seq) - attention_elementwise_bytes(x, x.seq));
+    const double launches = double(x.cp - 1) * (gpt ? kGptAttentionCoreKernels : kLlamaAttentionCoreKernels) * launch;
+    c.cp_extra_fwd = {all.fwd - own.fwd, extra_ew + launches};
+    c.cp_extra_bwd = {all.bwd - own.bwd, kBwdElementwiseFactor * extra_ew + launches};
+  }
   return c;
+}
+
+// Context parallelism's K/V exchange for one layer, one micro-batch, left
+// exposed (forward, backward). A rank's K/V chunk is b s/cp (2 kv D / t)
+// elements. ring: cp - 1 steps, each sending the chunk it holds to the next
+// rank of the CP group (tp apart) while it computes attention against it, so
+// a step exposes what its send takes beyond one block of attention; the
+// backward sends K/V and their gradients (twice the bytes) beside the
+// backward's blocks. allgather (Llama 3): the forward all-gathers K/V over the
+// group before attention and the backward reduce-scatters their gradients,
+// neither overlapped.
+struct CpExchange {
+  double fwd_us = 0;
+  double bwd_us = 0;
+};
+CpExchange cp_exchange(const sim::Topology& t, const Shapes& x, const Layout& l, CpComm comm, const LayerCompute& c) {
+  if (l.cp <= 1) return {};
+  const double chunk = double(x.tokens) * kKvTensors * double(x.kv_heads_per_gpu) * double(x.head_dim) *
+                       model::bytes_of(x.dtype);
+  const double steps = l.cp - 1;
+  if (comm == CpComm::ring) {
+    const sim::Placement peer = sim::place_send(t, l.tp);
+    const double fwd_send = collective_us(t, OpKind::send, chunk, peer);
+    const double bwd_send = collective_us(t, OpKind::send, 2 * chunk, peer);
+    const double fwd_block = (c.cp_extra_fwd.gemm_us + c.cp_extra_fwd.elementwise_us) / steps;
+    const double bwd_block = (c.cp_extra_bwd.gemm_us + c.cp_extra_bwd.elementwise_us) / steps;
+    return {steps * std::max(0.0, fwd_send - fwd_block), steps * std::max(0.0, bwd_send - bwd_block)};
+  }
+  const sim::Placement group = sim::place_strided(t, l.cp, l.tp);
+  return {collective_us(t, OpKind::allgather, chunk * l.cp, group),
+          collective_us(t, OpKind::reducescatter, chunk * l.cp, group)};
 }
 
 double collective_us(const sim::Topology& t, OpKind op, double bytes, const sim::Placement& where) {
@@ -208,21 +268,23 @@ GemmPasses output_layer(const sim::Topology& t, const Shapes& x) {
   return g;
 }
 
-sim::Placement dp_placement(const sim::Topology& t, const Layout& l) {
-  sim::Placement p;
-  p.ranks = l.dp;
-  p.per_node = std::max(1, std::min(l.dp, t.node.gpus / std::max(1, l.tp)));
-  p.nodes = (l.dp + p.per_node - 1) / p.per_node;
-  return p;
-}
-
-sim::Placement pp_placement(const sim::Topology& t, const Layout& l) {
-  sim::Placement p;
-  p.ranks = 2;
-  p.send_crosses_nodes = std::int64_t(l.tp) * l.dp >= t.node.gpus;
-  p.nodes = p.send_crosses_nodes ? 2 : 1;
-  p.per_node = p.send_crosses_nodes ? 1 : 2;
-  return p;
+// The embedding on the first stage: the lookup of each token's row of its
+// V/t-row slice (read and write T x h), then the TP ranks' partial rows
+// reduced (Megatron-LM's VocabParallelEmbedding: an allreduce, a
+// reduce-scatter with sequence parallelism); backward, the gradient's rows
+// added into the table (read the gradient, read and write the rows).
+struct Embedding {
+  double fwd_compute_us = 0;
+  double fwd_tp_us = 0;
+  double bwd_compute_us = 0;
+};
+Embedding embedding(const sim::Topology& t, const Shapes& x, bool sp) {
+  const double rows = double(x.tokens) * double(x.hidden) * model::bytes_of(x.dtype);
+  Embedding e;
+  e.fwd_compute_us = ew(t, 2 * rows) + kEmbeddingFwdKernels * t.gpu.launch_us;
+  e.fwd_tp_us = collective_us(t, sp ? OpKind::reducescatter : OpKind::allreduce, rows, sim::place(t, x.tp));
+  e.bwd_compute_us = ew(t, 3 * rows) + kEmbeddingBwdKernels * t.gpu.launch_us;
+  return e;
 }
 
 // `bytes` in buckets of `bucket` bytes, each one collective.
@@ -246,99 +308,131 @@ double exposed_us(double total, double last, double window) {
   return last + std::max(0.0, total - last - window);
 }
 
-double adam_us(const ModelSpec& s, const sim::Topology& t, double params) {
-  const double bytes = params * (24.0 + model::bytes_of(s.training.grad_dtype) + model::bytes_of(s.training.dtype));
-  return sim::elementwise_body_us(t, bytes, params * kAdamFlopsPerParam) + t.gpu.launch_us;
-}
-
-// ZeRO 0-2 with 16-bit gradients: each bucket's reduction and Adam step of
-// the last micro-batch is the adam workload, priced by the tuner (optimizer
-// state replicated for ZeRO 0, sliced from ZeRO 1); the blocks run as the last
-// micro-batch's backward fills their buckets, all but the last hidden behind
-// it. Adam per bucket needs no other bucket (gradient clipping by the global
-// norm, which would, is not modelled).
-void price_tuned_blocks(const ModelSpec& s, const Layout& l, const sim::Placement& group, DpBlockPricer& pricer,
-                        StepReport& r) {
-  const double params = stage_parameters(s, l);
-  const double per_bucket = std::max(1.0, std::floor(s.parallel.bucket_MB * kBytesPerMB / kAdamGradBytes));
+// Each gradient bucket's reduction and Adam step is the adam workload in the
+// step's gradient dtype, priced by the tuner (step/dp_block.h; optimizer state
+// replicated for ZeRO 0, sliced from ZeRO 1): the blocks of the last
+// micro-batch run as its backward fills their buckets (parallel.dp_overlap),
+// all but the last hidden behind it; with the state sliced their parameter
+// all-gathers may also run beside the next step's first forward (the
+// distributed optimizer's overlap_param_gather), so the window is the
+// backward and that forward. Without dp_overlap they run after the backward.
+// Adam per bucket needs no other bucket (gradient clipping by the global
+// norm, which would, is not modelled). Returns the last block's time.
+double price_blocks(const ModelSpec& s, const sim::Placement& group, double params,
+                    DpBlockPricer& pricer, StepReport& r) {
+  const model::DType grad = s.training.grad_dtype;
+  const double per_bucket = std::max(1.0, std::floor(s.parallel.bucket_MB * kBytesPerMB / model::bytes_of(grad)));
   const double full = std::floor(params / per_bucket);
   const double rest = params - full * per_bucket;
   const bool sliced = s.parallel.zero >= 1;
-  const DpBlock one = full > 0 ? pricer.price(std::int64_t(per_bucket), group, sliced) : DpBlock{};
-  const DpBlock tail = rest > 0 ? pricer.price(std::int64_t(std::ceil(rest)), group, sliced) : DpBlock{};
+  const DpBlock one = full > 0 ? pricer.price(std::int64_t(per_bucket), group, sliced, grad) : DpBlock{};
+  const DpBlock tail = rest > 0 ? pricer.price(std::int64_t(std::ceil(rest)), group, sliced, grad) : DpBlock{};
   r.dp_total_us = full * one.time_us + tail.time_us;
   r.dp_schedule = full > 0 ? one.schedule : tail.schedule;
   if (rest > 0 && full > 0 && tail.schedule != one.schedule) r.dp_schedule += " (last bucket " + tail.schedule + ")";
-  r.breakdown.dp_comm_us = exposed_us(r.dp_total_us, rest > 0 ? tail.time_us : one.time_us, r.stage_bwd_us);
+  const double last = rest > 0 ? tail.time_us : one.time_us;
+  const double window = r.stage_bwd_us + (sliced ? r.stage_fwd_us : 0.0);
+  r.breakdown.dp_comm_us = s.parallel.dp_overlap ? exposed_us(r.dp_total_us, last, window) : r.dp_total_us;
   r.breakdown.optimizer_us = 0;
+  return last;
 }
 
 // The data-parallel reduction per ZeRO stage (Rajbhandari et al., SC'20,
-// section 7: ZeRO 0-2 move 2 x the parameters per step, a reduce-scatter and
-// an all-gather or an allreduce; ZeRO 3 3 x, gathering the parameters for the
-// forward and again for the backward) and the optimizer. `mb_compute_us`: one
-// micro-batch's kernels on the stage, what ZeRO 3's gathers hide behind.
+// section 7) over the gradient-reduction group (data parallel x context
+// parallel, tp apart). The last micro-batch's reduction and Adam are the
+// tuned blocks for every stage. ZeRO 2 keeps only its slice of the
+// gradients, so every earlier micro-batch's are reduce-scattered in its own
+// backward too. ZeRO 3 (FSDP) also gathers each layer's parameters before
+// its forward and again before its backward, prefetching the next layer's
+// while one computes: per micro-batch the first layer's gather is exposed and
+// the rest hide behind the micro-batch's compute (`mb_compute_us`) as far as
+// it lasts; its earlier micro-batches' gradients are reduce-scattered as
+// ZeRO 2's. Without dp_overlap nothing is hidden.
 void price_data_parallel(const ModelSpec& s, const Layout& l, const sim::Topology& t, DpBlockPricer& pricer,
                          double mb_compute_us, StepReport& r) {
   Breakdown& b = r.breakdown;
-  const sim::Placement dpw = dp_placement(t, l);
+  const sim::Placement group = sim::place_strided(t, l.dp * l.cp, l.tp);
   const double params = stage_parameters(s, l);
-  const double grad_bytes = params * model::bytes_of(s.training.grad_dtype);
-  const double weight_bytes = params * model::bytes_of(s.training.dtype);
-  const double bucket = s.parallel.bucket_MB * kBytesPerMB;
+  price_blocks(s, group, params, pricer, r);
+  if (group.ranks <= 1 || s.parallel.zero < 2) return;
+  const bool overlap = s.parallel.dp_overlap;
   const double m = double(l.micro_batches);
   double last = 0;
-  if (l.dp > 1 && s.parallel.zero <= 2 && model::bytes_of(s.training.grad_dtype) == kAdamGradBytes) {
-    price_tuned_blocks(s, l, dpw, pricer, r);
-    if (s.parallel.zero == 2) {
-      // ZeRO 2 keeps only its slice of the gradients: every micro-batch's are
-      // reduce-scattered in its own backward, the last one's in the tuned blocks.
-      const double rs = bucketed_us(t, OpKind::reducescatter, grad_bytes, bucket, dpw, &last);
-      r.dp_total_us += (m - 1) * rs;
-      b.dp_comm_us += (m - 1) * exposed_us(rs, last, r.stage_bwd_us);
+  const double grad_bytes = params * model::bytes_of(s.training.grad_dtype);
+  const double rs = bucketed_us(t, OpKind::reducescatter, grad_bytes, s.parallel.bucket_MB * kBytesPerMB, group, &last);
+  r.dp_total_us += (m - 1) * rs;
+  b.dp_comm_us += (m - 1) * (overlap ? exposed_us(rs, last, r.stage_bwd_us) : rs);
+  if (s.parallel.zero < 3) return;
+  const double layer_bytes = layer_parameters(s.model) / l.tp * model::bytes_of(s.training.dtype);
+  const double gather = collective_us(t, OpKind::allgather, layer_bytes, group);
+  const double gathers = 2.0 * l.layers_of_stage(r.slowest_stage) * gather;  // forward and backward
+  r.dp_total_us += m * gathers;
+  b.dp_comm_us += m * (overlap ? exposed_us(gathers, gather, mb_compute_us) : gathers);
+}
+
+// Every virtual stage's times per micro-batch, from one layer's and the
+// embedding's and output layer's.
+std::vector<ChunkTimes> chunk_times(const Layout& l, const LayerTimes& lt, Recompute rc, double selective_us,
+                                    const Embedding& emb, const GemmPasses& out) {
+  std::vector<ChunkTimes> chunks;
+  const int n = l.chunks();
+  for (int k = 0; k < n; ++k) {
+    const double L = l.chunk_layers[std::size_t(k)];
+    ChunkTimes c;
+    c.layers = l.chunk_layers[std::size_t(k)];
+    c.fwd_compute_us = L * (lt.fwd_gemm_us + lt.fwd_elementwise_us);
+    c.fwd_tp_us = L * lt.fwd_tp_us;
+    c.fwd_cp_us = L * lt.fwd_cp_us;
+    c.bwd_compute_us = L * (lt.bwd_gemm_us + lt.bwd_elementwise_us);
+    c.bwd_tp_us = L * lt.bwd_tp_us;
+    c.bwd_cp_us = L * lt.bwd_cp_us;
+    if (rc == Recompute::full) {
+      c.recompute_us = L * (lt.fwd_gemm_us + lt.fwd_elementwise_us);
+      c.recompute_tp_us = L * lt.fwd_tp_us;
+      c.recompute_cp_us = L * lt.fwd_cp_us;
+    } else if (rc == Recompute::selective) {
+      c.recompute_us = L * selective_us;
     }
-    return;
+    if (k == 0) {
+      c.fwd_compute_us += emb.fwd_compute_us;
+      c.fwd_tp_us += emb.fwd_tp_us;
+      c.bwd_compute_us += emb.bwd_compute_us;
+    }
+    if (k == n - 1) {
+      c.fwd_compute_us += out.fwd;
+      c.bwd_compute_us += out.bwd;
+    }
+    chunks.push_back(c);
   }
-  switch (s.parallel.zero) {
-    case 0: {
-      r.dp_total_us = bucketed_us(t, OpKind::allreduce, grad_bytes, bucket, dpw, &last);
-      b.dp_comm_us = l.dp > 1 ? exposed_us(r.dp_total_us, last, r.stage_bwd_us) : 0;
-      break;
-    }
-    case 1:
-    case 2: {
-      // ZeRO 1 keeps whole gradients and reduce-scatters them once, in the
-      // last micro-batch's backward; ZeRO 2 keeps only its slice, so every
-      // micro-batch's gradients are reduce-scattered in its own backward.
-      const double rounds = s.parallel.zero == 2 ? m : 1.0;
-      const double rs = bucketed_us(t, OpKind::reducescatter, grad_bytes, bucket, dpw, &last);
-      double last_ag = 0;
-      const double ag = bucketed_us(t, OpKind::allgather, weight_bytes, bucket, dpw, &last_ag);
-      r.dp_total_us = rounds * rs + ag;
-      b.dp_comm_us = l.dp > 1 ? rounds * exposed_us(rs, last, r.stage_bwd_us) + exposed_us(ag, last_ag, r.stage_fwd_us)
-                              : 0;
-      break;
-    }
-    default: {  // 3: parameters gathered for each micro-batch's forward and backward, gradients reduce-scattered
-      double last_ag = 0;
-      const double ag = bucketed_us(t, OpKind::allgather, weight_bytes, bucket, dpw, &last_ag);
-      const double rs = bucketed_us(t, OpKind::reducescatter, grad_bytes, bucket, dpw, &last);
-      r.dp_total_us = m * (2 * ag + rs);
-      b.dp_comm_us = l.dp > 1 ? m * exposed_us(2 * ag + rs, last, mb_compute_us) : 0;
-      break;
-    }
-  }
-  b.optimizer_us = adam_us(s, t, params / (s.parallel.zero >= 1 ? l.dp : 1));
+  return chunks;
 }
 
 }  // namespace
 
-double StepReport::stage_layers() const { return double(spec.model.layers) / layout.pp; }
-double StepReport::stage_fwd_tp_us() const { return stage_layers() * layer.fwd_tp_us; }
-double StepReport::stage_bwd_tp_us() const { return stage_layers() * layer.bwd_tp_us + stage_recompute_tp_us(); }
-double StepReport::stage_recompute_us() const { return stage_layers() * layer.recompute_us; }
+double StepReport::stage_layers() const { return layout.layers_of_stage(slowest_stage); }
+
+namespace {
+template <typename F>
+double over_slowest_stage(const StepReport& r, F part) {
+  double sum = 0;
+  for (int c = 0; c < r.layout.virtual_stages; ++c)
+    sum += part(r.chunks[std::size_t(c * r.layout.pp + r.slowest_stage)]);
+  return sum;
+}
+}  // namespace
+
+double StepReport::stage_fwd_tp_us() const {
+  return over_slowest_stage(*this, [](const ChunkTimes& c) { return c.fwd_tp_us; });
+}
+double StepReport::stage_bwd_tp_us() const {
+  return over_slowest_stage(*this, [](const ChunkTimes& c) { return c.bwd_tp_us + c.recompute_tp_us; });
+}
+double StepReport::stage_recompute_us() const {
+  return over_slowest_stage(
+      *this, [](const ChunkTimes& c) { return c.recompute_us + c.recompute_tp_us + c.recompute_cp_us; });
+}
 double StepReport::stage_recompute_tp_us() const {
-  return spec.parallel.recompute == Recompute::full ? stage_layers() * layer.fwd_tp_us : 0.0;
+  return over_slowest_stage(*this, [](const ChunkTimes& c) { return c.recompute_tp_us; });
 }
 
 StepReport predict_step(const ModelSpec& s, const sim::Topology& t, DpBlockPricer* dp, LayerBlockPricer* layer_pricer) {
@@ -358,42 +452,68 @@ StepReport predict_step(const ModelSpec& s, const sim::Topology& t, DpBlockPrice
   r.layer_fwd_schedule = c.fwd_schedule;
   r.layer_bwd_schedule = c.bwd_schedule;
   LayerTimes& lt = r.layer;
-  lt.fwd_gemm_us = c.fwd.gemm_us;
-  lt.fwd_elementwise_us = c.fwd.elementwise_us;
+  lt.fwd_gemm_us = c.fwd.gemm_us + c.cp_extra_fwd.gemm_us;
+  lt.fwd_elementwise_us = c.fwd.elementwise_us + c.cp_extra_fwd.elementwise_us;
   lt.fwd_tp_us = c.fwd_tp_us;
-  lt.bwd_gemm_us = c.bwd.gemm_us;
-  lt.bwd_elementwise_us = c.bwd.elementwise_us;
+  lt.bwd_gemm_us = c.bwd.gemm_us + c.cp_extra_bwd.gemm_us;
+  lt.bwd_elementwise_us = c.bwd.elementwise_us + c.cp_extra_bwd.elementwise_us;
   lt.bwd_tp_us = c.bwd_tp_us;
+  const CpExchange kv = cp_exchange(t, x, l, s.parallel.cp_comm, c);
+  lt.fwd_cp_us = kv.fwd_us;
+  lt.bwd_cp_us = kv.bwd_us;
+  const double selective_us = c.attention_fwd.gemm_us + c.attention_fwd.elementwise_us;
   switch (s.parallel.recompute) {
     case Recompute::none: break;
-    case Recompute::selective: lt.recompute_us = c.attention_fwd.gemm_us + c.attention_fwd.elementwise_us; break;
-    case Recompute::full: lt.recompute_us = lt.fwd_us(); break;
+    case Recompute::selective: lt.recompute_us = selective_us; break;
+    case Recompute::full: lt.recompute_us = lt.fwd_us() + lt.fwd_cp_us; break;
   }
 
-  // The last stage, one micro-batch through all its virtual chunks.
-  const double layers = r.stage_layers();
-  const GemmPasses out = output_layer(t, x);
-  const double tp_mb = r.stage_fwd_tp_us() + r.stage_bwd_tp_us();
-  r.stage_fwd_us = layers * lt.fwd_us() + out.fwd;
-  r.stage_bwd_us = layers * lt.bwd_us() + out.bwd;
-  const double mb_us = r.stage_fwd_us + r.stage_bwd_us;
+  // Every virtual stage, one micro-batch; the slowest stage sets the pace.
+  r.chunks = chunk_times(l, lt, s.parallel.recompute, selective_us, embedding(t, x, sp), output_layer(t, x));
+  double slowest = -1;
+  for (int stage = 0; stage < l.pp; ++stage) {
+    double fwd = 0, bwd = 0;
+    for (int ch = 0; ch < l.virtual_stages; ++ch) {
+      fwd += r.chunks[std::size_t(ch * l.pp + stage)].fwd_us();
+      bwd += r.chunks[std::size_t(ch * l.pp + stage)].bwd_us();
+    }
+    if (fwd + bwd > slowest) {
+      slowest = fwd + bwd;
+      r.slowest_stage = stage;
+      r.stage_fwd_us = fwd;
+      r.stage_bwd_us = bwd;
+    }
+  }
   const double m = double(l.micro_batches);
-
   Breakdown& b = r.breakdown;
+  const double tp_mb = over_slowest_stage(r, [](const ChunkTimes& ch) { return ch.tp_us(); });
+  const double cp_mb = over_slowest_stage(r, [](const ChunkTimes& ch) { return ch.cp_us(); });
+  const double mb_us = r.stage_fwd_us + r.stage_bwd_us;
   b.tp_comm_us = m * tp_mb;
-  b.compute_us = m * (mb_us - tp_mb);
-  b.pp_bubble_us = double(l.pp - 1) / l.virtual_stages * mb_us;
+  b.cp_comm_us = m * cp_mb;
+  b.compute_us = m * (mb_us - tp_mb - cp_mb);
+
+  // The pipeline laid out by its schedule, each chunk step with its send.
   if (l.pp > 1) {
     const double act = double(x.tokens) * double(x.hidden) * model::bytes_of(x.dtype) / l.tp;  // scatter-gather over tp
-    r.send_us = collective_us(t, OpKind::send, act, pp_placement(t, l));
-    // Each chunk step on the critical path sends once forward and once
-    // backward: the m v steps of every micro-batch's chunks and the pp - 1 of
-    // the fill and the drain (the steps the bubble counts).
-    b.pp_p2p_us = (m * l.virtual_stages + double(l.pp - 1)) * 2 * r.send_us;
+    r.send_us = collective_us(t, OpKind::send, act, sim::place_send(t, l.tp * l.cp * l.dp));
   }
+  std::vector<double> fwd(r.chunks.size()), bwd(r.chunks.size());
+  for (std::size_t k = 0; k < r.chunks.size(); ++k) {
+    fwd[k] = r.chunks[k].fwd_us() + r.send_us;
+    bwd[k] = r.chunks[k].bwd_us() + r.send_us;
+  }
+  r.pipeline_span_us = span_us(stage_orders(s.parallel.schedule, l.pp, l.virtual_stages, int(l.micro_batches)),
+                               l.virtual_stages, int(l.micro_batches), fwd, bwd);
+  // Each chunk step on the critical path sends once forward and once
+  // backward: the m v steps of every micro-batch's chunks and the pp - 1 of
+  // the fill and the drain; what else the span holds beyond the slowest
+  // stage's m micro-batches is the bubble.
+  b.pp_p2p_us = l.pp > 1 ? (m * l.virtual_stages + double(l.pp - 1)) * 2 * r.send_us : 0.0;
+  b.pp_bubble_us = r.pipeline_span_us - m * mb_us - b.pp_p2p_us;
 
   std::optional<DpBlockPricer> own_dp;
-  price_data_parallel(s, l, t, dp != nullptr ? *dp : own_dp.emplace(t), mb_us - tp_mb, r);
+  price_data_parallel(s, l, t, dp != nullptr ? *dp : own_dp.emplace(t), mb_us - tp_mb - cp_mb, r);
 
   r.step_us = b.total_us();
   r.model_flops = model_flops(s);

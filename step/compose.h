@@ -1,10 +1,15 @@
 // One training step of a model on a cluster, composed from the cost model's
 // own pieces: a transformer layer's forward and backward (the layer programs'
 // best schedules by the tuner on the tensor-parallel group: step/layer_block.h;
-// what they leave out by sim::elementwise_body_us over the bytes it moves), the
-// pipeline schedule's bubble and sends, the data-parallel gradient reduction
-// per ZeRO stage and the optimizer step (per bucket, the adam workload's best
-// schedule by the tuner: step/dp_block.h). docs/step.md states every formula,
+// what they leave out by sim::elementwise_body_us over the bytes it moves),
+// context parallelism's K/V exchange (sim::predict_collective on the
+// context-parallel group), each virtual stage's layers with the embedding on
+// the first and the output layer and loss on the last, laid out by the
+// pipeline schedule (step/pipeline.h: the span, so the bubble), the
+// data-parallel gradient reduction per ZeRO stage with the optimizer step (per
+// bucket, the adam workload's best schedule by the tuner: step/dp_block.h,
+// Adam's only price). Groups are placed by sim (place, place_strided,
+// place_send) in Megatron-LM's rank order. docs/step.md states every formula,
 // its source, and what is left out.
 #pragma once
 
@@ -29,15 +34,41 @@ struct LayerTimes {
   double bwd_elementwise_us = 0;
   double bwd_tp_us = 0;
   double recompute_us = 0;        // the forward again (compute and TP collectives), by recomputation
+  double fwd_cp_us = 0;           // context parallelism's K/V exchange left exposed, forward
+  double bwd_cp_us = 0;           // and backward (K/V and their gradients)
 
   [[nodiscard]] double fwd_us() const { return fwd_gemm_us + fwd_elementwise_us + fwd_tp_us; }
   [[nodiscard]] double bwd_us() const { return bwd_gemm_us + bwd_elementwise_us + bwd_tp_us + recompute_us; }
+};
+
+// One virtual stage (a model chunk of a pipeline stage), one micro-batch (us):
+// its layers, with the embedding on the first and the output layer and loss
+// on the last.
+struct ChunkTimes {
+  int layers = 0;
+  double fwd_compute_us = 0;
+  double fwd_tp_us = 0;
+  double fwd_cp_us = 0;
+  double recompute_us = 0;     // kernels run again by recomputation
+  double recompute_tp_us = 0;  // their TP collectives (full recomputation)
+  double recompute_cp_us = 0;  // and K/V exchange (full recomputation)
+  double bwd_compute_us = 0;
+  double bwd_tp_us = 0;
+  double bwd_cp_us = 0;
+  [[nodiscard]] double fwd_us() const { return fwd_compute_us + fwd_tp_us + fwd_cp_us; }
+  [[nodiscard]] double bwd_us() const {
+    return recompute_us + recompute_tp_us + recompute_cp_us + bwd_compute_us + bwd_tp_us + bwd_cp_us;
+  }
+  [[nodiscard]] double compute_us() const { return fwd_compute_us + recompute_us + bwd_compute_us; }
+  [[nodiscard]] double tp_us() const { return fwd_tp_us + recompute_tp_us + bwd_tp_us; }
+  [[nodiscard]] double cp_us() const { return fwd_cp_us + recompute_cp_us + bwd_cp_us; }
 };
 
 // Where the step's time goes (us); they add up to the step time.
 struct Breakdown {
   double compute_us = 0;      // every micro-batch's kernels on the slowest stage
   double tp_comm_us = 0;      // tensor-parallel collectives (not overlapped in Megatron-LM)
+  double cp_comm_us = 0;      // context parallelism's K/V exchange left exposed
   double pp_bubble_us = 0;    // the pipeline's fill and drain
   double pp_p2p_us = 0;       // activations and gradients sent between stages, on the critical path
   double dp_comm_us = 0;      // data-parallel reduction not hidden behind the backward (with the
@@ -45,7 +76,7 @@ struct Breakdown {
   double optimizer_us = 0;    // Adam over this GPU's share of the parameters (0: in dp_comm_us)
 
   [[nodiscard]] double total_us() const {
-    return compute_us + tp_comm_us + pp_bubble_us + pp_p2p_us + dp_comm_us + optimizer_us;
+    return compute_us + tp_comm_us + cp_comm_us + pp_bubble_us + pp_p2p_us + dp_comm_us + optimizer_us;
   }
 };
 
@@ -54,12 +85,15 @@ struct StepReport {
   Layout layout;
   std::string topology;
   LayerTimes layer;
-  double stage_fwd_us = 0;  // per micro-batch, the slowest (last) stage, every virtual chunk
-  double stage_bwd_us = 0;  // (the output layer's passes included: they are not in `layer`)
-  // Of them, for the trace, from `layer` over the stage's layers: the TP
+  std::vector<ChunkTimes> chunks;  // per virtual stage, k = chunk x pp + stage (layout.chunk_layers)
+  int slowest_stage = 0;           // the stage with the most time per micro-batch: it sets the pace
+  double pipeline_span_us = 0;     // the laid-out pipeline (step/pipeline.h), sends included
+  double stage_fwd_us = 0;  // per micro-batch, the slowest stage, every virtual chunk
+  double stage_bwd_us = 0;  // (embedding and output layer included where the stage has them)
+  // Of them, for the trace, over the slowest stage's chunks: the TP
   // collectives of the forward, of the backward (recomputation's included) and
   // the recomputation (its TP collectives included).
-  [[nodiscard]] double stage_layers() const;  // transformer layers per stage, every virtual chunk
+  [[nodiscard]] double stage_layers() const;  // transformer layers of the slowest stage, every virtual chunk
   [[nodiscard]] double stage_fwd_tp_us() const;
   [[nodiscard]] double stage_bwd_tp_us() const;
   [[nodiscard]] double stage_recompute_us() const;
@@ -67,7 +101,7 @@ struct StepReport {
   double send_us = 0;       // one pipeline send between neighbour stages (0 without a pipeline)
   double dp_total_us = 0;   // the data-parallel collectives before overlap (and the optimizer, if tuned)
   // The adam workload's schedule the tuner chose for each bucket's reduction
-  // and optimizer step (ZeRO 0-2, 16-bit gradients); empty when priced by the formulas.
+  // and optimizer step (every ZeRO stage and gradient dtype).
   std::string dp_schedule;
   // The layer programs' schedules the tuner chose for one layer's forward and
   // backward (workloads/megatron_layer_*.yaml).

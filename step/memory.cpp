@@ -11,12 +11,19 @@
 // output 2, dropout mask 1, dropout output 2) or 2as^2b (Llama, no dropout).
 // Selective recomputation drops the scores term; full recomputation
 // keeps only the layer input, 2sbh (2sbh/t with sequence parallelism), plus
-// one layer's working set while it recomputes. The first pipeline stage holds
-// the most: pp micro-batches in flight under 1F1B (times 1 + (pp-1)/(pp v)
-// interleaved, section 4.2.2), all m under GPipe.
+// one layer's working set while it recomputes. Each pipeline stage holds its
+// chunks in flight at the schedule's peak (step/pipeline.h chunks_in_flight:
+// pp - stage micro-batches under 1F1B, 1 + (pp-1)/(pp v) times the stage's
+// layers' worth more interleaved at the first, Korthikanti section 4.2.2; all
+// m under GPipe), each its own layers' share; the last also the logits; the
+// largest stage is the GPU's. Context parallelism gives each rank s / cp of
+// every sequence's tokens, so every activation term is divided by cp (the
+// scores too: a rank's queries against the keys of one chunk at a time).
 #include "step/memory.h"
 
 #include <algorithm>
+
+#include "step/pipeline.h"
 
 namespace coconet::step {
 
@@ -36,7 +43,7 @@ constexpr double kSwigluMlpTensors = 3; // gate, up, silu(gate) x up, f wide
 double full_layer_bytes(const ModelSpec& s, const Layout& l, bool drop_attention) {
   const auto& m = s.model;
   const bool gpt = m.family() == Family::gpt;
-  const double sb = double(m.sequence) * double(s.training.micro_batch), e = kActivationBytes;
+  const double sb = double(m.sequence) / l.cp * double(s.training.micro_batch), e = kActivationBytes;
   const double h = double(m.hidden), ad = double(m.attention_width()), kvd = double(m.kv_width());
   const double t = l.tp;
   const double replicated = sb * h * (4 * e + (gpt ? 2 * kMaskBytes : 0.0));  // 2 norm inputs, QKV and MLP inputs
@@ -44,20 +51,29 @@ double full_layer_bytes(const ModelSpec& s, const Layout& l, bool drop_attention
   const double split = e * sb * (ad + 2 * kvd) + e * sb * ad + mlp;
   const double scores = drop_attention ? 0.0
                                        : (gpt ? kGptScoreBytes : kLlamaScoreBytes) * double(m.heads) *
-                                             double(m.sequence) * sb;
+                                             double(m.sequence) / l.cp * sb;
   if (s.parallel.sequence_parallel) return (replicated + split + scores) / t;
   return replicated + (split + scores) / t;
 }
 
 }  // namespace
 
-double stage_parameters(const ModelSpec& s, const Layout& l) {
-  const double layers = double(s.model.layers) / l.pp;
+double stage_parameters(const ModelSpec& s, const Layout& l, int stage) {
+  const double layers = l.layers_of_stage(stage);
   const double embedding = double(s.model.vocabulary) * double(s.model.hidden) / l.tp;
   // The first stage holds the embedding, the last the output layer (a copy of
-  // the embedding when tied); one stage holding both holds one matrix when tied, two when not.
-  const double matrices = l.pp == 1 && !s.model.tied_embeddings ? 2.0 : 1.0;
+  // the embedding when tied); one stage holding both holds one matrix when
+  // tied, two when not; a middle stage neither.
+  double matrices = 0;
+  if (l.pp == 1) matrices = s.model.tied_embeddings ? 1.0 : 2.0;
+  else if (stage == 0 || stage == l.pp - 1) matrices = 1.0;
   return layers * layer_parameters(s.model) / l.tp + matrices * embedding;
+}
+
+double stage_parameters(const ModelSpec& s, const Layout& l) {
+  double most = 0;
+  for (int stage = 0; stage < l.pp; ++stage) most = std::max(most, stage_parameters(s, l, stage));
+  return most;
 }
 
 double layer_activation_bytes(const ModelSpec& s, const Layout& l) {
@@ -65,7 +81,7 @@ double layer_activation_bytes(const ModelSpec& s, const Layout& l) {
     case Recompute::none: return full_layer_bytes(s, l, false);
     case Recompute::selective: return full_layer_bytes(s, l, true);
     case Recompute::full: {
-      const double sbh = double(s.model.sequence) * double(s.training.micro_batch) * double(s.model.hidden);
+      const double sbh = double(s.model.sequence) / l.cp * double(s.training.micro_batch) * double(s.model.hidden);
       return 2.0 * sbh / (s.parallel.sequence_parallel ? l.tp : 1);
     }
   }
@@ -74,31 +90,36 @@ double layer_activation_bytes(const ModelSpec& s, const Layout& l) {
 
 Memory memory_per_gpu(const ModelSpec& s, const Layout& l, const sim::Topology& t) {
   Memory m;
-  const double params = stage_parameters(s, l);
-  const double dp = l.dp;
+  // ZeRO shards over the data-parallel ranks and the context-parallel ones,
+  // which hold the same parameters (Megatron-LM's distributed optimizer
+  // shards over the data-parallel group with context parallelism).
+  const double shards = double(l.dp) * l.cp;
   const int zero = s.parallel.zero;
-  // ZeRO 3 gathers one layer's parameters at a time for its forward or backward.
-  const double gathered = zero >= 3 ? layer_parameters(s.model) / l.tp : 0.0;
-  m.weights_GB = (params / (zero >= 3 ? dp : 1) + gathered) * model::bytes_of(s.training.dtype) / kBytesPerGB;
-  m.gradients_GB = params * model::bytes_of(s.training.grad_dtype) / (zero >= 2 ? dp : 1) / kBytesPerGB;
-  m.optimizer_GB = params * kAdamStateBytes / (zero >= 1 ? dp : 1) / kBytesPerGB;
-
   const double per_layer = layer_activation_bytes(s, l);
-  const double layers_per_stage = double(s.model.layers) / l.pp;
-  double in_flight = 0;
-  if (s.parallel.schedule == PipeSchedule::gpipe) {
-    in_flight = double(l.micro_batches);
-  } else {
-    in_flight = double(std::min<std::int64_t>(l.pp, l.micro_batches));
-    if (l.virtual_stages > 1) in_flight *= 1.0 + double(l.pp - 1) / (double(l.pp) * l.virtual_stages);
-  }
   double working = 0;  // full recomputation re-materialises one layer at a time
   if (s.parallel.recompute == Recompute::full) working = full_layer_bytes(s, l, false);
-  const double first = per_layer * layers_per_stage * in_flight + working;
-  const double logits = kLogitBytes * double(s.model.sequence) * double(s.training.micro_batch) *
+  const double logits = kLogitBytes * double(s.model.sequence) / l.cp * double(s.training.micro_batch) *
                         double(s.model.vocabulary) / l.tp;
-  const double last = l.pp == 1 ? first + logits : per_layer * layers_per_stage + working + logits;
-  m.activations_GB = std::max(first, last) / kBytesPerGB;
+  // ZeRO 3 gathers one layer's parameters at a time for its forward or backward.
+  const double gathered = zero >= 3 ? layer_parameters(s.model) / l.tp : 0.0;
+  double most = -1;
+  for (int stage = 0; stage < l.pp; ++stage) {
+    const double params = stage_parameters(s, l, stage);
+    const double weights = (params / (zero >= 3 ? shards : 1) + gathered) * model::bytes_of(s.training.dtype);
+    const double gradients = params * model::bytes_of(s.training.grad_dtype) / (zero >= 2 ? shards : 1);
+    const double optimizer = params * kAdamStateBytes / (zero >= 1 ? shards : 1);
+    const double chunks = chunks_in_flight(s.parallel.schedule, l.pp, l.virtual_stages, int(l.micro_batches), stage);
+    const double layers_per_chunk = double(l.layers_of_stage(stage)) / l.virtual_stages;
+    double activations = per_layer * layers_per_chunk * chunks + working;
+    if (stage == l.pp - 1) activations += logits;
+    const double total = weights + gradients + optimizer + activations;
+    if (total <= most) continue;
+    most = total;
+    m.weights_GB = weights / kBytesPerGB;
+    m.gradients_GB = gradients / kBytesPerGB;
+    m.optimizer_GB = optimizer / kBytesPerGB;
+    m.activations_GB = activations / kBytesPerGB;
+  }
   m.capacity_GB = t.gpu.memory_GB;
   m.reserved_GB = m.capacity_GB > 0 ? t.gpu.reserved_GB.value_or(kDefaultReservedGB) : 0.0;
   return m;

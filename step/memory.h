@@ -36,11 +36,15 @@ struct Memory {
   [[nodiscard]] bool fits() const { return capacity_GB <= 0 || total_GB() <= usable_GB(); }
 };
 
-// Parameters held by one GPU before ZeRO sharding: its pipeline stage's layers
-// over tp, and the embedding (first stage) or the output layer (last stage).
+// Parameters held by one GPU of pipeline stage `stage` before ZeRO sharding:
+// its layers (layout.chunk_layers) over tp, and the embedding (first stage)
+// or the output layer (last stage).
+[[nodiscard]] double stage_parameters(const ModelSpec& s, const Layout& l, int stage);
+// The most any stage holds (what the data-parallel reduction and memory are sized by).
 [[nodiscard]] double stage_parameters(const ModelSpec& s, const Layout& l);
 
-// Activation bytes one layer keeps for one micro-batch on one GPU (Korthikanti Table 2).
+// Activation bytes one layer keeps for one micro-batch on one GPU (Korthikanti
+// Table 2), its tokens divided by cp under context parallelism.
 [[nodiscard]] double layer_activation_bytes(const ModelSpec& s, const Layout& l);
 
 [[nodiscard]] Memory memory_per_gpu(const ModelSpec& s, const Layout& l, const sim::Topology& t);

@@ -57,32 +57,27 @@ std::optional<Input> input_of(const PipeOp& op, int stage, int pp, int v) {
   return Input{{Pass::forward, op.micro_batch, op.chunk}, stage};  // the last virtual stage's own forward
 }
 
-}  // namespace
 
-std::vector<std::vector<PipeOp>> stage_orders(PipeSchedule s, int pp, int virtual_stages, int micro_batches) {
-  const int v = s == PipeSchedule::interleaved ? virtual_stages : 1;
-  const int m = micro_batches;
-  std::vector<std::vector<PipeOp>> out;
-  for (int stage = 0; stage < pp; ++stage) {
-    switch (s) {
-      case PipeSchedule::gpipe: out.push_back(one_f_one_b(m, m, pp, 1)); break;  // every forward is warm-up
-      case PipeSchedule::one_f_one_b: out.push_back(one_f_one_b(std::min(pp - stage - 1, m), m, pp, 1)); break;
-      case PipeSchedule::interleaved:
-        out.push_back(one_f_one_b(std::min((pp - stage - 1) * 2 + (v - 1) * pp, m * v), m * v, pp, v));
-        break;
-    }
+int warmup_chunks(PipeSchedule s, int pp, int v, int m, int stage) {
+  switch (s) {
+    case PipeSchedule::gpipe: return m;  // every forward is warm-up
+    case PipeSchedule::one_f_one_b: return std::min(pp - stage - 1, m);
+    case PipeSchedule::interleaved: return std::min((pp - stage - 1) * 2 + (v - 1) * pp, m * v);
   }
-  return out;
+  return m;
 }
 
-std::vector<PlacedOp> lay_out(const std::vector<std::vector<PipeOp>>& orders, int virtual_stages, int micro_batches,
-                              double fwd_us, double bwd_us) {
+// Places every op, calling `place` with each in the order it is placed.
+template <typename F>
+void place_ops(const std::vector<std::vector<PipeOp>>& orders, int virtual_stages, int micro_batches,
+               const std::vector<double>& fwd_us, const std::vector<double>& bwd_us, F&& place) {
   const int pp = int(orders.size());
+  if (fwd_us.size() != std::size_t(pp) * std::size_t(virtual_stages) || bwd_us.size() != fwd_us.size())
+    throw InternalError("lay_out: one forward and one backward time per virtual stage");
   const OpIndex index{pp, virtual_stages, micro_batches};
   std::vector<double> done(index(Pass::backward, pp - 1, micro_batches - 1, virtual_stages - 1) + 1, -1.0);
   std::vector<std::size_t> next(orders.size(), 0);
   std::vector<double> free(orders.size(), 0.0);
-  std::vector<PlacedOp> out;
   std::size_t left = 0;
   for (const auto& o : orders) left += o.size();
   while (left > 0) {
@@ -96,21 +91,57 @@ std::vector<PlacedOp> lay_out(const std::vector<std::vector<PipeOp>>& orders, in
           ready = done[index(in->op.pass, in->stage, in->op.micro_batch, in->op.chunk)];
           if (ready < 0) break;  // its input is not there yet
         }
+        const std::size_t k = std::size_t(op.chunk) * std::size_t(pp) + std::size_t(s);
         const double start = std::max(free[std::size_t(s)], ready);
-        const double end = start + (op.pass == Pass::forward ? fwd_us : bwd_us);
+        const double end = start + (op.pass == Pass::forward ? fwd_us[k] : bwd_us[k]);
         done[index(op.pass, s, op.micro_batch, op.chunk)] = end;
         free[std::size_t(s)] = end;
-        out.push_back({op, s, start, end});
+        place(PlacedOp{op, s, start, end});
         --left;
         progressed = true;
       }
     }
     if (!progressed) throw InternalError("pipeline schedule deadlocks: an op waits for one that never runs");
   }
+}
+
+}  // namespace
+
+int chunks_in_flight(PipeSchedule s, int pp, int virtual_stages, int micro_batches, int stage) {
+  const int v = s == PipeSchedule::interleaved ? virtual_stages : 1;
+  return std::min(warmup_chunks(s, pp, v, micro_batches, stage) + 1, micro_batches * v);
+}
+
+std::vector<std::vector<PipeOp>> stage_orders(PipeSchedule s, int pp, int virtual_stages, int micro_batches) {
+  const int v = s == PipeSchedule::interleaved ? virtual_stages : 1;
+  const int m = micro_batches;
+  std::vector<std::vector<PipeOp>> out;
+  for (int stage = 0; stage < pp; ++stage) out.push_back(one_f_one_b(warmup_chunks(s, pp, v, m, stage), m * v, pp, v));
+  return out;
+}
+
+std::vector<PlacedOp> lay_out(const std::vector<std::vector<PipeOp>>& orders, int virtual_stages, int micro_batches,
+                              const std::vector<double>& fwd_us, const std::vector<double>& bwd_us) {
+  std::vector<PlacedOp> out;
+  place_ops(orders, virtual_stages, micro_batches, fwd_us, bwd_us, [&](const PlacedOp& p) { out.push_back(p); });
   std::stable_sort(out.begin(), out.end(), [](const PlacedOp& a, const PlacedOp& b) {
     return a.stage != b.stage ? a.stage < b.stage : a.start_us < b.start_us;
   });
   return out;
+}
+
+std::vector<PlacedOp> lay_out(const std::vector<std::vector<PipeOp>>& orders, int virtual_stages, int micro_batches,
+                              double fwd_us, double bwd_us) {
+  const std::size_t n = orders.size() * std::size_t(virtual_stages);
+  return lay_out(orders, virtual_stages, micro_batches, std::vector<double>(n, fwd_us), std::vector<double>(n, bwd_us));
+}
+
+double span_us(const std::vector<std::vector<PipeOp>>& orders, int virtual_stages, int micro_batches,
+               const std::vector<double>& fwd_us, const std::vector<double>& bwd_us) {
+  double end = 0;
+  place_ops(orders, virtual_stages, micro_batches, fwd_us, bwd_us,
+            [&](const PlacedOp& p) { end = std::max(end, p.end_us); });
+  return end;
 }
 
 }  // namespace coconet::step

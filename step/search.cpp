@@ -44,23 +44,38 @@ std::vector<bool> tp_overlap_choices(const ModelSpec& base, int tp, const Search
   return {false, true};
 }
 
-// Prices `s` and keeps it in `fits` when it fits in memory.
+// Sizes `s` and, when it fits in memory, prices it and keeps it in `fits`.
 void try_layout(const ModelSpec& s, const sim::Topology& t, DpBlockPricer& pricer, LayerBlockPricer& layers,
                 SearchResult& res, std::vector<StepReport>& fits) {
   StepReport r;
   try {
+    const Layout l = resolve_layout(s, t);
+    ++res.evaluated;
+    if (!memory_per_gpu(s, l, t).fits()) {
+      ++res.over_memory;
+      return;
+    }
     r = predict_step(s, t, &pricer, &layers);
   } catch (const UserError& e) {
     // a layout the rules reject (e.g. interleaving with too few micro-batches)
     if (res.indivisible++ == 0) res.indivisible_example = e.what();
     return;
   }
-  ++res.evaluated;
-  if (!r.memory.fits()) {
-    ++res.over_memory;
-    return;
-  }
   fits.push_back(std::move(r));
+}
+
+struct Cp {
+  int cp;
+  CpComm comm;
+};
+
+std::vector<Cp> cp_choices(const ModelSpec& base, int tp, int gpus, const SearchOptions& o) {
+  if (!o.vary_cp) return {{base.parallel.cp, base.parallel.cp_comm}};
+  std::vector<Cp> out{{1, base.parallel.cp_comm}};
+  for (int cp = 2; cp <= o.max_cp && std::int64_t(cp) * tp <= gpus; cp *= 2)
+    if (base.model.sequence % (2 * std::int64_t(cp)) == 0 && gpus % (cp * tp) == 0)
+      for (CpComm comm : {CpComm::ring, CpComm::allgather}) out.push_back({cp, comm});
+  return out;
 }
 
 std::vector<int> zero_stages(const ModelSpec& base, const SearchOptions& o) {
@@ -109,14 +124,17 @@ SearchResult search_layouts(const ModelSpec& base, const sim::Topology& t, const
                                 base.model.heads, base.model.kv_heads, gpus));
       continue;
     }
+    for (const Cp& cpc : cp_choices(base, tp, gpus, o)) {
+    const int cp = cpc.cp;
     std::vector<int> pps{base.parallel.pp};
     if (o.vary_pp) {
       pps.clear();
-      for (int pp = 1; pp <= base.model.layers && std::int64_t(pp) * tp <= gpus; ++pp)
-        if (base.model.layers % pp == 0 && gpus % (tp * pp) == 0) pps.push_back(pp);
+      for (int pp = 1; pp <= base.model.layers && std::int64_t(pp) * tp * cp <= gpus; ++pp)
+        if (gpus % (tp * cp * pp) == 0) pps.push_back(pp);
     }
     for (int pp : pps) {
-      const int dp = gpus / (tp * pp);
+      if (std::int64_t(pp) * tp * cp > gpus || gpus % (tp * cp * pp) != 0) continue;
+      const int dp = gpus / (tp * cp * pp);
       const std::vector<int> mbs = o.vary_micro_batch ? powers_of_two_up_to(o.max_micro_batch)
                                                      : std::vector<int>{int(base.training.micro_batch)};
       for (int mb : mbs) {
@@ -128,11 +146,17 @@ SearchResult search_layouts(const ModelSpec& base, const sim::Topology& t, const
         ModelSpec s = base;
         s.parallel.dp = dp;
         s.parallel.tp = tp;
+        s.parallel.cp = cp;
+        s.parallel.cp_comm = cpc.comm;
         s.parallel.pp = pp;
         s.training.micro_batch = mb;
         for (const Schedule& sch : schedules_for(base, pp, o)) {
           s.parallel.schedule = sch.kind;
           s.parallel.virtual_stages = sch.virtual_stages;
+          // The file's stage list belongs to its own pp and virtual stages; others are balanced.
+          const bool own = pp == base.parallel.pp && sch.kind == base.parallel.schedule &&
+                           sch.virtual_stages == base.parallel.virtual_stages;
+          s.parallel.layers_per_stage = own ? base.parallel.layers_per_stage : std::vector<int>{};
           for (Recompute rc : recomputes) {
             s.parallel.recompute = rc;
             for (int zero : zeros) {
@@ -149,6 +173,7 @@ SearchResult search_layouts(const ModelSpec& base, const sim::Topology& t, const
         }
       }
     }
+  }
   }
   res.tuned_blocks = pricer.tuned();
   res.tuned_layers = layers.tuned();

@@ -1,10 +1,13 @@
 // The parallel layout search of `coconet step --search`: every tp (powers of
-// two up to a node, dividing the heads), pp (dividing the layers, tp x pp
-// dividing the GPUs), dp (the GPUs left), micro-batch (powers of two dividing
+// two up to a node, dividing the heads), cp (powers of two, 2 cp dividing the
+// sequence; ring and all-gather K/V when above 1), pp (up to the layers, tp x
+// cp x pp dividing the GPUs; stages balanced as step/spec.h's
+// balanced_stage_layers), dp (the GPUs left), micro-batch (powers of two dividing
 // the batch per pipeline), pipeline schedule (GPipe, 1F1B, interleaved with 2
 // or 4 virtual stages when pp > 1), ZeRO stage (0-3), recomputation (none,
 // selective, full) and sequence parallelism (on and off when tp > 1); layouts
-// that do not fit in the GPUs' memory are dropped; the rest ranked by step
+// that do not fit in the GPUs' memory are dropped before they are priced
+// (memory is a formula of the layout, time needs the tuner); the rest ranked by step
 // time. The data-parallel blocks the tuner prices are cached across layouts.
 #pragma once
 
@@ -21,6 +24,8 @@ struct SearchOptions {
   int max_micro_batch = 16;
   bool vary_micro_batch = true;  // false: the spec's micro-batch only
   bool vary_tp = true;           // false: the spec's tp only
+  bool vary_cp = true;           // false: the spec's cp (and cp_comm) only
+  int max_cp = 16;
   bool vary_pp = true;
   bool vary_schedule = true;
   bool vary_zero = true;         // false: the spec's ZeRO stage only
@@ -31,8 +36,8 @@ struct SearchOptions {
 
 struct SearchResult {
   std::vector<StepReport> best;  // fastest first, every one fits in memory
-  int evaluated = 0;             // layouts priced
-  int over_memory = 0;           // of them, how many did not fit
+  int evaluated = 0;             // layouts sized (and priced when they fit)
+  int over_memory = 0;           // of them, how many did not fit (not priced)
   // Layouts ruled out before pricing: a size that does not divide another
   // (tp and the heads, K/V heads or GPUs; the global batch and micro-batch x
   // dp; interleaving and the micro-batches...), with the first such reason.

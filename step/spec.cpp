@@ -3,6 +3,7 @@
 // adds a value before the checks, so an override meets the same rules.
 #include "step/spec.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include <fmt/core.h>
@@ -64,9 +65,17 @@ Norm parse_norm(const std::string& s) {
   throw UserError(fmt::format("norm '{}' is not one of layernorm, rmsnorm", s));
 }
 
+std::string to_string(CpComm c) { return c == CpComm::allgather ? "allgather" : "ring"; }
+
+CpComm parse_cp_comm(const std::string& s) {
+  if (s == "ring") return CpComm::ring;
+  if (s == "allgather") return CpComm::allgather;
+  throw UserError(fmt::format("cp_comm '{}' is not one of ring, allgather", s));
+}
+
 bool is_model_key(const std::string& key) {
   const std::string first = key.substr(0, key.find('.'));
-  return first == "model" || first == "training" || first == "parallel";
+  return first == "model" || first == "training" || first == "parallel" || first == "pipeline";
 }
 
 namespace {
@@ -196,11 +205,14 @@ Training read_training(const Reader& r, const YAML::Node& root) {
 
 Parallelism read_parallel(const Reader& r, const YAML::Node& root) {
   const YAML::Node n = r.section(root, "parallel",
-                                 {"dp", "tp", "pp", "schedule", "virtual_stages", "zero", "recompute",
-                                  "sequence_parallel", "tp_overlap", "bucket_MB"});
+                                 {"dp", "tp", "cp", "cp_comm", "pp", "schedule", "virtual_stages", "zero",
+                                  "recompute", "sequence_parallel", "tp_overlap", "bucket_MB", "dp_overlap"});
   Parallelism p;
   p.dp = n["dp"] ? int(r.count(n, "parallel", "dp")) : 0;
   p.tp = int(r.count(n, "parallel", "tp", 1));
+  p.cp = int(r.count(n, "parallel", "cp", 1));
+  p.cp_comm = r.parsed(n, "cp_comm", CpComm::ring, parse_cp_comm);
+  if (n["dp_overlap"]) p.dp_overlap = r.ctx().scalar<bool>(n["dp_overlap"], "parallel.dp_overlap");
   p.pp = int(r.count(n, "parallel", "pp", 1));
   p.schedule = r.parsed(n, "schedule", PipeSchedule::one_f_one_b, parse_pipe_schedule);
   p.virtual_stages = int(r.count(n, "parallel", "virtual_stages", 1));
@@ -218,10 +230,39 @@ Parallelism read_parallel(const Reader& r, const YAML::Node& root) {
     if (!(p.bucket_MB > 0) || p.bucket_MB > 1e6)
       r.ctx().fail(n["bucket_MB"], fmt::format("parallel.bucket_MB must be in (0, 1e6], got {}", p.bucket_MB));
   }
-  for (const char* k : {"tp", "pp"})
+  for (const char* k : {"tp", "cp", "pp"})
     if (n[k] && r.count(n, "parallel", k) > model::kMaxGpus)
       r.ctx().fail(n[k], fmt::format("parallel.{} is more than the limit of {} GPUs", k, model::kMaxGpus));
   return p;
+}
+
+// The optional pipeline section: layers_per_stage, a list of whole numbers
+// (0 allowed: a virtual stage with only the embedding or the output layer).
+void read_pipeline(const model::YamlContext& ctx, const YAML::Node& root, ModelSpec& s) {
+  const YAML::Node n = root["pipeline"];
+  if (!n) return;
+  ctx.require_map(n, "pipeline");
+  ctx.allow_keys(n, {"layers_per_stage"}, "pipeline");
+  const YAML::Node list = n["layers_per_stage"];
+  if (!list) return;
+  s.where_layers_per_stage = ctx.where(list);
+  if (!list.IsSequence() || list.size() == 0)
+    ctx.fail(list, "pipeline.layers_per_stage must be a list of layer counts, one per virtual stage");
+  std::int64_t sum = 0;
+  for (const YAML::Node& v : list) {
+    const auto x = ctx.scalar<std::int64_t>(v, "pipeline.layers_per_stage");
+    if (x < 0 || x > kMaxDim) ctx.fail(v, fmt::format("pipeline.layers_per_stage: {} is not a layer count", x));
+    sum += x;
+    s.parallel.layers_per_stage.push_back(int(x));
+  }
+  const auto& p = s.parallel;
+  const std::int64_t chunks =
+      std::int64_t(p.pp) * (p.schedule == PipeSchedule::interleaved ? p.virtual_stages : 1);
+  if (std::int64_t(list.size()) != chunks)
+    ctx.fail(list, fmt::format("pipeline.layers_per_stage has {} entries, not pp x virtual_stages = {}",
+                               list.size(), chunks));
+  if (sum != s.model.layers)
+    ctx.fail(list, fmt::format("pipeline.layers_per_stage sums to {}, not model.layers = {}", sum, s.model.layers));
 }
 
 }  // namespace
@@ -230,7 +271,7 @@ ModelSpec parse_model(const std::string& yaml_text, const std::string& origin, c
   const model::YamlContext ctx{origin};
   YAML::Node root = ctx.load(yaml_text);
   ctx.require_map(root, "a model description");
-  ctx.allow_keys(root, {"name", "description", "model", "training", "parallel"}, "a model description");
+  ctx.allow_keys(root, {"name", "description", "model", "training", "parallel", "pipeline"}, "a model description");
   for (const auto& [k, v] : overrides) apply_override(root, origin, k, v);
   const Reader r(ctx);
   ModelSpec s;
@@ -240,6 +281,8 @@ ModelSpec parse_model(const std::string& yaml_text, const std::string& origin, c
   s.training = read_training(r, root);
   s.parallel = read_parallel(r, root);
   s.where_parallel = ctx.where(root["parallel"]);
+  s.where_layers_per_stage = s.where_parallel;
+  read_pipeline(ctx, root, s);
   s.where_global_batch = ctx.where(root["training"]["global_batch"]);
   return s;
 }
@@ -264,27 +307,34 @@ Layout resolve_layout(const ModelSpec& s, const sim::Topology& t) {
   Layout l;
   l.gpus = t.total_gpus();
   l.tp = p.tp;
+  l.cp = p.cp;
   l.pp = p.pp;
   l.virtual_stages = p.schedule == PipeSchedule::interleaved ? p.virtual_stages : 1;
-  const std::int64_t tp_pp = std::int64_t(p.tp) * p.pp;
+  const std::int64_t tp_pp = std::int64_t(p.tp) * p.cp * p.pp;
+  const std::string named = p.cp > 1 ? fmt::format("tp x cp x pp = {} x {} x {}", p.tp, p.cp, p.pp)
+                                     : fmt::format("tp x pp = {} x {}", p.tp, p.pp);
   if (tp_pp > l.gpus)
-    throw UserError(fmt::format("{}: tp x pp = {} x {} = {} GPUs, more than the cluster's {} ({} nodes x {})",
-                                s.where_parallel, p.tp, p.pp, tp_pp, l.gpus, t.nodes, t.node.gpus));
+    throw UserError(fmt::format("{}: {} = {} GPUs, more than the cluster's {} ({} nodes x {})", s.where_parallel,
+                                named, tp_pp, l.gpus, t.nodes, t.node.gpus));
   if (p.dp == 0) {
     if (l.gpus % tp_pp != 0)
-      throw UserError(fmt::format("{}: tp x pp = {} does not divide the cluster's {} GPUs; give parallel.dp or "
-                                  "another --nodes", s.where_parallel, tp_pp, l.gpus));
+      throw UserError(fmt::format("{}: {} = {} does not divide the cluster's {} GPUs; give parallel.dp or "
+                                  "another --nodes", s.where_parallel, named, tp_pp, l.gpus));
     l.dp = int(l.gpus / tp_pp);
   } else {
     l.dp = p.dp;
     const std::int64_t all = tp_pp * p.dp;
     if (all > l.gpus)
-      throw UserError(fmt::format("{}: dp x tp x pp = {} x {} x {} = {} GPUs, more than the cluster's {} ({} nodes "
-                                  "x {})", s.where_parallel, p.dp, p.tp, p.pp, all, l.gpus, t.nodes, t.node.gpus));
+      throw UserError(fmt::format("{}: dp x {} = {} x {} = {} GPUs, more than the cluster's {} ({} nodes "
+                                  "x {})", s.where_parallel, named, p.dp, tp_pp, all, l.gpus, t.nodes, t.node.gpus));
     if (all != l.gpus)
-      throw UserError(fmt::format("{}: dp x tp x pp = {} x {} x {} = {} GPUs, not the cluster's {} ({} nodes x {})",
-                                  s.where_parallel, p.dp, p.tp, p.pp, all, l.gpus, t.nodes, t.node.gpus));
+      throw UserError(fmt::format("{}: dp x {} = {} x {} = {} GPUs, not the cluster's {} ({} nodes x {})",
+                                  s.where_parallel, named, p.dp, tp_pp, all, l.gpus, t.nodes, t.node.gpus));
   }
+  if (p.cp > 1 && m.sequence % (2 * std::int64_t(p.cp)) != 0)
+    throw UserError(fmt::format("{}: context parallelism cuts each sequence into 2 x cp = {} chunks (causal load "
+                                "balance): it must divide model.sequence = {}",
+                                s.where_parallel, 2 * p.cp, m.sequence));
   if (m.heads % p.tp != 0)
     throw UserError(fmt::format("{}: tp = {} does not divide model.heads = {}", s.where_parallel, p.tp, m.heads));
   if (m.kv_heads % p.tp != 0)
@@ -292,12 +342,24 @@ Layout resolve_layout(const ModelSpec& s, const sim::Topology& t) {
                                 "whole K/V groups)", s.where_parallel, p.tp, m.kv_heads));
   if (m.ffn % p.tp != 0)
     throw UserError(fmt::format("{}: tp = {} does not divide model.ffn = {}", s.where_parallel, p.tp, m.ffn));
-  if (m.layers % (std::int64_t(p.pp) * l.virtual_stages) != 0)
-    throw UserError(fmt::format("{}: pp x virtual_stages = {} x {} does not divide model.layers = {}",
-                                s.where_parallel, p.pp, l.virtual_stages, m.layers));
-  if (p.sequence_parallel && m.sequence % p.tp != 0)
-    throw UserError(fmt::format("{}: sequence parallelism needs tp = {} to divide model.sequence = {}",
-                                s.where_parallel, p.tp, m.sequence));
+  if (p.pp > m.layers)
+    throw UserError(fmt::format("{}: pp = {} is more than model.layers = {}: a stage without a layer",
+                                s.where_parallel, p.pp, m.layers));
+  if (p.layers_per_stage.empty()) {
+    l.chunk_layers = balanced_stage_layers(m.layers, l.chunks());
+  } else {
+    std::int64_t sum = 0;
+    for (int x : p.layers_per_stage) sum += x;
+    if (std::int64_t(p.layers_per_stage.size()) != l.chunks() || sum != m.layers)
+      throw UserError(fmt::format("{}: pipeline.layers_per_stage has {} entries summing to {}, not pp x "
+                                  "virtual_stages = {} entries summing to model.layers = {}",
+                                  s.where_layers_per_stage, p.layers_per_stage.size(), sum, l.chunks(), m.layers));
+    l.chunk_layers = p.layers_per_stage;
+  }
+  if (p.sequence_parallel && (m.sequence / p.cp) % p.tp != 0)
+    throw UserError(fmt::format("{}: sequence parallelism needs tp = {} to divide the sequence per context-parallel "
+                                "rank, model.sequence / cp = {} / {}",
+                                s.where_parallel, p.tp, m.sequence, p.cp));
   const std::int64_t per_step = s.training.micro_batch * l.dp;
   if (s.training.global_batch % per_step != 0)
     throw UserError(fmt::format("{}: training.global_batch = {} is not a whole number of micro_batch x dp = {} x {}",
@@ -307,6 +369,24 @@ Layout resolve_layout(const ModelSpec& s, const sim::Topology& t) {
     throw UserError(fmt::format("{}: the interleaved schedule needs the {} micro-batches to be a multiple of pp = {}",
                                 s.where_parallel, l.micro_batches, p.pp));
   return l;
+}
+
+std::vector<int> balanced_stage_layers(std::int64_t layers, int chunks) {
+  if (chunks < 1) throw InternalError("balanced_stage_layers: no virtual stage");
+  const auto base = int(layers / chunks);
+  const auto longer = int(layers % chunks);  // stages with base + 1 layers
+  std::vector<int> out(std::size_t(chunks), base + 1);
+  if (longer == 0) std::fill(out.begin(), out.end(), base);
+  // The chunks - longer short ones from both ends inwards: 0, last, 1, last - 1, ...
+  for (int i = 0, shorter = longer == 0 ? 0 : chunks - longer; i < shorter; ++i)
+    out[std::size_t(i % 2 == 0 ? i / 2 : chunks - 1 - i / 2)] = base;
+  return out;
+}
+
+int Layout::layers_of_stage(int stage) const {
+  int n = 0;
+  for (int c = 0; c < virtual_stages; ++c) n += chunk_layers[std::size_t(c * pp + stage)];
+  return n;
 }
 
 double norm_parameters(const Transformer& m) { return (m.norm == Norm::layernorm ? 2.0 : 1.0) * double(m.hidden); }

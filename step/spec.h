@@ -26,6 +26,12 @@ enum class Norm { layernorm, rmsnorm };
 // (swiglu, rmsnorm): no biases, no dropout, rotary positions
 // (workloads/llama_layer_*.yaml). Other pairs have no programs: an error.
 enum class Family { gpt, llama };
+// How context parallelism exchanges keys and values (parallel.cp_comm): ring,
+// each rank passing its K/V chunk to the next by P2P while it computes
+// attention on the chunk it holds (Megatron-LM / Transformer Engine's "p2p",
+// their default); allgather, every rank gathering all K/V before attention
+// (Llama 3: Dubey et al. 2024, arXiv:2407.21783, section 3.3.2).
+enum class CpComm { ring, allgather };
 
 [[nodiscard]] std::string to_string(PipeSchedule s);  // gpipe, 1f1b, interleaved
 [[nodiscard]] std::string to_string(Recompute r);     // none, selective, full
@@ -36,6 +42,8 @@ enum class Family { gpt, llama };
 [[nodiscard]] std::string to_string(Family f);   // gpt, llama
 [[nodiscard]] FfnType parse_ffn_type(const std::string& s);  // throws UserError
 [[nodiscard]] Norm parse_norm(const std::string& s);         // throws UserError
+[[nodiscard]] std::string to_string(CpComm c);                // ring, allgather
+[[nodiscard]] CpComm parse_cp_comm(const std::string& s);     // throws UserError
 
 struct Transformer {
   std::int64_t layers = 0;
@@ -70,6 +78,8 @@ struct Training {
 struct Parallelism {
   int dp = 0;  // 0: every GPU left (GPUs / (tp x pp))
   int tp = 1;
+  int cp = 1;  // context parallelism: each sequence split over cp ranks (2 cp chunks, causal balance)
+  CpComm cp_comm = CpComm::ring;
   int pp = 1;
   PipeSchedule schedule = PipeSchedule::one_f_one_b;
   int virtual_stages = 1;  // interleaved only: model chunks per GPU
@@ -81,6 +91,15 @@ struct Parallelism {
   // programs); Megatron-LM SC'21 does not overlap them.
   bool tp_overlap = false;
   double bucket_MB = 25;  // data-parallel gradient buckets (PyTorch DDP's default)
+  // Whether the data-parallel reduction runs beside the backward (and the
+  // distributed optimizer's parameter all-gather beside the next forward), as
+  // PyTorch DDP and Megatron-LM's overlap_grad_reduce / overlap_param_gather
+  // do, or after it.
+  bool dp_overlap = true;
+  // pipeline.layers_per_stage: transformer layers of each virtual stage in
+  // model order (pp x virtual_stages entries, summing to model.layers); empty:
+  // balanced_stage_layers.
+  std::vector<int> layers_per_stage;
 };
 
 struct ModelSpec {
@@ -92,6 +111,7 @@ struct ModelSpec {
   // file:line:column of the keys resolve_layout's messages point at.
   std::string where_parallel;
   std::string where_global_batch;
+  std::string where_layers_per_stage;  // the pipeline section's list, or the parallel section
 };
 
 // `--set parallel.tp=4` style overrides, applied on the YAML before the checks.
@@ -110,16 +130,32 @@ struct Layout {
   int gpus = 0;
   int dp = 0;
   int tp = 0;
+  int cp = 1;
   int pp = 0;
   int virtual_stages = 1;
   std::int64_t micro_batches = 0;  // per pipeline per step: global / (micro_batch x dp)
+  // Transformer layers of each virtual stage, model order: virtual stage
+  // k = chunk x pp + stage (pp x virtual_stages entries).
+  std::vector<int> chunk_layers;
+  [[nodiscard]] int chunks() const { return pp * virtual_stages; }
+  [[nodiscard]] int layers_of_stage(int stage) const;  // over its virtual stages
 };
 
-// Checks the spec against a cluster of `t.total_gpus()` GPUs: dp x tp x pp =
-// GPUs, tp divides heads and kv_heads (Megatron-LM gives each TP rank whole
+// `layers` over `chunks` virtual stages as evenly as they go; the ones with a
+// layer fewer are the first and the last, then the second and the one before
+// the last, and so on: Llama 3 405B's 126 layers over 16 stages are 7, 14 x 8,
+// 7, the first and last stages one layer short as Meta ran them (Dubey et al.
+// 2024, section 3.3.2), and over 16 x 8 virtual stages the first holds only
+// the embedding and the last only the output layer and the loss.
+[[nodiscard]] std::vector<int> balanced_stage_layers(std::int64_t layers, int chunks);
+
+// Checks the spec against a cluster of `t.total_gpus()` GPUs: dp x tp x cp x
+// pp = GPUs, tp divides heads and kv_heads (Megatron-LM gives each TP rank whole
 // K/V groups: megatron/core/transformer/attention.py divides
-// num_query_groups by the TP size), pp (x virtual stages) divides layers, the global
-// batch splits into whole micro-batches. A UserError names file:line.
+// num_query_groups by the TP size), 2 cp divides the sequence, pp is at most
+// the layers and an explicit pipeline.layers_per_stage has pp x virtual
+// stages entries summing to the layers, the global batch splits into whole
+// micro-batches. A UserError names file:line.
 [[nodiscard]] Layout resolve_layout(const ModelSpec& s, const sim::Topology& t);
 
 // Sequence parallelism and TP overlap act on a tensor-parallel group: asked

@@ -1,9 +1,10 @@
-// The step's trace (see trace.h). Every stage is drawn with the slowest
-// (last) stage's times, as the composition prices it. Within a chunk step the
-// kernels are one event and the TP collectives one event after them (in the
-// layer they alternate; their sum is what the composition prices), and the
-// stage's send to its neighbour follows; the exposed data-parallel reduction
-// and the optimizer follow the stage's last backward.
+// The step's trace (see trace.h). Every virtual stage is drawn with its own
+// times (StepReport::chunks), laid out as the composition lays them out.
+// Within a chunk step the kernels are one event, the TP collectives one event
+// after them and the exposed K/V exchange of context parallelism another (in
+// the layer they alternate; their sum is what the composition prices), and
+// the stage's send to its neighbour follows; the exposed data-parallel
+// reduction and the optimizer follow the stage's last backward.
 #include "step/trace.h"
 
 #include <algorithm>
@@ -18,24 +19,6 @@ namespace coconet::step {
 
 namespace {
 
-struct ChunkTimes {
-  double fwd_compute, fwd_tp, recompute, recompute_tp, bwd_compute, bwd_tp, send;
-  [[nodiscard]] double fwd() const { return fwd_compute + fwd_tp + send; }
-  [[nodiscard]] double bwd() const { return recompute + recompute_tp + bwd_compute + bwd_tp + send; }
-};
-
-ChunkTimes chunk_times(const StepReport& r) {
-  const double v = r.layout.virtual_stages;
-  const double bwd_tp = r.stage_bwd_tp_us() - r.stage_recompute_tp_us();
-  return {(r.stage_fwd_us - r.stage_fwd_tp_us()) / v,
-          r.stage_fwd_tp_us() / v,
-          (r.stage_recompute_us() - r.stage_recompute_tp_us()) / v,
-          r.stage_recompute_tp_us() / v,
-          (r.stage_bwd_us - r.stage_recompute_us() - bwd_tp) / v,
-          bwd_tp / v,
-          r.send_us};
-}
-
 // Appends `e` if it lasts, and returns its end.
 double add(std::vector<TraceEvent>& out, TraceEvent e) {
   const double end = e.start_us + e.dur_us;
@@ -43,7 +26,7 @@ double add(std::vector<TraceEvent>& out, TraceEvent e) {
   return end;
 }
 
-void add_op(std::vector<TraceEvent>& out, const PlacedOp& p, const ChunkTimes& c, int pp, int v) {
+void add_op(std::vector<TraceEvent>& out, const PlacedOp& p, const ChunkTimes& c, double send, int pp, int v) {
   const int mb = p.op.micro_batch, ch = p.op.chunk;
   const std::string what = fmt::format("mb {}{}", mb, v > 1 ? fmt::format(" chunk {}", ch) : "");
   auto event = [&](std::string name, const char* cat, TraceThread th, double start, double dur) {
@@ -52,14 +35,17 @@ void add_op(std::vector<TraceEvent>& out, const PlacedOp& p, const ChunkTimes& c
   double t = p.start_us;
   bool sends = false;
   if (p.op.pass == Pass::forward) {
-    t = add(out, event("forward " + what, "forward", TraceThread::compute, t, c.fwd_compute));
-    t = add(out, event("TP forward " + what, "tp", TraceThread::communication, t, c.fwd_tp));
+    t = add(out, event("forward " + what, "forward", TraceThread::compute, t, c.fwd_compute_us));
+    t = add(out, event("TP forward " + what, "tp", TraceThread::communication, t, c.fwd_tp_us));
+    t = add(out, event("K/V exchange forward " + what, "cp", TraceThread::communication, t, c.fwd_cp_us));
     sends = !(p.stage == pp - 1 && ch == v - 1);
   } else {
-    t = add(out, event("recompute " + what, "recompute", TraceThread::compute, t, c.recompute));
-    t = add(out, event("TP recompute " + what, "tp", TraceThread::communication, t, c.recompute_tp));
-    t = add(out, event("backward " + what, "backward", TraceThread::compute, t, c.bwd_compute));
-    t = add(out, event("TP backward " + what, "tp", TraceThread::communication, t, c.bwd_tp));
+    t = add(out, event("recompute " + what, "recompute", TraceThread::compute, t, c.recompute_us));
+    t = add(out, event("TP recompute " + what, "tp", TraceThread::communication, t, c.recompute_tp_us));
+    t = add(out, event("K/V exchange recompute " + what, "cp", TraceThread::communication, t, c.recompute_cp_us));
+    t = add(out, event("backward " + what, "backward", TraceThread::compute, t, c.bwd_compute_us));
+    t = add(out, event("TP backward " + what, "tp", TraceThread::communication, t, c.bwd_tp_us));
+    t = add(out, event("K/V exchange backward " + what, "cp", TraceThread::communication, t, c.bwd_cp_us));
     sends = !(p.stage == 0 && ch == 0);
   }
   // The send's slot is on every chunk step (the composition's count); the
@@ -68,7 +54,7 @@ void add_op(std::vector<TraceEvent>& out, const PlacedOp& p, const ChunkTimes& c
     const bool fwd = p.op.pass == Pass::forward;
     add(out, event(fmt::format("send {} {} to stage {}", fwd ? "activations" : "gradients", what,
                                fwd ? (p.stage + 1) % pp : (p.stage + pp - 1) % pp),
-                   "pp_send", TraceThread::communication, t, c.send));
+                   "pp_send", TraceThread::communication, t, send));
   }
 }
 
@@ -76,13 +62,18 @@ void add_op(std::vector<TraceEvent>& out, const PlacedOp& p, const ChunkTimes& c
 
 std::vector<TraceEvent> step_trace_events(const StepReport& r) {
   const Layout& l = r.layout;
-  const ChunkTimes c = chunk_times(r);
   const auto orders = stage_orders(r.spec.parallel.schedule, l.pp, l.virtual_stages, int(l.micro_batches));
-  const std::vector<PlacedOp> ops = lay_out(orders, l.virtual_stages, int(l.micro_batches), c.fwd(), c.bwd());
+  std::vector<double> fwd, bwd;
+  for (const ChunkTimes& c : r.chunks) {
+    fwd.push_back(c.fwd_us() + r.send_us);
+    bwd.push_back(c.bwd_us() + r.send_us);
+  }
+  const std::vector<PlacedOp> ops = lay_out(orders, l.virtual_stages, int(l.micro_batches), fwd, bwd);
   std::vector<TraceEvent> out;
   std::vector<double> end(std::size_t(l.pp), 0.0);
   for (const PlacedOp& p : ops) {
-    add_op(out, p, c, l.pp, l.virtual_stages);
+    const ChunkTimes& c = r.chunks[std::size_t(p.op.chunk * l.pp + p.stage)];
+    add_op(out, p, c, r.send_us, l.pp, l.virtual_stages);
     end[std::size_t(p.stage)] = std::max(end[std::size_t(p.stage)], p.end_us);
   }
   const std::string dp = r.dp_schedule.empty() ? std::string("DP reduction (exposed)")
@@ -106,11 +97,17 @@ void name_event(fmt::memory_buffer& out, const char* what, int pid, int tid, con
 }
 
 std::string stage_name(const StepReport& r, int s) {
-  const std::int64_t per_chunk = r.spec.model.layers / (std::int64_t(r.layout.pp) * r.layout.virtual_stages);
+  const Layout& l = r.layout;
   std::string layers;
-  for (int c = 0; c < r.layout.virtual_stages; ++c) {
-    const std::int64_t first = (std::int64_t(c) * r.layout.pp + s) * per_chunk;
-    layers += fmt::format("{}{}-{}", c > 0 ? ", " : "", first, first + per_chunk - 1);
+  for (int c = 0; c < l.virtual_stages; ++c) {
+    const int k = c * l.pp + s;
+    int first = 0;
+    for (int j = 0; j < k; ++j) first += l.chunk_layers[std::size_t(j)];
+    const int n = l.chunk_layers[std::size_t(k)];
+    std::string part = n > 0 ? fmt::format("{}-{}", first, first + n - 1) : std::string("none");
+    if (k == 0) part = "embedding + " + part;
+    if (k == l.chunks() - 1) part += " + output layer";
+    layers += fmt::format("{}{}", c > 0 ? ", " : "", part);
   }
   return fmt::format("pipeline stage {} (layers {})", s, layers);
 }
@@ -144,6 +141,7 @@ std::string step_trace_json(const StepReport& r) {
       {"time_us", r.step_us},
       {"compute_us", b.compute_us},
       {"tp_comm_us", b.tp_comm_us},
+      {"cp_comm_us", b.cp_comm_us},
       {"pp_bubble_us", b.pp_bubble_us},
       {"pp_p2p_us", b.pp_p2p_us},
       {"dp_comm_us", b.dp_comm_us},

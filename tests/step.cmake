@@ -1,7 +1,7 @@
 # Tests of whole training steps (step/): model descriptions and their errors,
 # the composition's properties, the layout search, Megatron-LM's Table 1.
 add_executable(test_step ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_step.cpp)
-target_link_libraries(test_step PRIVATE coconet_step GTest::gtest_main coconet_warnings)
+target_link_libraries(test_step PRIVATE coconet_step coconet_validation GTest::gtest_main coconet_warnings)
 gtest_discover_tests(test_step TEST_PREFIX "step." DISCOVERY_TIMEOUT 60
                      PROPERTIES ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT}")
 add_executable(test_step_trace ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_step_trace.cpp)
@@ -12,6 +12,10 @@ gtest_discover_tests(test_step_trace TEST_PREFIX "step." DISCOVERY_TIMEOUT 60
 add_executable(test_step_models ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_step_models.cpp)
 target_link_libraries(test_step_models PRIVATE coconet_step yaml-cpp GTest::gtest_main coconet_warnings)
 gtest_discover_tests(test_step_models TEST_PREFIX "step." DISCOVERY_TIMEOUT 60
+                     PROPERTIES ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT}")
+add_executable(test_step_layout ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_step_layout.cpp)
+target_link_libraries(test_step_layout PRIVATE coconet_step GTest::gtest_main coconet_warnings)
+gtest_discover_tests(test_step_layout TEST_PREFIX "step." DISCOVERY_TIMEOUT 60
                      PROPERTIES ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT}")
 # A model key's bad value through the command: exit 2, the file and line named.
 if(TARGET coconet)

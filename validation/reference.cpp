@@ -17,7 +17,7 @@
 #include "sim/topology.h"
 #include "sim/units.h"
 #include "sim/tuner.h"
-#include "step/reference.h"
+#include "validation/step_reference.h"
 
 namespace coconet::validation {
 
@@ -172,12 +172,12 @@ void add_speedups(const YAML::Node& speedups, ReferenceValidation& v) {
   }
 }
 
-// Whole training steps (step/reference.h): a published TFLOP/s per GPU
+// Whole training steps (validation/step_reference.h): a published TFLOP/s per GPU
 // becomes the step time it implies (Megatron-LM eq. 3 FLOPs over it), next to
 // the predicted step of the best layout searched.
 void add_training_steps(const std::string& yaml, const std::string& origin, ReferenceValidation& v) {
-  for (const auto& p : step::parse_published_steps(yaml, origin)) {
-    const step::StepComparison c = step::compare_published(p);
+  for (const auto& p : parse_published_steps(yaml, origin)) {
+    const StepComparison c = compare_published(p);
     const auto& r = c.predicted;
     const double published_us = r.eq3_flops / (p.tflops_per_gpu * 1e12 * r.layout.gpus) * 1e6;
     v.report.rows.push_back(figure_row(

@@ -19,7 +19,7 @@
 #include "model/error.h"
 #include "sim/topology.h"
 #include "step/compose.h"
-#include "step/reference.h"
+#include "validation/step_reference.h"
 #include "step/search.h"
 #include "step/spec.h"
 
@@ -95,7 +95,9 @@ TEST(StepErrors, ImpossibleLayoutsNameTheParallelSection) {
   const std::string tp3 = error_of(kSmall, {{"parallel.tp", "3"}, {"parallel.dp", "1"}, {"parallel.pp", "1"}}, 1);
   EXPECT_TRUE(has(tp3, "small.yaml:12:")) << tp3;
   EXPECT_TRUE(has(error_of(kSmall, {{"parallel.tp", "3"}}, 3), "does not divide model.heads")) << error_of(kSmall, {{"parallel.tp", "3"}}, 3);
-  EXPECT_TRUE(has(error_of(kSmall, {{"parallel.pp", "3"}}, 3), "does not divide model.layers"));
+  // Layers that pp does not divide are laid out unevenly (step.StepStages); more stages than layers is an error.
+  EXPECT_EQ(error_of(kSmall, {{"parallel.pp", "3"}}, 3), "");
+  EXPECT_TRUE(has(error_of(kSmall, {{"parallel.pp", "3"}, {"model.layers", "2"}}, 3), "more than model.layers"));
   EXPECT_TRUE(has(error_of(kSmall, {{"parallel.tp", "8"}, {"parallel.pp", "4"}}, 1), "more than the cluster's 8"));
   EXPECT_TRUE(has(error_of(kSmall, {{"parallel.dp", "4"}}, 1), "more than the cluster's 8"));
   EXPECT_TRUE(has(error_of(kSmall, {{"parallel.dp", "1"}}, 1), "not the cluster's 8"));
@@ -133,7 +135,9 @@ TEST(StepCompose, EachChoiceMovesTimeAndMemoryTheWayItShould) {
   EXPECT_LT(sel.memory.activations_GB, base.memory.activations_GB);
   const StepReport inter = predict_step(
       parse_model(kSmall, "s", {{"parallel.schedule", "interleaved"}, {"parallel.virtual_stages", "2"}}), t);
-  EXPECT_NEAR(inter.breakdown.pp_bubble_us, base.breakdown.pp_bubble_us / 2, 1e-6);
+  // About half the bubble (SC'21's (pp - 1) / v): not exactly, the first and last
+  // stages carry the embedding and the loss (step.StepStages holds the exact form).
+  EXPECT_NEAR(inter.breakdown.pp_bubble_us, base.breakdown.pp_bubble_us / 2, 0.05 * base.breakdown.pp_bubble_us);
   EXPECT_GT(inter.memory.activations_GB, base.memory.activations_GB);
   const StepReport gpipe = predict_step(parse_model(kSmall, "s", {{"parallel.schedule", "gpipe"}}), t);
   EXPECT_GT(gpipe.memory.activations_GB, base.memory.activations_GB);
@@ -206,7 +210,8 @@ TEST(StepSearch, GpipeIsNeverFasterThan1F1BAndAppearsWhereAsked) {
   all.keep = 1 << 30;
   const SearchResult r = search_layouts(s, t, all);
   auto key = [](const StepReport& x) {
-    return std::make_tuple(x.layout.tp, x.layout.pp, x.spec.training.micro_batch, int(x.spec.parallel.recompute),
+    return std::make_tuple(x.layout.tp, x.layout.cp, int(x.spec.parallel.cp_comm), x.layout.pp,
+                           x.spec.training.micro_batch, int(x.spec.parallel.recompute),
                            x.spec.parallel.zero, x.spec.parallel.sequence_parallel);
   };
   int gpipes = 0;
@@ -217,7 +222,7 @@ TEST(StepSearch, GpipeIsNeverFasterThan1F1BAndAppearsWhereAsked) {
     for (const auto& o : r.best)
       if (o.spec.parallel.schedule == PipeSchedule::one_f_one_b && key(o) == key(g)) {
         twin = true;
-        EXPECT_LE(o.step_us, g.step_us);
+        EXPECT_LE(o.step_us, g.step_us * (1 + 1e-12));  // equal spans, laid out in a different order
         EXPECT_LE(o.memory.total_GB(), g.memory.total_GB());
       }
     EXPECT_TRUE(twin) << "a GPipe layout that fits has a 1F1B one that fits too";
@@ -279,9 +284,9 @@ TEST(StepDpBlock, TheStepSaysWhichScheduleItChoseAndZero2PaysEveryMicroBatch) {
   EXPECT_FALSE(z0.dp_schedule.empty());
   EXPECT_NE(z1.dp_schedule.find("asSlice"), std::string::npos);
   EXPECT_EQ(z1.dp_schedule, z2.dp_schedule);
-  EXPECT_TRUE(z3.dp_schedule.empty());  // priced by the formulas
+  EXPECT_NE(z3.dp_schedule.find("asSlice"), std::string::npos);  // ZeRO 3 through the tuner too
   EXPECT_DOUBLE_EQ(z0.breakdown.optimizer_us, 0);  // inside the tuned blocks
-  EXPECT_GT(z3.breakdown.optimizer_us, 0);
+  EXPECT_DOUBLE_EQ(z3.breakdown.optimizer_us, 0);
   // ZeRO 2 reduce-scatters each of the m micro-batches' gradients, ZeRO 1 the last's only.
   EXPECT_GT(z2.dp_total_us, z1.dp_total_us);
   EXPECT_GE(z2.breakdown.dp_comm_us, z1.breakdown.dp_comm_us);
@@ -294,8 +299,8 @@ TEST(StepDpBlock, TheStepSaysWhichScheduleItChoseAndZero2PaysEveryMicroBatch) {
   // ZeRO 3 holds its slice of the weights and one layer gathered whole (over tp).
   const double layer = layer_parameters(z3.spec.model) / z3.layout.tp;
   EXPECT_NEAR(z3.memory.weights_GB, (stage_parameters(z3.spec, z3.layout) / z3.layout.dp + layer) * 2 / 1e9, 1e-12);
-  // 32-bit gradients are not the adam workload's: the formulas price them.
-  EXPECT_TRUE(predict_step(parse_model(kSmall, "s", {{"training.grad_dtype", "f32"}}), t).dp_schedule.empty());
+  // 32-bit gradients go through the same tuned blocks, the workload's g retyped.
+  EXPECT_FALSE(predict_step(parse_model(kSmall, "s", {{"training.grad_dtype", "f32"}}), t).dp_schedule.empty());
 }
 
 // ---- a layer's forward and backward through the tuner --------------------------------
@@ -385,14 +390,14 @@ TEST(StepSearch, VaryingTpOverlapTriesBoth) {
 
 TEST(StepReference, MegatronTable1WithinFifteenPercent) {
   const std::string path = model::data_root() + "/validation/reference/megatron.yaml";
-  const auto rows = parse_published_steps(model::read_file(path), path);
+  const auto rows = validation::parse_published_steps(model::read_file(path), path);
   ASSERT_EQ(rows.size(), 3u);
   const sim::Topology t = sim::load_topology("dgx-a100");
   EXPECT_EQ(t.network.nics, 8);
   EXPECT_DOUBLE_EQ(t.network.nic_Gbps, 200);
   EXPECT_DOUBLE_EQ(t.gpu.memory_GB, 80);
   for (const auto& row : rows) {
-    const StepComparison c = compare_published(row);
+    const validation::StepComparison c = validation::compare_published(row);
     std::printf("%s: predicted %.1f TFLOP/s per GPU (micro-batch %lld, %s v%d), published %.0f: %+.1f%%\n",
                 row.model.c_str(), c.predicted.eq3_tflops_per_gpu, static_cast<long long>(c.predicted.spec.training.micro_batch),
                 to_string(c.predicted.spec.parallel.schedule).c_str(), c.predicted.layout.virtual_stages,

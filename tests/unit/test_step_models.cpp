@@ -299,10 +299,13 @@ TEST(StepMemory, ActivationsFollowGqaAndSwiglu) {
 
 TEST(StepSearch, WhenNothingFitsTheSearchSaysWhy) {
   // A batch that no micro-batch x dp divides: every layout ruled out by divisibility.
-  // (2 layers: pp at most 2; tp at most 4, the K/V heads: dp at least 2 of 16 GPUs.)
+  // (2 layers: pp at most 2; tp at most 4, the K/V heads; no context
+  // parallelism: dp at least 2 of 16 GPUs.)
   const ModelSpec odd =
       parse_model(kLlama, "t", {{"training.global_batch", "3"}, {"model.layers", "2"}});
-  const SearchResult r = search_layouts(odd, h100(2));
+  SearchOptions no_cp;
+  no_cp.vary_cp = false;
+  const SearchResult r = search_layouts(odd, h100(2), no_cp);
   EXPECT_TRUE(r.best.empty());
   EXPECT_EQ(r.evaluated, 0);
   EXPECT_GT(r.indivisible, 0);

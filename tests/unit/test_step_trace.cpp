@@ -118,8 +118,16 @@ void expect_trace_matches(const StepReport& r, const std::string& what) {
   const Breakdown& b = r.breakdown;
   ASSERT_EQ(busy.size(), std::size_t(r.layout.pp));
   for (auto& [stage, cat] : busy) {
-    EXPECT_NEAR(cat["forward"] + cat["backward"] + cat["recompute"], b.compute_us, 1e-9 * b.compute_us);
-    EXPECT_NEAR(cat["tp"], b.tp_comm_us, 1e-9 * b.tp_comm_us + 1e-9);
+    // The slowest stage's busy times are the breakdown's; the others' (fewer
+    // layers, no output layer) at most.
+    const double compute = cat["forward"] + cat["backward"] + cat["recompute"];
+    if (stage == r.slowest_stage) {
+      EXPECT_NEAR(compute, b.compute_us, 1e-9 * b.compute_us);
+      EXPECT_NEAR(cat["tp"], b.tp_comm_us, 1e-9 * b.tp_comm_us + 1e-9);
+      EXPECT_NEAR(cat["cp"], b.cp_comm_us, 1e-9 * b.cp_comm_us + 1e-9);
+    } else {
+      EXPECT_LE(compute + cat["tp"] + cat["cp"], (b.compute_us + b.tp_comm_us + b.cp_comm_us) * (1 + 1e-9));
+    }
     EXPECT_NEAR(cat["dp"], b.dp_comm_us, 1e-9 * b.dp_comm_us + 1e-9);
     EXPECT_NEAR(cat["optimizer"], b.optimizer_us, 1e-9 * b.optimizer_us + 1e-9);
     // Every stage sends on each of its 2 m v chunk steps but the first

@@ -1,5 +1,5 @@
 // Published steps against the model (see reference.h).
-#include "step/reference.h"
+#include "validation/step_reference.h"
 
 #include <fmt/core.h>
 
@@ -7,7 +7,11 @@
 #include "model/yaml_util.h"
 #include "step/search.h"
 
-namespace coconet::step {
+namespace coconet::validation {
+
+using step::ModelSpec;
+using step::SearchOptions;
+using step::SearchResult;
 
 std::vector<PublishedStep> parse_published_steps(const std::string& yaml_text, const std::string& origin) {
   const model::YamlContext ctx{origin};
@@ -38,20 +42,20 @@ std::vector<PublishedStep> parse_published_steps(const std::string& yaml_text, c
 }
 
 StepComparison compare_published(const PublishedStep& p) {
-  const ModelSpec spec = load_model(p.model);
+  const ModelSpec spec = step::load_model(p.model);
   const sim::Topology t = sim::load_topology(p.topology, {{"nodes", std::to_string(p.nodes)}});
   SearchOptions o;
   o.keep = 1;
   // The table fixes these (its runs used no ZeRO).
-  o.vary_tp = o.vary_pp = o.vary_recompute = o.vary_sequence_parallel = o.vary_zero = false;
+  o.vary_tp = o.vary_cp = o.vary_pp = o.vary_recompute = o.vary_sequence_parallel = o.vary_zero = false;
   o.vary_schedule = p.search_schedule;
   o.vary_micro_batch = p.search_micro_batch;
   StepComparison c{p, {}};
-  const SearchResult r = search_layouts(spec, t, o);
+  const SearchResult r = step::search_layouts(spec, t, o);
   if (r.best.empty())
     throw UserError(fmt::format("{} on {} x {} nodes: no searched layout fits in memory", p.model, p.topology, p.nodes));
   c.predicted = r.best.front();
   return c;
 }
 
-}  // namespace coconet::step
+}  // namespace coconet::validation

@@ -1,5 +1,6 @@
 // Published whole-step throughputs (validation/reference/*.yaml, the
-// `training_steps` list) and the model's prediction for each: the spec's
+// `training_steps` list) and the model's prediction for each (moved from
+// step/: validation reads step, not the other way): the spec's
 // layout, with the choices the publication leaves open (micro-batch, pipeline
 // schedule) searched, and the best compared.
 #pragma once
@@ -9,7 +10,7 @@
 
 #include "step/compose.h"
 
-namespace coconet::step {
+namespace coconet::validation {
 
 struct PublishedStep {
   std::string model;  // models/NAME.yaml
@@ -27,10 +28,10 @@ struct PublishedStep {
 
 struct StepComparison {
   PublishedStep published;
-  StepReport predicted;  // the best layout searched
+  step::StepReport predicted;  // the best layout searched
   [[nodiscard]] double error() const { return predicted.eq3_tflops_per_gpu / published.tflops_per_gpu - 1.0; }
 };
 
 [[nodiscard]] StepComparison compare_published(const PublishedStep& p);
 
-}  // namespace coconet::step
+}  // namespace coconet::validation
