@@ -18,7 +18,8 @@
 #   scripts/gpu-check.sh [--dry-run] [OUT_DIR]
 #     OUT_DIR: $OUT when set, else gpu-check/; at most MAX_OUT_FILES (8) files are written there.
 #     --dry-run: what needs no GPU, with the real run's own command lines: the
-#       closure, the preflight saying "no GPU", test_gpu_host whole and test_gpu's
+#       closure, the preflight saying "no GPU", the kill fallback of `limit` on a
+#       process that ignores TERM, test_gpu_host whole and test_gpu's
 #       GPU-free tests (their JSON read by the summary as the real run's is), one
 #       benchmark with the real run's exact flags, --help of every program, each
 #       `coconet run` command line, which must stop only for want of a GPU; exit 0
@@ -129,6 +130,13 @@ step preflight "${preflight_rc}"
 
 if [ "${dry}" -eq 1 ]; then
   [ "${preflight_rc}" -eq 2 ] || [ "${preflight_rc}" -eq 0 ] || say "preflight found more missing than the GPU"
+  # The kill fallback: a process that ignores TERM (as one stuck in the
+  # driver does) must be gone KILL_AFTER seconds after its limit, not when it
+  # chooses to end (without -k, timeout would wait the whole 30 s here).
+  t0=$(date +%s)
+  limit 1 sh -c 'trap "" TERM; sleep 30' >/dev/null 2>&1  # the ignored TERM is inherited by sleep
+  [ $(($(date +%s) - t0)) -le $((1 + KILL_AFTER + 2)) ]
+  step kill_fallback $?
   # What a run would start, each asked for its --help: the programs load
   # (every library resolves) and parse their arguments.
   for p in "test_gpu_host --gtest_list_tests" "test_gpu --gtest_list_tests" "bench_gpu --help" \
