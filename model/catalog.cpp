@@ -30,23 +30,34 @@ std::vector<std::string> list_names(const std::string& folder) {
   std::vector<std::string> out;
   const fs::path dir = fs::path(data_root()) / folder;
   std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec))
-    if (e.path().extension() == ".yaml") out.push_back(e.path().stem().string());
+  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec))
+    if (it->path().extension() == ".yaml") out.push_back(it->path().stem().string());
   std::sort(out.begin(), out.end());
   return out;
 }
 
 namespace {
+
+// Whether `p` is a regular file (following links). A name the system cannot
+// look up (too long, a symbolic link loop, a folder without permission) is the
+// user's input to fix, not coconet's failure: a UserError naming the path.
+bool is_file(const fs::path& p, const std::string& kind) {
+  std::error_code ec;
+  const auto st = fs::status(p, ec);
+  if (!ec || ec == std::errc::no_such_file_or_directory || ec == std::errc::not_a_directory) return fs::is_regular_file(st);
+  throw UserError(fmt::format("{} '{}' cannot be looked up: {}", kind, p.string(), ec.message()));
+}
+
 std::string resolve(const std::string& name_or_path, const std::string& folder,
                     const std::string& kind) {
   const bool looks_like_path = name_or_path.find('/') != std::string::npos ||
                                name_or_path.ends_with(".yaml") || name_or_path.ends_with(".yml");
   if (looks_like_path) {
-    if (fs::is_regular_file(name_or_path)) return name_or_path;
+    if (is_file(name_or_path, kind)) return name_or_path;
     throw UserError(fmt::format("{} file '{}' does not exist", kind, name_or_path));
   }
   const fs::path p = fs::path(data_root()) / folder / (name_or_path + ".yaml");
-  if (fs::is_regular_file(p)) return p.string();
+  if (is_file(p, kind)) return p.string();
   std::string known;
   for (const auto& n : list_names(folder)) known += (known.empty() ? "" : ", ") + n;
   throw UserError(fmt::format("unknown {} '{}': known {}s are {} (in {}), or give a path to a "
@@ -67,6 +78,8 @@ std::string resolve_experiment(const std::string& n) {
 std::string read_file(const std::string& path) {
   std::error_code ec;
   const auto status = std::filesystem::status(path, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory)
+    throw UserError(fmt::format("cannot read '{}': {}", path, ec.message()));
   if (!ec && std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
     throw UserError(fmt::format("cannot read '{}': it is not a regular file", path));
   if (!ec && std::filesystem::is_regular_file(status)) {

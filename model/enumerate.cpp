@@ -154,8 +154,8 @@ Schedule find_schedule(const Program& p, const std::string& name_or_yaml) {
       if (d.workload == p.name) mine.push_back(&d);
       listed += "\n  " + (d.point ? d.point->text() : d.workload);
     }
-    if (mine.size() == 1) return schedule_from_yaml(p, mine.front()->text, name_or_yaml);
-    if (mine.empty() && docs.size() == 1) return schedule_from_yaml(p, docs.front().text, name_or_yaml);
+    if (mine.size() == 1) return schedule_from_node(p, mine.front()->root, name_or_yaml);
+    if (mine.empty() && docs.size() == 1) return schedule_from_node(p, docs.front().root, name_or_yaml);
     if (mine.empty())
       throw UserError(fmt::format("{} has no schedule for workload '{}'; it has:{}", name_or_yaml, p.name, listed));
     throw UserError(fmt::format("{} has {} schedules for '{}', one per point; `run` and `simulate` pick the one "

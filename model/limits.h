@@ -20,14 +20,27 @@ struct Program;
 struct Schedule;
 
 // Text and structure of programs.
-inline constexpr std::size_t kMaxInputBytes = std::size_t{16} << 20;  // a YAML file: 16 MiB
+// A YAML file: 4 MiB. The largest file coconet writes, a tune file, takes about
+// 600 bytes a point (7,000 points fit); yaml-cpp cannot be stopped inside one
+// scalar, and reads a 4 MiB one in about 1 s (15 MB took 4 s, measured on 2
+// loaded cores), so the size is checked before the file is read.
+inline constexpr std::size_t kMaxInputBytes = std::size_t{4} << 20;
 inline constexpr std::size_t kMaxExprLength = 65536;                  // characters of one statement
 inline constexpr int kMaxExprDepth =
     512;  // nesting of an expression tree (parentheses, calls, operators)
 inline constexpr std::size_t kMaxStatements = 100000;  // statements of one program
 inline constexpr int kMaxYamlDepth = 64;               // nesting of a YAML document
-inline constexpr std::size_t kMaxYamlNodes =
-    4000000;  // values of a YAML document, aliases expanded
+// Values (keys, items, scalars) of a YAML file, all its documents together,
+// and of one document with its aliases expanded. yaml-cpp spends about 0.5 KB
+// per value of a tree, so 2^18 values stay near 150 MB; the largest files
+// coconet reads are tune files (about 40 values per point: 5,000 points fit).
+inline constexpr std::size_t kMaxYamlNodes = std::size_t{1} << 18;
+// Aliases (*name) of a YAML file: none of coconet's files needs one; a few
+// thousand leave room for hand-written reuse, not for an alias bomb.
+inline constexpr std::int64_t kMaxYamlAliases = 4096;
+// Documents of a YAML file: a tune file holds one per point, and an
+// experiment entry expands to at most kMaxPoints points.
+inline constexpr std::int64_t kMaxYamlDocuments = 10000;
 
 // Experiments and machines.
 inline constexpr std::int64_t kMaxPoints =

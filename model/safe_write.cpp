@@ -101,6 +101,8 @@ void remove_tree_raw(const char* path, int depth) noexcept {
 
 void check_output_file(const std::string& path, const std::string& flag) {
   if (path.empty()) throw UserError(fmt::format("{} is empty: name the file to write", flag));
+  if (const auto nul = path.find('\0'); nul != std::string::npos)
+    throw UserError(fmt::format("{} '{}': embedded null byte: a path cannot hold one", flag, path.substr(0, nul)));
   struct stat st {};
   if (::lstat(path.c_str(), &st) == 0) {
     if (!S_ISREG(st.st_mode))

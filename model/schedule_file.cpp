@@ -5,73 +5,52 @@
 #include <fmt/core.h>
 #include <yaml-cpp/yaml.h>
 
-#include <set>
-#include <sstream>
+#include <cmath>
 
 #include "model/catalog.h"
 #include "model/error.h"
+#include "model/limits.h"
 #include "model/points.h"
+#include "model/yaml_util.h"
 
 namespace coconet::model {
 
 namespace {
 
-[[noreturn]] void fail(const std::string& origin, const YAML::Node& n, const std::string& msg) {
-  throw UserError(fmt::format("{}:{}:{}: {}", origin, n.Mark().line + 1, n.Mark().column + 1, msg));
+// A count of the point (ranks, groups, nodes): a whole number in [lo, hi], read in 64 bits.
+int point_count(const YamlContext& y, const YAML::Node& n, const char* key, std::int64_t lo, std::int64_t hi) {
+  const auto v = y.scalar<std::int64_t>(n, fmt::format("point.{}", key));
+  if (v < lo || v > hi) y.fail(n, fmt::format("point.{} = {} is out of range: it takes {} to {}", key, v, lo, hi));
+  return static_cast<int>(v);  // checked above: lo <= v <= hi, and hi fits in an int
 }
 
-SchedulePoint read_point(const std::string& origin, const YAML::Node& n) {
-  static const std::set<std::string> known = {"workload", "sizes",  "ranks",  "groups",
-                                              "topology", "nodes",  "backend", "predicted_us"};
-  if (!n.IsMap()) fail(origin, n, "point must be a mapping (workload, sizes, ranks, groups, topology, nodes, backend)");
-  for (const auto& kv : n)
-    if (!known.contains(kv.first.as<std::string>()))
-      fail(origin, kv.first,
-           fmt::format("unknown key '{}' in point: use workload, sizes, ranks, groups, topology, nodes, backend, "
-                       "predicted_us",
-                       kv.first.as<std::string>()));
+SchedulePoint read_point(const YamlContext& y, const YAML::Node& n) {
+  y.require_map(n, "point (workload, sizes, ranks, groups, topology, nodes, backend)");
+  y.allow_keys(n, {"workload", "sizes", "ranks", "groups", "topology", "nodes", "backend", "predicted_us"}, "point");
   SchedulePoint p;
-  try {
-    if (n["workload"]) p.workload = n["workload"].as<std::string>();
-    if (n["sizes"]) {
-      if (!n["sizes"].IsMap()) fail(origin, n["sizes"], "point.sizes must be a mapping such as {N: 4096}");
-      for (const auto& kv : n["sizes"]) p.sizes[kv.first.as<std::string>()] = kv.second.as<std::int64_t>();
+  if (n["workload"]) p.workload = y.scalar<std::string>(n["workload"], "point.workload");
+  if (n["sizes"]) {
+    if (!n["sizes"].IsMap()) y.fail(n["sizes"], "point.sizes must be a mapping such as {N: 4096}");
+    for (const auto& kv : n["sizes"]) {
+      const auto name = y.scalar<std::string>(kv.first, "a size name of point.sizes");
+      const auto v = y.scalar<std::int64_t>(kv.second, fmt::format("point.sizes.{}", name));
+      if (v < 1) y.fail(kv.second, fmt::format("point.sizes.{} = {} must be at least 1", name, v));
+      p.sizes[name] = v;
     }
-    if (n["ranks"]) p.ranks = n["ranks"].as<int>();
-    if (n["groups"]) p.groups = n["groups"].as<int>();
-    if (n["topology"]) p.topology = n["topology"].as<std::string>();
-    if (n["nodes"]) p.nodes = n["nodes"].as<int>();
-    if (n["backend"]) p.backend = n["backend"].as<std::string>();
-    if (n["predicted_us"]) p.predicted_us = n["predicted_us"].as<double>();
-  } catch (const YAML::Exception& e) {
-    fail(origin, n, fmt::format("point: {}", e.msg));
   }
-  if (p.ranks < 1) fail(origin, n, "point.ranks must be at least 1");
+  if (n["ranks"]) p.ranks = point_count(y, n["ranks"], "ranks", 1, kMaxRanks);
+  if (n["groups"]) p.groups = point_count(y, n["groups"], "groups", 1, kMaxGroups);
+  if (n["topology"]) p.topology = y.scalar<std::string>(n["topology"], "point.topology");
+  if (n["nodes"]) p.nodes = point_count(y, n["nodes"], "nodes", 0, kMaxNodes);
+  if (n["backend"]) p.backend = y.scalar<std::string>(n["backend"], "point.backend");
+  if (n["predicted_us"]) {
+    const auto us = y.scalar<double>(n["predicted_us"], "point.predicted_us");
+    if (!std::isfinite(us) || us < 0)
+      y.fail(n["predicted_us"], fmt::format("point.predicted_us = {} must be a finite time of at least 0", us));
+    p.predicted_us = us;
+  }
+  if (p.ranks < 1) y.fail(n, "point.ranks must be at least 1");
   return p;
-}
-
-// The file's documents as text, each preceded by as many newlines as lines came before it.
-std::vector<std::string> split_documents(const std::string& text) {
-  std::vector<std::string> docs(1);
-  std::istringstream in(text);
-  int line_no = 0;
-  for (std::string line; std::getline(in, line); ++line_no) {
-    if (line.rfind("---", 0) == 0) {
-      docs.emplace_back(std::string(static_cast<std::size_t>(line_no + 1), '\n'));
-      continue;
-    }
-    docs.back() += line + "\n";
-  }
-  return docs;
-}
-
-bool blank(const std::string& doc) {
-  std::istringstream in(doc);
-  for (std::string line; std::getline(in, line);) {
-    const auto first = line.find_first_not_of(" \t\r");
-    if (first != std::string::npos && line[first] != '#') return false;
-  }
-  return true;
 }
 
 std::string points_list(const std::vector<ScheduleDocument>& docs) {
@@ -117,19 +96,18 @@ bool is_schedule_file(const std::string& name_or_path) {
 }
 
 std::vector<ScheduleDocument> read_schedule_documents(const std::string& path) {
+  return schedule_documents(read_file(path), path);
+}
+
+std::vector<ScheduleDocument> schedule_documents(const std::string& text, const std::string& path) {
+  const YamlContext y{path};
   std::vector<ScheduleDocument> out;
-  for (auto& text : split_documents(read_file(path))) {
-    if (blank(text)) continue;
-    YAML::Node root;
-    try {
-      root = YAML::Load(text);
-    } catch (const YAML::ParserException& e) {
-      throw UserError(fmt::format("{}:{}:{}: malformed YAML: {}", path, e.mark.line + 1, e.mark.column + 1, e.msg));
-    }
+  for (auto& root : y.load_all(text)) {
+    if (!root || root.IsNull()) continue;  // an empty document (a trailing ---)
     if (!root.IsMap() || !root["workload"])
-      throw UserError(fmt::format("{}: every document of a schedule file is a mapping with `workload: NAME`", path));
-    ScheduleDocument d{root["workload"].as<std::string>(), std::nullopt, std::move(text)};
-    if (root["point"]) d.point = read_point(path, root["point"]);
+      y.fail(root, "every document of a schedule file is a mapping with `workload: NAME`");
+    ScheduleDocument d{y.scalar<std::string>(root["workload"], "workload"), std::nullopt, root};
+    if (root["point"]) d.point = read_point(y, root["point"]);
     out.push_back(std::move(d));
   }
   if (out.empty()) throw UserError(fmt::format("{}: no schedule in the file", path));
@@ -137,7 +115,11 @@ std::vector<ScheduleDocument> read_schedule_documents(const std::string& path) {
 }
 
 ChosenSchedule schedule_for_point(const Program& program, const std::string& path, const PointQuery& q) {
-  const auto docs = read_schedule_documents(path);
+  return schedule_for_point(program, read_schedule_documents(path), path, q);
+}
+
+ChosenSchedule schedule_for_point(const Program& program, const std::vector<ScheduleDocument>& docs,
+                                  const std::string& path, const PointQuery& q) {
   std::vector<const ScheduleDocument*> same_point;
   for (const auto& d : docs) {
     if (d.workload != program.name) continue;
@@ -164,7 +146,7 @@ ChosenSchedule schedule_for_point(const Program& program, const std::string& pat
       chosen = d;
       break;
     }
-  return {schedule_from_yaml(program, chosen->text, path), chosen->point};
+  return {schedule_from_node(program, chosen->root, path), chosen->point};
 }
 
 std::optional<Bindings> common_sizes(const std::vector<ScheduleDocument>& docs, const std::string& workload) {

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <yaml-cpp/yaml.h>
+
 #include "model/schedule.h"
 #include "model/types.h"
 
@@ -38,12 +40,21 @@ struct SchedulePoint {
 struct ScheduleDocument {
   std::string workload;
   std::optional<SchedulePoint> point;
-  std::string text;  // the document, preceded by blank lines so YAML marks give file lines
+  YAML::Node root;  // the document; its marks are lines of the whole file
 };
 
-// Every document of a schedule file; throws UserError for malformed YAML or a
-// `point:` that is not well formed.
+// Replays one document already read (by YamlContext::load or load_all) on
+// `program`; what schedule_from_yaml does after reading its text.
+[[nodiscard]] Schedule schedule_from_node(const Program& program, const YAML::Node& root,
+                                          const std::string& origin);
+
+// Every document of a schedule file, read once in linear time under the
+// loader's limits (model/yaml_util.h); throws UserError (file:line:col) for
+// malformed YAML, a `workload` that is not a name or a `point:` that is not
+// well formed.
 [[nodiscard]] std::vector<ScheduleDocument> read_schedule_documents(const std::string& path);
+// The same for a file's text; `origin` names it in messages.
+[[nodiscard]] std::vector<ScheduleDocument> schedule_documents(const std::string& text, const std::string& origin);
 
 // True for a --schedule argument that names a file rather than a schedule.
 [[nodiscard]] bool is_schedule_file(const std::string& name_or_path);
@@ -68,6 +79,9 @@ struct ChosenSchedule {
 // select each.
 [[nodiscard]] ChosenSchedule schedule_for_point(const Program& program, const std::string& path,
                                                 const PointQuery& q);
+// The same among documents already read from `path` (a file is read once for all its points).
+[[nodiscard]] ChosenSchedule schedule_for_point(const Program& program, const std::vector<ScheduleDocument>& docs,
+                                                const std::string& path, const PointQuery& q);
 
 // The sizes of the documents for `workload` when they all name the same
 // sizes (what `run FILE` uses when no --set gives sizes); nullopt otherwise.

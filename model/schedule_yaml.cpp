@@ -20,7 +20,9 @@
 #include <vector>
 
 #include "model/error.h"
+#include "model/limits.h"
 #include "model/transforms.h"
+#include "model/schedule_file.h"
 #include "model/yaml_util.h"
 
 namespace coconet::model {
@@ -53,7 +55,7 @@ std::string scalar(const std::string& origin, const YAML::Node& n, const std::st
   return n.as<std::string>();
 }
 
-int integer(const std::string& origin, const YAML::Node& n, const std::string& what, int min) {
+int integer(const std::string& origin, const YAML::Node& n, const std::string& what, int min, int max) {
   int v = 0;
   try {
     v = n.as<int>();
@@ -61,6 +63,7 @@ int integer(const std::string& origin, const YAML::Node& n, const std::string& w
     fail(origin, n, fmt::format("{} must be an integer", what));
   }
   if (v < min) fail(origin, n, fmt::format("{} must be at least {}, got {}", what, min, v));
+  if (v > max) fail(origin, n, fmt::format("{} = {} is more than the limit of {} (model/limits.h)", what, v, max));
   return v;
 }
 
@@ -85,8 +88,10 @@ Directive read_directive(const std::string& origin, const YAML::Node& n) {
 Knobs read_knobs(const std::string& origin, const YAML::Node& n, Knobs k) {
   reject_unknown_keys(origin, n, {"chunks", "algo", "proto", "channels"}, "knobs");
   try {
-    if (n["chunks"]) k.chunks = integer(origin, n["chunks"], "knobs.chunks", 1);
-    if (n["channels"]) k.channels = integer(origin, n["channels"], "knobs.channels", 0);
+    // Bounded here, where the file's line is known, and not only when lowering:
+    // `run` checks a tune file before it starts any rank (issue 34).
+    if (n["chunks"]) k.chunks = integer(origin, n["chunks"], "knobs.chunks", 1, kMaxChunks);
+    if (n["channels"]) k.channels = integer(origin, n["channels"], "knobs.channels", 0, kMaxChannels);
     if (n["algo"]) k.algo = parse_algo(scalar(origin, n["algo"], "knobs.algo"));
     if (n["proto"]) k.proto = parse_proto(scalar(origin, n["proto"], "knobs.proto"));
   } catch (const UserError& e) {
@@ -205,7 +210,11 @@ std::string to_yaml(const Schedule& s) {
 
 Schedule schedule_from_yaml(const Program& program, const std::string& text,
                             const std::string& origin) {
-  const YAML::Node root = YamlContext{origin}.load(text);  // malformed, duplicate keys, too deep
+  // malformed, duplicate keys, too deep, too large, a second document
+  return schedule_from_node(program, YamlContext{origin}.load(text), origin);
+}
+
+Schedule schedule_from_node(const Program& program, const YAML::Node& root, const std::string& origin) {
   if (!root.IsMap())
     throw UserError(
         fmt::format("{}: a schedule is a mapping with keys workload, history, knobs", origin));

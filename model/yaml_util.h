@@ -1,9 +1,13 @@
 // Strict YAML reading shared by every front end (workloads, experiments,
-// schedules, topologies): errors carry "file:line:column", unknown keys are
-// rejected with the list of known ones, and conversion failures say what was
-// expected instead of leaking a yaml-cpp exception. A document larger than
-// kMaxInputBytes, nested deeper than kMaxYamlDepth, or with a key given twice
-// in one map is rejected when it is loaded.
+// schedules, tune files, topologies, models): errors carry "file:line:column",
+// unknown keys are rejected with the list of known ones, and conversion
+// failures say what was expected instead of leaking a yaml-cpp exception.
+// load()/load_all() are the only way coconet turns text into YAML nodes: a
+// file larger than kMaxInputBytes, with more than kMaxYamlNodes values,
+// nested deeper than kMaxYamlDepth, with more than kMaxYamlAliases aliases or
+// kMaxYamlDocuments documents is refused while yaml-cpp reads it (an event
+// pass that stops at the first value past a limit), before any tree is built;
+// a key given twice in one map is refused once the tree is built.
 #pragma once
 
 #include <initializer_list>
@@ -39,52 +43,21 @@ struct YamlContext {
     throw LocatedError(fmt::format("{}: {}", where(n), what));
   }
 
-  [[nodiscard]] YAML::Node load(const std::string& text) const {
-    if (text.size() > kMaxInputBytes)
-      throw LocatedError(fmt::format("{}: the file has {} bytes, more than the limit of {} bytes", origin,
-                                     text.size(), kMaxInputBytes));
-    if (const std::int64_t bad = first_invalid_utf8(text); bad >= 0)
-      throw LocatedError(fmt::format("{}: the file is not valid UTF-8 (byte {} is 0x{:02x}); YAML files are UTF-8 text",
-                                     origin, bad, static_cast<unsigned char>(text[static_cast<std::size_t>(bad)])));
-    YAML::Node root;
-    try {
-      root = YAML::Load(text);
-    } catch (const YAML::Exception& e) {
-      throw LocatedError(fmt::format("{}:{}:{}: malformed YAML: {}", origin, e.mark.line + 1,
-                                     e.mark.column + 1, e.msg));
-    }
-    check_structure(root);
-    return root;
-  }
+  // The one document of `text` (a null node when it has none). Throws
+  // LocatedError when the text passes a limit of model/limits.h (bytes,
+  // values, depth, aliases; checked while yaml-cpp reads, before a tree is
+  // built), is malformed, has a key twice in one map, or holds a second
+  // document (a `---` after the first): such a file is one document.
+  [[nodiscard]] YAML::Node load(const std::string& text) const;
+
+  // Every document of `text` (tune files: one per point), read in one pass
+  // in time linear in the text, under the same limits for the whole file plus
+  // at most kMaxYamlDocuments documents. Marks are lines of the whole file.
+  [[nodiscard]] std::vector<YAML::Node> load_all(const std::string& text) const;
 
   // Without recursion: no map holds a key twice, no node nests past kMaxYamlDepth,
   // at most kMaxYamlNodes values (aliases count each time they are used).
-  void check_structure(const YAML::Node& root) const {
-    std::vector<std::pair<YAML::Node, int>> todo{{root, 0}};
-    std::size_t visited = 0;
-    while (!todo.empty()) {
-      if (++visited > kMaxYamlNodes)
-        throw LocatedError(fmt::format("{}: the document (its aliases expanded) has more than the limit of {} "
-                                       "values",
-                                       origin, kMaxYamlNodes));
-      const auto [n, depth] = todo.back();
-      todo.pop_back();
-      if (depth > kMaxYamlDepth)
-        fail(n, fmt::format("the document nests deeper than the limit of {} levels", kMaxYamlDepth));
-      if (n.IsMap()) {
-        std::set<std::string> keys;
-        for (const auto& kv : n) {
-          if (!kv.first.IsScalar()) fail(kv.first, "a key must be a plain value, not empty, a list or a map");
-          if (!keys.insert(kv.first.Scalar()).second)
-            fail(kv.first, fmt::format("the key '{}' is given twice in the same map; give each key once",
-                                       kv.first.Scalar()));
-          todo.emplace_back(kv.second, depth + 1);
-        }
-      } else if (n.IsSequence()) {
-        for (const auto& item : n) todo.emplace_back(item, depth + 1);
-      }
-    }
-  }
+  void check_structure(const YAML::Node& root) const;
 
   void require_map(const YAML::Node& n, const std::string& what) const {
     if (!n || !n.IsMap()) fail(n, fmt::format("{} must be a map of key: value", what));

@@ -10,6 +10,7 @@
 
 #include "model/assign.h"
 #include "model/catalog.h"
+#include "model/yaml_util.h"
 #include "model/enumerate.h"
 #include "model/error.h"
 #include "model/parse.h"
@@ -206,7 +207,7 @@ ReferenceValidation validate_reference(const std::string& dir, const std::string
   std::sort(files.begin(), files.end());
   for (const auto& f : files) {
     const std::string yaml = model::read_file(f.string());
-    const YAML::Node root = YAML::Load(yaml);
+    const YAML::Node root = model::YamlContext{f.string()}.load(yaml);
     if (root["collectives"]) add_collectives(root["collectives"], v);
     if (root["latency"]) add_latencies(root["latency"], v);
     if (root["paper"] && root["paper"]["speedups"]) add_speedups(root["paper"]["speedups"], v);
