@@ -156,7 +156,8 @@ class Reader {
 
   double positive(const YAML::Node& parent, const std::string& path, const char* key) const {
     const double v = value<double>(parent, path, key);
-    if (!(v > 0) || !std::isfinite(v))
+    // A subnormal (below 2.2e-308) is zero for every rate it divides: refused like zero.
+    if (!(v > 0) || !std::isnormal(v))
       fail(parent[key], join(path, key), fmt::format("must be a positive number, got {}", v));
     return v;
   }
@@ -424,6 +425,14 @@ constexpr const char* kScaleKeys[] = {"compute_scale", "hbm_scale", "nvlink_scal
 // A scale above this is a typo rather than a faster GPU (a mixed cluster's fastest part is
 // described as the topology, the slower ones as overrides); it keeps a rate from overflowing.
 constexpr double kMaxScale = 1e3;
+// A scale below this is a typo rather than a slow rank: a part 1000x slower than the
+// topology it is described in is not the same machine, and smaller scales push its
+// times past any step (1e-300 priced 1.2e304 us; a subnormal stalled the simulation).
+constexpr double kMinScale = 1.0 / kMaxScale;
+// Entries of node_overrides and of stragglers: the simulator keeps each distinct
+// rank's model (about 40 KB and 0.65 ms of simulation each, issue 34), so 1024 cost
+// under 50 MB and 1 s; a cluster with more distinct parts is a topology of its own.
+constexpr std::size_t kMaxAsymmetryEntries = 1024;
 
 RankScales read_scales(const Reader& r, const YAML::Node& n, const std::string& path) {
   RankScales s;
@@ -436,6 +445,9 @@ RankScales read_scales(const Reader& r, const YAML::Node& n, const std::string& 
     if (*slot[i] > kMaxScale)
       r.fail(n[kScaleKeys[i]], path + "." + kScaleKeys[i],
              fmt::format("{} is more than the limit of {}", *slot[i], kMaxScale));
+    if (*slot[i] < kMinScale)
+      r.fail(n[kScaleKeys[i]], path + "." + kScaleKeys[i],
+             fmt::format("{} is less than the limit of {} (a part 1000x slower)", *slot[i], kMinScale));
   }
   if (!any)
     r.fail(n, path, "states no scale: give at least one of compute_scale, hbm_scale, nvlink_scale, network_scale");
@@ -451,6 +463,8 @@ std::vector<Entry> read_entries(const Reader& r, const YAML::Node& root, const c
   if (!list) return out;
   if (!list.IsSequence())
     r.fail(list, key, fmt::format("must be a list, e.g. [{{{}: 0, compute_scale: 0.5}}]", index_key));
+  if (list.size() > kMaxAsymmetryEntries)
+    r.fail(list, key, fmt::format("has {} entries, more than the limit of {}", list.size(), kMaxAsymmetryEntries));
   std::set<int> seen;
   for (std::size_t i = 0; i < list.size(); ++i) {
     const YAML::Node e = list[i];

@@ -72,9 +72,15 @@ Candidate best_setting(const model::Schedule& s, int index, const Context& ctx, 
   for (const auto& u : unchunked.units)
     if (u.rows > 0) max_chunks = std::min(max_chunks, u.rows);
   std::vector<int> choices;
-  if (chunked(unchunked))
+  if (chunked(unchunked) && space.chunks.size() == 1) {
+    // One chunk count pinned (--chunks, a tune file's knobs): cut as lowering cuts
+    // it, at most the rows, so simulate prices what run executes (issue 34).
+    const int pinned = space.chunks.front();
+    if (pinned >= 2) choices.push_back(static_cast<int>(std::min<std::int64_t>(pinned, max_chunks)));
+  } else if (chunked(unchunked)) {
     for (int c : space.chunks)
       if (c >= 2 && c <= max_chunks) choices.push_back(c);
+  }
   if (choices.empty()) choices.push_back(1);
   Candidate best{index, s.name(), s.knobs, std::numeric_limits<double>::infinity()};
   for (int chunks : choices) {
