@@ -7,21 +7,29 @@
 //   "process rank R with PID P on node H exited on signal S". A rank's last
 //   note (exec/rank_status.h) then says what it was running.
 // - SIGINT and SIGTERM are forwarded to mpirun (which forwards them to the
-//   ranks); mpirun gets kInterruptGraceS to end before it is killed, then
-//   this process prints "interrupted" and exits 130.
+//   ranks); mpirun gets kInterruptGraceMs to end before its process group is
+//   killed, then this process prints "interrupted" and exits 130. The pipe is
+//   polled, never read blocking, so a launcher that ignores the signal and
+//   keeps its pipe open does not hold coconet (issue 34: 998 s).
 // - mpirun runs in a process group of its own, and this process is a child
 //   subreaper: ranks that outlive mpirun become its children, are waited for
-//   (kInterruptGraceS at most) and then killed with their group, so nothing
+//   (kInterruptGraceMs at most) and then killed with their group, so nothing
 //   of the job is left when coconet exits.
+// - Each rank notes that it started (exec/rank_status.h) once MPI is
+//   initialised: a job where no rank does so within kFirstRankTimeoutS is
+//   ended, and an mpirun that exits 0 without a rank having started is a
+//   failed run ("no rank reported"), not a pass with no rows.
 #include "exec/launch.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -101,8 +109,18 @@ std::vector<std::string> mpirun_arguments(const std::string& mpirun, int ranks, 
 
 namespace {
 
-// How long mpirun has to end its ranks after an interruption before it is killed.
-constexpr int kInterruptGraceS = 5;
+// How long mpirun has to end its ranks after an interruption before its whole
+// process group is killed: Ctrl-C ends the job within 5 s (issue 34), whatever
+// mpirun (or a wrapper script standing for it) does with the signal and its pipes.
+constexpr int kInterruptGraceMs = 3000;
+// How long the first rank has to report (a note in the status folder, written
+// once MPI is initialised) before the job is ended as a failed run. Open MPI
+// starts local ranks in well under a second; a loaded CI machine took 20 s.
+// COCONET_LAUNCH_TIMEOUT_S replaces it (a slow cluster, a test).
+constexpr double kFirstRankTimeoutS = 120;
+constexpr const char* kLaunchTimeoutEnv = "COCONET_LAUNCH_TIMEOUT_S";
+// How often the launcher looks at mpirun's pipe, the signal flag and the status folder.
+constexpr int kPollMs = 50;
 
 volatile sig_atomic_t g_child = 0;
 volatile sig_atomic_t g_signal = 0;
@@ -129,16 +147,65 @@ std::optional<Death> death_in(const std::string& line) {
   return d.signal > 0 ? std::optional<Death>(d) : std::nullopt;
 }
 
-// Copies mpirun's stderr to ours until it closes; returns the first rank death it reports.
-std::optional<Death> pass_through(int fd) {
-  std::optional<Death> death;
+// The first-rank time limit: kFirstRankTimeoutS, or $COCONET_LAUNCH_TIMEOUT_S
+// when set (a positive number of seconds, at most model::kMaxTimeoutS).
+double first_rank_timeout_s() {
+  const char* env = std::getenv(kLaunchTimeoutEnv);
+  if (env == nullptr || *env == '\0') return kFirstRankTimeoutS;
+  char* end = nullptr;
+  const double v = std::strtod(env, &end);
+  if (end == env || *end != '\0')
+    throw UserError(fmt::format("{}='{}': expected a number of seconds such as 120", kLaunchTimeoutEnv, env));
+  model::check_timeout(v, kLaunchTimeoutEnv);
+  return v;
+}
+
+// Whether any rank left a note in `dir` (exec/rank_status.h: "rank-N").
+bool a_rank_reported(const std::string& dir) {
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator(dir, ec); !ec && it != std::filesystem::directory_iterator();
+       it.increment(ec))
+    if (it->path().filename().string().rfind("rank-", 0) == 0) return true;
+  return false;
+}
+
+// What watching mpirun found.
+struct Watched {
+  std::optional<Death> death;  // the first rank death mpirun reported
+  bool reported = false;       // a rank noted that it started
+  bool timed_out = false;      // no rank reported within the first-rank limit
+};
+
+// Copies mpirun's stderr to ours until it closes, without ever blocking on it:
+// after an interruption (kInterruptGraceMs) or when no rank reports in time, the
+// job's process group is killed and the pipe is left, whoever still holds it.
+Watched pass_through(int fd, pid_t group, const std::string& status_dir, double timeout_s) {
+  Watched w;
   std::string line;
   char buf[4096];
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+  std::optional<clock::time_point> interrupted;
   for (;;) {
+    if (g_signal != 0 && !interrupted) interrupted = clock::now();
+    if (interrupted && clock::now() - *interrupted >= std::chrono::milliseconds(kInterruptGraceMs)) {
+      ::killpg(group, SIGKILL);
+      break;
+    }
+    if (!w.reported) w.reported = a_rank_reported(status_dir);
+    if (!w.reported && !interrupted && clock::now() - start >= std::chrono::duration<double>(timeout_s)) {
+      w.timed_out = true;
+      ::killpg(group, SIGKILL);
+      break;
+    }
+    pollfd p{fd, POLLIN, 0};
+    const int ready = ::poll(&p, 1, kPollMs);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) continue;
     const ssize_t n = ::read(fd, buf, sizeof buf);
     if (n == 0) break;
     if (n < 0) {
-      if (errno == EINTR) continue;
+      if (errno == EINTR || errno == EAGAIN) continue;
       break;
     }
     (void)!::write(STDERR_FILENO, buf, static_cast<std::size_t>(n));
@@ -147,11 +214,12 @@ std::optional<Death> pass_through(int fd) {
         line.push_back(buf[k]);
         continue;
       }
-      if (!death) death = death_in(line);
+      if (!w.death) w.death = death_in(line);
       line.clear();
     }
   }
-  return death;
+  if (!w.reported) w.reported = a_rank_reported(status_dir);
+  return w;
 }
 
 int wait_for(pid_t child) {
@@ -160,7 +228,7 @@ int wait_for(pid_t child) {
     const pid_t r = ::waitpid(child, &status, g_signal != 0 ? WNOHANG : 0);
     if (r == child) return status;
     if (r < 0 && errno != EINTR) return status;
-    if (g_signal != 0 && waited_ms >= kInterruptGraceS * 1000) ::kill(child, SIGKILL);
+    if (g_signal != 0 && waited_ms >= kInterruptGraceMs) ::killpg(child, SIGKILL);
     if (g_signal != 0) ::usleep(10000);
   }
 }
@@ -172,7 +240,7 @@ void reap_descendants(pid_t group) {
     const pid_t r = ::waitpid(-1, nullptr, WNOHANG);
     if (r < 0 && errno == ECHILD) return;
     if (r > 0) continue;
-    if (waited_ms >= kInterruptGraceS * 1000) {
+    if (waited_ms >= kInterruptGraceMs) {
       ::killpg(group, SIGKILL);
       while (::waitpid(-1, nullptr, 0) > 0 || errno == EINTR) {
       }
@@ -226,17 +294,25 @@ void relaunch_under_mpirun(int ranks, Binding binding) {
   const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
   const auto args = own_arguments();
   if (ec || args.empty()) throw UserError("cannot find this program's own path to start it under mpirun");
+  const double timeout_s = first_rank_timeout_s();
   auto argv =
       mpirun_arguments(*mpirun, ranks, binding, self.string(), {args.begin() + 1, args.end()}, ::geteuid() == 0);
   std::vector<char*> c;
   for (auto& a : argv) c.push_back(a.data());
   c.push_back(nullptr);
 
-  std::string status_dir = (std::filesystem::temp_directory_path(ec) / "coconet-ranks-XXXXXX").string();
-  if (ec || ::mkdtemp(status_dir.data()) == nullptr)
-    throw UserError("cannot make a folder for the ranks' status under " +
-                    std::filesystem::temp_directory_path(ec).string() + ": " + std::strerror(errno) +
-                    "; set TMPDIR to a writable folder");
+  const auto tmp = std::filesystem::temp_directory_path(ec);
+  if (ec) {
+    const char* env = std::getenv("TMPDIR");
+    throw UserError(fmt::format("cannot make a folder for the ranks' status: TMPDIR '{}' is not a usable folder ({}); "
+                                "set TMPDIR to a writable folder",
+                                env != nullptr ? env : "", ec.message()));
+  }
+  std::string status_dir = (tmp / "coconet-ranks-XXXXXX").string();
+  if (::mkdtemp(status_dir.data()) == nullptr)
+    throw UserError(fmt::format("cannot make a folder for the ranks' status under '{}': {}; set TMPDIR to a "
+                                "writable folder",
+                                tmp.string(), std::strerror(errno)));
   ::setenv(kRankStatusEnv, status_dir.c_str(), 1);
   int pipe_fds[2];
   if (::pipe(pipe_fds) != 0) throw UserError(std::string("cannot start mpirun: pipe: ") + std::strerror(errno));
@@ -265,7 +341,8 @@ void relaunch_under_mpirun(int ranks, Binding binding) {
   ::setpgid(child, child);
   g_child = child;
   ::close(pipe_fds[1]);
-  const auto death = pass_through(pipe_fds[0]);
+  const Watched watched = pass_through(pipe_fds[0], child, status_dir, timeout_s);
+  const auto& death = watched.death;
   ::close(pipe_fds[0]);
   const int status = wait_for(child);
   reap_descendants(child);
@@ -277,9 +354,21 @@ void relaunch_under_mpirun(int ranks, Binding binding) {
     std::fflush(stderr);
     ::_exit(kExitInterrupted);
   }
+  if (watched.timed_out) {
+    fmt::print(stderr,
+               "coconet: no rank reported within {} s of starting {} ({} sets this limit); the job was ended\n",
+               timeout_s, *mpirun, kLaunchTimeoutEnv);
+    std::fflush(stderr);
+    ::_exit(kExitRunFailed);
+  }
   if (death) {
     fmt::print(stderr, "coconet: rank {} died of signal {} ({}){}; the job was ended\n", death->rank, death->signal,
                ::strsignal(death->signal), doing.empty() ? "" : " while running " + doing);
+    std::fflush(stderr);
+    ::_exit(kExitRunFailed);
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && !watched.reported) {
+    fmt::print(stderr, "coconet: no rank reported: {} exited 0 without starting a rank of this job\n", *mpirun);
     std::fflush(stderr);
     ::_exit(kExitRunFailed);
   }

@@ -3,6 +3,7 @@
 
 #include <mpi.h>
 
+#include "exec/rank_status.h"
 #include "model/error.h"
 
 namespace coconet::exec {
@@ -27,6 +28,7 @@ void ensure_mpi() {
   int provided = 0;
   MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
   session().initialised_here = true;
+  note_rank_status({"started"});  // the supervisor's sign that this rank of the job came up (exec/launch.h)
   if (provided < MPI_THREAD_MULTIPLE)
     throw UserError(
         "this MPI library does not provide MPI_THREAD_MULTIPLE, which the cpu backend needs for "

@@ -19,6 +19,7 @@ int status_fd() {
   static const int fd = [] {
     const char* dir = std::getenv(kRankStatusEnv);
     const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");  // Open MPI's world rank of this process
+    if (rank == nullptr) rank = std::getenv("PMIX_RANK");   // a PMIx launcher's
     if (dir == nullptr || rank == nullptr) return -1;
     return ::open(status_path(dir, std::atoi(rank)).c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
   }();
