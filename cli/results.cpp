@@ -143,7 +143,7 @@ std::optional<model::Schedule> schedule_at(
                             a.predict.backend.value_or("")};
   if (!has_workload && docs.size() == 1)
     return model::find_schedule(pt.program, a.schedule);  // its own message
-  return model::schedule_for_point(pt.program, a.schedule, q).schedule;
+  return model::schedule_for_point(pt.program, docs, a.schedule, q).schedule;
 }
 
 nlohmann::json simulated_json(const SimulatedPoint& s, const Simulation& all) {

@@ -15,6 +15,8 @@
 //   a RunFailure or an internal error, RuntimeError.
 // - The GIL is released while coconet computes.
 #include <fmt/core.h>
+#include <filesystem>
+
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -71,9 +73,16 @@ py::object to_python(const nlohmann::json& j) {
 }
 
 // A name or a path (str or os.PathLike), or None.
-std::optional<std::string> name_or_path(const py::object& o) {
+// A name or a path given to keyword `what`; one holding a NUL byte is refused
+// as Python's own open() refuses it (the C library would stop at the NUL and
+// use another file: issue 34, out='/tmp/x.yaml\x00.evil' wrote /tmp/x.yaml).
+std::optional<std::string> name_or_path(const py::object& o, const char* what) {
   if (o.is_none()) return std::nullopt;
-  return py::module_::import("os").attr("fspath")(o).cast<std::string>();
+  std::string s = py::module_::import("os").attr("fspath")(o).cast<std::string>();
+  if (const auto nul = s.find('\0'); nul != std::string::npos)
+    throw UserError(fmt::format("{}: embedded null byte (at character {} of '{}'): a name or path cannot hold one",
+                                what, nul, s.substr(0, nul)));
+  return s;
 }
 
 std::string text_of(const py::handle& v) {
@@ -108,8 +117,8 @@ cli::PredictArgs predict_args(const py::object& target, const py::object& topolo
                               std::optional<int> nodes, std::optional<int> ranks,
                               const py::object& sets, const std::optional<std::string>& backend) {
   cli::PredictArgs a;
-  a.target = name_or_path(target);
-  a.topology = name_or_path(topology);
+  a.target = name_or_path(target, "target");
+  a.topology = name_or_path(topology, "topology");
   a.nodes = at_least_one(nodes, "nodes");
   a.ranks = at_least_one(ranks, "ranks");
   a.sets = set_arguments(sets);
@@ -135,7 +144,7 @@ py::object tune(const py::object& target, const py::object& topology, std::optio
                 std::optional<int> ranks, const py::object& sets,
                 const std::optional<std::string>& backend, const py::object& out) {
   const cli::PredictArgs a = predict_args(target, topology, nodes, ranks, sets, backend);
-  const std::optional<std::string> file = name_or_path(out);
+  const std::optional<std::string> file = name_or_path(out, "out");
   nlohmann::json j;
   {
     py::gil_scoped_release release;
@@ -154,7 +163,7 @@ py::object simulate(const py::object& target, const py::object& schedule,
                     std::optional<std::string> proto, std::optional<int> channels) {
   cli::SimulateArgs a;
   a.predict = predict_args(target, topology, nodes, ranks, sets, backend);
-  a.schedule = name_or_path(schedule).value_or("");
+  a.schedule = name_or_path(schedule, "schedule").value_or("");
   a.knobs = cli::KnobArgs{chunks, std::move(algo), std::move(proto), channels};
   nlohmann::json j;
   {
@@ -170,7 +179,7 @@ py::object collective(const std::string& op, const py::object& topology, std::op
                       const std::string& proto, int channels, const py::object& sets) {
   cli::CollectiveArgs a;
   a.op = op;
-  a.topology = name_or_path(topology).value_or(a.topology);
+  a.topology = name_or_path(topology, "topology").value_or(a.topology);
   a.nodes = at_least_one(nodes, "nodes");
   a.gpus = gpus;
   a.begin = text_of(minbytes);
@@ -268,6 +277,8 @@ void translate_errors() {
       if (p) std::rethrow_exception(p);
     } catch (const UserError& e) {
       PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const std::filesystem::filesystem_error& e) {  // a path the system refused: as exit_code_for
+      PyErr_SetString(PyExc_ValueError, e.what());
     } catch (const RunFailure& e) {
       PyErr_SetString(PyExc_RuntimeError, e.what());
     } catch (const InternalError& e) {
@@ -320,7 +331,7 @@ PYBIND11_MODULE(coconet, m) {
   m.def(
       "load_workload",
       [](const py::object& name, const py::object& sets) {
-        return to_python(workload_json(name_or_path(name).value_or(""), set_arguments(sets)));
+        return to_python(workload_json(name_or_path(name, "name").value_or(""), set_arguments(sets)));
       },
       "A workload (a name in workloads/ or a YAML path) with `sets` applied: its sizes, scalars, "
       "program and "
@@ -329,13 +340,13 @@ PYBIND11_MODULE(coconet, m) {
   m.def(
       "load_topology",
       [](const py::object& name, const py::object& sets) {
-        return to_python(topology_json(name_or_path(name).value_or(""), set_arguments(sets)));
+        return to_python(topology_json(name_or_path(name, "name").value_or(""), set_arguments(sets)));
       },
       "A topology (a name in configs/topologies/ or a YAML path) with `sets` applied.", "name"_a,
       py::kw_only(), "sets"_a = none);
   m.def(
       "load_experiment",
-      [](const py::object& target) { return to_python(experiment_json(name_or_path(target))); },
+      [](const py::object& target) { return to_python(experiment_json(name_or_path(target, "target"))); },
       "An experiment as predict reads its target: None (the embedded default), an experiment name "
       "or path, or "
       "a workload (the default experiment narrowed to it).",

@@ -98,7 +98,14 @@ void check_report_target(const std::string& dir_text) {
   const fs::path dir = fs::absolute(fs::path(dir_text)).lexically_normal();
   const fs::path target = dir.has_filename() ? dir : dir.parent_path();
   struct stat st {};
-  if (::lstat(target.c_str(), &st) != 0) return;  // a new folder
+  if (::lstat(target.c_str(), &st) != 0) {  // a new folder, in a folder that must exist: nothing else is created
+    struct stat parent {};
+    if (::stat(target.parent_path().c_str(), &parent) != 0 || !S_ISDIR(parent.st_mode))
+      throw UserError(fmt::format("--out '{}': the folder '{}' does not exist; create it first, or give --out a new "
+                                  "folder in an existing one",
+                                  dir_text, target.parent_path().string()));
+    return;
+  }
   if (S_ISLNK(st.st_mode))
     throw UserError(fmt::format("--out '{}' is a symbolic link: give --out a new folder or a coconet report folder",
                                 dir_text));
@@ -117,7 +124,6 @@ void write_report(const ReportData& data, const Metrics& m, const std::string& d
   const fs::path dir = fs::absolute(fs::path(dir_text)).lexically_normal();
   const fs::path target = dir.has_filename() ? dir : dir.parent_path();
   std::error_code ec;
-  fs::create_directories(target.parent_path(), ec);
   clean_leftovers(target);
   fs::path stage;
   for (int attempt = 0; attempt < 100; ++attempt) {

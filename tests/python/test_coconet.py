@@ -109,6 +109,16 @@ class Errors(unittest.TestCase):
     def test_bad_collective_range(self):
         self.check(lambda: coconet.collective(minbytes="1M", maxbytes="1K"), "collective", "-b", "1M", "-e", "1K")
 
+    def test_nul_in_a_path(self):
+        # issue 34 row 9: the C library stops at the NUL; Python's open() refuses it, and so does coconet.
+        with tempfile.TemporaryDirectory() as d:
+            target = os.path.join(d, "x.yaml")
+            with self.assertRaisesRegex(ValueError, "^out: embedded null byte"):
+                coconet.tune("adam", topology="cpu-local", sets={"N": 4096}, out=target + "\x00.evil")
+            self.assertFalse(os.path.exists(target))
+        with self.assertRaisesRegex(ValueError, "^target: embedded null byte"):
+            coconet.predict("adam\x00x")
+
     def test_bad_counts(self):
         with self.assertRaisesRegex(ValueError, "^nodes: needs a whole number of at least 1, got 0$"):
             coconet.predict("adam", nodes=0)
