@@ -13,7 +13,7 @@ JOBS ?= 2
 CMAKE_FLAGS ?=
 
 SAN_BUILD ?= build-san
-FUZZ_TARGETS := workload expression topology experiment schedule
+FUZZ_TARGETS := workload expression topology experiment schedule tune_file model
 SAN_TESTS := test_model_frontend test_model_errors test_hostile_model test_sched_unit test_sched_equivalence \
              test_sched_errors test_plan test_sim test_topology_errors coconet test_cli test_hostile_cli
 export ASAN_OPTIONS ?= detect_leaks=1:abort_on_error=1

@@ -33,3 +33,14 @@ if(TARGET coconet)
   add_dependencies(test_hostile_cli coconet)
   gtest_discover_tests(test_hostile_cli TEST_PREFIX "errors.hostile.cli." PROPERTIES TIMEOUT 300)
 endif()
+
+# Hostile input on the newer surfaces (issue 34): tune files, YAML limits,
+# asymmetric topologies, paths, the launcher; each case within 2 s and 200 MB.
+if(TARGET coconet)
+  add_executable(test_hostile_surfaces ${CMAKE_CURRENT_SOURCE_DIR}/errors/test_hostile_surfaces.cpp)
+  target_link_libraries(test_hostile_surfaces PRIVATE GTest::gtest_main coconet_warnings)
+  target_compile_definitions(test_hostile_surfaces PRIVATE COCONET_BINARY="$<TARGET_FILE:coconet>"
+                             COCONET_SOURCE_ROOT="${COCONET_SOURCE_ROOT}")
+  add_dependencies(test_hostile_surfaces coconet)
+  gtest_discover_tests(test_hostile_surfaces TEST_PREFIX "errors.hostile.surfaces." PROPERTIES TIMEOUT 300)
+endif()
