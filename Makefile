@@ -13,6 +13,9 @@ JOBS ?= 2
 CMAKE_FLAGS ?=
 
 SAN_BUILD ?= build-san
+# Fuzz targets run side by side, one core each (libFuzzer is single-threaded):
+# on the 2-core CI machine, two at a time halve make sanitize's fuzzing time.
+FUZZ_JOBS ?= 2
 FUZZ_TARGETS := workload expression topology experiment schedule tune_file model
 SAN_TESTS := test_model_frontend test_model_errors test_hostile_model test_sched_unit test_sched_equivalence \
              test_sched_errors test_plan test_sim test_topology_errors coconet test_cli test_hostile_cli
@@ -59,15 +62,15 @@ sanitize-test: sanitize-build
 # from tests/fuzz/corpus/<target>; a finding is written to $(SAN_BUILD)/fuzz-findings/.
 fuzz-run:
 	@mkdir -p $(SAN_BUILD)/fuzz-findings
-	@for t in $(FUZZ_TARGETS); do \
-	  mkdir -p $(SAN_BUILD)/fuzz-corpus/$$t; \
-	  echo "fuzz_$$t: $(FUZZ_SECONDS) s"; \
-	  $(SAN_BUILD)/tests/fuzz_$$t $(SAN_BUILD)/fuzz-corpus/$$t tests/fuzz/corpus/$$t -max_total_time=$(FUZZ_SECONDS) \
-	    -timeout=10 -rss_limit_mb=2048 -max_len=131072 -print_final_stats=1 \
-	    -artifact_prefix=$(SAN_BUILD)/fuzz-findings/$$t- 2>$(SAN_BUILD)/fuzz-$$t.log \
-	    || { tail -40 $(SAN_BUILD)/fuzz-$$t.log; exit 1; }; \
-	  grep -E "stat::number_of_executed_units|stat::peak_rss_mb" $(SAN_BUILD)/fuzz-$$t.log | tr '\n' ' '; echo; \
-	done
+	@$(MAKE) --no-print-directory -j$(FUZZ_JOBS) $(addprefix fuzz-one-,$(FUZZ_TARGETS))
+
+fuzz-one-%:
+	@mkdir -p $(SAN_BUILD)/fuzz-corpus/$*
+	@$(SAN_BUILD)/tests/fuzz_$* $(SAN_BUILD)/fuzz-corpus/$* tests/fuzz/corpus/$* -max_total_time=$(FUZZ_SECONDS) \
+	  -timeout=10 -rss_limit_mb=2048 -max_len=131072 -print_final_stats=1 \
+	  -artifact_prefix=$(SAN_BUILD)/fuzz-findings/$*- 2>$(SAN_BUILD)/fuzz-$*.log \
+	  || { echo "fuzz_$*: FAILED"; tail -40 $(SAN_BUILD)/fuzz-$*.log; exit 1; }
+	@echo "fuzz_$* ($(FUZZ_SECONDS) s): $$(grep -E 'stat::number_of_executed_units|stat::peak_rss_mb' $(SAN_BUILD)/fuzz-$*.log | tr '\n' ' ')"
 
 sanitize: FUZZ_SECONDS ?= 30
 sanitize: sanitize-test
