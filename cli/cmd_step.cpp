@@ -37,7 +37,36 @@ struct Args {
 
 constexpr double kUsPerMs = 1e3;
 
-nlohmann::json layout_json(const step::StepReport& r) {
+// The kernel choices of a report's layer (step/layer_block.h): its layer
+// priced again by `layers`, which holds it already when it priced the step.
+step::KernelChoices kernels_of(const step::StepReport& r, step::LayerBlockPricer& layers) {
+  const step::LayerShape x = step::step_layer_shape(r.spec, r.layout);
+  return step::kernel_choices_of(layers.price(x), x);
+}
+
+std::string gemm_precision(const step::KernelChoices& k) {
+  return k.fp8_gemms ? "fp8" : model::to_string(k.dtype);
+}
+
+// "forward and backward", "forward only", "backward only" or "" (neither).
+std::string passes(bool fwd, bool bwd) {
+  if (fwd && bwd) return "forward and backward";
+  if (fwd) return "forward only";
+  return bwd ? "backward only" : "";
+}
+
+std::string kernels_label(const step::KernelChoices& k) {
+  const std::string flash = passes(k.flash_attention_fwd, k.flash_attention_bwd);
+  const std::string fused = passes(k.fused_kernels_fwd, k.fused_kernels_bwd);
+  return fmt::format(
+      "attention {}; element-wise {}; GEMMs {}",
+      flash.empty() ? "materialised (s x s scores in memory)" : "flash (" + flash + ")",
+      fused.empty() ? "one kernel per statement" : "fused kernels (" + fused + ")",
+      k.fp8_gemms ? fmt::format("fp8 (linear layers, with their casts; attention {})", model::to_string(k.dtype))
+                  : model::to_string(k.dtype));
+}
+
+nlohmann::json layout_json(const step::StepReport& r, const step::KernelChoices& k) {
   const auto& p = r.spec.parallel;
   const auto& b = r.breakdown;
   const auto& m = r.memory;
@@ -69,6 +98,12 @@ nlohmann::json layout_json(const step::StepReport& r) {
       {"tp_overlap", step::tp_overlap_on(p, r.layout)},
       {"layer_fwd_schedule", r.layer_fwd_schedule},
       {"layer_bwd_schedule", r.layer_bwd_schedule},
+      {"kernels",
+       {{"flash_attention_fwd", k.flash_attention_fwd},
+        {"flash_attention_bwd", k.flash_attention_bwd},
+        {"fused_kernels_fwd", k.fused_kernels_fwd},
+        {"fused_kernels_bwd", k.fused_kernels_bwd},
+        {"gemm_precision", gemm_precision(k)}}},
       {"layer_us",
        {{"fwd_gemm", r.layer.fwd_gemm_us},
         {"fwd_elementwise", r.layer.fwd_elementwise_us},
@@ -123,7 +158,7 @@ Table layouts_table(const std::vector<step::StepReport>& rs) {
   return t;
 }
 
-void print_detail(const step::StepReport& r, const sim::Topology& t) {
+void print_detail(const step::StepReport& r, const sim::Topology& t, const step::KernelChoices& k) {
   const auto& b = r.breakdown;
   const auto& m = r.memory;
   const double step = r.step_us;
@@ -140,6 +175,7 @@ void print_detail(const step::StepReport& r, const sim::Topology& t) {
   fmt::print("# {} layers, hidden {}, {} heads ({} K/V) of {}, ffn {} {}, {}, embeddings {}; layer programs {} and {}\n",
              md.layers, md.hidden, md.heads, md.kv_heads, md.head_dim, md.ffn, step::to_string(md.ffn_type),
              step::to_string(md.norm), md.tied_embeddings ? "tied" : "untied", programs.first, programs.second);
+  fmt::print("# kernels: {}\n", kernels_label(k));
   fmt::print("step time                    {:>10.1f} ms\n", step / kUsPerMs);
   line("compute", b.compute_us);
   line("exposed TP communication", b.tp_comm_us);
@@ -195,6 +231,7 @@ void run(const Args& a) {
   nlohmann::json head = {{"model", spec.name}, {"topology", t.name}, {"nodes", t.nodes},
                          {"gpus", t.total_gpus()}, {"search", a.search}};
   std::vector<step::StepReport> reports;
+  step::LayerBlockPricer layers(t);  // the step's layers, for their kernel choices
   int evaluated = 1, over = 0;
   if (a.search) {
     step::SearchOptions o;
@@ -208,7 +245,7 @@ void run(const Args& a) {
                                   step::why_none_fits(r, t)));
     reports = r.best;
   } else {
-    reports.push_back(step::predict_step(spec, t));
+    reports.push_back(step::predict_step(spec, t, nullptr, &layers));
     over = reports.front().memory.fits() ? 0 : 1;
   }
   if (!a.trace.empty()) {
@@ -219,18 +256,18 @@ void run(const Args& a) {
   head["over_memory"] = over;
   if (a.format == Format::json) {
     nlohmann::json layouts = nlohmann::json::array();
-    for (const auto& r : reports) layouts.push_back(layout_json(r));
+    for (const auto& r : reports) layouts.push_back(layout_json(r, kernels_of(r, layers)));
     head["layouts"] = layouts;
     return print_json(tagged("step", head));
   }
   if (a.format == Format::csv) return print(layouts_table(reports), Format::csv);
-  if (!a.search) return print_detail(reports.front(), t);
+  if (!a.search) return print_detail(reports.front(), t, kernels_of(reports.front(), layers));
   const double usable = reports.front().memory.usable_GB();
   fmt::print("# {} on {}: {} nodes x {} GPUs = {} GPUs; {} layouts priced, {} over the {:.1f} GB usable; the best {}\n",
              spec.name, t.name, t.nodes, t.node.gpus, t.total_gpus(), evaluated, over, usable, reports.size());
   print(layouts_table(reports), Format::table);
   fmt::print("\n");
-  print_detail(reports.front(), t);
+  print_detail(reports.front(), t, kernels_of(reports.front(), layers));
 }
 
 }  // namespace

@@ -31,3 +31,8 @@ add_executable(test_kernel_fusion ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_kernel_f
 target_link_libraries(test_kernel_fusion PRIVATE coconet_step GTest::gtest_main coconet_warnings)
 gtest_discover_tests(test_kernel_fusion TEST_PREFIX "sched." DISCOVERY_TIMEOUT 60
                      PROPERTIES ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT}")
+# Published steps held within tolerance (validation/reference/dgxc-h100.yaml).
+add_executable(test_step_references ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_step_references.cpp)
+target_link_libraries(test_step_references PRIVATE coconet_step yaml-cpp GTest::gtest_main coconet_warnings)
+gtest_discover_tests(test_step_references TEST_PREFIX "step." DISCOVERY_TIMEOUT 120
+                     PROPERTIES ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT}")
