@@ -57,47 +57,19 @@ std::pair<std::string, std::string> layer_programs(const LayerShape& x) {
   return {prefix + "fwd", prefix + "bwd"};
 }
 
-LayerShape step_layer_shape(const ModelSpec& s, const Layout& l) {
-  const auto& m = s.model;
-  LayerShape x;
-  x.micro_batch = s.training.micro_batch;
-  x.sequence = m.sequence / l.cp;  // context parallelism: each rank's share of the sequence
-  x.heads = m.heads;
-  x.head_dim = m.head_dim;
-  x.ffn = m.ffn;
-  x.tp = l.tp;
-  x.dtype = s.training.dtype;
-  x.sequence_parallel = sequence_parallel_on(s.parallel, l);
-  x.tp_overlap = tp_overlap_on(s.parallel, l);
-  x.family = m.family();
-  x.hidden = m.hidden;
-  x.kv_heads = m.kv_heads;
-  x.fp8 = s.training.fp8;
-  return x;
-}
-
-KernelChoices kernel_choices_of(const LayerBlock& b, const LayerShape& x) {
-  KernelChoices k;
-  k.flash_attention_fwd = b.fwd.flash_attention;
-  k.flash_attention_bwd = b.bwd.flash_attention;
-  k.fused_kernels_fwd = b.fwd.fused_kernels;
-  k.fused_kernels_bwd = b.bwd.fused_kernels;
-  k.fp8_gemms = x.fp8;
-  k.dtype = x.dtype;
-  return k;
-}
-
 LayerBlockPricer::LayerBlockPricer(const sim::Topology& t) : topology_(t) {}
 
-const std::vector<model::Schedule>& LayerBlockPricer::schedules(const std::string& workload, model::DType d,
+const std::vector<model::Schedule>& LayerBlockPricer::schedules(const std::string& workload, const LayerShape& x,
                                                                 bool overlap) {
-  const auto key = std::make_pair(workload, int(d));
+  const auto key = std::make_tuple(workload, int(x.dtype), x.flash_attention, x.fused_kernels);
   auto it = programs_.find(key);
   if (it == programs_.end()) {
     Programs ps;
-    const model::Program p = at_dtype(model::load_program(model::resolve_workload(workload)), d);
+    const model::Program p = at_dtype(model::load_program(model::resolve_workload(workload)), x.dtype);
     for (const model::Schedule& base : model::enumerate_schedules(p))
       for (model::Schedule& s : model::kernel_choices(base, std::string(model::kCausalMask))) {
+        if (!x.flash_attention && model::uses_flash_attention(s)) continue;
+        if (!x.fused_kernels && model::uses_fused_kernels(s)) continue;
         if (unoverlapped(s)) ps.unoverlapped.push_back(s);
         ps.all.push_back(std::move(s));
       }
@@ -112,7 +84,7 @@ LayerPass LayerBlockPricer::tune(const std::string& workload, const LayerShape& 
   ctx.fused_kernels = true;  // as Megatron-LM runs a kernel stage: one kernel
   ctx.fp8_gemms = x.fp8;
   const bool overlap = on_tp_group(x.tp_overlap, x.tp);
-  const sim::TuneResult r = sim::tune(schedules(workload, x.dtype, overlap), ctx, sim::predict_space());
+  const sim::TuneResult r = sim::tune(schedules(workload, x, overlap), ctx, sim::predict_space());
   if (r.ranked.empty()) throw InternalError("the tuner ranked no schedule of the " + workload + " workload");
   auto compute_of = [](const sim::Candidate& c) {
     LayerPass p;
@@ -156,7 +128,7 @@ LayerBlock LayerBlockPricer::price(const LayerShape& x) {
   const bool sp = on_tp_group(x.sequence_parallel, x.tp);
   const Key key{x.micro_batch, x.sequence, x.heads,       x.head_dim,      x.ffn,      x.tp,
                 int(x.dtype),  sp,         on_tp_group(x.tp_overlap, x.tp), int(x.family), hidden_of(x), kv_heads_of(x),
-                x.fp8};
+                x.fp8, x.flash_attention, x.fused_kernels};
   if (const auto hit = cache_.find(key); hit != cache_.end()) return hit->second;
   const auto [fwd, bwd] = layer_programs(x);
   const LayerBlock b{tune(fwd, x), tune(bwd, x)};

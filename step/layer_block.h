@@ -51,6 +51,10 @@ struct LayerShape {
   // The linear layers' GEMMs in FP8 (`dtype: fp8`: sim::Context::fp8_gemms);
   // the programs' values stay in `dtype`.
   bool fp8 = false;
+  // The kernels the tuner may choose (step/spec.h Training): flash attention,
+  // fused compute stages.
+  bool flash_attention = true;
+  bool fused_kernels = true;
 };
 
 // The programs' sizes for `x` (gpt: B, S, NH, D, F; llama: B, S, H, KV, G, GQ, D, F).
@@ -68,34 +72,14 @@ struct LayerPass {
   bool flash_attention = false;  // the schedule runs the attention core as flash attention
   bool fused_kernels = false;    // it fuses compute stages into one kernel each (fuse_kernel)
   // The rest, time_us less its compute stages: the TP collectives (and
-  // collective-fused stages) left exposed. Subtracted as one sum, so that a
-  // pass whose time is its computation (tp 1) leaves exactly 0.
-  [[nodiscard]] double tp_us() const { return time_us - (gemm_us + elementwise_us); }
+  // collective-fused stages) left exposed.
+  [[nodiscard]] double tp_us() const { return time_us - gemm_us - elementwise_us; }
 };
 
 struct LayerBlock {
   LayerPass fwd;
   LayerPass bwd;
 };
-
-// The layer a step prices for `s` laid out as `l`, the one predict_step
-// prices (step/compose.cpp): one micro-batch, the rank's sequence share
-// (sequence / cp), the step's tp, sequence parallelism, TP overlap and GEMM
-// precision.
-[[nodiscard]] LayerShape step_layer_shape(const ModelSpec& s, const Layout& l);
-
-// The kernel choices of a step's layer, as `coconet step` prints them: what
-// the tuner chose for each pass (model/kernel_fusion.h) and the GEMMs'
-// precision.
-struct KernelChoices {
-  bool flash_attention_fwd = false;  // the attention core as one flash kernel
-  bool flash_attention_bwd = false;
-  bool fused_kernels_fwd = false;  // compute stages (norms, softmax, ...) as one kernel each
-  bool fused_kernels_bwd = false;
-  bool fp8_gemms = false;  // the linear layers' GEMMs in FP8 (the attention's stay in the values' dtype)
-  model::DType dtype = model::DType::bf16;  // the values' (and the other GEMMs') precision
-};
-[[nodiscard]] KernelChoices kernel_choices_of(const LayerBlock& b, const LayerShape& x);
 
 class LayerBlockPricer {
  public:
@@ -108,17 +92,18 @@ class LayerBlockPricer {
 
  private:
   using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, int, int, bool, bool,
-                         int, std::int64_t, std::int64_t, bool>;
+                         int, std::int64_t, std::int64_t, bool, bool, bool>;
   struct Programs {
     std::vector<model::Schedule> all;
     std::vector<model::Schedule> unoverlapped;
   };
-  [[nodiscard]] const std::vector<model::Schedule>& schedules(const std::string& workload, model::DType d,
+  [[nodiscard]] const std::vector<model::Schedule>& schedules(const std::string& workload, const LayerShape& x,
                                                               bool overlap);
   [[nodiscard]] LayerPass tune(const std::string& workload, const LayerShape& x);
 
   sim::Topology topology_;
-  std::map<std::pair<std::string, int>, Programs> programs_;  // per (workload, dtype)
+  // per (workload, dtype, flash attention allowed, fused kernels allowed)
+  std::map<std::tuple<std::string, int, bool, bool>, Programs> programs_;
   std::map<Key, LayerBlock> cache_;
 };
 

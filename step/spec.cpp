@@ -192,13 +192,21 @@ Transformer read_model(const Reader& r, const YAML::Node& root) {
 }
 
 Training read_training(const Reader& r, const YAML::Node& root) {
-  const YAML::Node n = r.section(root, "training", {"micro_batch", "global_batch", "dtype", "grad_dtype"});
+  const YAML::Node n = r.section(root, "training",
+                                 {"micro_batch", "global_batch", "dtype", "grad_dtype", "attention", "fused_kernels"});
   Training t;
   t.micro_batch = r.count(n, "training", "micro_batch", 1);
   t.global_batch = r.count(n, "training", "global_batch");
   t.fp8 = n["dtype"] && n["dtype"].IsScalar() && n["dtype"].Scalar() == "fp8";
   t.dtype = t.fp8 ? model::DType::bf16 : r.parsed(n, "dtype", model::DType::bf16, model::parse_dtype);
   t.grad_dtype = r.parsed(n, "grad_dtype", t.dtype, model::parse_dtype);
+  if (n["attention"]) {
+    const std::string a = r.ctx().scalar<std::string>(n["attention"], "training.attention");
+    if (a != "flash" && a != "materialised")
+      r.ctx().fail(n["attention"], "training.attention must be flash or materialised, got '" + a + "'");
+    t.flash_attention = a == "flash";
+  }
+  if (n["fused_kernels"]) t.fused_kernels = r.ctx().scalar<bool>(n["fused_kernels"], "training.fused_kernels");
   if (t.dtype == model::DType::f32) r.ctx().fail(n["dtype"], "training.dtype must be f16 or bf16 (mixed precision)");
   return t;
 }

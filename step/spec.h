@@ -73,6 +73,12 @@ struct Training {
   // values in bf16. A GEMM precision, not a model::DType: no value of the
   // programs is stored in FP8 (docs/step.md).
   bool fp8 = false;
+  // The kernels the layer may run (the tuner picks among those allowed):
+  // `attention: flash|materialised` (flash attention, Dao et al. 2022, did not
+  // exist for Megatron-LM's SC'21 runs) and `fused_kernels` (one kernel per
+  // compute stage: Megatron-LM's fused norms, softmax, bias-GeLU).
+  bool flash_attention = true;
+  bool fused_kernels = true;
 };
 
 struct Parallelism {

@@ -89,6 +89,26 @@ TEST(StepErrors, UnknownKeysAndBadValuesNameTheLine) {
   EXPECT_TRUE(has(error_of(kSmall, {{"parallel.schedule", "zb"}}), "not one of gpipe"));
   EXPECT_TRUE(has(error_of(kSmall, {{"model.depth", "3"}}), "unknown key 'depth'"));
   EXPECT_TRUE(has(error_of(kSmall, {{"parallel.virtual_stages", "2"}}), "needs schedule: interleaved"));
+  EXPECT_TRUE(has(error_of(kSmall, {{"training.attention", "paged"}}), "must be flash or materialised"));
+  EXPECT_TRUE(has(error_of(kSmall, {{"training.fused_kernels", "maybe"}}), "fused_kernels"));
+}
+
+// The kernels a model allows: the SC'21 models run without flash attention
+// and fused kernels, and a model that forbids them gets neither.
+TEST(StepSpec, TheKernelsAModelAllows) {
+  EXPECT_TRUE(parse_model(kSmall, "s").training.flash_attention);
+  EXPECT_TRUE(parse_model(kSmall, "s").training.fused_kernels);
+  for (const char* m : {"megatron-1.7b", "megatron-7.5b", "megatron-1008b"}) {
+    const ModelSpec s = load_model(m);
+    EXPECT_FALSE(s.training.flash_attention) << m;
+    EXPECT_FALSE(s.training.fused_kernels) << m;
+  }
+  const sim::Topology t = a100(2);
+  const StepReport off = predict_step(
+      parse_model(kSmall, "s", {{"training.attention", "materialised"}, {"training.fused_kernels", "false"}}), t);
+  EXPECT_EQ(off.layer_fwd_schedule.find("FA"), std::string::npos) << off.layer_fwd_schedule;
+  EXPECT_EQ(off.layer_fwd_schedule.find('K'), std::string::npos) << off.layer_fwd_schedule;
+  EXPECT_GE(off.step_us, predict_step(parse_model(kSmall, "s"), t).step_us);
 }
 
 TEST(StepErrors, ImpossibleLayoutsNameTheParallelSection) {
@@ -336,7 +356,15 @@ TEST(StepLayerBlock, TheLayerIsTheTunersBestScheduleOfTheLayerPrograms) {
   EXPECT_LE(overlapped.bwd.time_us, plain.bwd.time_us);
   // The backward has twice the forward's GEMM work (dgrad and wgrad).
   EXPECT_NEAR(plain.bwd.gemm_us / plain.fwd.gemm_us, 2.0, 0.5);
-  // The same pass through the tuner directly (what `coconet predict` does).
+  // Without the kernel choices (training.attention: materialised,
+  // fused_kernels: false) the layer is the programs' schedules as written:
+  // the same pass through the tuner directly (what `coconet predict` does).
+  LayerShape without = gpt_layer(8, false, false);
+  without.flash_attention = without.fused_kernels = false;
+  const LayerBlock as_written = pricer.price(without);
+  EXPECT_LE(plain.fwd.time_us, as_written.fwd.time_us);  // more choices: never slower
+  EXPECT_LE(plain.bwd.time_us, as_written.bwd.time_us);
+  EXPECT_FALSE(as_written.fwd.flash_attention || as_written.fwd.fused_kernels) << as_written.fwd.schedule;
   model::Program fwd = model::load_program(model::resolve_workload("megatron_layer_fwd"));
   for (auto& in : fwd.inputs) in.type.dtype = model::DType::bf16;
   model::check(fwd);
@@ -347,8 +375,8 @@ TEST(StepLayerBlock, TheLayerIsTheTunersBestScheduleOfTheLayerPrograms) {
   const sim::TuneResult direct = sim::tune(
       unoverlapped, sim::Context{t, 8, {{"B", 1}, {"S", 2048}, {"NH", 96}, {"D", 128}, {"F", 49152}}},
       sim::predict_space());
-  EXPECT_EQ(direct.ranked.front().name, plain.fwd.schedule);
-  EXPECT_DOUBLE_EQ(direct.ranked.front().time_us, plain.fwd.time_us);
+  EXPECT_EQ(direct.ranked.front().name, as_written.fwd.schedule);
+  EXPECT_DOUBLE_EQ(direct.ranked.front().time_us, as_written.fwd.time_us);
 }
 
 TEST(StepLayerBlock, TheStepSaysWhichSchedulesItChoseAndTpOverlapIsAModelKey) {
