@@ -172,16 +172,6 @@ struct LayerCompute {
   std::string bwd_schedule;
 };
 
-LayerShape layer_shape(const ModelSpec& s, const Layout& l, bool sp) {
-  const auto& m = s.model;
-  LayerShape x{s.training.micro_batch, m.sequence / l.cp, m.heads,   m.head_dim, m.ffn,     l.tp,
-                    s.training.dtype,       sp,         tp_overlap_on(s.parallel, l), m.family(), m.hidden, m.kv_heads};
-  x.fp8 = s.training.fp8;
-  x.flash_attention = s.training.flash_attention;
-  x.fused_kernels = s.training.fused_kernels;
-  return x;
-}
-
 // The layer programs' best schedules (step/layer_block.h), plus what they
 // leave out by formula; selective recomputation's attention core by its
 // GEMMs and the softmax and dropout bytes.
@@ -447,7 +437,7 @@ StepReport predict_step(const ModelSpec& s, const sim::Topology& t, DpBlockPrice
   const Shapes x = shapes_of(s, l);
 
   // One layer, one micro-batch.
-  const LayerShape shape = layer_shape(s, l, sp);
+  const LayerShape shape = step_layer_shape(s, l);
   std::optional<LayerBlockPricer> own_layers;  // without the caller's cache, one for this step
   const LayerBlock tuned = (layer_pricer != nullptr ? *layer_pricer : own_layers.emplace(t)).price(shape);
   const LayerCompute c = layer_compute(t, x, tuned, sp);

@@ -57,6 +57,38 @@ std::pair<std::string, std::string> layer_programs(const LayerShape& x) {
   return {prefix + "fwd", prefix + "bwd"};
 }
 
+LayerShape step_layer_shape(const ModelSpec& s, const Layout& l) {
+  const auto& m = s.model;
+  LayerShape x;
+  x.micro_batch = s.training.micro_batch;
+  x.sequence = m.sequence / l.cp;  // context parallelism: each rank's share of the sequence
+  x.heads = m.heads;
+  x.head_dim = m.head_dim;
+  x.ffn = m.ffn;
+  x.tp = l.tp;
+  x.dtype = s.training.dtype;
+  x.sequence_parallel = sequence_parallel_on(s.parallel, l);
+  x.tp_overlap = tp_overlap_on(s.parallel, l);
+  x.family = m.family();
+  x.hidden = m.hidden;
+  x.kv_heads = m.kv_heads;
+  x.fp8 = s.training.fp8;
+  x.flash_attention = s.training.flash_attention;
+  x.fused_kernels = s.training.fused_kernels;
+  return x;
+}
+
+KernelChoices kernel_choices_of(const LayerBlock& b, const LayerShape& x) {
+  KernelChoices k;
+  k.flash_attention_fwd = b.fwd.flash_attention;
+  k.flash_attention_bwd = b.bwd.flash_attention;
+  k.fused_kernels_fwd = b.fwd.fused_kernels;
+  k.fused_kernels_bwd = b.bwd.fused_kernels;
+  k.fp8_gemms = x.fp8;
+  k.dtype = x.dtype;
+  return k;
+}
+
 LayerBlockPricer::LayerBlockPricer(const sim::Topology& t) : topology_(t) {}
 
 const std::vector<model::Schedule>& LayerBlockPricer::schedules(const std::string& workload, const LayerShape& x,

@@ -72,14 +72,34 @@ struct LayerPass {
   bool flash_attention = false;  // the schedule runs the attention core as flash attention
   bool fused_kernels = false;    // it fuses compute stages into one kernel each (fuse_kernel)
   // The rest, time_us less its compute stages: the TP collectives (and
-  // collective-fused stages) left exposed.
-  [[nodiscard]] double tp_us() const { return time_us - gemm_us - elementwise_us; }
+  // collective-fused stages) left exposed. Subtracted as one sum, so that a
+  // pass whose time is its computation (tp 1) leaves exactly 0.
+  [[nodiscard]] double tp_us() const { return time_us - (gemm_us + elementwise_us); }
 };
 
 struct LayerBlock {
   LayerPass fwd;
   LayerPass bwd;
 };
+
+// The layer a step prices for `s` laid out as `l`, the one predict_step
+// prices (step/compose.cpp): one micro-batch, the rank's sequence share
+// (sequence / cp), the step's tp, sequence parallelism, TP overlap, GEMM
+// precision and the kernels the model allows.
+[[nodiscard]] LayerShape step_layer_shape(const ModelSpec& s, const Layout& l);
+
+// The kernel choices of a step's layer, as `coconet step` prints them: what
+// the tuner chose for each pass (model/kernel_fusion.h) and the GEMMs'
+// precision.
+struct KernelChoices {
+  bool flash_attention_fwd = false;  // the attention core as one flash kernel
+  bool flash_attention_bwd = false;
+  bool fused_kernels_fwd = false;  // compute stages (norms, softmax, ...) as one kernel each
+  bool fused_kernels_bwd = false;
+  bool fp8_gemms = false;  // the linear layers' GEMMs in FP8 (the attention's stay in the values' dtype)
+  model::DType dtype = model::DType::bf16;  // the values' (and the other GEMMs') precision
+};
+[[nodiscard]] KernelChoices kernel_choices_of(const LayerBlock& b, const LayerShape& x);
 
 class LayerBlockPricer {
  public:
