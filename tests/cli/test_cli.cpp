@@ -391,10 +391,10 @@ TEST_F(Cli, StepPrintsTheBreakdownAndSearchFindsLayoutsThatFit) {
   EXPECT_EQ(j["search"], true);
   for (const auto& l : j["layouts"]) {
     EXPECT_TRUE(l["memory_GB"]["fits"].get<bool>()) << l.dump();
-    EXPECT_EQ(l["dp"].get<int>() * l["tp"].get<int>() * l["pp"].get<int>(), 1024);
+    EXPECT_EQ(l["dp"].get<int>() * l["tp"].get<int>() * l["cp"].get<int>() * l["pp"].get<int>(), 1024);
   }
   const Result csv = run({"step", "gpt3-175b", "-t", "dgx-h100", "-N", "128", "--format", "csv"});
-  EXPECT_TRUE(contains(csv.out, "dp,tp,pp,micro_batch")) << csv.all();
+  EXPECT_TRUE(contains(csv.out, "dp,tp,cp,pp,micro_batch")) << csv.all();
 }
 
 TEST_F(Cli, StepTraceEndsAtThePrintedStepTime) {
