@@ -258,7 +258,7 @@ TEST_F(HostileCli, EditedScheduleYamlIsAUserError) {
   write("o.yaml", "workload: adam\nhistory: []\noverlaps: [[0, 99]]\n");
   rejected({"simulate", "adam", "-s", "o.yaml"}, "the file's overlaps are [[0, 99]]");
   write("k.yaml", "workload: adam\nknobs: {chunks: 1, channels: 2147483647}\n");
-  rejected({"simulate", "adam", "-s", "k.yaml"}, "channels = 2147483647 is out of range");
+  rejected({"simulate", "adam", "-s", "k.yaml"}, "k.yaml:2:30: knobs.channels = 2147483647 is more than the limit of 64");
 }
 
 TEST_F(HostileCli, NanScalarIsAUserError) {

@@ -101,7 +101,8 @@ TEST_P(EveryScheduleTest, VerifiesAgainstProgramAndInterpreter) {
 INSTANTIATE_TEST_SUITE_P(Workloads, EveryScheduleTest,
                          ::testing::Values("sgd", "adam", "lamb", "megatron_mlp", "megatron_attention",
                                            "gpt3_pipeline", "sgd_clip", "layernorm_softmax", "transformer_layer",
-                                           "megatron_layer_fwd", "megatron_layer_sp_fwd",
+                                           "megatron_layer_fwd", "megatron_layer_sp_fwd", "llama_layer_fwd",
+                                           "llama_layer_sp_fwd",
                                            "alltoall_ulysses"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
