@@ -22,26 +22,13 @@
 #include "validation/step_reference.h"
 #include "step/search.h"
 #include "step/spec.h"
+#include "step_test_model.h"
 
 namespace coconet::step {
 namespace {
 
-const char* const kSmall = R"(name: small
-model:
-  layers: 8
-  hidden: 1024
-  heads: 16
-  sequence: 1024
-  vocabulary: 32000
-training:
-  micro_batch: 2
-  global_batch: 64
-parallel:
-  tp: 2
-  pp: 2
-)";
-
-sim::Topology a100(int nodes) { return sim::load_topology("dgx-a100", {{"nodes", std::to_string(nodes)}}); }
+using testing::a100;
+using testing::kSmall;
 
 std::string error_of(const std::string& yaml, const Overrides& o = {}, int nodes = 1) {
   try {
