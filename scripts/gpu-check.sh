@@ -91,6 +91,12 @@ step() { # name rc
 : >"${work}/steps.txt"
 limit() { local s="$1"; shift; timeout -k "${KILL_AFTER}" "${s}" "$@"; }  # timeout with a KILL fallback
 run() { "${bundle}/run.sh" "$@"; }  # a bundled program with the image's NCCL/cuBLAS
+tests() { # step budget report program args...: a bundled test binary, its JSON report under $out
+  local name="$1" budget="$2" report="$3"
+  shift 3
+  limit "${budget}" "${bundle}/run.sh" "$@" --gtest_output="json:${out}/${report}.json" >>"${log}" 2>&1
+  step "${name}" $?
+}
 readonly WORKLOADS=(adam lamb sgd megatron_mlp megatron_attention gpt3_pipeline)
 run_args() { # workload: the arguments of its `coconet run` (no spaces inside any)
   local sets=""
@@ -146,12 +152,8 @@ if [ "${dry}" -eq 1 ]; then
     step "help:${p// /_}" $?
   done
   # The tests that need no GPU, their reports written where the real run's go.
-  limit "${BUDGET_TEST_HOST}" "${bundle}/run.sh" test_gpu_host --gtest_output="json:${out}/test_gpu_host.json" \
-    >>"${log}" 2>&1
-  step test_gpu_host $?
-  limit "${BUDGET_TEST_HOST}" "${bundle}/run.sh" test_gpu --gtest_filter='GpuData.*' \
-    --gtest_output="json:${out}/test_gpu.json" >>"${log}" 2>&1
-  step test_gpu_data $?
+  tests test_gpu_host "${BUDGET_TEST_HOST}" test_gpu_host test_gpu_host
+  tests test_gpu_data "${BUDGET_TEST_HOST}" test_gpu test_gpu --gtest_filter='GpuData.*'
   # One benchmark with the real run's exact flags.
   # shellcheck disable=SC2086
   limit 30 "${bundle}/run.sh" bench_gpu ${BENCH_FLAGS} --benchmark_filter=BM_HostEncodeF16 \
@@ -183,17 +185,11 @@ if [ "${preflight_rc}" -ne 0 ]; then
 fi
 
 # 2. Smoke: the newest device code first, alone.
-limit "${BUDGET_SMOKE}" "${bundle}/run.sh" test_gpu --gtest_filter="${SMOKE_FILTER}" \
-  --gtest_output="json:${out}/test_gpu_smoke.json" >>"${log}" 2>&1
-step test_gpu_smoke $?
+tests test_gpu_smoke "${BUDGET_SMOKE}" test_gpu_smoke test_gpu --gtest_filter="${SMOKE_FILTER}"
 
 # 3. Correctness.
-limit "${BUDGET_TEST_HOST}" "${bundle}/run.sh" test_gpu_host --gtest_output="json:${out}/test_gpu_host.json" \
-  >>"${log}" 2>&1
-step test_gpu_host $?
-limit "${BUDGET_TEST_GPU}" "${bundle}/run.sh" test_gpu --gtest_filter="-${SMOKE_FILTER}" \
-  --gtest_output="json:${out}/test_gpu.json" >>"${log}" 2>&1
-step test_gpu $?
+tests test_gpu_host "${BUDGET_TEST_HOST}" test_gpu_host test_gpu_host
+tests test_gpu "${BUDGET_TEST_GPU}" test_gpu test_gpu --gtest_filter="-${SMOKE_FILTER}"
 
 # 4. Performance.
 # shellcheck disable=SC2086
