@@ -32,7 +32,7 @@ struct Args {
   bool search = false;
   bool search_tp_overlap = false;
   int top = 5;
-  std::string trace;
+  std::optional<std::string> trace;  // given, even empty (an error), or not
 };
 
 constexpr double kUsPerMs = 1e3;
@@ -115,7 +115,7 @@ nlohmann::json layout_json(const step::StepReport& r, const step::KernelChoices&
       {"model_tflops_per_gpu", r.model_tflops_per_gpu},
       {"hardware_tflops_per_gpu", r.hardware_tflops_per_gpu},
       {"eq3_tflops_per_gpu", r.eq3_tflops_per_gpu},
-      {"mfu", r.mfu},
+      {"mfu", r.peak_tflops > 0 ? nlohmann::json(r.mfu) : nlohmann::json(nullptr)},
       {"peak_tflops", r.peak_tflops},
       {"tokens_per_s", r.tokens_per_s},
       {"memory_GB",
@@ -189,14 +189,18 @@ void print_detail(const step::StepReport& r, const sim::Topology& t, const step:
   if (r.layout.pp > 1)
     fmt::print("    stages' layers {} (stage {} sets the pace)\n", fmt::join(r.layout.chunk_layers, " "),
                r.slowest_stage);
-  fmt::print("{:<29}{:>10.1f}     (no recomputation; 2 FLOPs per multiply-add, GEMMs only, non-causal "
+  fmt::print("{:<29}{:>10.5g}     (no recomputation; 2 FLOPs per multiply-add, GEMMs only, non-causal "
              "attention)\n", "model TFLOP/s per GPU", r.model_tflops_per_gpu);
-  fmt::print("{:<29}{:>10.1f}     (with recompute {})\n", "hardware TFLOP/s per GPU", r.hardware_tflops_per_gpu,
+  fmt::print("{:<29}{:>10.5g}     (with recompute {})\n", "hardware TFLOP/s per GPU", r.hardware_tflops_per_gpu,
              step::to_string(r.spec.parallel.recompute));
-  fmt::print("{:<29}{:>10.1f}     (SC'21: full recomputation counted whatever is run)\n",
+  fmt::print("{:<29}{:>10.5g}     (SC'21: full recomputation counted whatever is run)\n",
              "Megatron-LM eq. 3 TFLOP/s", r.eq3_tflops_per_gpu);
-  fmt::print("MFU                          {:>10.1f} %   (model TFLOP/s of {:.0f} TFLOP/s dense {})\n", 100 * r.mfu,
-             r.peak_tflops, model::to_string(r.spec.training.dtype));
+  if (r.peak_tflops > 0)
+    fmt::print("MFU                          {:>10.1f} %   (model TFLOP/s of {:.0f} TFLOP/s dense {})\n", 100 * r.mfu,
+               r.peak_tflops, model::to_string(r.spec.training.dtype));
+  else
+    fmt::print("MFU                                 n/a   ({}'s rates are calibrated achieved rates, not a dense peak)\n",
+               t.name);
   fmt::print("tokens per second            {:>10.0f}\n", r.tokens_per_s);
   fmt::print("memory per GPU               {:>10.1f} GB  of {} ({})\n", m.total_GB(),
              m.capacity_GB > 0
@@ -217,7 +221,7 @@ void print_detail(const step::StepReport& r, const sim::Topology& t, const step:
 }
 
 void run(const Args& a) {
-  if (!a.trace.empty()) model::check_output_file(a.trace, "--trace");  // before any work
+  if (a.trace) model::check_output_file(*a.trace, "--trace");  // before any work
   if (a.search_tp_overlap && !a.search) throw UserError("--search-tp-overlap needs --search");
   step::Overrides model_sets;
   sim::Overrides topo_sets;
@@ -232,7 +236,7 @@ void run(const Args& a) {
                          {"gpus", t.total_gpus()}, {"search", a.search}};
   std::vector<step::StepReport> reports;
   step::LayerBlockPricer layers(t);  // the step's layers, for their kernel choices
-  int evaluated = 1, over = 0;
+  int evaluated = 1, over = 0, laid_out = 1;
   if (a.search) {
     step::SearchOptions o;
     o.keep = a.top;
@@ -240,6 +244,7 @@ void run(const Args& a) {
     const step::SearchResult r = step::search_layouts(spec, t, o);
     evaluated = r.evaluated;
     over = r.over_memory;
+    laid_out = r.laid_out;
     if (r.best.empty())
       throw UserError(fmt::format("{} on {} x {} GPUs: no layout fits: {}", spec.name, t.nodes, t.node.gpus,
                                   step::why_none_fits(r, t)));
@@ -248,9 +253,9 @@ void run(const Args& a) {
     reports.push_back(step::predict_step(spec, t, nullptr, &layers));
     over = reports.front().memory.fits() ? 0 : 1;
   }
-  if (!a.trace.empty()) {
-    model::write_file_safely(a.trace, step::step_trace_json(reports.front()), "--trace");
-    fmt::print(stderr, "wrote trace {}\n", a.trace);
+  if (a.trace) {
+    model::write_file_safely(*a.trace, step::step_trace_json(reports.front()), "--trace");
+    fmt::print(stderr, "wrote trace {}\n", *a.trace);
   }
   head["evaluated"] = evaluated;
   head["over_memory"] = over;
@@ -263,8 +268,9 @@ void run(const Args& a) {
   if (a.format == Format::csv) return print(layouts_table(reports), Format::csv);
   if (!a.search) return print_detail(reports.front(), t, kernels_of(reports.front(), layers));
   const double usable = reports.front().memory.usable_GB();
-  fmt::print("# {} on {}: {} nodes x {} GPUs = {} GPUs; {} layouts priced, {} over the {:.1f} GB usable; the best {}\n",
-             spec.name, t.name, t.nodes, t.node.gpus, t.total_gpus(), evaluated, over, usable, reports.size());
+  fmt::print("# {} on {}: {} nodes x {} GPUs = {} GPUs; {} layouts sized, {} over the {:.1f} GB usable, {} laid out "
+             "(the rest could not beat them); the best {}\n",
+             spec.name, t.name, t.nodes, t.node.gpus, t.total_gpus(), evaluated, over, usable, laid_out, reports.size());
   print(layouts_table(reports), Format::table);
   fmt::print("\n");
   print_detail(reports.front(), t, kernels_of(reports.front(), layers));

@@ -87,23 +87,28 @@ void check_timeout(double seconds, const std::string& what) {
 }
 
 void check_tensor_sizes(const Program& p, const std::string& sizes_label, const Bindings& sizes) {
+  // Called at every lowering (a tuner lowers thousands): the tensor's
+  // description is formatted only for a message.
   const auto check = [&](const std::string& name, const TensorType& t) {
-    const std::string what =
-        fmt::format("tensor '{}' {} of {} at {}", name, to_string(t.shape), p.name, sizes_label);
+    const auto what = [&] { return fmt::format("tensor '{}' {} of {} at {}", name, to_string(t.shape), p.name, sizes_label); };
     std::int64_t elems = 1;
     for (const auto& d : t.shape) {
       std::int64_t v = 0;
       try {
         v = d.eval(sizes);
       } catch (const UserError& e) {
-        throw UserError(fmt::format("{}: {}", what, e.what()));
+        throw UserError(fmt::format("{}: {}", what(), e.what()));
       }
-      elems = checked_mul(elems, v, what + ", elements");
+      std::int64_t next = 0;
+      if (v < 0 || __builtin_mul_overflow(elems, v, &next)) (void)checked_mul(elems, v, what() + ", elements");  // throws
+      elems = next;
     }
-    const std::int64_t bytes = checked_mul(elems, bytes_of(t.dtype), what + ", bytes");
+    std::int64_t bytes = 0;
+    if (__builtin_mul_overflow(elems, std::int64_t(bytes_of(t.dtype)), &bytes))
+      (void)checked_mul(elems, bytes_of(t.dtype), what() + ", bytes");  // throws
     if (bytes > kMaxTensorBytes)
       throw UserError(fmt::format(
-          "{} has {} elements = {} bytes, more than the limit of {} bytes ({}) per tensor", what,
+          "{} has {} elements = {} bytes, more than the limit of {} bytes ({}) per tensor", what(),
           elems, bytes, kMaxTensorBytes, human_bytes(kMaxTensorBytes)));
   };
   for (const auto& t : p.inputs) check(t.name, t.type);

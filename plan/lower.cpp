@@ -57,6 +57,7 @@ class Lowering {
     out_.ranks_per_group = ranks;
     out_.groups = s.program.groups();
     for (const auto& st : s.stages) out_.stage_codes.push_back(st.code(p_));
+    index_statements();
   }
 
   StepPlan run() {
@@ -70,7 +71,26 @@ class Lowering {
   }
 
  private:
-  const Stmt& stmt(const std::string& n) const { return *p_.find_stmt(n); }
+  // Each statement's position, reads and users, found once: the lowering asks
+  // for them per statement and per op (Program's own lookups scan the program).
+  void index_statements() {
+    reads_.resize(p_.stmts.size());
+    for (std::size_t i = 0; i < p_.stmts.size(); ++i) {
+      index_.emplace(p_.stmts[i].name, int(i));
+      reads_[i] = model::Program::reads(p_.stmts[i]);
+      for (const auto& r : reads_[i]) {
+        auto& u = users_[r];
+        if (u.empty() || u.back() != int(i)) u.push_back(int(i));
+      }
+    }
+  }
+  const Stmt& stmt(const std::string& n) const { return p_.stmts[std::size_t(index_.at(n))]; }
+  const std::vector<std::string>& reads_of(const std::string& n) const { return reads_[std::size_t(index_.at(n))]; }
+  const std::vector<int>& users_of(const std::string& n) const {
+    static const std::vector<int> kNone;
+    const auto it = users_.find(n);
+    return it == users_.end() ? kNone : it->second;
+  }
   const ValueView& view(const std::string& n) const { return views_.at(n); }
 
   void add_unit(int first, int last, bool overlapped) {
@@ -193,7 +213,7 @@ class Lowering {
       op.stream = comm ? Stream::comm : Stream::compute;
       std::set<int> producers;
       for (const auto& n : op.stmts)
-        for (const auto& read : model::Program::reads(stmt(n))) {
+        for (const auto& read : reads_of(n)) {
           const auto it = defined_by.find(read);
           if (it == defined_by.end() || it->second == id) continue;
           producers.insert(it->second);
@@ -213,9 +233,9 @@ class Lowering {
       const Stmt& s = stmt(n);
       if (model::is_elementwise(s.op)) stmts.push_back({s.name, s.expr, s.type.dtype});
     }
-    std::map<std::string, model::DType> types;
-    for (const auto& [name, v] : views_) types.emplace(name, v.type.dtype);
-    return kernels::compile_elementwise(stmts, types, p_.scalars);
+    if (types_.empty())
+      for (const auto& [name, v] : views_) types_.emplace(name, v.type.dtype);
+    return kernels::compile_elementwise(stmts, types_, p_.scalars);
   }
 
   void cut_chunks(Unit& u, const std::vector<const Stmt*>& all) const {
@@ -333,7 +353,7 @@ class Lowering {
     std::map<std::string, double> reads;
     for (const auto& n : stage.stmts) {
       const Stmt& s = stmt(n);
-      for (const auto& r : model::Program::reads(s)) {
+      for (const auto& r : reads_of(s.name)) {
         if (inside.contains(r) || p_.scalars.contains(r)) continue;
         if (on_chip(r)) {
           recompute = true;  // a saved probability: recomputed from Q and K, not read
@@ -357,7 +377,7 @@ class Lowering {
   bool outlives(const Stmt& s, const std::set<std::string>& inside) const {
     if (s.op == OpKind::update) return true;
     if (std::find(p_.outputs.begin(), p_.outputs.end(), s.name) != p_.outputs.end()) return true;
-    for (int u : p_.users(s.name))
+    for (int u : users_of(s.name))
       if (!inside.contains(p_.stmts[static_cast<std::size_t>(u)].name)) return true;
     return false;
   }
@@ -446,7 +466,7 @@ class Lowering {
         op.work.flops += double(cost.flops) * double(n_elems);
         for (int k = 0; k < model::kCostlyOps; ++k)
           op.work.costly[std::size_t(k)] += double(cost.costly[std::size_t(k)]) * double(n_elems);
-        for (const auto& r : model::Program::reads(s)) read(r, n_elems);
+        for (const auto& r : reads_of(s.name)) read(r, n_elems);
         if (!s.type.shape.empty() && written(op, s, inside)) op.work.hbm_bytes += double(view(s.name).local_bytes());
       }
     }
@@ -456,6 +476,10 @@ class Lowering {
   const model::Schedule& s_;
   const model::Program& p_;
   std::map<std::string, ValueView> views_;
+  std::map<std::string, int> index_;             // statement name -> position in p_.stmts
+  std::vector<std::vector<std::string>> reads_;  // per statement, Program::reads
+  std::map<std::string, std::vector<int>> users_;  // value -> statements reading it, in order
+  mutable std::map<std::string, model::DType> types_;  // every value's dtype, for compile(): made at its first call
   StepPlan out_;
 };
 

@@ -85,8 +85,10 @@ Candidate best_setting(const model::Schedule& s, int index, const Context& ctx, 
   Candidate best{index, s.name(), s.knobs, std::numeric_limits<double>::infinity()};
   for (int chunks : choices) {
     one.knobs.chunks = chunks;
-    plan::StepPlan p = chunks == 1 ? unchunked : lower_for(one, ctx);  // lowered once per chunk count
+    // Lowered once per chunk count: the other knobs do not change the plan, only its pricing.
+    plan::StepPlan p = chunks == 1 ? unchunked : lower_for(one, ctx);
     const std::set<model::OpKind> ops = ops_of(p);
+    bool improved = false;
     for (Algo a : space.algos)
       for (Proto pr : space.protos) {
         if (!relevant(ctx, ops, a, pr)) continue;
@@ -99,12 +101,14 @@ Candidate best_setting(const model::Schedule& s, int index, const Context& ctx, 
             best.knobs = p.knobs;
             best.time_us = r.time_us;
             best.stages = std::move(r.stages);
+            improved = true;
           }
         }
       }
+    if (!improved) continue;
+    p.knobs = best.knobs;  // the analytic model on the same plan, at the best knobs so far
+    best.analytic_us = predict_analytic(p, ctx).time_us;
   }
-  one.knobs = best.knobs;
-  best.analytic_us = predict_analytic(one, ctx).time_us;
   return best;
 }
 

@@ -427,7 +427,55 @@ double StepReport::stage_recompute_tp_us() const {
   return over_slowest_stage(*this, [](const ChunkTimes& c) { return c.recompute_tp_us; });
 }
 
+ChunkSteps chunk_steps(const StepReport& r) {
+  ChunkSteps c;
+  for (const ChunkTimes& ch : r.chunks) {
+    c.fwd.push_back(ch.fwd_us() + r.send_us);
+    c.bwd.push_back(ch.bwd_us() + r.send_us);
+  }
+  return c;
+}
+
+namespace {
+
+// The parts that follow from the pipeline's span: each chunk step on the
+// critical path sends once forward and once backward (the m v steps of every
+// micro-batch's chunks and the pp - 1 of the fill and the drain: pp_p2p_us);
+// what else the span holds beyond the slowest stage's m micro-batches is the
+// bubble. Then the step time and the rates over it.
+void set_span(StepReport& r, double span_us) {
+  Breakdown& b = r.breakdown;
+  const Layout& l = r.layout;
+  r.pipeline_span_us = span_us;
+  b.pp_bubble_us = span_us - double(l.micro_batches) * (r.stage_fwd_us + r.stage_bwd_us) - b.pp_p2p_us;
+  r.step_us = b.total_us();
+  const double per_gpu_tflops = 1.0 / (r.step_us * kSecondsPerUs) / l.gpus / kFlopsPerTflop;
+  r.model_tflops_per_gpu = r.model_flops * per_gpu_tflops;
+  r.hardware_tflops_per_gpu = r.hardware_flops * per_gpu_tflops;
+  r.eq3_tflops_per_gpu = r.eq3_flops * per_gpu_tflops;
+  r.mfu = r.peak_tflops > 0 ? r.model_tflops_per_gpu / r.peak_tflops : 0.0;
+  r.tokens_per_s = double(r.spec.training.global_batch) * double(r.spec.model.sequence) / (r.step_us * kSecondsPerUs);
+}
+
+}  // namespace
+
+void lay_out_pipeline(StepReport& r) {
+  if (r.pipeline_laid_out) return;
+  const Layout& l = r.layout;
+  const ChunkSteps steps = chunk_steps(r);
+  set_span(r, span_us(stage_orders(r.spec.parallel.schedule, l.pp, l.virtual_stages, int(l.micro_batches)),
+                      l.virtual_stages, int(l.micro_batches), steps.fwd, steps.bwd));
+  r.pipeline_laid_out = true;
+}
+
 StepReport predict_step(const ModelSpec& s, const sim::Topology& t, DpBlockPricer* dp, LayerBlockPricer* layer_pricer) {
+  StepReport r = predict_step_bound(s, t, dp, layer_pricer);
+  lay_out_pipeline(r);
+  return r;
+}
+
+StepReport predict_step_bound(const ModelSpec& s, const sim::Topology& t, DpBlockPricer* dp,
+                              LayerBlockPricer* layer_pricer) {
   StepReport r;
   r.spec = s;
   r.topology = t.name;
@@ -485,40 +533,25 @@ StepReport predict_step(const ModelSpec& s, const sim::Topology& t, DpBlockPrice
   b.cp_comm_us = m * cp_mb;
   b.compute_us = m * (mb_us - tp_mb - cp_mb);
 
-  // The pipeline laid out by its schedule, each chunk step with its send.
+  // The pipeline's sends; its span bounded below here, laid out by lay_out_pipeline.
   if (l.pp > 1) {
     const double act = double(x.tokens) * double(x.hidden) * model::bytes_of(x.dtype) / l.tp;  // scatter-gather over tp
     r.send_us = collective_us(t, OpKind::send, act, sim::place_send(t, l.tp * l.cp * l.dp));
   }
-  std::vector<double> fwd(r.chunks.size()), bwd(r.chunks.size());
-  for (std::size_t k = 0; k < r.chunks.size(); ++k) {
-    fwd[k] = r.chunks[k].fwd_us() + r.send_us;
-    bwd[k] = r.chunks[k].bwd_us() + r.send_us;
-  }
-  r.pipeline_span_us = span_us(stage_orders(s.parallel.schedule, l.pp, l.virtual_stages, int(l.micro_batches)),
-                               l.virtual_stages, int(l.micro_batches), fwd, bwd);
-  // Each chunk step on the critical path sends once forward and once
-  // backward: the m v steps of every micro-batch's chunks and the pp - 1 of
-  // the fill and the drain; what else the span holds beyond the slowest
-  // stage's m micro-batches is the bubble.
   b.pp_p2p_us = l.pp > 1 ? (m * l.virtual_stages + double(l.pp - 1)) * 2 * r.send_us : 0.0;
-  b.pp_bubble_us = r.pipeline_span_us - m * mb_us - b.pp_p2p_us;
-
+  const ChunkSteps steps = chunk_steps(r);
   std::optional<DpBlockPricer> own_dp;
   price_data_parallel(s, l, t, dp != nullptr ? *dp : own_dp.emplace(t), mb_us - tp_mb - cp_mb, r);
 
-  r.step_us = b.total_us();
   r.model_flops = model_flops(s);
   r.hardware_flops = hardware_flops(s);
   r.eq3_flops = megatron_eq3_flops(s);
-  const double per_gpu_tflops = 1.0 / (r.step_us * kSecondsPerUs) / l.gpus / kFlopsPerTflop;
-  r.model_tflops_per_gpu = r.model_flops * per_gpu_tflops;
-  r.hardware_tflops_per_gpu = r.hardware_flops * per_gpu_tflops;
-  r.eq3_tflops_per_gpu = r.eq3_flops * per_gpu_tflops;
-  r.peak_tflops = s.training.fp8 && t.gpu.tflops_fp8 ? *t.gpu.tflops_fp8 : t.gpu.gemm_tflops(s.training.dtype);
-  r.mfu = r.peak_tflops > 0 ? r.model_tflops_per_gpu / r.peak_tflops : 0.0;
-  r.tokens_per_s = double(s.training.global_batch) * double(s.model.sequence) / (r.step_us * kSecondsPerUs);
-  r.memory = memory_per_gpu(s, l, t);
+  // A cpu topology's rates are calibrated achieved rates, not a peak: no MFU.
+  if (t.device == sim::Device::gpu)
+    r.peak_tflops = s.training.fp8 && t.gpu.tflops_fp8 ? *t.gpu.tflops_fp8 : t.gpu.gemm_tflops(s.training.dtype);
+  set_span(r, span_lower_bound_us(l.pp, l.virtual_stages, int(l.micro_batches), steps.fwd, steps.bwd));
+  r.pipeline_laid_out = false;
+  r.memory = memory_per_gpu(s, l, t, tuned.fwd.flash_attention ? AttentionMemory::flash : AttentionMemory::scores);
   return r;
 }
 

@@ -88,6 +88,9 @@ struct StepReport {
   std::vector<ChunkTimes> chunks;  // per virtual stage, k = chunk x pp + stage (layout.chunk_layers)
   int slowest_stage = 0;           // the stage with the most time per micro-batch: it sets the pace
   double pipeline_span_us = 0;     // the laid-out pipeline (step/pipeline.h), sends included
+  // Whether pipeline_span_us is the laid-out span (predict_step) or its lower
+  // bound (predict_step_bound: then the bubble, step time and rates are bounds too).
+  bool pipeline_laid_out = false;
   double stage_fwd_us = 0;  // per micro-batch, the slowest stage, every virtual chunk
   double stage_bwd_us = 0;  // (embedding and output layer included where the stage has them)
   // Of them, for the trace, over the slowest stage's chunks: the TP
@@ -119,12 +122,20 @@ struct StepReport {
   double eq3_tflops_per_gpu = 0;  // the figure SC'21's tables print
   // Model FLOPs utilisation (Chowdhery et al., PaLM, 2022, appendix B): model
   // TFLOP/s per GPU over the dense peak of the precision the GEMMs run in
-  // (peak_tflops: the topology's tflops for training.dtype).
+  // (peak_tflops: the topology's tflops for training.dtype; 0 on a cpu
+  // topology, whose rates are calibrated achieved ones: no MFU).
   double mfu = 0;
   double peak_tflops = 0;
   double tokens_per_s = 0;
   Memory memory;
 };
+
+// Each virtual stage's forward and backward per micro-batch, each with its
+// pipeline send: the times the pipeline is laid out with (step/pipeline.h).
+struct ChunkSteps {
+  std::vector<double> fwd, bwd;
+};
+[[nodiscard]] ChunkSteps chunk_steps(const StepReport& r);
 
 // Prices one step; throws UserError for a layout the cluster cannot hold
 // (resolve_layout). A layout that does not fit in memory is priced too and
@@ -133,5 +144,16 @@ struct StepReport {
 // be made for `t` (nullptr: a fresh one).
 [[nodiscard]] StepReport predict_step(const ModelSpec& s, const sim::Topology& t, DpBlockPricer* dp = nullptr,
                                       LayerBlockPricer* layers = nullptr);
+
+// predict_step with the pipeline's span bounded below (step/pipeline.h
+// span_lower_bound_us) instead of laid out: every other part as predict_step
+// prices it, the bubble and step time at most predict_step's (equal without a
+// pipeline, or with every virtual stage alike). Laying a pipeline out takes
+// time in its micro-batches x chunks; a search ranks layouts by this bound
+// and lays out only those that can still win.
+[[nodiscard]] StepReport predict_step_bound(const ModelSpec& s, const sim::Topology& t, DpBlockPricer* dp = nullptr,
+                                            LayerBlockPricer* layers = nullptr);
+// Lays out a bound report's pipeline: it becomes predict_step's report.
+void lay_out_pipeline(StepReport& r);
 
 }  // namespace coconet::step

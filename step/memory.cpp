@@ -9,7 +9,10 @@
 // projection's input 2sbaD, the MLP's 4sbf (GELU's input and output) or 6sbf
 // (SwiGLU's gate, up and their product), and the scores 5as^2b (GPT: softmax
 // output 2, dropout mask 1, dropout output 2) or 2as^2b (Llama, no dropout).
-// Selective recomputation drops the scores term; full recomputation
+// Flash attention keeps no scores but each query's log-sum-exp per head, 4asb
+// bytes (fp32), split over the TP ranks. Selective recomputation drops the
+// scores term (and flash attention's statistics: the recomputed forward makes
+// them again); full recomputation
 // keeps only the layer input, 2sbh (2sbh/t with sequence parallelism), plus
 // one layer's working set while it recomputes. Each pipeline stage holds its
 // chunks in flight at the schedule's peak (step/pipeline.h chunks_in_flight:
@@ -39,8 +42,17 @@ constexpr double kGptScoreBytes = 5;    // per score: softmax output 2, dropout 
 constexpr double kLlamaScoreBytes = 2;  // per score: softmax output (no dropout)
 constexpr double kGeluMlpTensors = 2;   // GELU's input and output, f wide
 constexpr double kSwigluMlpTensors = 3; // gate, up, silu(gate) x up, f wide
+constexpr double kFlashStatBytes = 4;   // per query and head: the softmax's fp32 log-sum-exp (FlashAttention-2)
 
-double full_layer_bytes(const ModelSpec& s, const Layout& l, bool drop_attention) {
+// The attention core's saved state per micro-batch, before the TP split.
+double attention_state_bytes(const ModelSpec& s, const Layout& l, AttentionMemory a) {
+  const auto& m = s.model;
+  const double queries = double(m.sequence) / l.cp * double(s.training.micro_batch) * double(m.heads);
+  if (a == AttentionMemory::flash) return kFlashStatBytes * queries;
+  return (m.family() == Family::gpt ? kGptScoreBytes : kLlamaScoreBytes) * double(m.sequence) / l.cp * queries;
+}
+
+double full_layer_bytes(const ModelSpec& s, const Layout& l, bool drop_attention, AttentionMemory a) {
   const auto& m = s.model;
   const bool gpt = m.family() == Family::gpt;
   const double sb = double(m.sequence) / l.cp * double(s.training.micro_batch), e = kActivationBytes;
@@ -49,9 +61,7 @@ double full_layer_bytes(const ModelSpec& s, const Layout& l, bool drop_attention
   const double replicated = sb * h * (4 * e + (gpt ? 2 * kMaskBytes : 0.0));  // 2 norm inputs, QKV and MLP inputs
   const double mlp = (gpt ? kGeluMlpTensors : kSwigluMlpTensors) * e * sb * double(m.ffn);
   const double split = e * sb * (ad + 2 * kvd) + e * sb * ad + mlp;
-  const double scores = drop_attention ? 0.0
-                                       : (gpt ? kGptScoreBytes : kLlamaScoreBytes) * double(m.heads) *
-                                             double(m.sequence) / l.cp * sb;
+  const double scores = drop_attention ? 0.0 : attention_state_bytes(s, l, a);
   if (s.parallel.sequence_parallel) return (replicated + split + scores) / t;
   return replicated + (split + scores) / t;
 }
@@ -76,10 +86,14 @@ double stage_parameters(const ModelSpec& s, const Layout& l) {
   return most;
 }
 
-double layer_activation_bytes(const ModelSpec& s, const Layout& l) {
+AttentionMemory allowed_attention_memory(const ModelSpec& s) {
+  return s.training.flash_attention ? AttentionMemory::flash : AttentionMemory::scores;
+}
+
+double layer_activation_bytes(const ModelSpec& s, const Layout& l, AttentionMemory a) {
   switch (s.parallel.recompute) {
-    case Recompute::none: return full_layer_bytes(s, l, false);
-    case Recompute::selective: return full_layer_bytes(s, l, true);
+    case Recompute::none: return full_layer_bytes(s, l, false, a);
+    case Recompute::selective: return full_layer_bytes(s, l, true, a);
     case Recompute::full: {
       const double sbh = double(s.model.sequence) / l.cp * double(s.training.micro_batch) * double(s.model.hidden);
       return 2.0 * sbh / (s.parallel.sequence_parallel ? l.tp : 1);
@@ -89,15 +103,19 @@ double layer_activation_bytes(const ModelSpec& s, const Layout& l) {
 }
 
 Memory memory_per_gpu(const ModelSpec& s, const Layout& l, const sim::Topology& t) {
+  return memory_per_gpu(s, l, t, allowed_attention_memory(s));
+}
+
+Memory memory_per_gpu(const ModelSpec& s, const Layout& l, const sim::Topology& t, AttentionMemory a) {
   Memory m;
   // ZeRO shards over the data-parallel ranks and the context-parallel ones,
   // which hold the same parameters (Megatron-LM's distributed optimizer
   // shards over the data-parallel group with context parallelism).
   const double shards = double(l.dp) * l.cp;
   const int zero = s.parallel.zero;
-  const double per_layer = layer_activation_bytes(s, l);
+  const double per_layer = layer_activation_bytes(s, l, a);
   double working = 0;  // full recomputation re-materialises one layer at a time
-  if (s.parallel.recompute == Recompute::full) working = full_layer_bytes(s, l, false);
+  if (s.parallel.recompute == Recompute::full) working = full_layer_bytes(s, l, false, a);
   const double logits = kLogitBytes * double(s.model.sequence) / l.cp * double(s.training.micro_batch) *
                         double(s.model.vocabulary) / l.tp;
   // ZeRO 3 gathers one layer's parameters at a time for its forward or backward.

@@ -43,10 +43,25 @@ struct Memory {
 // The most any stage holds (what the data-parallel reduction and memory are sized by).
 [[nodiscard]] double stage_parameters(const ModelSpec& s, const Layout& l);
 
+// How the attention core keeps what its backward needs: the s x s scores
+// materialised (softmax output, and GPT's dropout mask and output), or flash
+// attention (Dao et al. 2022), which keeps per query and head only the
+// softmax's log-sum-exp in fp32 (FlashAttention-2, Dao 2023, section 3.1.1)
+// and recomputes the scores in its backward.
+enum class AttentionMemory { scores, flash };
+
+// The form the tuner picks where the model allows it (training.attention):
+// flash, which also keeps the least; so sizing a layout with it before the
+// tuner has chosen never drops one that would fit.
+[[nodiscard]] AttentionMemory allowed_attention_memory(const ModelSpec& s);
+
 // Activation bytes one layer keeps for one micro-batch on one GPU (Korthikanti
 // Table 2), its tokens divided by cp under context parallelism.
-[[nodiscard]] double layer_activation_bytes(const ModelSpec& s, const Layout& l);
+[[nodiscard]] double layer_activation_bytes(const ModelSpec& s, const Layout& l, AttentionMemory a);
 
+[[nodiscard]] Memory memory_per_gpu(const ModelSpec& s, const Layout& l, const sim::Topology& t, AttentionMemory a);
+// With the attention the model allows (allowed_attention_memory): the search's
+// check before pricing.
 [[nodiscard]] Memory memory_per_gpu(const ModelSpec& s, const Layout& l, const sim::Topology& t);
 
 }  // namespace coconet::step

@@ -144,4 +144,19 @@ double span_us(const std::vector<std::vector<PipeOp>>& orders, int virtual_stage
   return end;
 }
 
+double span_lower_bound_us(int pp, int virtual_stages, int micro_batches, const std::vector<double>& fwd_us,
+                           const std::vector<double>& bwd_us) {
+  if (fwd_us.size() != std::size_t(pp) * std::size_t(virtual_stages) || bwd_us.size() != fwd_us.size())
+    throw InternalError("span_lower_bound_us: one forward and one backward time per virtual stage");
+  double best = 0, before = 0;  // before: micro-batch 0's forward and backward through stages 0 .. s - 1, chunk 0
+  for (int s = 0; s < pp; ++s) {
+    double own = 0;
+    for (int c = 0; c < virtual_stages; ++c)
+      own += fwd_us[std::size_t(c * pp + s)] + bwd_us[std::size_t(c * pp + s)];
+    best = std::max(best, before + double(micro_batches) * own);
+    before += fwd_us[std::size_t(s)] + bwd_us[std::size_t(s)];
+  }
+  return best;
+}
+
 }  // namespace coconet::step

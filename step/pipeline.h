@@ -56,4 +56,13 @@ struct PlacedOp {
 [[nodiscard]] double span_us(const std::vector<std::vector<PipeOp>>& orders, int virtual_stages, int micro_batches,
                              const std::vector<double>& fwd_us, const std::vector<double>& bwd_us);
 
+// A lower bound of span_us for any of the schedules, from the times alone:
+// stage s runs all its ops (m of each of its chunks' forward and backward)
+// after micro-batch 0's forward has passed virtual stages 0 .. s - 1 and
+// before the last backward passes them back. The largest over the stages; it
+// equals the span when every virtual stage takes the same times (the closed
+// form above), and a search uses it to skip laying out a layout that cannot win.
+[[nodiscard]] double span_lower_bound_us(int pp, int virtual_stages, int micro_batches, const std::vector<double>& fwd_us,
+                                         const std::vector<double>& bwd_us);
+
 }  // namespace coconet::step

@@ -1,6 +1,10 @@
-// Exhaustive search over the layouts search.h lists; each is priced by
-// predict_step (microseconds each), so no pruning is needed at cluster sizes
-// of thousands of GPUs.
+// Search over the layouts search.h lists, exact, in two passes. The first
+// sizes every layout and prices each that fits with its pipeline's span
+// bounded below (predict_step_bound: tens of microseconds; laying out a
+// pipeline of a thousand micro-batches over 64 stages takes milliseconds);
+// the second lays out the candidates in the order of their bounds and stops
+// when the next bound cannot beat the slowest layout kept. A candidate is
+// the handful of values a layout varies, not a copy of the spec.
 #include "step/search.h"
 
 #include <algorithm>
@@ -44,24 +48,94 @@ std::vector<bool> tp_overlap_choices(const ModelSpec& base, int tp, const Search
   return {false, true};
 }
 
-// Sizes `s` and, when it fits in memory, prices it and keeps it in `fits`.
-void try_layout(const ModelSpec& s, const sim::Topology& t, DpBlockPricer& pricer, LayerBlockPricer& layers,
-                SearchResult& res, std::vector<StepReport>& fits) {
-  StepReport r;
+// What a layout sets in the spec.
+struct Choice {
+  int dp, tp, cp, pp, virtual_stages, zero;
+  CpComm cp_comm;
+  PipeSchedule schedule;
+  Recompute recompute;
+  std::int64_t micro_batch;
+  bool own_stages;  // the file's pipeline.layers_per_stage (its own pp and schedule); else balanced
+  bool sequence_parallel, tp_overlap;
+};
+
+void apply(const Choice& c, const ModelSpec& base, ModelSpec& s) {
+  auto& p = s.parallel;
+  p.dp = c.dp;
+  p.tp = c.tp;
+  p.cp = c.cp;
+  p.cp_comm = c.cp_comm;
+  p.pp = c.pp;
+  p.schedule = c.schedule;
+  p.virtual_stages = c.virtual_stages;
+  p.zero = c.zero;
+  p.recompute = c.recompute;
+  p.sequence_parallel = c.sequence_parallel;
+  p.tp_overlap = c.tp_overlap;
+  s.training.micro_batch = c.micro_batch;
+  if (c.own_stages) p.layers_per_stage = base.parallel.layers_per_stage;
+  else p.layers_per_stage.clear();
+}
+
+struct Candidate {
+  double bound_us;  // predict_step_bound's step time: no less than predict_step's
+  Choice choice;
+};
+
+struct Pricers {
+  DpBlockPricer dp;
+  LayerBlockPricer layers;
+};
+
+// Sizes `s` and, when it fits in memory, prices it with its pipeline bounded
+// and keeps it as a candidate.
+void try_layout(const Choice& c, const ModelSpec& s, const sim::Topology& t, Pricers& pricers, SearchResult& res,
+                std::vector<Candidate>& out) {
   try {
     const Layout l = resolve_layout(s, t);
     ++res.evaluated;
+    // The check before pricing assumes the attention keeping the least the
+    // model allows; the priced report sizes the one the tuner chose.
     if (!memory_per_gpu(s, l, t).fits()) {
       ++res.over_memory;
       return;
     }
-    r = predict_step(s, t, &pricer, &layers);
+    const StepReport r = predict_step_bound(s, t, &pricers.dp, &pricers.layers);
+    if (!r.memory.fits()) {
+      ++res.over_memory;
+      return;
+    }
+    out.push_back({r.step_us, c});
   } catch (const UserError& e) {
     // a layout the rules reject (e.g. interleaving with too few micro-batches)
     if (res.indivisible++ == 0) res.indivisible_example = e.what();
-    return;
   }
-  fits.push_back(std::move(r));
+}
+
+// The `keep` fastest candidates, laid out: in the order of their bounds,
+// until the next bound is no less than the slowest kept.
+std::vector<StepReport> lay_out_best(std::vector<Candidate>& candidates, const ModelSpec& base,
+                                     const sim::Topology& t, Pricers& pricers, std::size_t keep, int& laid_out) {
+  std::sort(candidates.begin(), candidates.end(),
+            [](const Candidate& a, const Candidate& b) { return a.bound_us < b.bound_us; });
+  const auto slower = [](const StepReport& a, const StepReport& b) { return a.step_us < b.step_us; };
+  std::vector<StepReport> best;  // a max-heap on the step time: the slowest kept on top
+  ModelSpec s = base;
+  for (const Candidate& c : candidates) {
+    if (keep == 0 || (best.size() == keep && c.bound_us >= best.front().step_us)) break;
+    apply(c.choice, base, s);
+    StepReport r = predict_step(s, t, &pricers.dp, &pricers.layers);
+    ++laid_out;
+    if (best.size() == keep) {
+      if (r.step_us >= best.front().step_us) continue;
+      std::pop_heap(best.begin(), best.end(), slower);
+      best.pop_back();
+    }
+    best.push_back(std::move(r));
+    std::push_heap(best.begin(), best.end(), slower);
+  }
+  std::sort_heap(best.begin(), best.end(), slower);
+  return best;
 }
 
 struct Cp {
@@ -115,9 +189,9 @@ SearchResult search_layouts(const ModelSpec& base, const sim::Topology& t, const
   std::vector<Recompute> recomputes{base.parallel.recompute};
   if (o.vary_recompute) recomputes = {Recompute::none, Recompute::selective, Recompute::full};
   const std::vector<int> zeros = zero_stages(base, o);
-  DpBlockPricer pricer(t);
-  LayerBlockPricer layers(t);
-  std::vector<StepReport> fits;
+  Pricers pricers{DpBlockPricer(t), LayerBlockPricer(t)};
+  std::vector<Candidate> candidates;
+  ModelSpec s = base;
   for (int tp : tps) {
     if (base.model.heads % tp != 0 || base.model.kv_heads % tp != 0 || gpus % tp != 0) {
       rule_out(res, fmt::format("tp = {} does not divide model.heads = {}, model.kv_heads = {} and the {} GPUs", tp,
@@ -125,63 +199,46 @@ SearchResult search_layouts(const ModelSpec& base, const sim::Topology& t, const
       continue;
     }
     for (const Cp& cpc : cp_choices(base, tp, gpus, o)) {
-    const int cp = cpc.cp;
-    std::vector<int> pps{base.parallel.pp};
-    if (o.vary_pp) {
-      pps.clear();
-      for (int pp = 1; pp <= base.model.layers && std::int64_t(pp) * tp * cp <= gpus; ++pp)
-        if (gpus % (tp * cp * pp) == 0) pps.push_back(pp);
-    }
-    for (int pp : pps) {
-      if (std::int64_t(pp) * tp * cp > gpus || gpus % (tp * cp * pp) != 0) continue;
-      const int dp = gpus / (tp * cp * pp);
-      const std::vector<int> mbs = o.vary_micro_batch ? powers_of_two_up_to(o.max_micro_batch)
-                                                     : std::vector<int>{int(base.training.micro_batch)};
-      for (int mb : mbs) {
-        if (base.training.global_batch % (std::int64_t(mb) * dp) != 0) {
-          rule_out(res, fmt::format("training.global_batch = {} is not a multiple of micro_batch x dp = {} x {}",
-                                    base.training.global_batch, mb, dp));
-          continue;
-        }
-        ModelSpec s = base;
-        s.parallel.dp = dp;
-        s.parallel.tp = tp;
-        s.parallel.cp = cp;
-        s.parallel.cp_comm = cpc.comm;
-        s.parallel.pp = pp;
-        s.training.micro_batch = mb;
-        for (const Schedule& sch : schedules_for(base, pp, o)) {
-          s.parallel.schedule = sch.kind;
-          s.parallel.virtual_stages = sch.virtual_stages;
-          // The file's stage list belongs to its own pp and virtual stages; others are balanced.
-          const bool own = pp == base.parallel.pp && sch.kind == base.parallel.schedule &&
-                           sch.virtual_stages == base.parallel.virtual_stages;
-          s.parallel.layers_per_stage = own ? base.parallel.layers_per_stage : std::vector<int>{};
-          for (Recompute rc : recomputes) {
-            s.parallel.recompute = rc;
-            for (int zero : zeros) {
-              s.parallel.zero = zero;
-              for (bool sp : sequence_parallel_choices(base, tp, o)) {
-                s.parallel.sequence_parallel = sp;
-                for (bool overlap : tp_overlap_choices(base, tp, o)) {
-                  s.parallel.tp_overlap = overlap;
-                  try_layout(s, t, pricer, layers, res, fits);
-                }
-              }
-            }
+      const int cp = cpc.cp;
+      std::vector<int> pps{base.parallel.pp};
+      if (o.vary_pp) {
+        pps.clear();
+        for (int pp = 1; pp <= base.model.layers && std::int64_t(pp) * tp * cp <= gpus; ++pp)
+          if (gpus % (tp * cp * pp) == 0) pps.push_back(pp);
+      }
+      for (int pp : pps) {
+        if (std::int64_t(pp) * tp * cp > gpus || gpus % (tp * cp * pp) != 0) continue;
+        const int dp = gpus / (tp * cp * pp);
+        const std::vector<int> mbs = o.vary_micro_batch ? powers_of_two_up_to(o.max_micro_batch)
+                                                       : std::vector<int>{int(base.training.micro_batch)};
+        for (int mb : mbs) {
+          if (base.training.global_batch % (std::int64_t(mb) * dp) != 0) {
+            rule_out(res, fmt::format("training.global_batch = {} is not a multiple of micro_batch x dp = {} x {}",
+                                      base.training.global_batch, mb, dp));
+            continue;
+          }
+          for (const Schedule& sch : schedules_for(base, pp, o)) {
+            // The file's stage list belongs to its own pp and virtual stages; others are balanced.
+            const bool own = pp == base.parallel.pp && sch.kind == base.parallel.schedule &&
+                             sch.virtual_stages == base.parallel.virtual_stages;
+            for (Recompute rc : recomputes)
+              for (int zero : zeros)
+                for (bool sp : sequence_parallel_choices(base, tp, o))
+                  for (bool overlap : tp_overlap_choices(base, tp, o)) {
+                    const Choice c{dp,        tp, cp,          pp, sch.virtual_stages, zero, cpc.comm, sch.kind,
+                                   rc,        mb, own,         sp, overlap};
+                    apply(c, base, s);
+                    try_layout(c, s, t, pricers, res, candidates);
+                  }
           }
         }
       }
     }
   }
-  }
-  res.tuned_blocks = pricer.tuned();
-  res.tuned_layers = layers.tuned();
-  const auto keep = std::min<std::size_t>(fits.size(), std::size_t(std::max(0, o.keep)));
-  std::partial_sort(fits.begin(), fits.begin() + std::ptrdiff_t(keep), fits.end(),
-                    [](const StepReport& a, const StepReport& b) { return a.step_us < b.step_us; });
-  fits.resize(keep);
-  res.best = std::move(fits);
+  res.priced = int(candidates.size());
+  res.best = lay_out_best(candidates, base, t, pricers, std::size_t(std::max(0, o.keep)), res.laid_out);
+  res.tuned_blocks = pricers.dp.tuned();
+  res.tuned_layers = pricers.layers.tuned();
   return res;
 }
 

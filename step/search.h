@@ -8,7 +8,10 @@
 // selective, full) and sequence parallelism (on and off when tp > 1); layouts
 // that do not fit in the GPUs' memory are dropped before they are priced
 // (memory is a formula of the layout, time needs the tuner); the rest ranked by step
-// time. The data-parallel blocks the tuner prices are cached across layouts.
+// time, exactly: each is priced with its pipeline's span bounded below, and
+// only those whose bound can still beat the layouts kept are laid out
+// (search.cpp). The layers and data-parallel blocks the tuner prices are
+// cached across layouts.
 #pragma once
 
 #include <vector>
@@ -38,6 +41,8 @@ struct SearchResult {
   std::vector<StepReport> best;  // fastest first, every one fits in memory
   int evaluated = 0;             // layouts sized (and priced when they fit)
   int over_memory = 0;           // of them, how many did not fit (not priced)
+  int priced = 0;                // of them, how many fit: priced with the pipeline bounded
+  int laid_out = 0;              // of those, how many were laid out (the rest could not win)
   // Layouts ruled out before pricing: a size that does not divide another
   // (tp and the heads, K/V heads or GPUs; the global batch and micro-batch x
   // dp; interleaving and the micro-batches...), with the first such reason.

@@ -106,16 +106,24 @@ class Reader {
     return n;
   }
 
-  std::int64_t count(const YAML::Node& n, const char* section, const char* key, std::int64_t fallback = -1) const {
+  // A whole number from 1 to `limit` (`fallback` when the key is absent and
+  // it is not negative).
+  std::int64_t count(const YAML::Node& n, const char* section, const char* key, std::int64_t fallback = -1,
+                     std::int64_t limit = kMaxDim) const {
     const YAML::Node v = n[key];
     if (!v) {
       if (fallback >= 0) return fallback;
       ctx_.fail(n, fmt::format("{} needs the key '{}'", section, key));
     }
     const auto x = ctx_.scalar<std::int64_t>(v, fmt::format("{}.{}", section, key));
-    if (x < 1 || x > kMaxDim)
-      ctx_.fail(v, fmt::format("{}.{} must be a whole number from 1 to {}, got {}", section, key, kMaxDim, x));
+    if (x < 1 || x > limit)
+      ctx_.fail(v, fmt::format("{}.{} must be a whole number from 1 to {}, got {}", section, key, limit, x));
     return x;
+  }
+
+  // A count of GPUs (dp, tp, cp, pp): at most the limit of a cluster, so an int.
+  int gpus(const YAML::Node& n, const char* key, std::int64_t fallback) const {
+    return int(count(n, "parallel", key, fallback, model::kMaxGpus));
   }
 
   template <typename T, typename F>
@@ -166,7 +174,7 @@ Transformer read_model(const Reader& r, const YAML::Node& root) {
       r.section(root, "model", {"layers", "hidden", "heads", "kv_heads", "head_dim", "ffn", "ffn_type", "norm",
                                 "tied_embeddings", "sequence", "vocabulary"});
   Transformer m;
-  m.layers = r.count(n, "model", "layers");
+  m.layers = r.count(n, "model", "layers", -1, kMaxLayers);
   m.hidden = r.count(n, "model", "hidden");
   m.heads = r.count(n, "model", "heads");
   m.kv_heads = r.count(n, "model", "kv_heads", m.heads);
@@ -216,14 +224,15 @@ Parallelism read_parallel(const Reader& r, const YAML::Node& root) {
                                  {"dp", "tp", "cp", "cp_comm", "pp", "schedule", "virtual_stages", "zero",
                                   "recompute", "sequence_parallel", "tp_overlap", "bucket_MB", "dp_overlap"});
   Parallelism p;
-  p.dp = n["dp"] ? int(r.count(n, "parallel", "dp")) : 0;
-  p.tp = int(r.count(n, "parallel", "tp", 1));
-  p.cp = int(r.count(n, "parallel", "cp", 1));
+  p.dp = n["dp"] ? r.gpus(n, "dp", -1) : 0;
+  p.tp = r.gpus(n, "tp", 1);
+  p.cp = r.gpus(n, "cp", 1);
   p.cp_comm = r.parsed(n, "cp_comm", CpComm::ring, parse_cp_comm);
   if (n["dp_overlap"]) p.dp_overlap = r.ctx().scalar<bool>(n["dp_overlap"], "parallel.dp_overlap");
-  p.pp = int(r.count(n, "parallel", "pp", 1));
+  p.pp = r.gpus(n, "pp", 1);
   p.schedule = r.parsed(n, "schedule", PipeSchedule::one_f_one_b, parse_pipe_schedule);
-  p.virtual_stages = int(r.count(n, "parallel", "virtual_stages", 1));
+  // Each virtual stage is a model chunk of every pipeline stage: more of them than layers leaves chunks empty everywhere.
+  p.virtual_stages = int(r.count(n, "parallel", "virtual_stages", 1, kMaxLayers));
   if (p.virtual_stages > 1 && p.schedule != PipeSchedule::interleaved)
     r.ctx().fail(n["virtual_stages"], "parallel.virtual_stages > 1 needs schedule: interleaved");
   if (n["zero"]) {
@@ -238,9 +247,6 @@ Parallelism read_parallel(const Reader& r, const YAML::Node& root) {
     if (!(p.bucket_MB > 0) || p.bucket_MB > 1e6)
       r.ctx().fail(n["bucket_MB"], fmt::format("parallel.bucket_MB must be in (0, 1e6], got {}", p.bucket_MB));
   }
-  for (const char* k : {"tp", "cp", "pp"})
-    if (n[k] && r.count(n, "parallel", k) > model::kMaxGpus)
-      r.ctx().fail(n[k], fmt::format("parallel.{} is more than the limit of {} GPUs", k, model::kMaxGpus));
   return p;
 }
 
@@ -259,7 +265,9 @@ void read_pipeline(const model::YamlContext& ctx, const YAML::Node& root, ModelS
   std::int64_t sum = 0;
   for (const YAML::Node& v : list) {
     const auto x = ctx.scalar<std::int64_t>(v, "pipeline.layers_per_stage");
-    if (x < 0 || x > kMaxDim) ctx.fail(v, fmt::format("pipeline.layers_per_stage: {} is not a layer count", x));
+    if (x < 0 || x > s.model.layers)
+      ctx.fail(v, fmt::format("pipeline.layers_per_stage: {} is not a layer count from 0 to model.layers = {}", x,
+                              s.model.layers));
     sum += x;
     s.parallel.layers_per_stage.push_back(int(x));
   }
@@ -271,6 +279,16 @@ void read_pipeline(const model::YamlContext& ctx, const YAML::Node& root, ModelS
                                list.size(), chunks));
   if (sum != s.model.layers)
     ctx.fail(list, fmt::format("pipeline.layers_per_stage sums to {}, not model.layers = {}", sum, s.model.layers));
+}
+
+// A name is printed in every report: printable, one line, at most kMaxNameChars.
+void check_name(const model::YamlContext& ctx, const YAML::Node& where, const std::string& name) {
+  if (name.empty() || name.size() > kMaxNameChars)
+    ctx.fail(where, fmt::format("name must have 1 to {} characters, got {}", kMaxNameChars, name.size()));
+  for (const char c : name)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+      ctx.fail(where, fmt::format("name holds the control character 0x{:02x}: a name is one printable line",
+                                  static_cast<unsigned char>(c)));
 }
 
 }  // namespace
@@ -285,6 +303,7 @@ ModelSpec parse_model(const std::string& yaml_text, const std::string& origin, c
   ModelSpec s;
   s.origin = origin;
   s.name = root["name"] ? ctx.scalar<std::string>(root["name"], "name") : fs::path(origin).stem().string();
+  check_name(ctx, root["name"] ? root["name"] : root, s.name);
   s.model = read_model(r, root);
   s.training = read_training(r, root);
   s.parallel = read_parallel(r, root);
@@ -319,25 +338,28 @@ Layout resolve_layout(const ModelSpec& s, const sim::Topology& t) {
   l.pp = p.pp;
   l.virtual_stages = p.schedule == PipeSchedule::interleaved ? p.virtual_stages : 1;
   const std::int64_t tp_pp = std::int64_t(p.tp) * p.cp * p.pp;
-  const std::string named = p.cp > 1 ? fmt::format("tp x cp x pp = {} x {} x {}", p.tp, p.cp, p.pp)
-                                     : fmt::format("tp x pp = {} x {}", p.tp, p.pp);
+  // "tp x pp = 2 x 4", with cp where it is used; dp in front where it is given.
+  const auto named = [&](bool with_dp) {
+    std::string names = with_dp ? "dp x tp" : "tp", values = with_dp ? fmt::format("{} x {}", p.dp, p.tp)
+                                                                     : std::to_string(p.tp);
+    if (p.cp > 1) names += " x cp", values += fmt::format(" x {}", p.cp);
+    return fmt::format("{} x pp = {} x {}", names, values, p.pp);
+  };
   if (tp_pp > l.gpus)
     throw UserError(fmt::format("{}: {} = {} GPUs, more than the cluster's {} ({} nodes x {})", s.where_parallel,
-                                named, tp_pp, l.gpus, t.nodes, t.node.gpus));
+                                named(false), tp_pp, l.gpus, t.nodes, t.node.gpus));
   if (p.dp == 0) {
     if (l.gpus % tp_pp != 0)
       throw UserError(fmt::format("{}: {} = {} does not divide the cluster's {} GPUs; give parallel.dp or "
-                                  "another --nodes", s.where_parallel, named, tp_pp, l.gpus));
+                                  "another --nodes", s.where_parallel, named(false), tp_pp, l.gpus));
     l.dp = int(l.gpus / tp_pp);
   } else {
     l.dp = p.dp;
     const std::int64_t all = tp_pp * p.dp;
-    if (all > l.gpus)
-      throw UserError(fmt::format("{}: dp x {} = {} x {} = {} GPUs, more than the cluster's {} ({} nodes "
-                                  "x {})", s.where_parallel, named, p.dp, tp_pp, all, l.gpus, t.nodes, t.node.gpus));
     if (all != l.gpus)
-      throw UserError(fmt::format("{}: dp x {} = {} x {} = {} GPUs, not the cluster's {} ({} nodes x {})",
-                                  s.where_parallel, named, p.dp, tp_pp, all, l.gpus, t.nodes, t.node.gpus));
+      throw UserError(fmt::format("{}: {} = {} GPUs, {} the cluster's {} ({} nodes x {})", s.where_parallel,
+                                  named(true), all, all > l.gpus ? "more than" : "not", l.gpus, t.nodes,
+                                  t.node.gpus));
   }
   if (p.cp > 1 && m.sequence % (2 * std::int64_t(p.cp)) != 0)
     throw UserError(fmt::format("{}: context parallelism cuts each sequence into 2 x cp = {} chunks (causal load "
@@ -353,6 +375,15 @@ Layout resolve_layout(const ModelSpec& s, const sim::Topology& t) {
   if (p.pp > m.layers)
     throw UserError(fmt::format("{}: pp = {} is more than model.layers = {}: a stage without a layer",
                                 s.where_parallel, p.pp, m.layers));
+  // Megatron-LM splits the layers, and at most the embedding and the loss as
+  // one layer each (account_for_embedding_in_pipeline_split,
+  // account_for_loss_in_pipeline_split), over pp x virtual stages: more
+  // chunks than that leaves one with nothing to run.
+  const std::int64_t chunks = std::int64_t(p.pp) * l.virtual_stages;
+  if (chunks > m.layers + 2)
+    throw UserError(fmt::format("{}: pp x virtual_stages = {} x {} = {} model chunks, more than model.layers + 2 = {} "
+                                "(the layers, the embedding and the loss): lower pp or virtual_stages",
+                                s.where_parallel, p.pp, l.virtual_stages, chunks, m.layers + 2));
   if (p.layers_per_stage.empty()) {
     l.chunk_layers = balanced_stage_layers(m.layers, l.chunks());
   } else {
@@ -373,6 +404,16 @@ Layout resolve_layout(const ModelSpec& s, const sim::Topology& t) {
     throw UserError(fmt::format("{}: training.global_batch = {} is not a whole number of micro_batch x dp = {} x {}",
                                 s.where_global_batch, s.training.global_batch, s.training.micro_batch, l.dp));
   l.micro_batches = s.training.global_batch / per_step;
+  // micro_batches <= 2^22 and chunks <= 2^16 + 2 first: the product stays far inside 63 bits.
+  const std::int64_t ops = l.micro_batches > kMaxPipelineOps ? l.micro_batches
+                                                               : 2 * l.micro_batches * std::int64_t(l.chunks());
+  if (ops > kMaxPipelineOps)
+    throw UserError(fmt::format("{}: training.global_batch = {} makes {} micro-batches per pipeline (global_batch / "
+                                "(micro_batch x dp)), {} forward and backward passes over pp x virtual_stages = {} "
+                                "model chunks: more than the limit of {} a step lays out; raise "
+                                "training.micro_batch or lower the global batch",
+                                s.where_global_batch, s.training.global_batch, l.micro_batches, ops, l.chunks(),
+                                kMaxPipelineOps));
   if (l.virtual_stages > 1 && l.micro_batches % p.pp != 0)
     throw UserError(fmt::format("{}: the interleaved schedule needs the {} micro-batches to be a multiple of pp = {}",
                                 s.where_parallel, l.micro_batches, p.pp));

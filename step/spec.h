@@ -45,6 +45,19 @@ enum class CpComm { ring, allgather };
 [[nodiscard]] std::string to_string(CpComm c);                // ring, allgather
 [[nodiscard]] CpComm parse_cp_comm(const std::string& s);     // throws UserError
 
+// Limits of a model description, each checked (in 64-bit arithmetic) before
+// anything is sized or cast from the value it bounds.
+// Transformer layers: far past any model (Llama 3 405B has 126, Megatron-LM's
+// 1T model 128); keeps every per-stage layer count an int.
+inline constexpr std::int64_t kMaxLayers = std::int64_t{1} << 16;
+// Chunk passes of a step's pipeline, forward and backward (2 x micro-batches
+// x virtual stages x pp): what its layout (step/pipeline.h) and its trace hold,
+// about 50 bytes each. Llama 3 405B on 8192 GPUs lays out 2 x 32 x 128 = 8192;
+// 2^22 is 512 times that and about 200 MB of trace.
+inline constexpr std::int64_t kMaxPipelineOps = std::int64_t{1} << 22;
+// A model's name, printed in every report's first line.
+inline constexpr std::size_t kMaxNameChars = 256;
+
 struct Transformer {
   std::int64_t layers = 0;
   std::int64_t hidden = 0;

@@ -7,12 +7,15 @@
 // reduction and the optimizer follow the stage's last backward.
 #include "step/trace.h"
 
+#include "model/error.h"
+
 #include <algorithm>
 #include <iterator>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "model/error.h"
 #include "step/pipeline.h"
 
 namespace coconet::step {
@@ -62,13 +65,15 @@ void add_op(std::vector<TraceEvent>& out, const PlacedOp& p, const ChunkTimes& c
 
 std::vector<TraceEvent> step_trace_events(const StepReport& r) {
   const Layout& l = r.layout;
+  const std::int64_t passes = 2 * l.micro_batches * l.chunks();  // resolve_layout bounds it by kMaxPipelineOps
+  if (passes > kMaxTraceOps)
+    throw UserError(fmt::format("{}: a trace of {} forward and backward passes ({} micro-batches over {} model "
+                                "chunks) is more than the limit of {} a trace holds; trace a smaller "
+                                "training.global_batch or a larger training.micro_batch",
+                                r.spec.where_global_batch, passes, l.micro_batches, l.chunks(), kMaxTraceOps));
   const auto orders = stage_orders(r.spec.parallel.schedule, l.pp, l.virtual_stages, int(l.micro_batches));
-  std::vector<double> fwd, bwd;
-  for (const ChunkTimes& c : r.chunks) {
-    fwd.push_back(c.fwd_us() + r.send_us);
-    bwd.push_back(c.bwd_us() + r.send_us);
-  }
-  const std::vector<PlacedOp> ops = lay_out(orders, l.virtual_stages, int(l.micro_batches), fwd, bwd);
+  const ChunkSteps steps = chunk_steps(r);
+  const std::vector<PlacedOp> ops = lay_out(orders, l.virtual_stages, int(l.micro_batches), steps.fwd, steps.bwd);
   std::vector<TraceEvent> out;
   std::vector<double> end(std::size_t(l.pp), 0.0);
   for (const PlacedOp& p : ops) {

@@ -16,6 +16,12 @@
 
 namespace coconet::step {
 
+// Forward and backward chunk passes a trace holds (2 x micro-batches x
+// virtual stages x pp): a few events each, about 250 bytes of JSON an event;
+// 2^17 passes keep a trace under about 100 MB. Llama 3 405B on 8192 GPUs has
+// 8192.
+inline constexpr std::int64_t kMaxTraceOps = std::int64_t{1} << 17;
+
 enum class TraceThread { compute = 0, communication = 1 };
 
 struct TraceEvent {

@@ -358,4 +358,81 @@ TEST_F(HostileSurfaces, Row12ValidateOutDoesNotCreateParents) {
   EXPECT_FALSE(fs::exists(dir_ / "missing"));
 }
 
+// ---- rows 1, 3, 4 and 12: coconet step's counts, traces, searches and names ----
+
+// `coconet step` on megatron-1.7b (24 layers) on one dgx-h100 node, with `sets`.
+std::vector<std::string> step_args(const std::vector<std::string>& sets, const std::vector<std::string>& more = {}) {
+  std::vector<std::string> a{"step", "megatron-1.7b", "--topology", "dgx-h100", "--nodes", "1",
+                             "--set", "parallel.dp=8"};
+  for (const auto& x : sets) a.insert(a.end(), {"--set", x});
+  a.insert(a.end(), more.begin(), more.end());
+  return a;
+}
+
+TEST_F(HostileSurfaces, Row1CountsPastTheirLimitsAreRefusedBeforeAnyCast) {
+  // 2^32 virtual stages was cast to int 0 (SIGFPE); 2^32 + 2 ran as 2.
+  for (const char* v : {"4294967296", "4294967298"})
+    expect_case(run(step_args({"parallel.schedule=interleaved", std::string("parallel.virtual_stages=") + v})), 2,
+                "parallel.virtual_stages must be a whole number from 1 to 65536");
+  // dp 2^31 printed "dp x tp x pp = -2147483648"; 2^32 + 8 ran as 8.
+  for (const char* v : {"2147483648", "4294967304"})
+    expect_case(run(step_args({std::string("parallel.dp=") + v})), 2,
+                "parallel.dp must be a whole number from 1 to 1048576");
+  // More model chunks than layers (and the embedding and the loss) to give them.
+  expect_case(run(step_args({"parallel.dp=4", "parallel.pp=2", "parallel.schedule=interleaved",
+                              "parallel.virtual_stages=16"})),
+              2, "model chunks, more than model.layers + 2 = 26");
+}
+
+TEST_F(HostileSurfaces, Row3AStepOfMoreMicroBatchesThanItLaysOutIsRefusedAndWritesNoTrace) {
+  const fs::path trace = dir_ / "t.json";
+  // Per pipeline of micro_batch 1 x dp 8: 2^34 micro-batches (an internal
+  // error) and exactly 2^32 (an empty trace), past what a step lays out.
+  for (const char* gb : {"137438953472", "34359738368"}) {
+    expect_case(run(step_args({"training.micro_batch=1", std::string("training.global_batch=") + gb},
+                              {"--trace", trace.string()})),
+                2, "more than the limit of 4194304 a step lays out; raise training.micro_batch");
+    EXPECT_FALSE(fs::exists(trace));
+  }
+  // 2M micro-batches (it took 3.3 GB and wrote 1.4 GB): priced, but past what a trace holds.
+  expect_case(run(step_args({"training.micro_batch=1", "training.global_batch=16000000"}, {"--trace", trace.string()})),
+              2, "is more than the limit of 131072 a trace holds");
+  EXPECT_FALSE(fs::exists(trace));
+  // With a search every layout is ruled out, and the message says why.
+  const Result r = run(step_args({"training.micro_batch=1", "training.global_batch=137438953472"}, {"--search"}));
+  expect_case(r, 2, "no layout fits");
+  EXPECT_NE(r.err.find("more than the limit of 4194304"), std::string::npos) << r.err;
+}
+
+TEST_F(HostileSurfaces, Row4ASearchOfAModelWithAHugeNameIsRefusedAtTheName) {
+  const std::string text = read_text(fs::path(COCONET_SOURCE_ROOT) / "models/megatron-1.7b.yaml");
+  const auto big = file("big.yaml", "name: " + std::string(1 << 20, 'x') + "\n" +
+                                        text.substr(text.find("model:")));
+  expect_case(run({"step", big.string(), "--topology", "dgx-h100", "--nodes", "4", "--search"}), 2,
+              "name must have 1 to 256 characters, got 1048576");
+}
+
+TEST_F(HostileSurfaces, Row4ASearchHoldsOnlyTheLayoutsItKeeps) {
+  // Every fitting layout was kept whole (its spec, its chunks) until the end.
+  const Result r = run({"step", "gpt3-175b", "--topology", "dgx-h100", "--nodes", "16", "--search"}, {}, -1, 120);
+  EXPECT_EQ(r.code, 0) << r.all();
+  EXPECT_LT(r.max_rss_kb, kMaxRssKb) << r.all();
+}
+
+TEST_F(HostileSurfaces, Row12StepNamesAndTracesAreChecked) {
+  expect_case(run(step_args({}, {"--trace", ""})), 2, "--trace is empty");
+  const std::string text = read_text(fs::path(COCONET_SOURCE_ROOT) / "models/megatron-1.7b.yaml");
+  const auto ctl = file("ctl.yaml", "name: \"a\\x1b[31mred\"\n" + text.substr(text.find("model:")));
+  expect_case(run({"step", ctl.string(), "--topology", "dgx-h100", "--nodes", "4"}), 2,
+              "name holds the control character 0x1b");
+}
+
+TEST_F(HostileSurfaces, Row12ACpuTopologyHasNoMfu) {
+  // cpu-local's rates are calibrated achieved ones: an MFU over them came out at 160%.
+  const Result r = run({"step", "megatron-1.7b", "--topology", "cpu-local", "--set", "parallel.dp=2", "--set",
+                        "training.global_batch=8"});
+  EXPECT_EQ(r.code, 0) << r.all();
+  EXPECT_NE(r.out.find("MFU                                 n/a"), std::string::npos) << r.out;
+}
+
 }  // namespace

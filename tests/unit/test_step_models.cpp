@@ -278,7 +278,7 @@ TEST(StepMemory, ActivationsFollowGqaAndSwiglu) {
   const sim::Topology t = h100(1);
   auto acts = [&](const Overrides& o) {
     const ModelSpec s = parse_model(kLlama, "t", o);
-    return layer_activation_bytes(s, resolve_layout(s, t));
+    return layer_activation_bytes(s, resolve_layout(s, t), AttentionMemory::scores);
   };
   const double base = acts({});
   // 12 more K/V heads of 64 on 2048 tokens, 2 bytes each for K and V, over tp 2.
@@ -290,8 +290,27 @@ TEST(StepMemory, ActivationsFollowGqaAndSwiglu) {
       "gpt3-175b", {{"parallel.sequence_parallel", "false"}, {"parallel.recompute", "none"}});
   const Layout gl = resolve_layout(g, h100(128));
   const double sbh = 2048.0 * 12288, tt = gl.tp;
-  EXPECT_NEAR(layer_activation_bytes(g, gl) / (sbh * (10 + 24 / tt + 5 * 96 * 2048 / (12288 * tt))),
+  EXPECT_NEAR(layer_activation_bytes(g, gl, AttentionMemory::scores) /
+                  (sbh * (10 + 24 / tt + 5 * 96 * 2048 / (12288 * tt))),
               1.0, 1e-12);
+  // Flash attention keeps no scores, but 4 bytes (fp32 log-sum-exp) per query and head, over tp.
+  EXPECT_NEAR(layer_activation_bytes(g, gl, AttentionMemory::scores) - layer_activation_bytes(g, gl, AttentionMemory::flash),
+              (5.0 * 96 * 2048 * 2048 - 4.0 * 96 * 2048) / tt, 1e-3);
+}
+
+TEST(StepMemory, TheStepSizesTheAttentionTheTunerChose) {
+  // Llama 3 405B as Meta ran it (no recomputation, flash attention): the
+  // scores would take 2 a s^2 / t = 2 GB a layer a micro-batch; flash
+  // attention keeps none, and the report sizes what the tuner chose.
+  const ModelSpec s = load_model("llama3-405b", {{"parallel.recompute", "none"}});
+  const sim::Topology t = h100(1024);
+  const StepReport r = predict_step(s, t);
+  const Layout l = resolve_layout(s, t);
+  EXPECT_DOUBLE_EQ(r.memory.total_GB(), memory_per_gpu(s, l, t, AttentionMemory::flash).total_GB());
+  EXPECT_GT(memory_per_gpu(s, l, t, AttentionMemory::scores).activations_GB - r.memory.activations_GB, 10.0);
+  // With the attention materialised the scores are kept.
+  const ModelSpec m = load_model("llama3-405b", {{"parallel.recompute", "none"}, {"training.attention", "materialised"}});
+  EXPECT_DOUBLE_EQ(predict_step(m, t).memory.total_GB(), memory_per_gpu(m, l, t, AttentionMemory::scores).total_GB());
 }
 
 // ---- the search's reasons
