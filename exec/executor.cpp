@@ -7,6 +7,7 @@
 #include "exec/rank_status.h"
 
 #include "model/error.h"
+#include "model/input_ranges.h"
 #include "model/interpreter.h"
 #include "plan/rows.h"
 
@@ -258,7 +259,8 @@ class OpRunner {
 
 }  // namespace
 
-Executor::Executor(Backend& backend, plan::StepPlan plan, std::uint64_t seed)
+Executor::Executor(Backend& backend, plan::StepPlan plan, std::uint64_t seed,
+                   std::optional<std::vector<model::InputRange>> inputs)
     : backend_(backend),
       plan_(std::move(plan)),
       values_(plan_.program, plan_.sizes, backend.ranks_per_group(), backend.group(), backend.position(),
@@ -274,7 +276,9 @@ Executor::Executor(Backend& backend, plan::StepPlan plan, std::uint64_t seed)
     for (BufferId b : calls.scratch) traffic_.add_scratch(b);
     fused_calls_.emplace(op.id, std::move(calls));
   }
-  fill_inputs(seed);
+  if (!inputs) inputs = model::choose_inputs(plan_.program, plan_.sizes, plan_.ranks_per_group).ranges;
+  COCONET_ASSERT(inputs->size() == plan_.program.inputs.size(), "one input range per program input");
+  fill_inputs(seed, *inputs);
 }
 
 Executor::~Executor() {
@@ -299,7 +303,7 @@ std::int64_t Executor::bytes_needed(const model::Program& program, const model::
   return most;
 }
 
-void Executor::fill_inputs(std::uint64_t seed) {
+void Executor::fill_inputs(std::uint64_t seed, const std::vector<model::InputRange>& ranges) {
   const auto& inputs = plan_.program.inputs;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const auto& v = values_.at(inputs[i].name);
@@ -312,6 +316,7 @@ void Executor::fill_inputs(std::uint64_t seed) {
     pattern.col_begin = v.col_begin;
     pattern.cols = v.cols;
     pattern.local_cols = std::max<std::int64_t>(1, v.local_cols);
+    pattern.range = ranges[i];
     backend_.fill_input(View{v.buffer, 0, v.local_rows * v.local_cols}, pattern);
   }
   backend_.synchronize();  // a device fill is queued on the compute stream; the comm stream reads inputs too

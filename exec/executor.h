@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,7 @@
 #include "exec/launch_recorder.h"
 #include "exec/rank_values.h"
 #include "exec/traffic.h"
+#include "model/input_pattern.h"
 #include "plan/step_plan.h"
 
 namespace coconet::exec {
@@ -44,7 +46,11 @@ struct RanLaunch {
 
 class Executor {
  public:
-  Executor(Backend& backend, plan::StepPlan plan, std::uint64_t seed = 1);
+  // Inputs are drawn from `inputs` (one range per program input), or, when
+  // absent, from the ranges model/input_ranges.h chooses for the plan's
+  // program: a schedule's run passes its reference's (References::inputs).
+  Executor(Backend& backend, plan::StepPlan plan, std::uint64_t seed = 1,
+           std::optional<std::vector<model::InputRange>> inputs = std::nullopt);
   ~Executor();
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
@@ -75,7 +81,7 @@ class Executor {
                                                  int ranks_per_group);
 
  private:
-  void fill_inputs(std::uint64_t seed);
+  void fill_inputs(std::uint64_t seed, const std::vector<model::InputRange>& ranges);
   void run_unit(const plan::Unit& u);
 
   Backend& backend_;

@@ -1,5 +1,5 @@
 // Which values of a program hold integers when its inputs do (the verifier's
-// inputs are small integers, model/input_pattern.h): a schedule may regroup a
+// inputs are small integers times a power of two, model/input_pattern.h): a schedule may regroup a
 // sum (a matmul cut into row chunks that the GEMM blocks differently, an
 // allreduce split into a reduce-scatter and an allgather) and the sum of
 // integers is the same in every order, but a sum of other values may move by

@@ -47,10 +47,10 @@ std::int64_t interpreter_elements(const model::Program& p, const model::Bindings
 }
 
 std::optional<Outputs> interpreter_outputs(Backend& backend, const model::Program& p, const model::Bindings& sizes,
-                                           const RunOptions& options) {
+                                           const RunOptions& options, const std::vector<model::InputRange>& ranges) {
   if (interpreter_elements(p, sizes, backend.world_size()) > options.interpreter_limit) return std::nullopt;
   const int ranks = backend.ranks_per_group();
-  const auto state = model::interpret(p, ranks, sizes, model::make_inputs(p, ranks, sizes, options.seed));
+  const auto state = model::interpret(p, ranks, sizes, model::make_inputs(p, ranks, sizes, options.seed, ranges));
   const RankValues values(p, sizes, ranks, backend.group(), backend.position());
   Outputs out;
   for (const auto& name : p.outputs) {
@@ -80,12 +80,14 @@ plan::StepPlan lower_for(const Backend& backend, const model::Schedule& schedule
 References compute_references(Backend& backend, const model::Program& program, const model::Bindings& sizes,
                               const RunOptions& options) {
   References refs;
+  refs.inputs = model::choose_inputs(program, sizes, backend.ranks_per_group());
   {
-    Executor ex(backend, lower_for(backend, model::initial_schedule(program), sizes), options.seed);
+    Executor ex(backend, lower_for(backend, model::initial_schedule(program), sizes), options.seed,
+                refs.inputs.ranges);
     (void)ex.run_step();
     refs.program = read_outputs(ex);
   }
-  refs.interpreter = interpreter_outputs(backend, program, sizes, options);
+  refs.interpreter = interpreter_outputs(backend, program, sizes, options, refs.inputs.ranges);
   return refs;
 }
 
@@ -96,7 +98,7 @@ RunRow run_schedule(Backend& backend, const model::Schedule& schedule, const mod
   row.sizes = sizes;
   row.schedule = schedule.name();
   row.ranks = backend.world_size();
-  Executor ex(backend, lower_for(backend, schedule, sizes), options.seed);
+  Executor ex(backend, lower_for(backend, schedule, sizes), options.seed, refs.inputs.ranges);
   const auto names = ex.unit_names();
   std::vector<double> steps;
   std::vector<std::vector<double>> units(names.size());

@@ -14,6 +14,7 @@
 
 #include "exec/backend.h"
 #include "exec/verify.h"
+#include "model/input_ranges.h"
 #include "model/schedule.h"
 #include "plan/step_plan.h"
 
@@ -55,6 +56,9 @@ struct RunRow {
 
 // The expected outputs of a program at some sizes, this rank's parts.
 struct References {
+  // The ranges the inputs were drawn from (model/input_ranges.h, chosen for
+  // the unscheduled program): every schedule's run draws the same.
+  model::InputChoice inputs;
   Outputs program;                     // the unscheduled program on this backend
   std::optional<Outputs> interpreter;  // the reference interpreter, at small sizes
 };

@@ -8,7 +8,8 @@
 //
 // Tolerances (relative to max(|expected|, 1), as model::compare_outputs):
 //  - schedule vs unscheduled program, same backend: exact (0). Inputs are
-//    small integers, so every reduction order gives the same sums, and each
+//    small integers times a power of two (model/input_ranges.h), so every
+//    reduction order gives the same sums while they fit the f32 mantissa, and each
 //    element's arithmetic is the same f32 program whatever the schedule.
 //    Except programs with a norm: the sum of squares of a sliced non-integer
 //    tensor is added in another order than the whole one's, which may move

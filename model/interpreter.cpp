@@ -23,6 +23,7 @@
 
 #include "model/error.h"
 #include "model/input_pattern.h"
+#include "model/input_ranges.h"
 #include "model/ops.h"
 
 namespace coconet::model {
@@ -424,6 +425,13 @@ bool same_value(double a, double b) { return a == b || (std::isnan(a) && std::is
 
 State make_inputs(const Program& p, int ranks_per_group, const Bindings& b, std::uint64_t seed) {
   if (ranks_per_group < 1) throw UserError("ranks per group must be at least 1");
+  return make_inputs(p, ranks_per_group, b, seed, choose_inputs(p, b, ranks_per_group).ranges);
+}
+
+State make_inputs(const Program& p, int ranks_per_group, const Bindings& b, std::uint64_t seed,
+                  const std::vector<InputRange>& ranges) {
+  if (ranks_per_group < 1) throw UserError("ranks per group must be at least 1");
+  COCONET_ASSERT(ranges.size() == p.inputs.size(), "make_inputs: one input range per input");
   const int world = world_size(p, ranks_per_group);
   State state;
   for (std::size_t i = 0; i < p.inputs.size(); ++i) {
@@ -431,13 +439,14 @@ State make_inputs(const Program& p, int ranks_per_group, const Bindings& b, std:
     RankValues v = empty_value(decl.type, b, world);
     const std::uint64_t key = input_key(seed, static_cast<int>(i));
     const bool local = decl.type.layout.is_local();
+    const InputRange& range = ranges[i];
     for (int r = 0; r < ranks_per_group; ++r) {
       const int rank = rank_of(decl.type.group, ranks_per_group, r);
       auto& part = v.ranks[at(rank)];
       part.assign(at(numel(local_dims(v.global_dims, decl.type.layout, ranks_per_group, r))), 0.0);
       for_each_element(v.global_dims, decl.type.layout, ranks_per_group, r,
                        [&](std::int64_t lf, std::int64_t gf, const Dims&) {
-                         part[at(lf)] = input_element(key, local, rank, gf);
+                         part[at(lf)] = input_element(key, local, rank, gf, range);
                        });
     }
     state.emplace(decl.name, std::move(v));

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "model/input_pattern.h"
 #include "model/schedule.h"
 
 namespace coconet::model {
@@ -23,10 +24,13 @@ struct RankValues {
 
 using State = std::map<std::string, RankValues>;
 
-// Deterministic integer-valued inputs (so sums are exact): the same global
-// value sliced across ranks for replicated/sliced tensors, per-rank values for
-// local ones. Positive where a tensor feeds a sqrt (second moments). Each
-// element's value is model/input_pattern.h's, as every backend fills it.
+// Deterministic inputs of small integers times a power of two (so sums are
+// exact): the same global value sliced across ranks for replicated/sliced
+// tensors, per-rank values for local ones, input i drawn from ranges[i].
+// Each element's value is model/input_pattern.h's, as every backend fills it.
+[[nodiscard]] State make_inputs(const Program& p, int ranks_per_group, const Bindings& b, std::uint64_t seed,
+                                const std::vector<InputRange>& ranges);
+// The same with the ranges model/input_ranges.h chooses for `p` at `b`.
 [[nodiscard]] State make_inputs(const Program& p, int ranks_per_group, const Bindings& b,
                                 std::uint64_t seed = 1);
 

@@ -8,6 +8,7 @@ add_executable(test_sched_unit
   ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_transforms.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_enumerate.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_interpreter.cpp
+  ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_value_bounds.cpp
 )
 add_executable(test_sched_equivalence ${CMAKE_CURRENT_SOURCE_DIR}/equivalence/test_equivalence.cpp)
 add_executable(test_sched_errors ${CMAKE_CURRENT_SOURCE_DIR}/errors/test_schedule_errors.cpp)

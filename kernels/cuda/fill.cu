@@ -16,7 +16,7 @@ template <typename T>
 __global__ void fill_input_kernel(T* dst, std::int64_t n, model::InputPattern pattern) {
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
-    dst[i] = from_f32<T>(static_cast<float>(model::input_at(pattern, i)));  // small integers: exact
+    dst[i] = from_f32<T>(static_cast<float>(model::input_at(pattern, i)));  // small integers times a power of two: exact
 }
 
 template <typename T>

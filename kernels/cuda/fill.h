@@ -12,7 +12,7 @@
 namespace coconet::kernels::cuda {
 
 // dst.data[i] = input_at(pattern, i) for i < dst.size, rounded to dst.dtype
-// (the values are small integers: exact in f16, bf16 and f32); queued on `stream`.
+// (small integers times a power of two: exact in f16, bf16 and f32); queued on `stream`.
 void fill_input(const DeviceView& dst, const model::InputPattern& pattern, cudaStream_t stream);
 
 }  // namespace coconet::kernels::cuda
