@@ -312,7 +312,7 @@ double exposed_us(double total, double last, double window) {
 // norm, which would, is not modelled). Returns the last block's time.
 double price_blocks(const ModelSpec& s, const sim::Placement& group, double params,
                     DpBlockPricer& pricer, StepReport& r) {
-  const model::DType grad = s.training.grad_dtype;
+  const model::DType grad = s.training.grad_reduce_dtype;
   const double per_bucket = std::max(1.0, std::floor(s.parallel.bucket_MB * kBytesPerMB / model::bytes_of(grad)));
   const double full = std::floor(params / per_bucket);
   const double rest = params - full * per_bucket;
@@ -350,7 +350,7 @@ void price_data_parallel(const ModelSpec& s, const Layout& l, const sim::Topolog
   const bool overlap = s.parallel.dp_overlap;
   const double m = double(l.micro_batches);
   double last = 0;
-  const double grad_bytes = params * model::bytes_of(s.training.grad_dtype);
+  const double grad_bytes = params * model::bytes_of(s.training.grad_reduce_dtype);
   const double rs = bucketed_us(t, OpKind::reducescatter, grad_bytes, s.parallel.bucket_MB * kBytesPerMB, group, &last);
   r.dp_total_us += (m - 1) * rs;
   b.dp_comm_us += (m - 1) * (overlap ? exposed_us(rs, last, r.stage_bwd_us) : rs);
@@ -360,6 +360,23 @@ void price_data_parallel(const ModelSpec& s, const Layout& l, const sim::Topolog
   const double gathers = 2.0 * l.layers_of_stage(r.slowest_stage) * gather;  // forward and backward
   r.dp_total_us += m * gathers;
   b.dp_comm_us += m * (overlap ? exposed_us(gathers, gather, mb_compute_us) : gathers);
+}
+
+// FP8's delayed scaling (Transformer Engine's DelayedScaling recipe,
+// reduce_amax on): at the end of each model chunk's forward the amaxes of its
+// FP8 tensors are all-reduced (max) over the amax reduction group, the
+// stage's data-, context- and tensor-parallel ranks (Megatron-core's
+// get_amax_reduction_group with context parallelism), one fp32 per tensor:
+// the input, weight and output gradient of each linear layer (QKV, the
+// projection and the MLP's two, SwiGLU's gate and up as one GEMM). The
+// reduction ends the forward on the compute stream: exposed.
+constexpr int kFp8LinearsPerLayer = 4;
+constexpr int kFp8TensorsPerLinear = 3;
+constexpr double kAmaxBytes = 4;
+
+double amax_allreduce_us(const sim::Topology& t, const Layout& l, int chunk_layers) {
+  const double bytes = double(std::max(1, chunk_layers)) * kFp8LinearsPerLayer * kFp8TensorsPerLinear * kAmaxBytes;
+  return collective_us(t, OpKind::allreduce, bytes, sim::place(t, l.tp * l.cp * l.dp));
 }
 
 // Every virtual stage's times per micro-batch, from one layer's and the
@@ -510,6 +527,8 @@ StepReport predict_step_bound(const ModelSpec& s, const sim::Topology& t, DpBloc
 
   // Every virtual stage, one micro-batch; the slowest stage sets the pace.
   r.chunks = chunk_times(l, lt, s.parallel.recompute, selective_us, embedding(t, x, sp), output_layer(t, x));
+  if (s.training.fp8)
+    for (ChunkTimes& c : r.chunks) c.fwd_amax_us = amax_allreduce_us(t, l, c.layers);
   double slowest = -1;
   for (int stage = 0; stage < l.pp; ++stage) {
     double fwd = 0, bwd = 0;

@@ -55,19 +55,21 @@ struct ChunkTimes {
   double bwd_compute_us = 0;
   double bwd_tp_us = 0;
   double bwd_cp_us = 0;
-  [[nodiscard]] double fwd_us() const { return fwd_compute_us + fwd_tp_us + fwd_cp_us; }
+  double fwd_amax_us = 0;      // FP8: the all-reduce of its tensors' amaxes at the end of its forward
+  [[nodiscard]] double fwd_us() const { return fwd_compute_us + fwd_tp_us + fwd_cp_us + fwd_amax_us; }
   [[nodiscard]] double bwd_us() const {
     return recompute_us + recompute_tp_us + recompute_cp_us + bwd_compute_us + bwd_tp_us + bwd_cp_us;
   }
   [[nodiscard]] double compute_us() const { return fwd_compute_us + recompute_us + bwd_compute_us; }
-  [[nodiscard]] double tp_us() const { return fwd_tp_us + recompute_tp_us + bwd_tp_us; }
+  // The TP collectives, and FP8's amax all-reduce (over the stage's TP, CP and DP ranks).
+  [[nodiscard]] double tp_us() const { return fwd_tp_us + recompute_tp_us + bwd_tp_us + fwd_amax_us; }
   [[nodiscard]] double cp_us() const { return fwd_cp_us + recompute_cp_us + bwd_cp_us; }
 };
 
 // Where the step's time goes (us); they add up to the step time.
 struct Breakdown {
   double compute_us = 0;      // every micro-batch's kernels on the slowest stage
-  double tp_comm_us = 0;      // tensor-parallel collectives (not overlapped in Megatron-LM)
+  double tp_comm_us = 0;      // tensor-parallel collectives (not overlapped in Megatron-LM), FP8's amax all-reduce
   double cp_comm_us = 0;      // context parallelism's K/V exchange left exposed
   double pp_bubble_us = 0;    // the pipeline's fill and drain
   double pp_p2p_us = 0;       // activations and gradients sent between stages, on the critical path

@@ -201,13 +201,17 @@ Transformer read_model(const Reader& r, const YAML::Node& root) {
 
 Training read_training(const Reader& r, const YAML::Node& root) {
   const YAML::Node n = r.section(root, "training",
-                                 {"micro_batch", "global_batch", "dtype", "grad_dtype", "attention", "fused_kernels"});
+                                 {"micro_batch", "global_batch", "dtype", "grad_dtype", "grad_reduce_dtype", "attention",
+                                  "fused_kernels"});
   Training t;
   t.micro_batch = r.count(n, "training", "micro_batch", 1);
   t.global_batch = r.count(n, "training", "global_batch");
   t.fp8 = n["dtype"] && n["dtype"].IsScalar() && n["dtype"].Scalar() == "fp8";
   t.dtype = t.fp8 ? model::DType::bf16 : r.parsed(n, "dtype", model::DType::bf16, model::parse_dtype);
-  t.grad_dtype = r.parsed(n, "grad_dtype", t.dtype, model::parse_dtype);
+  // Megatron-LM's main gradients: fp32 under bf16, the values' dtype under f16 (spec.h).
+  const model::DType main_grads = t.dtype == model::DType::bf16 ? model::DType::f32 : t.dtype;
+  t.grad_dtype = r.parsed(n, "grad_dtype", main_grads, model::parse_dtype);
+  t.grad_reduce_dtype = r.parsed(n, "grad_reduce_dtype", t.grad_dtype, model::parse_dtype);
   if (n["attention"]) {
     const std::string a = r.ctx().scalar<std::string>(n["attention"], "training.attention");
     if (a != "flash" && a != "materialised")

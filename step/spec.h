@@ -81,7 +81,14 @@ struct Training {
   std::int64_t micro_batch = 1;
   std::int64_t global_batch = 0;
   model::DType dtype = model::DType::bf16;       // weights, activations, GEMMs
-  model::DType grad_dtype = model::DType::bf16;  // gradients as reduced across data parallelism
+  // The main gradients as accumulated and held (memory): Megatron-LM keeps
+  // them in fp32 under bf16 (accumulate_allreduce_grads_in_fp32, set with
+  // --bf16 in megatron/training/arguments.py), in the values' dtype under f16.
+  model::DType grad_dtype = model::DType::bf16;
+  // The gradients as reduced across data parallelism (time): the buffer as
+  // held unless asked otherwise (Megatron-core's grad_reduce_in_fp32, NeMo's
+  // default for bf16; --grad-reduce-in-bf16 to halve it).
+  model::DType grad_reduce_dtype = model::DType::bf16;
   // `dtype: fp8`: the linear layers' GEMMs in FP8 (Transformer Engine), the
   // values in bf16. A GEMM precision, not a model::DType: no value of the
   // programs is stored in FP8 (docs/step.md).

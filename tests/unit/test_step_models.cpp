@@ -274,6 +274,43 @@ TEST(StepMemory, ReservedMemoryIsSubtractedBeforeALayoutFits) {
   EXPECT_DOUBLE_EQ(none.memory.reserved_GB, 0);
 }
 
+TEST(StepPrecision, MainGradientsAndTheirReductionFollowMegatronsDefaults) {
+  // bf16: fp32 main gradients reduced in fp32; f16: the values' dtype.
+  const ModelSpec b = parse_model(kLlama, "t");
+  EXPECT_EQ(b.training.grad_dtype, model::DType::f32);
+  EXPECT_EQ(b.training.grad_reduce_dtype, model::DType::f32);
+  const ModelSpec f = parse_model(kLlama, "t", {{"training.dtype", "f16"}});
+  EXPECT_EQ(f.training.grad_dtype, model::DType::f16);
+  EXPECT_EQ(f.training.grad_reduce_dtype, model::DType::f16);
+  // Reducing in bf16 halves the reduction's bytes, not the buffer's memory.
+  const sim::Topology t = h100(4);
+  const Overrides dp{{"parallel.dp", "16"}, {"parallel.dp_overlap", "false"}};
+  Overrides half = dp;
+  half.emplace_back("training.grad_reduce_dtype", "bf16");
+  const StepReport f32 = predict_step(parse_model(kLlama, "t", dp), t);
+  const StepReport b16 = predict_step(parse_model(kLlama, "t", half), t);
+  EXPECT_LT(b16.breakdown.dp_comm_us, f32.breakdown.dp_comm_us);
+  EXPECT_DOUBLE_EQ(b16.memory.gradients_GB, f32.memory.gradients_GB);
+  EXPECT_TRUE(has(error_of(kLlama, {{"training.grad_reduce_dtype", "f8"}}), "tiny.yaml:")) << error_of(kLlama, {{"training.grad_reduce_dtype", "f8"}});
+}
+
+TEST(StepPrecision, Fp8AllReducesItsAmaxesAtTheEndOfEachChunksForward) {
+  const sim::Topology t = h100(4);
+  const Overrides dp{{"parallel.dp", "16"}};
+  Overrides fp8 = dp;
+  fp8.emplace_back("training.dtype", "fp8");
+  const StepReport b = predict_step(parse_model(kLlama, "t", dp), t);
+  const StepReport f = predict_step(parse_model(kLlama, "t", fp8), t);
+  for (const ChunkTimes& c : b.chunks) EXPECT_EQ(c.fwd_amax_us, 0.0);
+  for (const ChunkTimes& c : f.chunks) {
+    EXPECT_GT(c.fwd_amax_us, 0.0);
+    EXPECT_LT(c.fwd_amax_us, c.fwd_compute_us);  // a few hundred bytes: latency, not bandwidth
+  }
+  // In the TP line of the breakdown, every micro-batch's.
+  const double amax = f.chunks.front().fwd_amax_us * double(f.layout.micro_batches);
+  EXPECT_GE(f.breakdown.tp_comm_us, amax);
+}
+
 TEST(StepMemory, ActivationsFollowGqaAndSwiglu) {
   const sim::Topology t = h100(1);
   auto acts = [&](const Overrides& o) {
