@@ -3,6 +3,8 @@
 // best schedule of each point on each side, its time, and its ratio to the
 // first side (the reference; ratio = time / reference time, so above 1 is
 // slower). Every side shares the experiment, --ranks, --set and --backend.
+// Given a model (models/*.yaml), each side is the model's training step
+// there (cli/step_results.h), with --search each side's best layout.
 #include <fmt/core.h>
 
 #include <memory>
@@ -13,10 +15,13 @@
 #include "cli/format.h"
 #include "cli/json_out.h"
 #include "cli/messages.h"
+#include "cli/compare_results.h"
 #include "cli/predict_report.h"
+#include "cli/step_results.h"
 #include "model/error.h"
 #include "model/points.h"
 #include "sim/predict.h"
+#include "step/spec.h"
 
 namespace coconet::cli {
 
@@ -26,95 +31,76 @@ struct CompareArgs {
   PredictArgs shared;  // target, --ranks, --set, --backend (topology and nodes come from the sides)
   std::vector<std::string> topologies;
   std::vector<int> nodes;
+  bool search = false;  // a model's sides: each its best layout
   Format format = Format::table;
 };
 
-struct Side {
-  std::string name;  // "dgx-h100", or "dgx-h100 x2" when --nodes varies
-  std::optional<std::string> topology;
-  std::optional<int> nodes;
-  std::vector<sim::PointReport> reports;
-};
-
-std::vector<Side> sides_of(const CompareArgs& a) {
-  std::vector<std::optional<std::string>> topologies(a.topologies.begin(), a.topologies.end());
-  if (topologies.empty()) topologies.emplace_back();  // the experiment's own
-  std::vector<std::optional<int>> nodes(a.nodes.begin(), a.nodes.end());
-  if (nodes.empty()) nodes.emplace_back();
-  std::vector<Side> out;
-  for (const auto& t : topologies)
-    for (const auto& n : nodes) {
-      std::string name = t.value_or("experiment's topology");
-      if (a.nodes.size() > 1) name += fmt::format(" x{}", *n);
-      out.push_back({name, t, n, {}});
-    }
-  if (out.size() < 2)
-    throw UserError(
-        "compare needs two or more sides: repeat --topology (e.g. --topology dgx-h100 --topology "
-        "dgx-h200) or --nodes (e.g. --nodes 1 --nodes 2)");
-  return out;
-}
-
-void predict_sides(const model::Experiment& e, const CompareArgs& a, std::vector<Side>& sides) {
-  for (auto& s : sides) {
-    PredictArgs p = a.shared;
-    p.topology = s.topology;
-    p.nodes = s.nodes;
-    s.reports = sim::predict_experiment(e, p.options());
-    if (s.reports.size() != sides.front().reports.size())
-      throw UserError(
-          fmt::format("{} has {} points but {} has {}: compare needs the same points on every side",
-                      s.name, s.reports.size(), sides.front().name, sides.front().reports.size()));
-  }
-}
-
-// The result of point `i` on one side, relative to the reference side.
-nlohmann::json result_json(const Side& s, const sim::PointReport& r, double reference_us) {
-  return {{"side", s.name},
-          {"topology", r.topology},
-          {"nodes", r.nodes},
-          {"backend", r.backend},
-          {"best", r.best().name},
-          {"knobs", knobs_json(r.best().knobs)},
-          {"time_us", r.best().time_us},
-          {"ratio", r.best().time_us / reference_us}};
-}
-
-nlohmann::json compare_json(const std::vector<Side>& sides) {
-  nlohmann::json names = nlohmann::json::array();
-  for (const auto& s : sides) names.push_back(s.name);
-  nlohmann::json points = nlohmann::json::array();
-  for (std::size_t i = 0; i < sides.front().reports.size(); ++i) {
-    const sim::PointReport& ref = sides.front().reports[i];
-    nlohmann::json results = nlohmann::json::array();
-    for (const auto& s : sides) results.push_back(result_json(s, s.reports[i], ref.best().time_us));
-    points.push_back({{"workload", ref.workload},
-                      {"sizes", sizes_json(ref.bindings)},
-                      {"label", ref.sizes},
-                      {"ranks", ref.ranks},
-                      {"results", results}});
-  }
-  return tagged("compare",
-                {{"sides", names}, {"reference", sides.front().name}, {"points", points}});
-}
-
 Table compare_table(const std::vector<Side>& sides) {
-  Table t{{"workload", "sizes", "side", "best", "time_us", "ratio"}};
+  Table t{{"workload", "sizes", "side", "nodes", "ranks", "best", "time_us", "ratio"}};
   for (std::size_t i = 0; i < sides.front().reports.size(); ++i) {
     const double reference_us = sides.front().reports[i].best().time_us;
     for (const auto& s : sides) {
       const sim::PointReport& r = s.reports[i];
-      t.add({r.workload, r.sizes, s.name, r.best().name, r.best().time_us,
-             r.best().time_us / reference_us});
+      t.add({r.workload, r.sizes, s.name, std::int64_t(r.nodes), std::int64_t(r.ranks), r.best().name,
+             r.best().time_us, r.best().time_us / reference_us});
     }
   }
   return t;
 }
 
+// A warning when a point runs on different rank counts on different sides.
+void warn_when_ranks_differ(const std::vector<Side>& sides) {
+  for (std::size_t i = 0; i < sides.front().reports.size(); ++i)
+    for (const auto& s : sides)
+      if (s.reports[i].ranks != sides.front().reports[i].ranks) {
+        fmt::print(stderr, "coconet: warning: {} runs on {} ranks on {} but {} on {}: the ratio compares different "
+                           "rank counts\n",
+                   s.reports[i].workload, sides.front().reports[i].ranks, sides.front().name, s.reports[i].ranks,
+                   s.name);
+        return;
+      }
+}
+
+Table compare_steps_table(const std::vector<StepSide>& sides) {
+  Table t{{"side", "nodes", "gpus", "step_ms", "ratio", "tokens_per_s", "model_tflops_per_gpu", "mfu", "memory_GB",
+           "fits", "layout"}};
+  const double reference = sides.front().outcome.reports.front().step_us;
+  for (const auto& s : sides) {
+    const step::StepReport& r = s.outcome.reports.front();
+    t.add({s.name, std::int64_t(s.outcome.topology.nodes), std::int64_t(s.outcome.topology.total_gpus()),
+           r.step_us / kUsPerMs, r.step_us / reference, r.tokens_per_s, r.model_tflops_per_gpu, r.mfu,
+           r.memory.total_GB(), r.memory.fits(), layout_label(r)});
+  }
+  return t;
+}
+
+// `compare MODEL`: the model's step on each side.
+void run_steps(const CompareArgs& a) {
+  if (a.shared.ranks || a.shared.backend)
+    throw UserError(fmt::format("compare {}: a model's step runs on every GPU of each side: --ranks and --backend "
+                                "are for workloads and experiments; give --nodes",
+                                *a.shared.target));
+  StepRequest base;
+  base.model = *a.shared.target;
+  base.sets = a.shared.sets;
+  base.search = a.search;
+  const std::vector<StepSide> sides = compare_steps(base, a.topologies, a.nodes);
+  if (const std::string note = gpu_count_note(sides); !note.empty() && a.format != Format::json)
+    fmt::print(stderr, "coconet: note: {}\n", note);
+  if (a.format == Format::json) return print_json(compare_steps_json(sides));
+  if (a.format == Format::table)
+    fmt::print("# {} step on each side{}; ratio = step time / step time on {}\n", sides.front().outcome.spec.name,
+               a.search ? " (each side's best layout)" : "", sides.front().name);
+  print(compare_steps_table(sides), a.format);
+}
+
 void run(const CompareArgs& a) {
+  if (a.shared.target && step::names_a_model(*a.shared.target)) return run_steps(a);
+  if (a.search) throw UserError("--search compares a model's best layouts: give a model (models/*.yaml)");
   const model::Experiment e = model::experiment_from_argument(a.shared.target);
-  std::vector<Side> sides = sides_of(a);
-  predict_sides(e, a, sides);
+  std::vector<Side> sides = compare_sides(a.topologies, a.nodes);
+  predict_sides(e, a.shared, sides);
+  warn_when_ranks_differ(sides);
   if (a.format == Format::json) return print_json(compare_json(sides));
   if (a.format == Format::table)
     fmt::print("# best schedule per point on each side; ratio = time / time on {}\n",
@@ -130,8 +116,8 @@ void register_compare(CLI::App& app) {
       "Predict one experiment on several topologies or node counts, side by side, with ratios");
   auto a = std::make_shared<CompareArgs>();
   cmd->add_option("target", a->shared.target,
-                  "Experiment (configs/experiments/ or a YAML file) or a workload; default: the "
-                  "embedded default");
+                  "Experiment (configs/experiments/ or a YAML file), a workload, or a model (models/: its "
+                  "training step on each side); default: the embedded default");
   cmd->add_option("--topology,-t", a->topologies,
                   "A side: topology name or YAML file (repeatable)");
   cmd->add_option("--nodes,-N", a->nodes,
@@ -146,6 +132,7 @@ void register_compare(CLI::App& app) {
                   "The backend the predictions are for: cuda or cpu")
       ->check(one_of({"cuda", "cpu"}))
       ->type_name("cuda|cpu");
+  cmd->add_flag("--search", a->search, "With a model: each side's best layout (coconet step --search)");
   add_format_option(cmd, a->format);
   cmd->callback([a] { run(*a); });
 }

@@ -1,5 +1,6 @@
 // The Python module `coconet` (pybind11): predict, tune, simulate and
 // collective return the "points" (collective: the "rows") of the JSON object
+// (step and compare: the whole object)
 // the `coconet` command prints with --format json, built by the same code
 // (cli/results.h) and converted to Python lists and dicts, so the two never
 // differ; the loaders return a workload, topology or experiment as a dict,
@@ -26,8 +27,10 @@
 #include <string>
 #include <vector>
 
+#include "cli/compare_results.h"
 #include "cli/json_out.h"
 #include "cli/results.h"
+#include "cli/step_results.h"
 #include "cli/workload_args.h"
 #include "model/catalog.h"
 #include "model/enumerate.h"
@@ -35,6 +38,7 @@
 #include "model/points.h"
 #include "model/safe_write.h"
 #include "sim/topology.h"
+#include "step/spec.h"
 
 namespace py = pybind11;
 
@@ -199,6 +203,62 @@ py::object collective(const std::string& op, const py::object& topology, std::op
 
 // ---- loaders ---------------------------------------------------------------
 
+// `coconet step MODEL --format json` as a dict (its "layouts": the priced
+// layout, or the search's best first).
+py::object step(const py::object& model, const py::object& topology, std::optional<int> nodes, const py::object& sets,
+                bool search, int top) {
+  cli::StepRequest r;
+  r.model = name_or_path(model, "model").value_or("");
+  r.topology = name_or_path(topology, "topology").value_or(r.topology);
+  r.nodes = at_least_one(nodes, "nodes");
+  r.sets = set_arguments(sets);
+  r.search = search;
+  r.top = at_least_one(top, "top").value_or(1);
+  nlohmann::json j;
+  {
+    py::gil_scoped_release release;
+    j = cli::step_json(cli::run_step(r));
+  }
+  return to_python(j);
+}
+
+// `coconet compare TARGET --format json` as a dict: a model's step on each
+// side ("sides"), or a workload's or experiment's points ("points").
+py::object compare(const py::object& target, const py::object& topologies, const py::object& nodes,
+                   const py::object& sets, bool search) {
+  const std::optional<std::string> t = name_or_path(target, "target");
+  std::vector<std::string> ts;  // a list of names or paths, or one
+  if (py::isinstance<py::str>(topologies) || py::isinstance(topologies, py::module_::import("os").attr("PathLike")))
+    ts.push_back(name_or_path(topologies, "topologies").value_or(""));
+  else if (!topologies.is_none())
+    for (const auto& x : topologies) ts.push_back(name_or_path(py::reinterpret_borrow<py::object>(x), "topologies").value_or(""));
+  std::vector<int> ns;  // a list of node counts, or one
+  if (py::isinstance<py::int_>(nodes)) ns.push_back(at_least_one(nodes.cast<int>(), "nodes").value_or(1));
+  else if (!nodes.is_none())
+    for (const auto& x : nodes) ns.push_back(at_least_one(x.cast<int>(), "nodes").value_or(1));
+  const std::vector<std::string> set = set_arguments(sets);
+  nlohmann::json j;
+  {
+    py::gil_scoped_release release;
+    if (t && step::names_a_model(*t)) {
+      cli::StepRequest r;
+      r.model = *t;
+      r.sets = set;
+      r.search = search;
+      j = cli::compare_steps_json(cli::compare_steps(r, ts, ns));
+    } else {
+      if (search) throw UserError("search compares a model's best layouts: give a model (models/*.yaml)");
+      cli::PredictArgs a;
+      a.target = t;
+      a.sets = set;
+      std::vector<cli::Side> sides = cli::compare_sides(ts, ns);
+      cli::predict_sides(model::experiment_from_argument(a.target), a, sides);
+      j = cli::compare_json(sides);
+    }
+  }
+  return to_python(j);
+}
+
 nlohmann::json workload_json(const std::string& name_or_path,
                              const std::vector<std::string>& sets) {
   const std::string path = model::resolve_workload(name_or_path);
@@ -328,6 +388,15 @@ PYBIND11_MODULE(coconet, m) {
         "op"_a = "allreduce", py::kw_only(), "topology"_a = "dgx-h100", "nodes"_a = none,
         "gpus"_a = none, "minbytes"_a = "8", "maxbytes"_a = "8G", "stepfactor"_a = 2,
         "algo"_a = "auto", "proto"_a = "auto", "channels"_a = 0, "sets"_a = none);
+  m.def("step", &step,
+        "One training step of a model (a name in models/ or a YAML path) on a cluster: `coconet step "
+        "--format json` as a dict; `search`: the best `top` layouts that fit.",
+        "model"_a, py::kw_only(), "topology"_a = "dgx-h100", "nodes"_a = none, "sets"_a = none, "search"_a = false,
+        "top"_a = 5);
+  m.def("compare", &compare,
+        "`coconet compare --format json` as a dict: a model's step on each side (each of `topologies` at each "
+        "of `nodes`; `search`: each side's best layout), or a workload's or experiment's best schedules.",
+        "target"_a, py::kw_only(), "topologies"_a = none, "nodes"_a = none, "sets"_a = none, "search"_a = false);
   m.def(
       "load_workload",
       [](const py::object& name, const py::object& sets) {

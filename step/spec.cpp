@@ -318,6 +318,23 @@ ModelSpec parse_model(const std::string& yaml_text, const std::string& origin, c
   return s;
 }
 
+bool names_a_model(const std::string& name_or_path) {
+  const fs::path root(model::data_root());
+  std::error_code ec;
+  if (fs::is_regular_file(root / "models" / (name_or_path + ".yaml"), ec)) return true;
+  for (const fs::path& p : {fs::path(name_or_path), root / name_or_path}) {
+    if (!fs::is_regular_file(p, ec)) continue;
+    try {
+      const model::YamlContext ctx{p.string()};
+      const YAML::Node n = ctx.load(model::read_file(p.string()));
+      return n.IsMap() && n["model"] && n["parallel"];
+    } catch (const UserError&) {
+      return false;  // not a YAML file a model could be: the caller's own reading says why
+    }
+  }
+  return false;
+}
+
 ModelSpec load_model(const std::string& name_or_path, const Overrides& overrides) {
   // A path as given, a path within the repository (models/x.yaml from any
   // folder), or a name in models/.

@@ -151,6 +151,11 @@ using Overrides = std::vector<std::pair<std::string, std::string>>;
 // A name (models/NAME.yaml) or a path.
 [[nodiscard]] ModelSpec load_model(const std::string& name_or_path, const Overrides& overrides = {});
 
+// Whether `name_or_path` names a model description as load_model finds it:
+// models/NAME.yaml, or a file whose top level has the model and parallel
+// sections (what `coconet compare` asks to tell a model from an experiment).
+[[nodiscard]] bool names_a_model(const std::string& name_or_path);
+
 // The layout on a cluster: every count resolved and checked.
 struct Layout {
   int gpus = 0;

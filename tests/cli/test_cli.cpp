@@ -366,6 +366,7 @@ TEST_F(Cli, EveryJsonOutputFollowsItsSchema) {
       {{"collective", "-b", "1K", "-e", "1M", "-f", "32"}, "collective"},
       {{"validate", "--reference", "--out", "reference"}, "validate"},
       {{"compare", "adam", "--set", "N=4096", "-t", "dgx-h100", "-t", "dgx-a100"}, "compare"},
+      {{"compare", "megatron-1.7b", "-t", "dgx-a100", "-t", "dgx-h100", "-N", "4"}, "compare_steps"},
       {{"step", "gpt3-175b", "--topology", "dgx-h100", "--nodes", "128"}, "step"},
       {{"step", "gpt3-175b", "--topology", "dgx-h100", "--nodes", "128", "--search"}, "step"},
   };
@@ -376,6 +377,32 @@ TEST_F(Cli, EveryJsonOutputFollowsItsSchema) {
     ASSERT_EQ(r.code, 0) << r.all();
     EXPECT_TRUE(conforms(parsed(r), kind)) << with.front() << " " << (with.size() > 1 ? with[1] : "");
   }
+}
+
+TEST_F(Cli, CompareAModelPutsItsStepOnEachSideAndSaysWhenTheGpuCountsDiffer) {
+  const Result r = run({"compare", "llama3-70b", "-t", "dgx-h100", "-t", "dgx-a100", "-N", "32"});
+  ASSERT_EQ(r.code, 0) << r.all();
+  EXPECT_TRUE(contains(r.out, "llama3-70b step on each side")) << r.out;
+  EXPECT_FALSE(contains(r.err, "different GPU counts")) << r.err;  // 256 GPUs on both
+  const json j = parsed(run({"compare", "llama3-70b", "-t", "dgx-h100", "-N", "16", "-N", "32", "--format", "json"}));
+  ASSERT_EQ(j["sides"].size(), 2u);
+  EXPECT_EQ(j["sides"][0]["gpus"], 128);
+  EXPECT_EQ(j["sides"][1]["gpus"], 256);
+  EXPECT_DOUBLE_EQ(j["sides"][0]["ratio"].get<double>(), 1.0);
+  EXPECT_TRUE(j["note"].is_string());  // the GPU counts differ: said
+  // The step of each side is `coconet step`'s.
+  const json one = parsed(run({"step", "llama3-70b", "-t", "dgx-h100", "-N", "32", "--format", "json"}));
+  EXPECT_DOUBLE_EQ(j["sides"][1]["step_ms"].get<double>(), one["layouts"][0]["step_ms"].get<double>());
+  // A workload's sides say their nodes and ranks, and warn when the ranks differ.
+  const Result w = run({"compare", "adam", "--set", "N=4096", "-t", "dgx-h100", "-N", "1", "-N", "2"});
+  ASSERT_EQ(w.code, 0) << w.all();
+  EXPECT_TRUE(contains(w.out, "ranks")) << w.out;
+  EXPECT_TRUE(contains(w.err, "the ratio compares different rank counts")) << w.err;
+  // Flags of the other kind are refused.
+  const Result bad = run({"compare", "llama3-70b", "-t", "dgx-h100", "-t", "dgx-a100", "--ranks", "8"});
+  EXPECT_EQ(bad.code, 2) << bad.all();
+  const Result search = run({"compare", "adam", "-t", "dgx-h100", "-t", "dgx-a100", "--search"});
+  EXPECT_EQ(search.code, 2) << search.all();
 }
 
 // ---- step: a whole training step ---------------------------------------------------

@@ -87,6 +87,22 @@ class SameAsTheCommand(unittest.TestCase):
                                  stepfactor=4, proto="simple")
         self.assertEqual(got, want["rows"])
 
+    def test_step(self):
+        want = cli_json("step", "llama3-70b", "--topology", "dgx-h100", "--nodes", "32")
+        self.assertEqual(coconet.step("llama3-70b", topology="dgx-h100", nodes=32), want)
+        want = cli_json("step", "megatron-1.7b", "--topology", "dgx-a100", "--nodes", "4", "--search", "--top", "2",
+                        "--set", "training.global_batch=256")
+        got = coconet.step("megatron-1.7b", topology="dgx-a100", nodes=4, search=True, top=2,
+                           sets={"training.global_batch": 256})
+        self.assertEqual(got, want)
+        self.assertEqual(len(got["layouts"]), 2)
+
+    def test_compare(self):
+        want = cli_json("compare", "llama3-70b", "-t", "dgx-h100", "-t", "dgx-a100", "-N", "32")
+        self.assertEqual(coconet.compare("llama3-70b", topologies=["dgx-h100", "dgx-a100"], nodes=32), want)
+        want = cli_json("compare", "adam", "--set", "N=4096", "-t", "dgx-h100", "-N", "1", "-N", "2")
+        self.assertEqual(coconet.compare("adam", topologies="dgx-h100", nodes=[1, 2], sets={"N": 4096}), want)
+
 
 class Errors(unittest.TestCase):
     def check(self, call, *args):
