@@ -32,7 +32,7 @@ struct Args {
 
 Table layouts_table(const std::vector<step::StepReport>& rs) {
   Table t{{"dp", "tp", "cp", "pp", "micro_batch", "schedule", "virtual_stages", "zero", "recompute", "sequence_parallel",
-           "tp_overlap", "step_ms", "model_tflops_per_gpu", "hardware_tflops_per_gpu", "eq3_tflops_per_gpu", "mfu",
+           "tp_overlap", "precision", "step_ms", "model_tflops_per_gpu", "hardware_tflops_per_gpu", "eq3_tflops_per_gpu", "mfu",
            "memory_GB", "fits"}};
   for (const auto& r : rs)
     t.add({std::int64_t(r.layout.dp), std::int64_t(r.layout.tp), std::int64_t(r.layout.cp), std::int64_t(r.layout.pp),
@@ -40,7 +40,7 @@ Table layouts_table(const std::vector<step::StepReport>& rs) {
            std::int64_t(r.layout.virtual_stages), std::int64_t(r.spec.parallel.zero),
            step::to_string(r.spec.parallel.recompute),
            step::sequence_parallel_on(r.spec.parallel, r.layout), step::tp_overlap_on(r.spec.parallel, r.layout),
-           r.step_us / kUsPerMs, r.model_tflops_per_gpu, r.hardware_tflops_per_gpu, r.eq3_tflops_per_gpu, r.mfu,
+           r.spec.training.fp8 ? std::string("fp8") : model::to_string(r.spec.training.dtype), r.step_us / kUsPerMs, r.model_tflops_per_gpu, r.hardware_tflops_per_gpu, r.eq3_tflops_per_gpu, r.mfu,
            r.memory.total_GB(), r.memory.fits()});
   return t;
 }

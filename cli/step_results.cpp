@@ -113,10 +113,12 @@ std::string layout_label(const step::StepReport& r) {
   const std::string cp =
       r.layout.cp > 1 ? fmt::format(" x cp {} ({})", r.layout.cp, step::to_string(p.cp_comm)) : std::string();
   return fmt::format(
-      "dp {} x tp {}{} x pp {}, {}, {} micro-batches of {}, ZeRO {}, recompute {}, sequence parallel {}, TP overlap {}",
+      "dp {} x tp {}{} x pp {}, {}, {} micro-batches of {}, ZeRO {}, recompute {}, sequence parallel {}, TP overlap {}, "
+      "GEMMs {}",
       r.layout.dp, r.layout.tp, cp, r.layout.pp, r.layout.pp > 1 ? sched : "no pipeline", r.layout.micro_batches,
       r.spec.training.micro_batch, p.zero, step::to_string(p.recompute),
-      step::sequence_parallel_on(p, r.layout) ? "on" : "off", step::tp_overlap_on(p, r.layout) ? "on" : "off");
+      step::sequence_parallel_on(p, r.layout) ? "on" : "off", step::tp_overlap_on(p, r.layout) ? "on" : "off",
+      r.spec.training.fp8 ? std::string("fp8") : model::to_string(r.spec.training.dtype));
 }
 
 StepOutcome run_step(const StepRequest& a) {

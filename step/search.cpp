@@ -55,6 +55,7 @@ struct Choice {
   PipeSchedule schedule;
   Recompute recompute;
   std::int64_t micro_batch;
+  bool fp8;         // the linear layers' GEMMs in FP8 (`dtype: fp8`)
   bool own_stages;  // the file's pipeline.layers_per_stage (its own pp and schedule); else balanced
   bool sequence_parallel, tp_overlap;
 };
@@ -73,6 +74,7 @@ void apply(const Choice& c, const ModelSpec& base, ModelSpec& s) {
   p.sequence_parallel = c.sequence_parallel;
   p.tp_overlap = c.tp_overlap;
   s.training.micro_batch = c.micro_batch;
+  s.training.fp8 = c.fp8;
   if (c.own_stages) p.layers_per_stage = base.parallel.layers_per_stage;
   else p.layers_per_stage.clear();
 }
@@ -160,6 +162,14 @@ std::vector<int> zero_stages(const ModelSpec& base, const SearchOptions& o) {
   return out;
 }
 
+// FP8 GEMMs are a precision of a bf16 model (Transformer Engine keeps the
+// values in bf16): tried both ways where the GPU has an FP8 rate.
+std::vector<bool> fp8_choices(const ModelSpec& base, const sim::Topology& t, const SearchOptions& o) {
+  const bool bf16_values = base.training.dtype == model::DType::bf16;
+  if (!o.vary_precision || !bf16_values || !t.gpu.tflops_fp8) return {base.training.fp8};
+  return {false, true};
+}
+
 void rule_out(SearchResult& res, std::string why) {
   if (res.indivisible++ == 0) res.indivisible_example = std::move(why);
 }
@@ -190,6 +200,7 @@ SearchResult search_layouts(const ModelSpec& base, const sim::Topology& t, const
   if (o.vary_recompute) recomputes = {Recompute::none, Recompute::selective, Recompute::full};
   const std::vector<int> zeros = zero_stages(base, o);
   Pricers pricers{DpBlockPricer(t), LayerBlockPricer(t)};
+  const std::vector<bool> fp8s = fp8_choices(base, t, o);
   std::vector<Candidate> candidates;
   ModelSpec s = base;
   for (int tp : tps) {
@@ -224,12 +235,13 @@ SearchResult search_layouts(const ModelSpec& base, const sim::Topology& t, const
             for (Recompute rc : recomputes)
               for (int zero : zeros)
                 for (bool sp : sequence_parallel_choices(base, tp, o))
-                  for (bool overlap : tp_overlap_choices(base, tp, o)) {
-                    const Choice c{dp,        tp, cp,          pp, sch.virtual_stages, zero, cpc.comm, sch.kind,
-                                   rc,        mb, own,         sp, overlap};
-                    apply(c, base, s);
-                    try_layout(c, s, t, pricers, res, candidates);
-                  }
+                  for (bool overlap : tp_overlap_choices(base, tp, o))
+                    for (bool fp8 : fp8s) {
+                      const Choice c{dp, tp, cp, pp, sch.virtual_stages, zero, cpc.comm, sch.kind,
+                                     rc, mb, fp8, own, sp, overlap};
+                      apply(c, base, s);
+                      try_layout(c, s, t, pricers, res, candidates);
+                    }
           }
         }
       }

@@ -35,6 +35,9 @@ struct SearchOptions {
   bool vary_recompute = true;
   bool vary_sequence_parallel = true;
   bool vary_tp_overlap = false;  // true: tp_overlap both ways (an overlapped layer tunes every schedule: slower)
+  // The GEMMs' precision: a bf16 or fp8 model also tries the other where the
+  // GPU states an FP8 rate (gpu.tflops.fp8); false: the model's only.
+  bool vary_precision = true;
 };
 
 struct SearchResult {

@@ -227,6 +227,26 @@ TEST(StepSearch, TheBoundedStepIsNeverSlowerAndTheSearchIsExact) {
   for (std::size_t k = 0; k < r.best.size(); ++k) EXPECT_DOUBLE_EQ(r.best[k].step_us, full.best[k].step_us) << k;
 }
 
+TEST(StepSearch, PrecisionIsSearchedWhereTheGpuHasAnFp8Rate) {
+  const ModelSpec base = parse_model(kSmall, "small.yaml", {{"training.dtype", "bf16"}});
+  SearchOptions o;
+  o.vary_cp = false;
+  o.vary_zero = false;
+  o.vary_recompute = false;
+  o.vary_micro_batch = false;
+  o.vary_schedule = false;
+  SearchOptions one = o;
+  one.vary_precision = false;
+  const sim::Topology h100 = sim::load_topology("dgx-h100", {{"nodes", "1"}});
+  const SearchResult both = search_layouts(base, h100, o), bf16 = search_layouts(base, h100, one);
+  EXPECT_EQ(both.priced, 2 * bf16.priced);
+  EXPECT_TRUE(both.best.front().spec.training.fp8);  // the FP8 GEMMs win here
+  for (const StepReport& r : bf16.best) EXPECT_FALSE(r.spec.training.fp8);
+  // A100 states no FP8 rate: nothing more to try.
+  const SearchResult a = search_layouts(base, a100(1), o);
+  EXPECT_EQ(a.priced, search_layouts(base, a100(1), one).priced);
+}
+
 TEST(StepSearch, ALayoutThatFitsOnlyWithZeroIsFound) {
   // The least memory any ZeRO 0 layout of the search needs; just under it,
   // the search without ZeRO finds nothing and the search with it does.
