@@ -3,7 +3,13 @@
 // Design notes
 // - A row of the block is processed in tiles of kTile elements; each
 //   instruction is one loop over the tile, so the dispatch cost is paid once
-//   per tile and the loops vectorise.
+//   per tile. The operator is dispatched outside its loop (one instantiation
+//   of model/ops.h's definition per operator), so the loops vectorise:
+//   arithmetic, comparisons, selects and sqrt (the library is built without
+//   errno for math and without FP contraction, kernels/cpu.cmake); exp, log,
+//   tanh, pow and the dropout hash stay one call per element.
+// - Rounding to f16/bf16 (casts, stores) converts whole tiles
+//   (kernels/cpu_convert.cpp), with the values of half.h.
 // - A block whose operands are all contiguous (or broadcast) across rows is
 //   flattened into one long row first, so 1-D tensors (rows x 1 blocks) run
 //   as long tiles too.
@@ -11,32 +17,20 @@
 
 #include <algorithm>
 #include <array>
-#include <cstring>
 #include <memory>
 #include <vector>
 
-#if defined(__x86_64__)
-#include <cpuid.h>
-#include <immintrin.h>
-#endif
-
+#include "kernels/cpu_clones.h"
 #include "model/error.h"
 
 namespace coconet::kernels {
 namespace {
 
-// Elements per tile: 1 KiB of f32 per register, small enough for L1 with a
-// full stack (kMaxStack registers), long enough to amortise dispatch.
-constexpr std::int64_t kTile = 256;
-
-template <typename T>
-const T* typed(const std::byte* p) {
-  return reinterpret_cast<const T*>(p);
-}
-template <typename T>
-T* typed(std::byte* p) {
-  return reinterpret_cast<T*>(p);
-}
+// Elements per tile: 4 KiB of f32 per register, so a short program's runs
+// stay in L1 and L2, long enough that each operand streams 4 KiB at a time
+// (measured at 16M elements: a triad as a program at 0.41 of STREAM's triad
+// with 256, 0.71 with 1024, 0.51 with 4096).
+constexpr std::int64_t kTile = 1024;
 
 bool flattenable(const Access& a, std::int64_t cols) { return a.row_stride == cols * a.col_stride; }
 
@@ -58,177 +52,233 @@ Block flatten(const Block& b, std::span<CpuOperand> ins, std::span<CpuOperand> o
   return flat;
 }
 
-struct Registers {
-  std::array<std::array<float, kTile>, kMaxStack> stack;
-  std::array<std::array<float, kTile>, kMaxOutputs> out;
+// A value on the program's stack, for one tile: a run of f32 (a register of
+// the pool, or a contiguous f32 input read in place) or one scalar (a
+// constant, or an operation of constants, applied without filling a run).
+struct Value {
+  const float* run = nullptr;
+  float scalar = 0.0f;
+  [[nodiscard]] bool is_scalar() const { return run == nullptr; }
 };
 
-void run_tile(const ElementwiseProgram& p, std::span<const CpuOperand> ins, const Block& b,
-              std::int64_t i, std::int64_t j0, std::int64_t n, Registers& r) {
-  int top = -1;
-  for (const Instr& in : p.code) {
-    switch (in.code) {
-      case OpCode::load: {
-        const auto& op = ins[static_cast<std::size_t>(in.slot)];
-        load_f32(op.data, op.dtype, op.access.at(i, j0), op.access.col_stride, n, r.stack[++top].data());
-        break;
-      }
-      case OpCode::load_output:
-        std::copy_n(r.out[static_cast<std::size_t>(in.slot)].data(), n, r.stack[++top].data());
-        break;
-      case OpCode::constant: std::fill_n(r.stack[++top].data(), n, in.value); break;
-      case OpCode::unary: {
-        float* a = r.stack[top].data();
-        const auto op = static_cast<model::UnaryOp>(in.op);
-        for (std::int64_t t = 0; t < n; ++t) a[t] = model::apply_unary(op, a[t]);
-        break;
-      }
-      case OpCode::binary: {
-        --top;
-        float* a = r.stack[top].data();
-        const float* c = r.stack[top + 1].data();
-        const auto op = static_cast<model::BinaryOp>(in.op);
-        for (std::int64_t t = 0; t < n; ++t) a[t] = model::apply_binary(op, a[t], c[t]);
-        break;
-      }
-      case OpCode::select: {
-        top -= 2;
-        float* c = r.stack[top].data();
-        const float* a = r.stack[top + 1].data();
-        const float* e = r.stack[top + 2].data();
-        for (std::int64_t t = 0; t < n; ++t) c[t] = c[t] != 0.0f ? a[t] : e[t];
-        break;
-      }
-      case OpCode::round: {
-        float* a = r.stack[top].data();
-        for (std::int64_t t = 0; t < n; ++t) a[t] = round_to(in.dtype, a[t]);
-        break;
-      }
-      case OpCode::dropout: {
-        float* a = r.stack[top].data();
-        for (std::int64_t t = 0; t < n; ++t)
-          a[t] = model::dropout(a[t], in.value, in.seed, b.global_index(i, j0 + t));
-        break;
-      }
-      case OpCode::store: {
-        const float* a = r.stack[top--].data();
-        float* o = r.out[static_cast<std::size_t>(in.slot)].data();
-        const auto t_out = p.output_types[static_cast<std::size_t>(in.slot)];
-        for (std::int64_t t = 0; t < n; ++t) o[t] = round_to(t_out, a[t]);
-        break;
-      }
-    }
+// The registers of one thread: kMaxStack + kMaxOutputs runs of kTile f32.
+// Stack depth d writes into the run it owns; a store hands that run to the
+// output slot and takes the slot's old one (a swap, no copy).
+// Each run padded by one cache line so that runs, and the 4 KiB-aligned
+// operand buffers, do not sit at the same offset modulo 4 KiB: a store to one
+// run then a load from another would alias in the CPU's store-to-load check
+// (Intel's optimization manual, "4K aliasing").
+constexpr std::int64_t kRunStride = kTile + 16;
+
+struct Registers {
+  std::array<std::array<float, kRunStride>, kMaxStack + kMaxOutputs> pool;
+  std::array<int, kMaxStack> stack_run{};
+  std::array<int, kMaxOutputs> out_run{};
+  std::array<Value, kMaxStack> stack{};
+  std::array<bool, kMaxOutputs> read_back{};  // of the program running: outputs it loads again
+  Registers() {
+    for (int d = 0; d < kMaxStack; ++d) stack_run[static_cast<std::size_t>(d)] = d;
+    for (int s = 0; s < kMaxOutputs; ++s) out_run[static_cast<std::size_t>(s)] = kMaxStack + s;
   }
+  float* owned(int depth) { return pool[static_cast<std::size_t>(stack_run[static_cast<std::size_t>(depth)])].data(); }
+  float* out(std::size_t slot) { return pool[static_cast<std::size_t>(out_run[slot])].data(); }
+  Value& at(int depth) { return stack[static_cast<std::size_t>(depth)]; }
+};
+
+// The run of `v` for n elements, a scalar filled into depth's own run.
+const float* as_run(Registers& r, int depth, const Value& v, std::int64_t n) {
+  if (!v.is_scalar()) return v.run;
+  float* d = r.owned(depth);
+  std::fill_n(d, n, v.scalar);
+  return d;
 }
 
-}  // namespace
+// Operand readers the loops are instantiated with: a run, or one scalar.
+struct Run {
+  const float* p;
+  float operator[](std::int64_t t) const { return p[t]; }
+};
+struct Scalar {
+  float s;
+  float operator[](std::int64_t) const { return s; }
+};
 
-namespace {
-
-// f16 <-> f32 over contiguous runs with x86's F16C instructions, where the
-// CPU has them: bit for bit the conversions of kernels/half.h (exact
-// widening; narrowing rounds to nearest even, keeps subnormals, overflows to
-// infinity), 8 elements per instruction. NaNs stay NaN (their payload bits
-// may differ from half.h's single quiet NaN). Measured: 32768 elements
-// widened, doubled and narrowed in 59 us with half.h's bit manipulation,
-// 3.3 us with F16C (this machine, one core).
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define COCONET_HAVE_F16C_PATH 1
-// CPUID leaf 1, ECX (Intel SDM vol. 2A, "CPUID"): OSXSAVE, AVX and F16C; and
-// XCR0 bits 1-2 (the OS saves the SSE and AVX registers), read with XGETBV.
-bool cpu_has_f16c() {
-  static const bool has = [] {
-    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-    if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return false;
-    constexpr unsigned kOsxsave = 1u << 27, kAvx = 1u << 28, kF16c = 1u << 29;
-    if ((ecx & (kOsxsave | kAvx | kF16c)) != (kOsxsave | kAvx | kF16c)) return false;
-    unsigned xcr0 = 0, high = 0;
-    __asm__("xgetbv" : "=a"(xcr0), "=d"(high) : "c"(0));
-    constexpr unsigned kSseAvxState = 0x6;
-    return (xcr0 & kSseAvxState) == kSseAvxState;
-  }();
-  return has;
+// One loop per operator and operand kind, the operator fixed at compile
+// time: model/ops.h's definition with its switch folded away, so the loop
+// vectorises.
+template <model::UnaryOp Op>
+void unary_loop(float* d, const float* a, std::int64_t n) {
+  for (std::int64_t t = 0; t < n; ++t) d[t] = model::apply_unary(Op, a[t]);
 }
 
-__attribute__((target("f16c,avx"))) std::int64_t widen_f16c(const std::uint16_t* s, std::int64_t count, float* out) {
-  std::int64_t k = 0;
-  for (; k + 8 <= count; k += 8)
-    _mm256_storeu_ps(out + k, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + k))));
-  return k;
+template <model::BinaryOp Op, typename A, typename B>
+void binary_loop(float* d, A a, B b, std::int64_t n) {
+  for (std::int64_t t = 0; t < n; ++t) d[t] = model::apply_binary(Op, a[t], b[t]);
 }
 
-__attribute__((target("f16c,avx"))) std::int64_t narrow_f16c(const float* in, std::int64_t count, std::uint16_t* d) {
-  std::int64_t k = 0;
-  for (; k + 8 <= count; k += 8)
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + k),
-                     _mm256_cvtps_ph(_mm256_loadu_ps(in + k), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-  return k;
-}
-#endif
-
-}  // namespace
-
-bool f16c_conversions() {
-#ifdef COCONET_HAVE_F16C_PATH
-  return cpu_has_f16c();
-#else
-  return false;
-#endif
+template <model::BinaryOp Op>
+void binary_values(float* d, const Value& a, const Value& b, std::int64_t n) {
+  if (a.is_scalar()) return binary_loop<Op>(d, Scalar{a.scalar}, Run{b.run}, n);
+  if (b.is_scalar()) return binary_loop<Op>(d, Run{a.run}, Scalar{b.scalar}, n);
+  binary_loop<Op>(d, Run{a.run}, Run{b.run}, n);
 }
 
-void load_f32(const std::byte* data, model::DType t, std::int64_t first, std::int64_t stride,
-              std::int64_t count, float* out) {
-  switch (t) {
-    case model::DType::f32: {
-      const float* s = typed<float>(data) + first;
-      if (stride == 1) {
-        std::memcpy(out, s, static_cast<std::size_t>(count) * sizeof(float));
+void unary_run(model::UnaryOp op, float* d, const float* a, std::int64_t n) {
+  using U = model::UnaryOp;
+  switch (op) {
+    case U::neg: return unary_loop<U::neg>(d, a, n);
+    case U::sqrt: return unary_loop<U::sqrt>(d, a, n);
+    case U::rsqrt: return unary_loop<U::rsqrt>(d, a, n);
+    case U::abs: return unary_loop<U::abs>(d, a, n);
+    case U::exp: return unary_loop<U::exp>(d, a, n);
+    case U::log: return unary_loop<U::log>(d, a, n);
+    case U::tanh: return unary_loop<U::tanh>(d, a, n);
+    case U::gelu: return unary_loop<U::gelu>(d, a, n);
+  }
+  COCONET_ASSERT(false, "unknown unary operator");
+}
+
+void binary_run(model::BinaryOp op, float* d, const Value& a, const Value& b, std::int64_t n) {
+  using B = model::BinaryOp;
+  switch (op) {
+    case B::add: return binary_values<B::add>(d, a, b, n);
+    case B::sub: return binary_values<B::sub>(d, a, b, n);
+    case B::mul: return binary_values<B::mul>(d, a, b, n);
+    case B::div: return binary_values<B::div>(d, a, b, n);
+    case B::pow: return binary_values<B::pow>(d, a, b, n);
+    case B::max: return binary_values<B::max>(d, a, b, n);
+    case B::min: return binary_values<B::min>(d, a, b, n);
+    case B::lt: return binary_values<B::lt>(d, a, b, n);
+    case B::le: return binary_values<B::le>(d, a, b, n);
+    case B::gt: return binary_values<B::gt>(d, a, b, n);
+    case B::ge: return binary_values<B::ge>(d, a, b, n);
+    case B::eq: return binary_values<B::eq>(d, a, b, n);
+    case B::ne: return binary_values<B::ne>(d, a, b, n);
+  }
+  COCONET_ASSERT(false, "unknown binary operator");
+}
+
+void select_run(float* d, const float* c, const float* a, const float* e, std::int64_t n) {
+  for (std::int64_t t = 0; t < n; ++t) d[t] = c[t] != 0.0f ? a[t] : e[t];
+}
+
+void dropout_run(const Instr& in, const Block& b, std::int64_t i, std::int64_t j0, float* d, const float* a,
+                 std::int64_t n) {
+  for (std::int64_t t = 0; t < n; ++t) d[t] = model::dropout(a[t], in.value, in.seed, b.global_index(i, j0 + t));
+}
+
+// Pushes input `op` for the tile: read in place when contiguous f32, else
+// converted into the depth's own run.
+void load(Registers& r, int depth, const CpuOperand& op, std::int64_t i, std::int64_t j0, std::int64_t n) {
+  const std::int64_t first = op.access.at(i, j0);
+  if (op.dtype == model::DType::f32 && op.access.col_stride == 1) {
+    r.at(depth) = Value{reinterpret_cast<const float*>(op.data) + first, 0.0f};
+    return;
+  }
+  if (op.access.col_stride == 0) {  // broadcast: one value for the whole tile
+    float v = 0;
+    load_f32(op.data, op.dtype, first, 0, 1, &v);
+    r.at(depth) = Value{nullptr, v};
+    return;
+  }
+  float* d = r.owned(depth);
+  load_f32(op.data, op.dtype, first, op.access.col_stride, n, d);
+  r.at(depth) = Value{d, 0.0f};
+}
+
+// Pops the top into output `slot`, rounded to its dtype where the program
+// reads it back: the top's run is handed over when the top owns it, else copied.
+void store(Registers& r, int depth, std::size_t slot, model::DType t, bool read_back, std::int64_t n) {
+  const Value v = r.at(depth);
+  float* own = r.owned(depth);
+  if (v.run == own) {
+    std::swap(r.stack_run[static_cast<std::size_t>(depth)], r.out_run[slot]);
+  } else {
+    const float* src = as_run(r, depth, v, n);
+    std::copy_n(src, n, r.out(slot));
+  }
+  // A later statement reads the stored value; else store_f32 rounds it.
+  if (read_back) round_f32(t, n, r.out(slot));
+}
+
+void run_instr(const ElementwiseProgram& p, std::span<const CpuOperand> ins, const Block& b, std::int64_t i,
+               std::int64_t j0, std::int64_t n, const Instr& in, int& top, Registers& r) {
+  switch (in.code) {
+    case OpCode::load: return load(r, ++top, ins[static_cast<std::size_t>(in.slot)], i, j0, n);
+    case OpCode::load_output:
+      r.at(++top) = Value{r.out(static_cast<std::size_t>(in.slot)), 0.0f};
+      return;
+    case OpCode::constant: r.at(++top) = Value{nullptr, in.value}; return;
+    case OpCode::unary: {
+      const Value a = r.at(top);
+      const auto op = static_cast<model::UnaryOp>(in.op);
+      if (a.is_scalar()) {
+        r.at(top) = Value{nullptr, model::apply_unary(op, a.scalar)};
       } else {
-        for (std::int64_t k = 0; k < count; ++k) out[k] = s[k * stride];
+        unary_run(op, r.owned(top), a.run, n);
+        r.at(top) = Value{r.owned(top), 0.0f};
       }
       return;
     }
-    case model::DType::f16: {
-      const std::uint16_t* s = typed<std::uint16_t>(data) + first;
-      std::int64_t k = 0;
-#ifdef COCONET_HAVE_F16C_PATH
-      if (stride == 1 && cpu_has_f16c()) k = widen_f16c(s, count, out);
-#endif
-      for (; k < count; ++k) out[k] = f16_to_float(s[k * stride]);
+    case OpCode::binary: {
+      --top;
+      const Value a = r.at(top), c = r.at(top + 1);
+      const auto op = static_cast<model::BinaryOp>(in.op);
+      if (a.is_scalar() && c.is_scalar()) {
+        r.at(top) = Value{nullptr, model::apply_binary(op, a.scalar, c.scalar)};
+      } else {
+        binary_run(op, r.owned(top), a, c, n);
+        r.at(top) = Value{r.owned(top), 0.0f};
+      }
       return;
     }
-    case model::DType::bf16: {
-      const std::uint16_t* s = typed<std::uint16_t>(data) + first;
-      for (std::int64_t k = 0; k < count; ++k) out[k] = bf16_to_float(s[k * stride]);
+    case OpCode::select: {
+      top -= 2;
+      const float* c = as_run(r, top, r.at(top), n);
+      const float* a = as_run(r, top + 1, r.at(top + 1), n);
+      const float* e = as_run(r, top + 2, r.at(top + 2), n);
+      select_run(r.owned(top), c, a, e, n);
+      r.at(top) = Value{r.owned(top), 0.0f};
+      return;
+    }
+    case OpCode::round: {
+      const Value a = r.at(top);
+      if (a.is_scalar()) {
+        r.at(top) = Value{nullptr, round_to(in.dtype, a.scalar)};
+        return;
+      }
+      float* d = r.owned(top);
+      if (a.run != d) std::copy_n(a.run, n, d);
+      round_f32(in.dtype, n, d);
+      r.at(top) = Value{d, 0.0f};
+      return;
+    }
+    case OpCode::dropout: {
+      const float* a = as_run(r, top, r.at(top), n);
+      dropout_run(in, b, i, j0, r.owned(top), a, n);
+      r.at(top) = Value{r.owned(top), 0.0f};
+      return;
+    }
+    case OpCode::store: {
+      const auto slot = static_cast<std::size_t>(in.slot);
+      store(r, top--, slot, p.output_types[slot], r.read_back[slot], n);
       return;
     }
   }
 }
 
-void store_f32(std::byte* data, model::DType t, std::int64_t first, std::int64_t stride,
-               std::int64_t count, const float* in) {
-  switch (t) {
-    case model::DType::f32: {
-      float* d = typed<float>(data) + first;
-      for (std::int64_t k = 0; k < count; ++k) d[k * stride] = in[k];
-      return;
-    }
-    case model::DType::f16: {
-      std::uint16_t* d = typed<std::uint16_t>(data) + first;
-      std::int64_t k = 0;
-#ifdef COCONET_HAVE_F16C_PATH
-      if (stride == 1 && cpu_has_f16c()) k = narrow_f16c(in, count, d);
-#endif
-      for (; k < count; ++k) d[k * stride] = float_to_f16(in[k]);
-      return;
-    }
-    case model::DType::bf16: {
-      std::uint16_t* d = typed<std::uint16_t>(data) + first;
-      for (std::int64_t k = 0; k < count; ++k) d[k * stride] = float_to_bf16(in[k]);
-      return;
-    }
-  }
+// One tile through the program, then its outputs stored: the unit of work,
+// cloned per x86 level with every loop inside (kernels/cpu_clones.h).
+COCONET_CPU_CLONES void run_tile(const ElementwiseProgram& p, std::span<const CpuOperand> ins,
+                                 std::span<const CpuOperand> outs, const Block& b, std::int64_t i,
+                                 std::int64_t j0, std::int64_t n, Registers& r) {
+  int top = -1;
+  for (const Instr& in : p.code) run_instr(p, ins, b, i, j0, n, in, top, r);
+  for (std::size_t k = 0; k < outs.size(); ++k)
+    store_f32(outs[k].data, outs[k].dtype, outs[k].access.at(i, j0), outs[k].access.col_stride, n, r.out(k));
 }
+
+}  // namespace
 
 void cpu_elementwise(const ElementwiseProgram& program, std::span<const CpuOperand> inputs,
                      std::span<const CpuOperand> outputs, const Block& block) {
@@ -237,14 +287,16 @@ void cpu_elementwise(const ElementwiseProgram& program, std::span<const CpuOpera
   std::vector<CpuOperand> ins(inputs.begin(), inputs.end());
   std::vector<CpuOperand> outs(outputs.begin(), outputs.end());
   const Block b = flatten(block, ins, outs);
-  auto regs = std::make_unique<Registers>();
+  // Per thread (the cpu backend also runs programs on its communication
+  // thread), allocated once: no allocation per call.
+  thread_local const auto regs = std::make_unique<Registers>();
+  regs->read_back.fill(false);
+  for (const Instr& in : program.code)
+    if (in.code == OpCode::load_output) regs->read_back[static_cast<std::size_t>(in.slot)] = true;
   for (std::int64_t i = 0; i < b.rows; ++i) {
     for (std::int64_t j0 = 0; j0 < b.cols; j0 += kTile) {
       const std::int64_t n = std::min(kTile, b.cols - j0);
-      run_tile(program, ins, b, i, j0, n, *regs);
-      for (std::size_t k = 0; k < outs.size(); ++k)
-        store_f32(outs[k].data, outs[k].dtype, outs[k].access.at(i, j0), outs[k].access.col_stride, n,
-                  regs->out[k].data());
+      run_tile(program, ins, outs, b, i, j0, n, *regs);
     }
   }
 }

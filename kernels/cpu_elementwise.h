@@ -28,10 +28,15 @@ void cpu_elementwise(const ElementwiseProgram& program, std::span<const CpuOpera
 // the values are the same.
 [[nodiscard]] bool f16c_conversions();
 
-// Converts `count` stored elements to f32 / from f32 (RNE), with element strides.
+// Converts `count` stored elements to f32 / from f32 (RNE), with element strides
+// (kernels/cpu_convert.cpp).
 void load_f32(const std::byte* data, model::DType t, std::int64_t first, std::int64_t stride,
               std::int64_t count, float* out);
 void store_f32(std::byte* data, model::DType t, std::int64_t first, std::int64_t stride,
                std::int64_t count, const float* in);
+
+// Rounds `count` f32 values in place to the precision of `t` (a store to `t`
+// and a load back), as round_to() of kernels/elementwise_program.h does.
+void round_f32(model::DType t, std::int64_t count, float* x);
 
 }  // namespace coconet::kernels

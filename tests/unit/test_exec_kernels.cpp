@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "kernels/cpu_elementwise.h"
+#include "kernels/cpu_gemm.h"
 #include "kernels/cpu_matmul.h"
 #include "kernels/cpu_rowreduce.h"
 #include "kernels/elementwise_program.h"
@@ -291,6 +292,100 @@ TEST(CpuElementwise, EveryOperationBitForBitAsTheOneElementEvaluator) {
   }
   EXPECT_GT(nans, 0);  // the special values reach the NaN paths
   EXPECT_LT(nans, int(kN));
+}
+
+
+// Every GEMM level this CPU runs (kernels/cpu_gemm.h) at a blocked size with
+// ragged edges, strided operands and output: small-integer products are
+// exact, so each level equals the naive sum; and the levels are told apart
+// (a level the CPU lacks is refused, not silently replaced).
+TEST(CpuGemm, EveryLevelExactOnSmallIntegers) {
+  constexpr std::int64_t kM = 67, kK = 300, kN = 45, kPad = 3;
+  std::vector<float> a(kM * (kK + kPad)), b(kK * (kN + kPad));
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = float(int(i % 7) - 3);
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = float(int(i % 5) - 2);
+  std::vector<double> want(kM * kN, 0.0);
+  for (std::int64_t i = 0; i < kM; ++i)
+    for (std::int64_t k = 0; k < kK; ++k)
+      for (std::int64_t j = 0; j < kN; ++j)
+        want[std::size_t(i * kN + j)] += double(a[std::size_t(i * (kK + kPad) + k)]) * b[std::size_t(k * (kN + kPad) + j)];
+  int ran = 0;
+  for (GemmLevel level : {GemmLevel::baseline, GemmLevel::avx2_fma, GemmLevel::avx512}) {
+    std::vector<float> c(kM * (kN + kPad), -7.0f);
+    const GemmF32 g{a.data(), kK + kPad, b.data(), kN + kPad, c.data(), kN + kPad, kM, kN, kK};
+    if (static_cast<int>(level) > static_cast<int>(gemm_level())) {
+      EXPECT_ANY_THROW(gemm_f32(g, level)) << gemm_level_name(level);
+      continue;
+    }
+    gemm_f32(g, level);
+    ++ran;
+    int differ = 0;
+    for (std::int64_t i = 0; i < kM; ++i)
+      for (std::int64_t j = 0; j < kN; ++j) differ += c[std::size_t(i * (kN + kPad) + j)] == want[std::size_t(i * kN + j)] ? 0 : 1;
+    EXPECT_EQ(differ, 0) << gemm_level_name(level);
+    EXPECT_EQ(c[std::size_t(kN)], -7.0f) << "the padding between rows is left alone";
+  }
+  EXPECT_GE(ran, 1);
+}
+
+// The engine's layouts against the one-element evaluator, bit for bit:
+// contiguous f32 inputs (read in place), a broadcast operand (a scalar for
+// the whole tile: constants and scalar-only operations never filled), a
+// strided f16 input, a block of rows that cannot be flattened (a column
+// slice), several tiles with a ragged last one, a statement of scalars only,
+// one read back by a later statement, and an output written over its own
+// input (an in-place update, as Adam's state is).
+TEST(CpuElementwise, LayoutsBitForBitAsTheOneElementEvaluator) {
+  const std::vector<ElementwiseStmt> stmts = {
+      {"m", model::parse_expr("0.9 * m + 0.1 * g * z"), model::DType::f32},
+      {"s", model::parse_expr("z * 3 + sqrt(z) - select(z > 1, z, 2)"), model::DType::bf16},
+      {"a", model::parse_expr("x / (sqrt(m) + 0.001) + dropout(z, 0.25) + s"), model::DType::f16},
+      {"b", model::parse_expr("max(a, x) * 2 - (g < a)"), model::DType::f32}};
+  const auto p = compile_elementwise(
+      stmts, {{"x", model::DType::f32}, {"g", model::DType::f16}, {"z", model::DType::f32}, {"m", model::DType::f32}}, {});
+  constexpr std::int64_t kRows = 3, kCols = 2500, kLd = kCols + 7;  // rows of a wider matrix: not flattenable
+  std::vector<float> x(kRows * kLd), m(kRows * kLd), z{1.75f}, b(kRows * kLd);
+  std::vector<std::uint16_t> g(kRows * kLd * 2), a(kRows * kLd);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    x[i] = 0.25f * float(int(i % 37) - 18);
+    m[i] = 0.125f * float(i % 11);
+  }
+  for (std::size_t i = 0; i < g.size(); ++i) g[i] = float_to_f16(0.5f * float(int(i % 13) - 6));
+  const std::vector<float> m_before = m;
+  auto bytes = [](auto& v) { return reinterpret_cast<std::byte*>(v.data()); };
+  std::vector<CpuOperand> ins;
+  for (const auto& name : p.input_names) {
+    if (name == "x") ins.push_back({bytes(x), model::DType::f32, {0, kLd, 1}});
+    if (name == "g") ins.push_back({bytes(g), model::DType::f16, {0, 2 * kLd, 2}});  // every other element
+    if (name == "z") ins.push_back({bytes(z), model::DType::f32, {0, 0, 0}});
+    if (name == "m") ins.push_back({bytes(m), model::DType::f32, {0, kLd, 1}});
+  }
+  std::vector<std::uint16_t> s(kRows * kLd);
+  const std::vector<CpuOperand> outs{{bytes(m), model::DType::f32, {0, kLd, 1}},  // over its input
+                                     {bytes(s), model::DType::bf16, {0, kLd, 1}},
+                                     {bytes(a), model::DType::f16, {0, kLd, 1}},
+                                     {bytes(b), model::DType::f32, {0, kLd, 1}}};
+  cpu_elementwise(p, ins, outs, Block{kRows, kCols, 0, 0, kCols});
+  const auto same = [](float u, float v) { return (std::isnan(u) && std::isnan(v)) || float_bits(u) == float_bits(v); };
+  int differ = 0;
+  for (std::int64_t r = 0; r < kRows; ++r)
+    for (std::int64_t c = 0; c < kCols; ++c) {
+      const auto at = static_cast<std::size_t>(r * kLd + c);
+      const auto load = [&](int slot) {
+        const auto& name = p.input_names[std::size_t(slot)];
+        if (name == "x") return x[at];
+        if (name == "g") return f16_to_float(g[static_cast<std::size_t>(r * 2 * kLd + 2 * c)]);
+        if (name == "z") return z[0];
+        return m_before[at];
+      };
+      float want[kMaxOutputs] = {};
+      eval_element(p.code.data(), int(p.code.size()), p.output_types.data(), load,
+                   static_cast<std::uint64_t>(r * kCols + c), want);
+      const float got[] = {m[at], bf16_to_float(s[at]), f16_to_float(a[at]), b[at]};
+      for (int k = 0; k < 4; ++k) differ += same(got[k], want[k]) ? 0 : 1;
+    }
+  EXPECT_EQ(differ, 0);
+  EXPECT_NE(m, m_before);  // the update landed (the check above can fail)
 }
 
 }  // namespace
