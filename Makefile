@@ -18,7 +18,8 @@ SAN_BUILD ?= build-san
 FUZZ_JOBS ?= 2
 FUZZ_TARGETS := workload expression topology experiment schedule tune_file model
 SAN_TESTS := test_model_frontend test_model_errors test_hostile_model test_sched_unit test_sched_equivalence \
-             test_sched_errors test_plan test_sim test_topology_errors coconet test_cli test_hostile_cli
+             test_sched_errors test_plan test_sim test_topology_errors coconet test_cli test_hostile_cli \
+             test_hostile_surfaces
 # The CLI tests that run `coconet step --search` over today's layouts (cp,
 # uneven stages): about 27 s each in Release on the 2-core CI machine, and
 # well past 10 minutes each under AddressSanitizer. `make test` runs them
