@@ -33,6 +33,7 @@
 #include "exec/backend.h"
 #include "exec/launch.h"
 #include "exec/mpi_session.h"
+#include "exec/rank_status.h"
 #include "exec/runtime.h"
 #include "exec/watchdog.h"
 #include "model/assign.h"
@@ -59,6 +60,7 @@ struct RunArgs {
   std::string target;
   std::string backend = "cpu";
   int ranks = 0;
+  std::string hosts;  // --hosts a,b: the machines the ranks run on
   bool oversubscribe = false;
   std::string schedule = "all";
   std::string topology;  // predict the schedules on it; needed by --schedule best
@@ -297,9 +299,10 @@ nlohmann::json row_json(const Printed& p, const std::string& backend) {
   return j;
 }
 
-void print_run_json(const std::vector<Printed>& rows, const RunArgs& a, int ranks) {
+void print_run_json(const std::vector<Printed>& rows, const RunArgs& a, int ranks, int nodes) {
   nlohmann::json out{{"schema", schema_of("run")}, {"backend", a.backend}, {"ranks", ranks},
                      {"rows", nlohmann::json::array()}};
+  if (nodes > 1) out["nodes"] = nodes;
   if (!a.topology.empty()) out["topology"] = a.topology;
   if (a.schedule == "best") out["chosen_by"] = "prediction";
   if (model::is_schedule_file(a.schedule)) out["chosen_by"] = "tune file " + a.schedule;
@@ -314,8 +317,9 @@ void print_run_json(const std::vector<Printed>& rows, const RunArgs& a, int rank
 }
 
 // The lines above the table that say what was chosen and how it was predicted.
-void print_header(const std::vector<Printed>& rows, const RunArgs& a, int ranks) {
-  fmt::print("backend {}, {} ranks\n", a.backend, ranks);
+// `nodes`: the hosts the ranks ran on, said when more than one.
+void print_header(const std::vector<Printed>& rows, const RunArgs& a, int ranks, int nodes) {
+  fmt::print("backend {}, {} ranks{}\n", a.backend, ranks, nodes > 1 ? fmt::format(" on {} nodes", nodes) : "");
   const bool file = model::is_schedule_file(a.schedule);
   if (a.backend != "cuda" && (file || a.knobs.algo || a.knobs.proto || a.knobs.channels))
     fmt::print("knobs: chunks applied; algo, proto and channels are NCCL's and do not apply on {} (MPI chooses its "
@@ -356,8 +360,8 @@ std::vector<Cell> knob_cells(const model::Knobs& k, const std::string& backend, 
   return {std::int64_t(k.chunks), model::to_string(k.algo), model::to_string(k.proto), std::int64_t(k.channels)};
 }
 
-void print_rows(const std::vector<Printed>& rows, const RunArgs& a, int ranks) {
-  if (a.format == Format::json) return print_run_json(rows, a, ranks);
+void print_rows(const std::vector<Printed>& rows, const RunArgs& a, int ranks, int nodes) {
+  if (a.format == Format::json) return print_run_json(rows, a, ranks, nodes);
   bool predicted = false;
   for (const auto& p : rows) predicted = predicted || p.predicted_us.has_value();
   Table t;
@@ -377,7 +381,7 @@ void print_rows(const std::vector<Printed>& rows, const RunArgs& a, int ranks) {
       row.push_back(std::move(c));
     t.add(std::move(row));
   }
-  if (a.format == Format::table) print_header(rows, a, ranks);
+  if (a.format == Format::table) print_header(rows, a, ranks, nodes);
   print(t, a.format);
 }
 
@@ -510,13 +514,33 @@ std::vector<exec::RunRow> run_jobs(exec::Backend& backend, std::vector<Job>& job
   return rows;
 }
 
+// --hosts read and checked before anything starts: it needs --ranks and the
+// cpu backend, outside mpirun (which already placed the ranks).
+exec::Hosts hosts_of(const RunArgs& a) {
+  if (a.hosts.empty()) return {};
+  if (a.backend != "cpu")
+    throw UserError("--hosts starts the ranks with mpirun, which the " + a.backend +
+                    " backend does not do; start it with `mpirun --host " + a.hosts + " -np N coconet run ...`");
+  if (exec::launched_by_mpirun()) {
+    // The ranks coconet started see the launcher's own command line: --hosts was used already.
+    if (std::getenv(exec::kRankStatusEnv) != nullptr) return {};
+    throw UserError("--hosts inside mpirun: mpirun has placed the ranks already; drop --hosts (or pass --host to "
+                    "mpirun)");
+  }
+  if (a.ranks <= 0)
+    throw UserError("--hosts " + a.hosts + " needs --ranks N, the ranks in all (placed in blocks over the hosts)");
+  return exec::parse_hosts(a.hosts, a.ranks, "--hosts");
+}
+
 void run_command(const RunArgs& a) {
+  const exec::Hosts hosts = hosts_of(a);
   if (a.backend == "cpu" && !exec::launched_by_mpirun()) {
     exec::RunOptions checked;
     (void)prepare_jobs(a, checked, std::max(a.ranks, 1));  // bad input is reported once, before any rank starts
     if (a.ranks > 0) {
-      exec::check_cores(a.ranks, a.oversubscribe, true);
-      validation::run_under_mpirun(a.ranks, plan::BackendKind::cpu);  // the ranks draw progress for this terminal
+      exec::check_cores(a.ranks, hosts, a.oversubscribe, true);
+      // The ranks draw progress for this terminal.
+      validation::run_under_mpirun(a.ranks, plan::BackendKind::cpu, hosts);
     }
   }
   if (a.backend == "cuda") {
@@ -545,7 +569,7 @@ void run_command(const RunArgs& a) {
   const exec::RunRow* failed = nullptr;
   for (const auto& r : rows)
     if (!r.verified && failed == nullptr) failed = &r;
-  if (backend->world_rank() == 0) print_rows(with_predictions(rows, jobs), a, backend->world_size());
+  if (backend->world_rank() == 0) print_rows(with_predictions(rows, jobs), a, backend->world_size(), backend->nodes());
   if (failed == nullptr) {
     backend.reset();
     return;
@@ -567,6 +591,10 @@ void register_run(CLI::App& app) {
   cmd->add_option("--ranks", args->ranks,
                   "Ranks to start with mpirun (outside mpirun); default: the ranks mpirun gave, or 1")
       ->check(at_least(1));
+  cmd->add_option("--hosts", args->hosts,
+                  "Machines to run the --ranks on, comma-separated (mpirun --host; reached with ssh, or "
+                  "OMPI_MCA_plm_rsh_agent): ranks placed in blocks, TCP between hosts")
+      ->type_name("HOST,...");
   cmd->add_flag("--oversubscribe", args->oversubscribe,
                 "Allow more --ranks than this machine has cores (times then include time slicing)");
   cmd->add_option("--schedule", args->schedule,

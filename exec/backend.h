@@ -52,6 +52,8 @@
 //   clock_shared(): whether now_us() reads one clock on every rank of the job
 //     (all on one host), so that times of different ranks compare. Default
 //     false.
+//   nodes(): how many hosts the job's ranks run on, as MPI groups them (ranks
+//     that share memory are one node); 0 when the backend does not say.
 //   start_timer(), elapsed_us(mark): how long the work queued between them
 //     takes, in microseconds; the runtime times each stage so. start_timer
 //     waits for earlier work and returns a mark; elapsed_us waits for the
@@ -269,6 +271,7 @@ class Backend {
   virtual void synchronize() = 0;
   [[nodiscard]] virtual double now_us() const = 0;
   [[nodiscard]] virtual bool clock_shared() const { return false; }
+  [[nodiscard]] virtual int nodes() const { return 0; }
   [[nodiscard]] virtual double start_timer();
   [[nodiscard]] virtual double elapsed_us(double mark);
 

@@ -28,6 +28,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -57,6 +59,9 @@ long online_cores() {
   const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
   return cores > 0 ? cores : std::numeric_limits<long>::max();
 }
+
+// coconet's own environment variables (COCONET_ROOT, COCONET_RANK_STATUS_DIR, ...).
+constexpr const char* kCoconetEnvPrefix = "COCONET_";
 
 std::vector<std::string> own_arguments() {
   std::ifstream in("/proc/self/cmdline", std::ios::binary);
@@ -88,20 +93,77 @@ Binding binding_for(plan::BackendKind backend, int ranks) {
   return backend == plan::BackendKind::cpu && ranks <= online_cores() ? Binding::core : Binding::none;
 }
 
+Hosts parse_hosts(const std::string& list, int ranks, const std::string& flag) {
+  Hosts hosts;
+  std::size_t start = 0;
+  for (;;) {
+    const auto comma = list.find(',', start);
+    const std::string name = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (name.empty())
+      throw UserError(fmt::format("{} '{}': an empty host name; give names or addresses separated by commas, "
+                                  "e.g. {} node1,node2",
+                                  flag, list, flag));
+    for (const char c : name)
+      if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_'))
+        throw UserError(fmt::format("{} '{}': host '{}' has '{}', which a host name or IPv4 address cannot hold{}",
+                                    flag, list, name, c,
+                                    c == ':' ? "; the ranks each host takes come from --ranks, not from ':N'" : ""));
+    if (std::find(hosts.names.begin(), hosts.names.end(), name) != hosts.names.end())
+      throw UserError(fmt::format("{} '{}': host '{}' is named twice; name each host once (--ranks sets how many "
+                                  "ranks they take)",
+                                  flag, list, name));
+    hosts.names.push_back(name);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  const int n = static_cast<int>(hosts.names.size());
+  if (n > ranks)
+    throw UserError(fmt::format("{} names {} hosts but --ranks is {}: every host needs a rank; pass --ranks {} "
+                                "or more, or fewer hosts",
+                                flag, n, ranks, n));
+  for (int i = 0; i < n; ++i) hosts.ranks.push_back(ranks / n + (i < ranks % n ? 1 : 0));
+  return hosts;
+}
+
+int ranks_per_host(const Hosts& hosts, int ranks) {
+  return hosts.ranks.empty() ? ranks : *std::max_element(hosts.ranks.begin(), hosts.ranks.end());
+}
+
+std::vector<std::string> coconet_environment() {
+  std::vector<std::string> names;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string entry(*e);
+    if (entry.rfind(kCoconetEnvPrefix, 0) == 0) names.push_back(entry.substr(0, entry.find('=')));
+  }
+  return names;
+}
+
 std::vector<std::string> mpirun_arguments(const std::string& mpirun, int ranks, Binding binding,
                                           const std::string& self, const std::vector<std::string>& args,
-                                          bool as_root) {
+                                          bool as_root, const Hosts& hosts,
+                                          const std::vector<std::string>& forwarded) {
   std::vector<std::string> argv{mpirun, "-np", std::to_string(ranks),
                                 // More ranks than cores allowed: a laptop, a CI runner (check_cores decides).
                                 "--oversubscribe",
                                 // Pinned only where the machine allows it, unpinned rather than refused; two
                                 // hardware threads of one core may share it (more CPUs than cores).
                                 "--bind-to", binding == Binding::core ? kPinnedBinding : "none",
-                                // Shared memory between local ranks without ptrace (containers forbid it).
-                                "--mca", "btl", "self,vader", "--mca", "btl_vader_single_copy_mechanism", "none",
+                                // Shared memory between local ranks without ptrace (containers forbid it);
+                                // across hosts, TCP too (Open MPI picks shared memory for a peer on the same
+                                // host, TCP for the others; btl_tcp_if_include chooses the network).
+                                "--mca", "btl", hosts.names.empty() ? "self,vader" : "self,vader,tcp",
+                                "--mca", "btl_vader_single_copy_mechanism", "none",
                                 // Ranks waiting in MPI yield the core: a small machine runs more threads than cores.
                                 "--mca", "mpi_yield_when_idle", "1"};
   if (as_root) argv.emplace_back("--allow-run-as-root");
+  if (!hosts.names.empty()) {
+    std::string list;
+    for (std::size_t i = 0; i < hosts.names.size(); ++i)
+      list += (i == 0 ? "" : ",") + hosts.names[i] + ":" + std::to_string(hosts.ranks.at(i));
+    // Slots fill in order (Open MPI maps by slot): ranks 0..k-1 on the first host, and so on.
+    argv.insert(argv.end(), {"--host", list, "--map-by", "slot"});
+    for (const auto& name : forwarded) argv.insert(argv.end(), {"-x", name});
+  }
   argv.push_back(self);
   argv.insert(argv.end(), args.begin(), args.end());
   return argv;
@@ -283,8 +345,26 @@ void check_cores(int ranks, bool oversubscribe, bool warn) {
                ranks, cores);
 }
 
-void relaunch_under_mpirun(int ranks, Binding binding) {
-  check_rank_limit(ranks);
+void check_cores(int ranks, const Hosts& hosts, bool oversubscribe, bool warn) {
+  if (hosts.names.empty()) return check_cores(ranks, oversubscribe, warn);
+  const int per_host = ranks_per_host(hosts, ranks);
+  check_rank_limit(per_host);
+  const long cores = online_cores();
+  if (per_host <= cores) return;
+  if (!oversubscribe)
+    throw UserError(fmt::format("--ranks {} over --hosts ({} hosts) puts up to {} ranks on a host, and this machine "
+                                "has {} cores (the hosts are taken to be alike); pass --ranks {} or fewer, or add "
+                                "--oversubscribe to run anyway",
+                                ranks, hosts.names.size(), per_host, cores,
+                                cores * static_cast<long>(hosts.names.size())));
+  if (warn)
+    fmt::print(stderr,
+               "coconet: warning: up to {} ranks per host on {} cores (--oversubscribe): times include time slicing\n",
+               per_host, cores);
+}
+
+void relaunch_under_mpirun(int ranks, Binding binding, const Hosts& hosts) {
+  check_rank_limit(ranks_per_host(hosts, ranks));
   const auto mpirun = find_mpirun();
   if (!mpirun)
     throw UserError("--ranks " + std::to_string(ranks) +
@@ -295,11 +375,6 @@ void relaunch_under_mpirun(int ranks, Binding binding) {
   const auto args = own_arguments();
   if (ec || args.empty()) throw UserError("cannot find this program's own path to start it under mpirun");
   const double timeout_s = first_rank_timeout_s();
-  auto argv =
-      mpirun_arguments(*mpirun, ranks, binding, self.string(), {args.begin() + 1, args.end()}, ::geteuid() == 0);
-  std::vector<char*> c;
-  for (auto& a : argv) c.push_back(a.data());
-  c.push_back(nullptr);
 
   const auto tmp = std::filesystem::temp_directory_path(ec);
   if (ec) {
@@ -314,6 +389,11 @@ void relaunch_under_mpirun(int ranks, Binding binding) {
                                 "writable folder",
                                 tmp.string(), std::strerror(errno)));
   ::setenv(kRankStatusEnv, status_dir.c_str(), 1);
+  auto argv = mpirun_arguments(*mpirun, ranks, binding, self.string(), {args.begin() + 1, args.end()},
+                               ::geteuid() == 0, hosts, coconet_environment());
+  std::vector<char*> c;
+  for (auto& a : argv) c.push_back(a.data());
+  c.push_back(nullptr);
   int pipe_fds[2];
   if (::pipe(pipe_fds) != 0) throw UserError(std::string("cannot start mpirun: pipe: ") + std::strerror(errno));
   std::fflush(stdout);

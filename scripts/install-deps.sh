@@ -12,6 +12,7 @@ packages=(
   python3-dev pybind11-dev python3-pybind11       # make python: the Python module (python/)
   patchelf                                        # scripts/gpu-bundle.sh: the bundle's rpath $ORIGIN/lib
   ccache                                          # compiler cache (CMakeLists.txt COCONET_CCACHE)
+  iproute2 util-linux                             # tests/hosts/two_hosts.sh: ip netns, unshare (two simulated hosts)
 )
 
 missing=()

@@ -128,5 +128,16 @@ if(COCONET_HAVE_MPI AND COCONET_MPIEXEC)
                          exec.fault.kill_rank_detects_a_clean_exit PROPERTIES
                          TIMEOUT 90 PROCESSORS 2 ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT}")
     set_tests_properties(exec.fault.kill_rank_detects_a_clean_exit PROPERTIES WILL_FAIL TRUE)
+
+    # Two hosts simulated with network namespaces and veth pairs
+    # (tests/hosts/two_hosts.sh): `coconet run --hosts` places ranks on both,
+    # the data crosses over Open MPI's TCP transport; adam and gpt3_pipeline
+    # verify every schedule, a run on one host fails the checks and a run whose
+    # ranks cannot reach each other fails. Skipped (exit 77) where namespaces
+    # cannot be made (not root, no iproute2, no CAP_NET_ADMIN).
+    add_test(NAME exec.hosts.two_hosts
+             COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/hosts/two_hosts.sh $<TARGET_FILE:coconet>)
+    set_tests_properties(exec.hosts.two_hosts PROPERTIES TIMEOUT 240 PROCESSORS 2 SKIP_RETURN_CODE 77
+                         ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT}")
   endif()
 endif()

@@ -15,9 +15,10 @@
 
 namespace coconet::validation {
 
-void run_under_mpirun(int ranks, plan::BackendKind backend) {
+void run_under_mpirun(int ranks, plan::BackendKind backend, const exec::Hosts& hosts) {
   ::setenv(kProgressEnv, ::isatty(STDERR_FILENO) ? "1" : "0", 1);
-  exec::relaunch_under_mpirun(ranks, exec::binding_for(backend, ranks));
+  exec::relaunch_under_mpirun(ranks, hosts.names.empty() ? exec::binding_for(backend, ranks) : exec::Binding::none,
+                              hosts);
 }
 
 void run_guarded(exec::Backend& backend, const std::function<void()>& work) {

@@ -7,14 +7,18 @@
 #include <functional>
 
 #include "exec/backend.h"
+#include "exec/launch.h"
 #include "plan/capabilities.h"
 
 namespace coconet::validation {
 
 // Replaces this process with mpirun running this command on `ranks` ranks,
-// placed for `backend` (exec::binding_for).
+// placed for `backend` (exec::binding_for), over `hosts` when given (then
+// unpinned: ranks of hosts that share cores, such as containers or network
+// namespaces on one machine, would be pinned to the same ones, and pinning
+// has not been measured across hosts).
 // Throws UserError when mpirun (or $COCONET_MPIRUN) cannot be found or started.
-[[noreturn]] void run_under_mpirun(int ranks, plan::BackendKind backend);
+[[noreturn]] void run_under_mpirun(int ranks, plan::BackendKind backend, const exec::Hosts& hosts = {});
 
 // Runs `work` on this rank. With more than one rank, an exception on a rank is
 // reported from that rank (host and rank named) and aborts the whole job with

@@ -75,7 +75,12 @@ class CpuBackend final : public Backend {
     MPI_Comm node = MPI_COMM_NULL;
     COCONET_MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node));
     COCONET_MPI_CHECK(MPI_Comm_size(node, &ranks_on_node_));
+    int node_rank = 0;
+    COCONET_MPI_CHECK(MPI_Comm_rank(node, &node_rank));
     MPI_Comm_free(&node);
+    // One leader per node (its rank 0 there) counts the nodes.
+    const int leader = node_rank == 0 ? 1 : 0;
+    COCONET_MPI_CHECK(MPI_Allreduce(&leader, &nodes_, 1, MPI_INT, MPI_SUM, host_comm_));
     ops_ = std::make_unique<ReduceOps>();
     comm_ = std::make_unique<CommThread>();
     pinned_ = pinned_to_one_cpu();
@@ -184,6 +189,7 @@ class CpuBackend final : public Backend {
 
   // steady_clock is CLOCK_MONOTONIC on Linux: one clock for every process of a host.
   bool clock_shared() const override { return ranks_on_node_ == size_; }
+  int nodes() const override { return nodes_; }
 
   double now_us() const override {
     using namespace std::chrono;
@@ -528,6 +534,7 @@ class CpuBackend final : public Backend {
   int size_ = 1;
   int groups_ = 0;
   int ranks_on_node_ = 1;
+  int nodes_ = 1;
   MPI_Comm host_comm_ = MPI_COMM_NULL;
   MPI_Comm p2p_comm_ = MPI_COMM_NULL;
   MPI_Comm group_comm_ = MPI_COMM_NULL;

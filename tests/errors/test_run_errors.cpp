@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdio>
 #include <string>
+#include <utility>
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -45,6 +46,23 @@ TEST(RunErrors, MissingMpirun) {
   const auto r = run("sgd --ranks 2 --set N=100", "env -u COCONET_MPIRUN PATH=/nonexistent");
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find("mpirun"), std::string::npos) << r.output;
+}
+
+// --hosts: each misuse named, exit 2, before mpirun starts anything.
+TEST(RunErrors, HostsMisused) {
+  const std::array<std::pair<const char*, const char*>, 5> cases{{
+      {"sgd --set N=100 --hosts a,b", "needs --ranks"},
+      {"sgd --set N=100 --ranks 1 --hosts a,b", "every host needs a rank"},
+      {"sgd --set N=100 --ranks 2 --hosts a,a", "named twice"},
+      {"sgd --set N=100 --ranks 2 --hosts a:1,b", "from --ranks"},
+      {"sgd --set N=100 --ranks 2 --hosts a,b --backend cuda", "mpirun --host"},
+  }};
+  for (const auto& [args, says] : cases) {
+    const auto r = run(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.output;
+    EXPECT_NE(r.output.find("--hosts"), std::string::npos) << args << "\n" << r.output;
+    EXPECT_NE(r.output.find(says), std::string::npos) << args << "\n" << r.output;
+  }
 }
 
 TEST(RunErrors, UnknownScheduleName) {
