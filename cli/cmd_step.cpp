@@ -143,18 +143,35 @@ std::string layout_label(const step::StepReport& r) {
       step::sequence_parallel_on(p, r.layout) ? "on" : "off", step::tp_overlap_on(p, r.layout) ? "on" : "off");
 }
 
-Table layouts_table(const std::vector<step::StepReport>& rs) {
+// The layouts, one row each; in CSV with the breakdown's columns too (breakdown_ms of the JSON, in ms).
+Table layouts_table(const std::vector<step::StepReport>& rs, Format f) {
+  const bool breakdown = f == Format::csv;
   Table t{{"dp", "tp", "cp", "pp", "micro_batch", "schedule", "virtual_stages", "zero", "recompute", "sequence_parallel",
-           "tp_overlap", "step_ms", "model_tflops_per_gpu", "hardware_tflops_per_gpu", "eq3_tflops_per_gpu", "mfu",
-           "memory_GB", "fits"}};
-  for (const auto& r : rs)
-    t.add({std::int64_t(r.layout.dp), std::int64_t(r.layout.tp), std::int64_t(r.layout.cp), std::int64_t(r.layout.pp),
-           r.spec.training.micro_batch, step::to_string(r.spec.parallel.schedule),
-           std::int64_t(r.layout.virtual_stages), std::int64_t(r.spec.parallel.zero),
-           step::to_string(r.spec.parallel.recompute),
-           step::sequence_parallel_on(r.spec.parallel, r.layout), step::tp_overlap_on(r.spec.parallel, r.layout),
-           r.step_us / kUsPerMs, r.model_tflops_per_gpu, r.hardware_tflops_per_gpu, r.eq3_tflops_per_gpu, r.mfu,
-           r.memory.total_GB(), r.memory.fits()});
+           "tp_overlap", "step_ms"}};
+  if (breakdown)
+    for (const char* c : {"compute_ms", "tp_comm_ms", "cp_comm_ms", "pp_bubble_ms", "pp_p2p_ms", "dp_comm_ms",
+                          "optimizer_ms"})
+      t.columns.emplace_back(c);
+  for (const char* c : {"model_tflops_per_gpu", "hardware_tflops_per_gpu", "eq3_tflops_per_gpu", "mfu", "memory_GB",
+                        "fits"})
+    t.columns.emplace_back(c);
+  for (const auto& r : rs) {
+    std::vector<Cell> row{std::int64_t(r.layout.dp), std::int64_t(r.layout.tp), std::int64_t(r.layout.cp),
+                          std::int64_t(r.layout.pp), r.spec.training.micro_batch,
+                          step::to_string(r.spec.parallel.schedule), std::int64_t(r.layout.virtual_stages),
+                          std::int64_t(r.spec.parallel.zero), step::to_string(r.spec.parallel.recompute),
+                          step::sequence_parallel_on(r.spec.parallel, r.layout),
+                          step::tp_overlap_on(r.spec.parallel, r.layout), r.step_us / kUsPerMs};
+    const auto& b = r.breakdown;
+    if (breakdown)
+      for (const double us : {b.compute_us, b.tp_comm_us, b.cp_comm_us, b.pp_bubble_us, b.pp_p2p_us, b.dp_comm_us,
+                              b.optimizer_us})
+        row.emplace_back(us / kUsPerMs);
+    for (Cell c : std::vector<Cell>{r.model_tflops_per_gpu, r.hardware_tflops_per_gpu, r.eq3_tflops_per_gpu, r.mfu,
+                                    r.memory.total_GB(), r.memory.fits()})
+      row.push_back(std::move(c));
+    t.add(std::move(row));
+  }
   return t;
 }
 
@@ -265,13 +282,13 @@ void run(const Args& a) {
     head["layouts"] = layouts;
     return print_json(tagged("step", head));
   }
-  if (a.format == Format::csv) return print(layouts_table(reports), Format::csv);
+  if (a.format == Format::csv) return print(layouts_table(reports, Format::csv), Format::csv);
   if (!a.search) return print_detail(reports.front(), t, kernels_of(reports.front(), layers));
   const double usable = reports.front().memory.usable_GB();
   fmt::print("# {} on {}: {} nodes x {} GPUs = {} GPUs; {} layouts sized, {} over the {:.1f} GB usable, {} laid out "
              "(the rest could not beat them); the best {}\n",
              spec.name, t.name, t.nodes, t.node.gpus, t.total_gpus(), evaluated, over, usable, laid_out, reports.size());
-  print(layouts_table(reports), Format::table);
+  print(layouts_table(reports, Format::table), Format::table);
   fmt::print("\n");
   print_detail(reports.front(), t, kernels_of(reports.front(), layers));
 }

@@ -135,8 +135,19 @@ Experiment experiment_from_argument(const std::optional<std::string>& arg) {
   try {
     path = resolve_workload(*arg);
   } catch (const UserError&) {
-    throw UserError(
-        fmt::format("'{}' is neither an experiment nor a workload: {}", *arg, experiment_error));
+    const bool looks_like_path =
+        arg->find('/') != std::string::npos || arg->ends_with(".yaml") || arg->ends_with(".yml");
+    if (looks_like_path)
+      throw UserError(fmt::format("'{}' is neither an experiment nor a workload: {}", *arg, experiment_error));
+    // A name: both kinds are candidates, so both are listed and the nearest of either suggested.
+    const auto experiments = list_names("configs/experiments");
+    const auto workloads = list_names("workloads");
+    std::vector<std::string> all = experiments;
+    all.insert(all.end(), workloads.begin(), workloads.end());
+    throw UserError(fmt::format("'{}' is neither an experiment nor a workload{}: experiments are {} (in {}/{}); "
+                                "workloads are {} (in {}/{}); or give a path to a .yaml file",
+                                *arg, did_you_mean(*arg, all), joined_names(experiments), data_root(),
+                                "configs/experiments", joined_names(workloads), data_root(), "workloads"));
   }
   return workload_experiment(path);
 }

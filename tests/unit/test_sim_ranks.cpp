@@ -144,6 +144,16 @@ void expect_straggler_sets_the_step(const std::string& name, const std::string& 
   EXPECT_GT(r.time_us, fast.time_us * (1 + 1e-6)) << name << " " << schedule;
   EXPECT_NEAR(r.time_us, chain, 1e-9 * chain) << name << " " << schedule << ": the straggler's own tasks";
   EXPECT_NEAR(simulate(s, c).time_us, chain, 1e-9 * chain) << "a cluster of stragglers takes the same";
+  // Each stage's tasks alone are the straggler's (its slowest class), within
+  // the stage's span, and they add up to the chain: not a sum over the classes
+  // that run side by side (which exceeded the span).
+  double stages = 0;
+  for (const auto& st : r.stages) {
+    EXPECT_EQ(st.alone_class, straggler) << name << " " << schedule << " stage " << st.code;
+    EXPECT_LE(st.alone_us, (st.end_us - st.start_us) * (1 + 1e-9)) << name << " " << schedule << " stage " << st.code;
+    stages += st.alone_us;
+  }
+  EXPECT_NEAR(stages, chain, 1e-9 * chain) << name << " " << schedule;
 }
 
 TEST(PerRank, AStragglerAtHalfComputeSlowsAdamByItsOwnTasks) {
