@@ -238,22 +238,12 @@ void note_long_run(const std::vector<Job>& jobs, const exec::RunOptions& options
              s / 60.0, jobs.front().predicted_on, schedules, options.warmup + options.iters);
 }
 
-// A schedule whose slowest timed step took this many times its fastest ran
-// on a machine that other work shares: on a quiet machine the steps of one
-// schedule agree within tens of percent, on this 2-core one under load the
-// spread reached 2-3x (issue 31), where the median no longer describes the
-// machine. validate measures again after such spells (validation/spell_guard.h); run says so.
-constexpr double kLoadedSpread = 2.0;
-
-// One warning line on stderr when some schedules' steps spread past kLoadedSpread.
+// One warning line on stderr when some schedules' steps spread past
+// exec::kLoadedSpread (validate measures again after such spells,
+// validation/spell_guard.h; run says so).
 void warn_loaded_machine(const std::vector<exec::RunRow>& rows) {
-  int spread = 0;
-  const exec::RunRow* worst = nullptr;
-  for (const auto& r : rows) {
-    if (!(r.min_us > 0) || r.max_us < kLoadedSpread * r.min_us) continue;
-    ++spread;
-    if (worst == nullptr || r.max_us / r.min_us > worst->max_us / worst->min_us) worst = &r;
-  }
+  const exec::Spread s = exec::loaded_spread(rows);
+  const exec::RunRow* worst = s.worst;
   if (worst == nullptr) return;
   std::ifstream in("/proc/loadavg");
   double load = 0;
@@ -264,7 +254,7 @@ void warn_loaded_machine(const std::vector<exec::RunRow>& rows) {
              "warning: the machine looks loaded{}: {} of {} schedule(s) had steps {:.0f}x or more apart (worst {} "
              "{}: {:.1f} to {:.1f} us, {:.1f}x), so the medians carry other work's time; run again on a quiet "
              "machine, or with more --iters\n",
-             load_text, spread, rows.size(), kLoadedSpread, worst->workload, worst->schedule, worst->min_us,
+             load_text, s.rows, rows.size(), exec::kLoadedSpread, worst->workload, worst->schedule, worst->min_us,
              worst->max_us, worst->max_us / worst->min_us);
 }
 
