@@ -134,10 +134,13 @@ Experiment experiment_from_argument(const std::optional<std::string>& arg) {
   std::string path;
   try {
     path = resolve_workload(*arg);
-  } catch (const UserError&) {
+  } catch (const UserError& e) {
     const bool looks_like_path =
         arg->find('/') != std::string::npos || arg->ends_with(".yaml") || arg->ends_with(".yml");
-    if (looks_like_path)
+    // A path, or a name the system could not look up (too long, a link loop): that error as it is.
+    const bool both_unknown = experiment_error.starts_with("unknown experiment ") &&
+                              std::string(e.what()).starts_with("unknown workload ");
+    if (looks_like_path || !both_unknown)
       throw UserError(fmt::format("'{}' is neither an experiment nor a workload: {}", *arg, experiment_error));
     // A name: both kinds are candidates, so both are listed and the nearest of either suggested.
     const auto experiments = list_names("configs/experiments");
