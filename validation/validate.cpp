@@ -464,15 +464,19 @@ TopologyChoice recalibrated(exec::Backend& backend, const ValidateOptions& o, Pr
   if (lead) {
     fmt::print(stderr, "warning: {}\n", said);
     std::fflush(stderr);
+    std::error_code ec;  // the folder first: a cache that cannot be written is said before the sweep
+    const auto folder = std::filesystem::path(cached).parent_path();
+    std::filesystem::create_directories(folder, ec);
+    if (ec)
+      throw UserError(fmt::format("cannot make the cache folder {}: {}; set XDG_CACHE_HOME to a folder you can "
+                                  "write, or pass --no-calibrate",
+                                  folder.string(), ec.message()));
   }
   const std::string name = sim::parse_topology(model::read_file(path), path).name;
   TopologyChoice t = calibrate_on_the_spot(
       backend, o, progress, name,
       fmt::format("coconet validate (calibrating {} again on this machine, quick sweep)", *o.topology));
-  if (lead) {
-    std::filesystem::create_directories(std::filesystem::path(cached).parent_path());
-    model::write_file_atomic(cached, t.text);
-  }
+  if (lead) model::write_file_atomic(cached, t.text);
   t.note = said;
   return t;
 }
