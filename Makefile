@@ -1,6 +1,8 @@
 # The two commands of the README's quick start, and their helpers.
 #   make run   installs what is missing, builds (Release), runs the main job on the embedded default
 #   make test  installs what is missing, builds, runs every test through ctest
+#   make docs      rewrites the figures README.md and docs/ quote from the model
+#                  (scripts/docs_figures.py; ctest docs.figures fails when one is stale)
 #   make python    only the Python module (pybind11), into $(BUILD)/python:
 #                  PYTHONPATH=$(BUILD)/python python3 -c "import coconet"
 #   make sanitize  an ASan + UBSan build (clang 14, libFuzzer instrumented) of
@@ -29,7 +31,7 @@ SAN_SLOW_TESTS := ^cli\.Cli\.(StepPrintsTheBreakdownAndSearchFindsLayoutsThatFit
 export ASAN_OPTIONS ?= detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1
 
-.PHONY: all deps build run test python bench clean sanitize sanitize-build sanitize-test fuzz fuzz-run
+.PHONY: all deps build run test docs python bench clean sanitize sanitize-build sanitize-test fuzz fuzz-run
 
 all: build
 
@@ -45,6 +47,11 @@ run: build
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+
+docs: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(BUILD) -j$(JOBS) --target coconet
+	python3 scripts/docs_figures.py --coconet $(BUILD)/cli/coconet --write
 
 python: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null

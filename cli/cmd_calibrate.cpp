@@ -149,7 +149,7 @@ void calibrate_command(const CalibrateArgs& a) {
     o.previous = previous_speed(a.out);
     o.wait_s = a.wait_s;
     const bool lead = backend->world_rank() == 0;
-    validation::Progress progress(lead && validation::progress_wanted(), 0);
+    validation::Progress progress(lead ? validation::progress_style() : validation::ProgressStyle::off, 0);
     const auto c = validation::calibrate(*backend, o, progress);
     progress.finish();
     if (!lead) return;

@@ -1,4 +1,5 @@
-// coconet list: the workloads, experiments and topologies found in the data root,
+// coconet list: the workloads, experiments, topologies and models (whole
+// training steps for `coconet step`) found in the data root,
 // as text, a CSV of (kind, name) or a coconet.list/1 JSON object.
 #include <fmt/core.h>
 
@@ -20,7 +21,8 @@ struct Kind {
 
 constexpr Kind kKinds[] = {{"workloads", "workloads"},
                            {"experiments", "configs/experiments"},
-                           {"topologies", "configs/topologies"}};
+                           {"topologies", "configs/topologies"},
+                           {"models", "models"}};
 
 void print_text() {
   for (const auto& k : kKinds) {
@@ -45,7 +47,7 @@ nlohmann::json names_json() {
 }  // namespace
 
 void register_list(CLI::App& app) {
-  auto* cmd = app.add_subcommand("list", "List the workloads, experiments and topologies found");
+  auto* cmd = app.add_subcommand("list", "List the workloads, experiments, topologies and models (for `coconet step`) found");
   auto format = std::make_shared<Format>(Format::table);
   add_format_option(cmd, *format);
   cmd->callback([format] {

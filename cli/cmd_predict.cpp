@@ -3,6 +3,7 @@
 // ranked, with the speed-up of the best over the paper's baseline and the stage
 // that dominates it. Also holds the flags and report printing that `tune`
 // (and simulate, compare) share; the JSON is built in results.cpp.
+#include <algorithm>
 #include <memory>
 #include <optional>
 
@@ -16,7 +17,11 @@
 #include "cli/messages.h"
 #include "model/assign.h"
 #include "model/points.h"
+#include "model/catalog.h"
 #include "sim/predict.h"
+#ifdef COCONET_VALIDATION_HAVE_RUN
+#include "validation/machine_identity.h"
+#endif
 
 namespace coconet::cli {
 
@@ -55,6 +60,25 @@ Table point_table(const sim::PointReport& r, bool all_knobs, bool csv) {
   }
   return t;
 }
+
+#ifdef COCONET_VALIDATION_HAVE_RUN
+// One warning line on stderr when the predictions are for the cpu backend on
+// a topology calibrated on another machine (validation/machine_identity.h).
+void warn_other_machine(const PredictArgs& a, const std::vector<sim::PointReport>& reports) {
+  const bool cpu = std::any_of(reports.begin(), reports.end(), [](const auto& r) { return r.backend == "cpu"; });
+  if (!cpu) return;
+  const std::string ref = a.topology ? *a.topology : model::experiment_from_argument(a.target).topology;
+  const std::string path = model::resolve_topology(ref);
+  const std::string text = model::read_file(path);
+  const std::string w = validation::other_machine_warning(
+      sim::parse_topology(text, path).name, text, validation::this_machine(),
+      "these predictions are for that machine (`coconet calibrate --backend cpu --out FILE` writes a topology of "
+      "this one)");
+  if (!w.empty()) fmt::print(stderr, "warning: {}\n", w);
+}
+#else
+void warn_other_machine(const PredictArgs&, const std::vector<sim::PointReport>&) {}
+#endif
 
 }  // namespace
 
@@ -115,6 +139,7 @@ void register_predict(CLI::App& app) {
   add_format_option(cmd, a->format);
   cmd->callback([a] {
     const auto reports = predict_points(a->predict, /*tune=*/false);
+    warn_other_machine(a->predict, reports);
     print_point_reports(reports, a->format, "predict");
   });
 }

@@ -16,6 +16,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <optional>
@@ -24,6 +25,7 @@
 #include <vector>
 
 #include <fmt/core.h>
+#include <unistd.h>
 
 #include "cli/commands.h"
 #include "cli/format.h"
@@ -48,6 +50,7 @@
 #include "sim/topology.h"
 #include "sim/tuner.h"
 #include "validation/launch.h"
+#include "validation/machine_identity.h"
 #include "validation/progress.h"
 
 namespace coconet::cli {
@@ -235,6 +238,39 @@ void note_long_run(const std::vector<Job>& jobs, const exec::RunOptions& options
              "coconet: the steps are predicted to take {:.0f} min on {} ({} schedule(s) x {} steps); fewer --iters "
              "or smaller --set sizes shorten the run\n",
              s / 60.0, jobs.front().predicted_on, schedules, options.warmup + options.iters);
+}
+
+// One warning line on stderr when some schedules' steps spread past
+// exec::kLoadedSpread (validate measures again after such spells,
+// validation/spell_guard.h; run says so).
+void warn_loaded_machine(const std::vector<exec::RunRow>& rows) {
+  const exec::Spread s = exec::loaded_spread(rows);
+  const exec::RunRow* worst = s.worst;
+  if (worst == nullptr) return;
+  std::ifstream in("/proc/loadavg");
+  double load = 0;
+  const std::string load_text = in >> load ? fmt::format(", load average {:.2f} on {} cores", load,
+                                                         ::sysconf(_SC_NPROCESSORS_ONLN))
+                                           : std::string();
+  fmt::print(stderr,
+             "warning: the machine looks loaded{}: {} of {} schedule(s) had steps {:.0f}x or more apart (worst {} "
+             "{}: {:.1f} to {:.1f} us, {:.1f}x), so the medians carry other work's time; run again on a quiet "
+             "machine, or with more --iters\n",
+             load_text, s.rows, rows.size(), exec::kLoadedSpread, worst->workload, worst->schedule, worst->min_us,
+             worst->max_us, worst->max_us / worst->min_us);
+}
+
+// One warning line on stderr when --topology was calibrated on another
+// machine than this one (validation/machine_identity.h).
+void warn_other_machine(const RunArgs& a) {
+  if (a.topology.empty() || a.backend != "cpu") return;
+  const std::string path = model::resolve_topology(a.topology);
+  const std::string text = model::read_file(path);
+  const std::string w = validation::other_machine_warning(
+      sim::parse_topology(text, path).name, text, validation::this_machine(),
+      "its predictions are for that machine (`coconet calibrate --backend cpu --out FILE` writes a topology of "
+      "this one)");
+  if (!w.empty()) fmt::print(stderr, "warning: {}\n", w);
 }
 
 // ---- printing --------------------------------------------------------------
@@ -483,8 +519,9 @@ std::vector<exec::RunRow> run_jobs(exec::Backend& backend, std::vector<Job>& job
                                    double timeout_s) {
   int total = 0;
   for (const auto& j : jobs) total += static_cast<int>(j.schedules.size());
-  // On a terminal, rank 0 draws which point and schedule runs, how many are left and the time taken.
-  validation::Progress progress(backend.world_rank() == 0 && validation::progress_wanted(), total);
+  // Rank 0 says which point and schedule runs, how many are left and the time taken (a bar on a terminal, else lines).
+  validation::Progress progress(
+      backend.world_rank() == 0 ? validation::progress_style() : validation::ProgressStyle::off, total);
   exec::Watchdog watchdog(timeout_s, [&backend, timeout_s] {
     fmt::print(stderr, "coconet: rank {} made no progress for {:.0f} s (a peer died or hangs); aborting the job\n",
                backend.world_rank(), timeout_s);
@@ -556,7 +593,10 @@ void run_command(const RunArgs& a) {
       throw UserError("--ranks " + std::to_string(a.ranks) + " but the job has " +
                       std::to_string(backend->world_size()) + " ranks; drop --ranks inside mpirun");
     jobs = prepare_jobs(a, options, backend->world_size());
-    if (backend->world_rank() == 0) note_long_run(jobs, options);
+    if (backend->world_rank() == 0) {
+      warn_other_machine(a);
+      note_long_run(jobs, options);
+    }
     for (auto& j : jobs) {
       backend->set_groups(j.point.groups);
       exec::check_memory(*backend, j.point.program, j.schedules, j.point.sizes, options);
@@ -569,7 +609,10 @@ void run_command(const RunArgs& a) {
   const exec::RunRow* failed = nullptr;
   for (const auto& r : rows)
     if (!r.verified && failed == nullptr) failed = &r;
-  if (backend->world_rank() == 0) print_rows(with_predictions(rows, jobs), a, backend->world_size(), backend->nodes());
+  if (backend->world_rank() == 0) {
+    print_rows(with_predictions(rows, jobs), a, backend->world_size(), backend->nodes());
+    warn_loaded_machine(rows);
+  }
   if (failed == nullptr) {
     backend.reset();
     return;

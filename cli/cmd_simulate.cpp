@@ -44,8 +44,8 @@ std::string knobs_text(const model::Knobs& k) {
 // an experiment share one header.
 void add_csv_rows(Table& csv, const SimulatedPoint& s) {
   for (const auto& st : s.result.stages)
-    csv.add({s.point.program.name, s.point.label, s.schedule.name(), st.code, st.start_us,
-             st.end_us, st.alone_us, st.detail});
+    csv.add({s.point.program.name, s.point.label, s.schedule.name(), st.code, st.start_us, st.end_us, st.alone_us,
+             s.result.rank_names.at(std::size_t(st.alone_class)), st.detail});
 }
 
 std::string title_of(const SimulatedPoint& s, const sim::Topology& t) {
@@ -74,16 +74,19 @@ void run(const Args& a) {
     print_json(simulation_json(sim));
     return;
   }
-  Table csv{{"workload", "sizes", "schedule", "stage", "start_us", "end_us", "alone_us", "bound"}};
+  Table csv{{"workload", "sizes", "schedule", "stage", "start_us", "end_us", "alone_us", "alone_ranks", "bound"}};
   for (const auto& p : sim.points) {
     if (a.format == Format::csv) {
       add_csv_rows(csv, p);
       continue;
     }
     fmt::print("== {}{}: simulated {:.1f} us, analytic {:.1f} us ({})\n", title_of(p, sim.topology),
-               sim.backend ? ", backend " + *sim.backend : "", p.result.time_us, p.analytic_us,
+               sim.backend_asked ? ", backend " + sim.backend : "", p.result.time_us, p.analytic_us,
                knobs_text(p.schedule.knobs));
     print(stage_table(p.result), a.format);
+    if (p.result.rank_names.size() > 1)
+      fmt::print("alone_us: a stage's tasks alone, one after another, on its slowest ranks (alone_ranks); the "
+                 "classes of ranks run side by side, so the span is bounded by the slowest class, not by a sum\n");
   }
   if (a.format == Format::csv) print(csv, a.format);
 }

@@ -30,18 +30,37 @@ struct Args {
   std::optional<std::string> trace;  // given, even empty (an error), or not
 };
 
-Table layouts_table(const std::vector<step::StepReport>& rs) {
+// The layouts, one row each; in CSV with the breakdown's columns too (breakdown_ms of the JSON, in ms).
+Table layouts_table(const std::vector<step::StepReport>& rs, Format f) {
+  const bool breakdown = f == Format::csv;
   Table t{{"dp", "tp", "cp", "pp", "micro_batch", "schedule", "virtual_stages", "zero", "recompute", "sequence_parallel",
-           "tp_overlap", "precision", "step_ms", "model_tflops_per_gpu", "hardware_tflops_per_gpu", "eq3_tflops_per_gpu", "mfu",
-           "memory_GB", "fits"}};
-  for (const auto& r : rs)
-    t.add({std::int64_t(r.layout.dp), std::int64_t(r.layout.tp), std::int64_t(r.layout.cp), std::int64_t(r.layout.pp),
-           r.spec.training.micro_batch, step::to_string(r.spec.parallel.schedule),
-           std::int64_t(r.layout.virtual_stages), std::int64_t(r.spec.parallel.zero),
-           step::to_string(r.spec.parallel.recompute),
-           step::sequence_parallel_on(r.spec.parallel, r.layout), step::tp_overlap_on(r.spec.parallel, r.layout),
-           r.spec.training.fp8 ? std::string("fp8") : model::to_string(r.spec.training.dtype), r.step_us / kUsPerMs, r.model_tflops_per_gpu, r.hardware_tflops_per_gpu, r.eq3_tflops_per_gpu, r.mfu,
-           r.memory.total_GB(), r.memory.fits()});
+           "tp_overlap", "precision", "step_ms"}};
+  if (breakdown)
+    for (const char* c : {"compute_ms", "tp_comm_ms", "cp_comm_ms", "pp_bubble_ms", "pp_p2p_ms", "dp_comm_ms",
+                          "optimizer_ms"})
+      t.columns.emplace_back(c);
+  for (const char* c : {"model_tflops_per_gpu", "hardware_tflops_per_gpu", "eq3_tflops_per_gpu", "mfu", "memory_GB",
+                        "fits"})
+    t.columns.emplace_back(c);
+  for (const auto& r : rs) {
+    std::vector<Cell> row{std::int64_t(r.layout.dp), std::int64_t(r.layout.tp), std::int64_t(r.layout.cp),
+                          std::int64_t(r.layout.pp), r.spec.training.micro_batch,
+                          step::to_string(r.spec.parallel.schedule), std::int64_t(r.layout.virtual_stages),
+                          std::int64_t(r.spec.parallel.zero), step::to_string(r.spec.parallel.recompute),
+                          step::sequence_parallel_on(r.spec.parallel, r.layout),
+                          step::tp_overlap_on(r.spec.parallel, r.layout),
+                          r.spec.training.fp8 ? std::string("fp8") : model::to_string(r.spec.training.dtype),
+                          r.step_us / kUsPerMs};
+    const auto& b = r.breakdown;
+    if (breakdown)
+      for (const double us : {b.compute_us, b.tp_comm_us, b.cp_comm_us, b.pp_bubble_us, b.pp_p2p_us, b.dp_comm_us,
+                              b.optimizer_us})
+        row.emplace_back(us / kUsPerMs);
+    for (Cell c : std::vector<Cell>{r.model_tflops_per_gpu, r.hardware_tflops_per_gpu, r.eq3_tflops_per_gpu, r.mfu,
+                                    r.memory.total_GB(), r.memory.fits()})
+      row.push_back(std::move(c));
+    t.add(std::move(row));
+  }
   return t;
 }
 
@@ -116,7 +135,7 @@ void run(const Args& a) {
     fmt::print(stderr, "wrote trace {}\n", *a.trace);
   }
   if (a.format == Format::json) return print_json(step_json(o));
-  if (a.format == Format::csv) return print(layouts_table(o.reports), Format::csv);
+  if (a.format == Format::csv) return print(layouts_table(o.reports, Format::csv), Format::csv);
   step::LayerBlockPricer layers(t);  // the step's layers, for their kernel choices
   if (!a.request.search) return print_detail(o.reports.front(), t, kernels_of(o.reports.front(), layers));
   const double usable = o.reports.front().memory.usable_GB();
@@ -124,7 +143,7 @@ void run(const Args& a) {
              "(the rest could not beat them); the best {}\n",
              o.spec.name, t.name, t.nodes, t.node.gpus, t.total_gpus(), o.evaluated, o.over_memory, usable, o.laid_out,
              o.reports.size());
-  print(layouts_table(o.reports), Format::table);
+  print(layouts_table(o.reports, Format::table), Format::table);
   fmt::print("\n");
   print_detail(o.reports.front(), t, kernels_of(o.reports.front(), layers));
 }

@@ -48,6 +48,7 @@ struct ValidateArgs {
   int budget_s = -1;
   int wait_s = -1;
   bool oversubscribe = false;
+  bool no_calibrate = false;
   std::vector<std::string> sets;
   Format format = Format::table;
 };
@@ -96,6 +97,7 @@ std::string command_line(const ValidateArgs& a) {
   if (a.budget_s >= 0) s += fmt::format(" --budget-s {}", a.budget_s);
   if (a.wait_s >= 0) s += fmt::format(" --wait-s {}", a.wait_s);
   if (a.oversubscribe) s += " --oversubscribe";
+  if (a.no_calibrate) s += " --no-calibrate";
   for (const auto& set : a.sets) s += " --set " + set;
   return s + " --out " + a.out;
 }
@@ -108,6 +110,7 @@ validation::ValidateOptions options_of(const ValidateArgs& a) {
   if (a.warmup >= 0) o.warmup = a.warmup;
   if (a.budget_s >= 0) o.budget_s = a.budget_s;
   if (a.wait_s >= 0) o.wait_s = a.wait_s;
+  o.calibrate_other_machine = !a.no_calibrate;
   const model::SetArgs sets = model::split_sets(a.sets);
   if (!sets.topology.empty())
     throw UserError(fmt::format("--set {}={}: validate measures this machine; put topology values in the file "
@@ -135,7 +138,7 @@ void validate_command(const ValidateArgs& a) {
                                   backend->world_size()));
     const bool lead = backend->world_rank() == 0;
     exec::check_cores(backend->world_size(), a.oversubscribe, lead);
-    validation::Progress progress(lead && validation::progress_wanted(), 0);
+    validation::Progress progress(lead ? validation::progress_style() : validation::ProgressStyle::off, 0);
     const auto v = validation::run_validation(*backend, o, progress);
     unverified = v.unverified;
     if (lead) finish(v.report, v.metrics, a);
@@ -182,6 +185,9 @@ void register_validate(CLI::App& app) {
       ->check(at_least(1));
   cmd->add_option("--topology", args->topology,
                   "Topology to predict with (name or YAML path); default: calibrate this machine first");
+  cmd->add_flag("--no-calibrate", args->no_calibrate,
+                "Predict with --topology as it is even when it was calibrated on another machine (default: calibrate "
+                "this machine into $XDG_CACHE_HOME/coconet, else ~/.cache/coconet, first and predict with that)");
   cmd->add_option("--out", args->out, "Folder for the report (replaced atomically)")->required();
   cmd->add_flag("--reference", args->reference,
                 "Compare the model with the published figures in validation/reference/ instead of running");

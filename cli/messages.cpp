@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <regex>
+#include <sstream>
 
 #include <fmt/core.h>
 
 #include "cli/build_info.h"
+#include "model/catalog.h"
 
 namespace coconet::cli {
 
@@ -19,21 +21,6 @@ std::string joined(const std::vector<std::string>& v, const std::string& last_se
   for (std::size_t i = 0; i < v.size(); ++i)
     out += (i == 0 ? "" : i + 1 == v.size() ? last_sep : ", ") + v[i];
   return out;
-}
-
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diag = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
 }
 
 std::vector<std::string> command_names(const CLI::App& app) {
@@ -102,8 +89,12 @@ std::string message(const CLI::App& app, const CLI::Error& e, const std::string&
   if (what.find("not expected: ") != std::string::npos) {
     const auto colon = what.find(": ");
     const std::string extras = colon == std::string::npos ? what : what.substr(colon + 2);
-    const std::string first = extras.substr(0, extras.find(' '));
-    const std::string near = first.starts_with("-") ? nearest(first, flag_names(cmd)) : "";
+    // CLI11 lists the extras in no useful order ("dgx-a100 --topolgy"): the
+    // first that looks like a flag (its name before any '=') is the one to suggest for.
+    std::string near;
+    std::istringstream words(extras);
+    for (std::string w; near.empty() && words >> w;)
+      if (w.starts_with("-")) near = nearest(w.substr(0, w.find('=')), flag_names(cmd));
     return fmt::format("unexpected {} for `coconet{}`{}; {}", extras, cmd ? " " + cmd->get_name() : "",
                        near.empty() ? "" : fmt::format(" (did you mean {}?)", near), help_hint(cmd));
   }
@@ -159,16 +150,7 @@ CLI::Validator one_of(std::vector<std::string> names) {
 }
 
 std::string nearest(const std::string& word, const std::vector<std::string>& choices) {
-  std::string best;
-  std::size_t best_d = std::max<std::size_t>(2, word.size() / 3) + 1;
-  for (const auto& c : choices) {
-    const std::size_t d = edit_distance(word, c);
-    if (d < best_d) {
-      best_d = d;
-      best = c;
-    }
-  }
-  return best;
+  return model::nearest_name(word, choices);
 }
 
 }  // namespace coconet::cli

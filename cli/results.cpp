@@ -155,7 +155,7 @@ nlohmann::json simulated_json(const SimulatedPoint& s, const Simulation& all) {
           {"nodes", all.topology.nodes},
           {"ranks", s.point.ranks_per_group},
           {"groups", s.point.groups},
-          {"backend", all.backend ? nlohmann::json(*all.backend) : nlohmann::json()},
+          {"backend", all.backend},
           {"knobs", knobs_json(s.schedule.knobs)},
           {"time_us", s.result.time_us},
           {"analytic_us", s.analytic_us},
@@ -168,8 +168,9 @@ Simulation simulate_points(const SimulateArgs& a) {
   a.knobs.check();
   const model::Experiment e = model::experiment_from_argument(a.predict.target);
   const sim::PredictOptions o = a.predict.options();
-  Simulation out{sim::experiment_topology(e, o), o.backend, {}};
+  Simulation out{sim::experiment_topology(e, o), "", o.backend.has_value(), {}};
   const sim::Topology& t = out.topology;
+  out.backend = plan::to_string(sim::backend_option(o).value_or(sim::default_backend(t)));
   const std::vector<model::Point> points = model::expand(e, sim::point_options(o, t));
   const auto schedules = schedules_by_entry(e, points, a.schedule);
   const bool file = model::is_schedule_file(a.schedule);
@@ -191,8 +192,16 @@ Simulation simulate_points(const SimulateArgs& a) {
 }
 
 Table stage_table(const sim::SimResult& r) {
+  // Ranks simulated apart (a straggler, a slower node): a stage's tasks alone
+  // are its slowest class's, and alone_ranks names that class.
+  const bool apart = r.rank_names.size() > 1;
   Table t{{"stage", "start_us", "end_us", "alone_us", "bound"}};
-  for (const auto& st : r.stages) t.add({st.code, st.start_us, st.end_us, st.alone_us, st.detail});
+  if (apart) t.columns.insert(t.columns.begin() + 4, "alone_ranks");
+  for (const auto& st : r.stages) {
+    std::vector<Cell> row{st.code, st.start_us, st.end_us, st.alone_us, st.detail};
+    if (apart) row.insert(row.begin() + 4, r.rank_names.at(std::size_t(st.alone_class)));
+    t.add(std::move(row));
+  }
   return t;
 }
 

@@ -71,7 +71,8 @@ struct SimulatedPoint {
 
 struct Simulation {
   sim::Topology topology;
-  std::optional<std::string> backend;  // as asked (none: the topology's device decides)
+  std::string backend;        // predicted for: as asked, or the topology's device's (as predict's "backend")
+  bool backend_asked = false;  // named by --backend (else the topology's device decided)
   std::vector<SimulatedPoint> points;
 };
 
@@ -79,6 +80,9 @@ struct Simulation {
 [[nodiscard]] Simulation simulate_points(const SimulateArgs& a);
 
 // The stages of a simulated point: what simulate prints, and its JSON rows.
+// alone_us is a stage's tasks alone, one after another, on one class of ranks;
+// where ranks are simulated apart, the class where they sum highest, named in
+// an alone_ranks column.
 [[nodiscard]] Table stage_table(const sim::SimResult& r);
 
 // The coconet.simulate/1 object, {"points": [...]}.

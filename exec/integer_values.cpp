@@ -36,11 +36,17 @@ bool keeps_integers(const model::Expr& e, const model::Program& p, const std::se
   return false;
 }
 
+bool reduces(const model::Stmt& s) {
+  return s.op == OpKind::allreduce || s.op == OpKind::reducescatter || s.op == OpKind::reduce;
+}
+
 bool sums(const model::Stmt& s) {
   if (s.op == OpKind::matmul) return true;
-  const bool reducing = s.op == OpKind::allreduce || s.op == OpKind::reducescatter || s.op == OpKind::reduce;
-  return reducing && s.reduce == model::ReduceOp::sum;
+  return reduces(s) && (s.reduce == model::ReduceOp::sum || s.reduce == model::ReduceOp::mean);
 }
+
+// A mean divides the sum by the group's size: no integer whatever it reads.
+bool averages(const model::Stmt& s) { return reduces(s) && s.reduce == model::ReduceOp::mean; }
 
 }  // namespace
 
@@ -51,7 +57,7 @@ bool sums_non_integers(const model::Program& p) {
     for (const auto& r : model::Program::reads(s)) reads_inexact = reads_inexact || inexact.contains(r);
     if (sums(s) && reads_inexact) return true;
     const bool exact = model::is_elementwise(s.op) ? keeps_integers(s.expr, p, inexact)
-                                                   : s.op != OpKind::norm && !reads_inexact;
+                                                   : s.op != OpKind::norm && !averages(s) && !reads_inexact;
     if (!exact) inexact.insert(s.name);
   }
   return false;

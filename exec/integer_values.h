@@ -12,9 +12,9 @@
 namespace coconet::exec {
 
 // Whether some matmul or summing collective (allreduce, reduce-scatter,
-// reduce with sum) of `p` reads a value that need not be an integer: one
-// computed with a division, a root, exp, log, tanh, gelu, pow, dropout's
-// scaling or a non-integer constant or scalar, or from such a value.
+// reduce with sum or mean) of `p` reads a value that need not be an integer:
+// one computed with a division, a root, exp, log, tanh, gelu, pow, dropout's
+// scaling, a mean's division or a non-integer constant or scalar, or from such a value.
 [[nodiscard]] bool sums_non_integers(const model::Program& p);
 
 }  // namespace coconet::exec

@@ -3,6 +3,9 @@
 
 #include <mpi.h>
 
+#include <algorithm>
+#include <string>
+
 #include "exec/rank_status.h"
 #include "model/error.h"
 
@@ -33,6 +36,15 @@ void ensure_mpi() {
     throw UserError(
         "this MPI library does not provide MPI_THREAD_MULTIPLE, which the cpu backend needs for "
         "its communication thread; use an Open MPI built with thread support");
+}
+
+std::string mpi_library() {
+  char text[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int length = 0;
+  if (MPI_Get_library_version(text, &length) != MPI_SUCCESS) return "unknown MPI";
+  const std::string version(text, static_cast<std::size_t>(std::max(length, 0)));
+  const std::string first = version.substr(0, version.find(','));
+  return first.substr(0, first.find_last_not_of(" \n") + 1);
 }
 
 void finalize_mpi() {

@@ -5,6 +5,8 @@
 // MPI is missing, finalize_mpi does nothing.
 #pragma once
 
+#include <string>
+
 namespace coconet::exec {
 
 // Initialises MPI on first call (idempotent); throws UserError when MPI cannot
@@ -13,6 +15,11 @@ void ensure_mpi();
 
 // Finalises MPI now if this process initialised it (later calls do nothing).
 void finalize_mpi();
+
+// The MPI library this process runs with, its name and version as the
+// library states them (MPI_Get_library_version, callable before MPI_Init, up
+// to its first comma: "Open MPI v4.1.4"); "none" in a build without MPI.
+[[nodiscard]] std::string mpi_library();
 
 // True when this process was started by mpirun/mpiexec (Open MPI, MPICH or
 // PMIx): read from the environment, so a build without MPI has it too

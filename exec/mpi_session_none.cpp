@@ -12,4 +12,6 @@ void ensure_mpi() {
 
 void finalize_mpi() {}
 
+std::string mpi_library() { return "none"; }
+
 }  // namespace coconet::exec

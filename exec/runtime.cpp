@@ -211,4 +211,14 @@ void check_memory(Backend& backend, const model::Program& program, const std::ve
                               available[0] / kBytesPerGiB, hint));
 }
 
+Spread loaded_spread(const std::vector<RunRow>& rows) {
+  Spread s;
+  for (const auto& r : rows) {
+    if (!(r.min_us > 0) || r.max_us < kLoadedSpread * r.min_us) continue;
+    ++s.rows;
+    if (s.worst == nullptr || r.max_us / r.min_us > s.worst->max_us / s.worst->min_us) s.worst = &r;
+  }
+  return s;
+}
+
 }  // namespace coconet::exec

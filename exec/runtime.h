@@ -76,6 +76,20 @@ struct References {
 [[nodiscard]] RunRow run_schedule(Backend& backend, const model::Schedule& schedule, const model::Bindings& sizes,
                                   const References& refs, const RunOptions& options);
 
+// A schedule whose slowest timed step took this many times its fastest ran
+// on a machine that other work shares: on a quiet machine the steps of one
+// schedule agree within tens of percent; on a loaded 2-core one the spread
+// reached 2-3x (issue 31), where a median no longer describes the machine.
+inline constexpr double kLoadedSpread = 2.0;
+
+// The rows whose steps spread kLoadedSpread or more (max_us over min_us),
+// and the one that spread most: what `run` warns of.
+struct Spread {
+  int rows = 0;
+  const RunRow* worst = nullptr;
+};
+[[nodiscard]] Spread loaded_spread(const std::vector<RunRow>& rows);
+
 // Throws UserError, before anything is allocated, when the program and these
 // schedules do not fit in the memory of every rank.
 void check_memory(Backend& backend, const model::Program& program, const std::vector<model::Schedule>& schedules,

@@ -38,6 +38,51 @@ std::vector<std::string> list_names(const std::string& folder) {
 
 namespace {
 
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diag = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+std::string nearest_name(const std::string& word, const std::vector<std::string>& choices) {
+  std::string best;
+  std::size_t best_d = std::max<std::size_t>(2, word.size() / 3) + 1;
+  for (const auto& c : choices) {
+    const std::size_t d = edit_distance(word, c);
+    if (d < best_d) {
+      best_d = d;
+      best = c;
+    }
+  }
+  return best;
+}
+
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& choices) {
+  const std::string near = nearest_name(word, choices);
+  return near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near);
+}
+
+std::string joined_names(const std::vector<std::string>& names) {
+  if (names.empty()) return "(none)";
+  std::string out;
+  for (std::size_t i = 0; i < names.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+  return out;
+}
+
+namespace {
+
 // Whether `p` is a regular file (following links). A name the system cannot
 // look up (too long, a symbolic link loop, a folder without permission) is the
 // user's input to fix, not coconet's failure: a UserError naming the path.
@@ -58,11 +103,10 @@ std::string resolve(const std::string& name_or_path, const std::string& folder,
   }
   const fs::path p = fs::path(data_root()) / folder / (name_or_path + ".yaml");
   if (is_file(p, kind)) return p.string();
-  std::string known;
-  for (const auto& n : list_names(folder)) known += (known.empty() ? "" : ", ") + n;
-  throw UserError(fmt::format("unknown {} '{}': known {}s are {} (in {}), or give a path to a "
+  const auto known = list_names(folder);
+  throw UserError(fmt::format("unknown {} '{}'{}: known {}s are {} (in {}), or give a path to a "
                               ".yaml file",
-                              kind, name_or_path, kind, known.empty() ? "(none)" : known,
+                              kind, name_or_path, did_you_mean(name_or_path, known), kind, joined_names(known),
                               (fs::path(data_root()) / folder).string()));
 }
 }  // namespace

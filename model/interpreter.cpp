@@ -120,6 +120,7 @@ void distribute(RankValues& v, const std::vector<double>& global, int p) {
 double reduce_op(ReduceOp op, double a, double b) {
   switch (op) {
     case ReduceOp::sum:
+    case ReduceOp::mean:  // summed here, divided by the group's size at the end (reduce_ranks)
       return a + b;
     case ReduceOp::max:
       return a > b ? a : b;
@@ -129,7 +130,8 @@ double reduce_op(ReduceOp op, double a, double b) {
   return a;
 }
 
-// Element-wise reduction of the group's local parts, in rank order.
+// Element-wise reduction of the group's local parts, in rank order (mean:
+// the sum divided by the group's size).
 std::vector<double> reduce_ranks(const RankValues& x, ReduceOp op, int p) {
   std::vector<double> acc = local(x, x.type.group, p, 0);
   for (int r = 1; r < p; ++r) {
@@ -137,6 +139,8 @@ std::vector<double> reduce_ranks(const RankValues& x, ReduceOp op, int p) {
     COCONET_ASSERT(part.size() == acc.size(), "ranks hold parts of different sizes");
     for (std::size_t i = 0; i < acc.size(); ++i) acc[i] = reduce_op(op, acc[i], part[i]);
   }
+  if (op == ReduceOp::mean)
+    for (double& v : acc) v /= p;
   return acc;
 }
 

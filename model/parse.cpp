@@ -161,12 +161,13 @@ class Parser {
 
   ReduceOp reduce_op() {
     const std::size_t at = pos_;
-    const std::string op = identifier("a reduction (sum, max or min)");
+    const std::string op = identifier("a reduction (sum, max, min or mean)");
     if (op == "sum") return ReduceOp::sum;
     if (op == "max") return ReduceOp::max;
     if (op == "min") return ReduceOp::min;
+    if (op == "mean") return ReduceOp::mean;
     pos_ = at;
-    fail(fmt::format("unknown reduction '{}': use sum, max or min", op));
+    fail(fmt::format("unknown reduction '{}': use sum, max, min or mean", op));
   }
 
   int root() {

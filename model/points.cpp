@@ -134,9 +134,23 @@ Experiment experiment_from_argument(const std::optional<std::string>& arg) {
   std::string path;
   try {
     path = resolve_workload(*arg);
-  } catch (const UserError&) {
-    throw UserError(
-        fmt::format("'{}' is neither an experiment nor a workload: {}", *arg, experiment_error));
+  } catch (const UserError& e) {
+    const bool looks_like_path =
+        arg->find('/') != std::string::npos || arg->ends_with(".yaml") || arg->ends_with(".yml");
+    // A path, or a name the system could not look up (too long, a link loop): that error as it is.
+    const bool both_unknown = experiment_error.starts_with("unknown experiment ") &&
+                              std::string(e.what()).starts_with("unknown workload ");
+    if (looks_like_path || !both_unknown)
+      throw UserError(fmt::format("'{}' is neither an experiment nor a workload: {}", *arg, experiment_error));
+    // A name: both kinds are candidates, so both are listed and the nearest of either suggested.
+    const auto experiments = list_names("configs/experiments");
+    const auto workloads = list_names("workloads");
+    std::vector<std::string> all = experiments;
+    all.insert(all.end(), workloads.begin(), workloads.end());
+    throw UserError(fmt::format("'{}' is neither an experiment nor a workload{}: experiments are {} (in {}/{}); "
+                                "workloads are {} (in {}/{}); or give a path to a .yaml file",
+                                *arg, did_you_mean(*arg, all), joined_names(experiments), data_root(),
+                                "configs/experiments", joined_names(workloads), data_root(), "workloads"));
   }
   return workload_experiment(path);
 }

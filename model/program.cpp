@@ -44,6 +44,7 @@ std::string to_string(ReduceOp op) {
     case ReduceOp::sum: return "sum";
     case ReduceOp::max: return "max";
     case ReduceOp::min: return "min";
+    case ReduceOp::mean: return "mean";
   }
   return "?";
 }
@@ -446,7 +447,7 @@ class Checker {
   TensorType infer_rowreduce(const Stmt& s) const {
     const char* fn = s.reduce == ReduceOp::max ? "rowmax" : "rowsum";
     if (s.operands.size() != 1) fail(s, fmt::format("{} takes one tensor: {}(x)", fn, fn));
-    if (s.reduce == ReduceOp::min) fail(s, "a row reduction is rowsum or rowmax");
+    if (s.reduce != ReduceOp::sum && s.reduce != ReduceOp::max) fail(s, "a row reduction is rowsum or rowmax");
     TensorType t = operand(s, s.operands[0]);
     if (t.shape.empty())
       fail(s, fmt::format("{} reduces over the last dimension, but '{}' is a scalar; use it as is",

@@ -66,7 +66,9 @@ enum class OpKind {
 [[nodiscard]] bool is_communication(OpKind k);  // collectives and send
 [[nodiscard]] bool is_elementwise(OpKind k);    // compute, update
 
-enum class ReduceOp { sum, max, min };
+// mean: the sum divided by the group's size (NCCL's ncclAvg); allreduce,
+// reducescatter and reduce take every one, a row reduction sum or max.
+enum class ReduceOp { sum, max, min, mean };
 [[nodiscard]] std::string to_string(ReduceOp op);
 
 struct Stmt {
@@ -75,7 +77,7 @@ struct Stmt {
   Expr expr;                          // compute, update
   std::string target;                 // update: the state tensor it replaces
   std::vector<std::string> operands;  // matmul (a, b), norm, collectives, send
-  ReduceOp reduce = ReduceOp::sum;    // allreduce, reducescatter, reduce, rowreduce (sum or max)
+  ReduceOp reduce = ReduceOp::sum;    // allreduce, reducescatter, reduce (any), rowreduce (sum or max)
   int root = 0;                       // broadcast, reduce
   int dim = 0;                        // alltoall: the dimension the result is sliced along
   TensorType type;                    // inferred by check()

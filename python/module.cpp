@@ -328,7 +328,8 @@ nlohmann::json names_json() {
   return {{"root", model::data_root()},
           {"workloads", model::list_names("workloads")},
           {"experiments", model::list_names("configs/experiments")},
-          {"topologies", model::list_names("configs/topologies")}};
+          {"topologies", model::list_names("configs/topologies")},
+          {"models", model::list_names("models")}};
 }
 
 void translate_errors() {
@@ -422,5 +423,5 @@ PYBIND11_MODULE(coconet, m) {
       "target"_a = none);
   m.def(
       "names", [] { return to_python(names_json()); },
-      "The workloads, experiments and topologies found, as `coconet list` prints them.");
+      "The workloads, experiments, topologies and models found, as `coconet list` prints them.");
 }

@@ -276,6 +276,8 @@ SimResult simulate(const plan::StepPlan& p, const Context& ctx) {
     out.stages[s].code = p.stage_codes[s];
     out.stages[s].start_us = std::numeric_limits<double>::infinity();
   }
+  // alone[stage][class]: the stage's tasks alone on each class (a collective counts on every class it spans).
+  std::vector<std::vector<double>> alone(p.stage_codes.size(), std::vector<double>(classes.size(), 0.0));
   for (SimEvent& e : out.events) {
     const Task& k = tasks[std::size_t(e.task)];
     if (k.ranks.size() > 1) e.also.assign(k.ranks.begin() + 1, k.ranks.end());
@@ -284,9 +286,16 @@ SimResult simulate(const plan::StepPlan& p, const Context& ctx) {
     if (st.detail.empty()) st.detail = e.detail;
     st.start_us = std::min(st.start_us, e.start_us);
     st.end_us = std::max(st.end_us, e.end_us);
-    st.alone_us += e.alone_us;
+    alone[std::size_t(e.stage)][std::size_t(e.rank)] += e.alone_us;
+    for (const int c : e.also) alone[std::size_t(e.stage)][std::size_t(c)] += e.alone_us;
     out.time_us = std::max(out.time_us, e.end_us);
     out.streams = std::max(out.streams, e.stream + 1);
+  }
+  for (std::size_t s = 0; s < alone.size(); ++s) {
+    const auto top = std::max_element(alone[s].begin(), alone[s].end());
+    if (top == alone[s].end()) continue;
+    out.stages[s].alone_us = *top;
+    out.stages[s].alone_class = static_cast<int>(top - alone[s].begin());
   }
   for (const RankClass& c : classes) out.rank_names.push_back(c.label);
   out.classes = classes;

@@ -44,7 +44,11 @@ struct StageTiming {
   std::string detail;  // what bounds it (from its first task)
   double start_us = 0;
   double end_us = 0;
-  double alone_us = 0;  // sum of its tasks alone
+  // Its tasks alone, one after another, on the class of ranks where they sum
+  // highest (alone_class, an index of SimResult::classes): the work that
+  // bounds the stage's span, not a sum over classes that run side by side.
+  double alone_us = 0;
+  int alone_class = 0;
 };
 
 struct SimResult {

@@ -16,7 +16,7 @@ target_link_libraries(test_exec_memory PRIVATE coconet_exec GTest::gtest_main co
 gtest_discover_tests(test_exec_memory TEST_PREFIX "exec.")
 
 add_executable(test_exec_launch ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_exec_launch.cpp
-  ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_exec_step_shares.cpp)
+  ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_exec_step_shares.cpp ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_exec_spread.cpp)
 target_link_libraries(test_exec_launch PRIVATE coconet_exec GTest::gtest_main coconet_warnings)
 gtest_discover_tests(test_exec_launch TEST_PREFIX "exec.")
 
@@ -62,7 +62,9 @@ if(COCONET_HAVE_MPI AND COCONET_MPIEXEC)
                  "llama_layer_sp_fwd --set B=1 --set S=7 --set KV=3 --set G=2 --set GQ=4 --set D=3 --set H=10 --set F=10"
                  "llama_layer_sp_bwd"
                  "${COCONET_SOURCE_ROOT}/tests/workloads/alltoall_ulysses.yaml"
-                 "${COCONET_SOURCE_ROOT}/tests/workloads/alltoall_ulysses.yaml --set S=7 --set H=5")
+                 "${COCONET_SOURCE_ROOT}/tests/workloads/alltoall_ulysses.yaml --set S=7 --set H=5"
+                 "${COCONET_SOURCE_ROOT}/tests/workloads/adam_mean.yaml"
+                 "${COCONET_SOURCE_ROOT}/tests/workloads/adam_mean.yaml --set N=37")
       separate_arguments(args UNIX_COMMAND "${case}")
       list(GET args 0 workload)
       get_filename_component(name ${workload} NAME_WE)

@@ -48,7 +48,8 @@ if(TARGET coconet_exec)  # the calibrated range reads microbenchmark samples: bu
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_validation_spell_guard.cpp
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_validation_sweep.cpp
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_validation_trace.cpp
-    ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_validation_overlap_fit.cpp)
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_validation_overlap_fit.cpp
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_validation_machine.cpp)
 endif()
 target_link_libraries(test_validation PRIVATE coconet_validation nlohmann_json::nlohmann_json GTest::gtest_main
   coconet_warnings)

@@ -419,8 +419,10 @@ std::string topology_yaml(const Fitted& f, const CalibrateOptions& o, const std:
       "# {0}: calibrated on this machine by `{1}` on {2}.\n"
       "# Every constant below is fitted (least squares on relative error) to microbenchmarks run\n"
       "# through coconet's own runtime with {3} ranks, or says why it is fixed. A CPU has no GPU:\n"
-      "# keys take the values that turn the GPU formulas into the CPU ones (see docs/validation.md).\n",
-      comment_text(o.name), comment_text(o.command.empty() ? "coconet calibrate" : o.command), today(), ranks);
+      "# keys take the values that turn the GPU formulas into the CPU ones (see docs/validation.md).\n"
+      "{4}\n",
+      comment_text(o.name), comment_text(o.command.empty() ? "coconet calibrate" : o.command), today(), ranks,
+      machine_comment(o.machine ? *o.machine : this_machine()));
   y += fmt::format("name: {}\ndescription: {}\ndevice: cpu                     # ranks are CPU processes: predictions default to the cpu backend\nnodes: 1                        # one machine\n",
                    yaml_scalar(o.name), yaml_scalar(machine_model(backend, ranks)));
   y += "gpu:\n";

@@ -18,6 +18,7 @@
 #include "validation/calibrated_range.h"
 #include "validation/fit.h"
 #include "validation/fit_regimes.h"
+#include "validation/machine_identity.h"
 #include "validation/mpi_limits.h"
 #include "validation/microbench.h"
 #include "validation/machine_speed.h"
@@ -44,6 +45,8 @@ struct CalibrateOptions {
   std::optional<CalibratedSpeed> previous;
   // Seconds the sweep may wait out slow spells and be measured again (--wait-s).
   double wait_s = kCalibrateWaitS;
+  // The machine recorded in the topology (validation/machine_identity.h); none: this one.
+  std::optional<MachineIdentity> machine;
 };
 
 struct Fitted {

@@ -21,7 +21,12 @@ bool progress_wanted() {
   return ::isatty(STDERR_FILENO) == 1;
 }
 
-Progress::Progress(bool enabled, int total) : enabled_(enabled), total_(total) {}
+ProgressStyle progress_style() { return progress_wanted() ? ProgressStyle::bar : ProgressStyle::lines; }
+
+Progress::Progress(bool enabled, int total) : Progress(enabled ? ProgressStyle::bar : ProgressStyle::off, total) {}
+
+Progress::Progress(ProgressStyle style, int total, double line_period_s)
+    : style_(style), total_(total), line_period_s_(line_period_s) {}
 
 Progress::~Progress() { finish(); }
 
@@ -46,17 +51,39 @@ std::string progress_line(int done, int total, long long elapsed_s, const std::s
                      elapsed_s % 60, label, kMaxLabel);
 }
 
-void Progress::draw() const {
-  if (!enabled_ || total_ <= 0 || finished_) return;
-  const auto s = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - start_).count();
-  fmt::print(stderr, "\r{}", progress_line(done_, total_, static_cast<long long>(s), what_));
+std::string progress_text_line(int done, int total, long long elapsed_s, const std::string& what) {
+  return fmt::format("coconet: {}/{} done, {} left, {}:{:02} elapsed{}{}", done, total, std::max(0, total - done),
+                     elapsed_s / 60, elapsed_s % 60, what.empty() ? "" : ": ", what);
+}
+
+double Progress::elapsed_s() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+}
+
+void Progress::draw() {
+  if (style_ == ProgressStyle::off || total_ <= 0 || finished_) return;
+  const double s = elapsed_s();
+  if (style_ == ProgressStyle::lines) {
+    if (s < last_line_s_ + line_period_s_) return;
+    last_line_s_ = s;
+    ++lines_;
+    fmt::print(stderr, "{}\n", progress_text_line(done_, total_, static_cast<long long>(s), what_));
+  } else {
+    fmt::print(stderr, "\r{}", progress_line(done_, total_, static_cast<long long>(s), what_));
+  }
   std::fflush(stderr);
 }
 
 void Progress::finish() {
-  if (!enabled_ || finished_) return;
+  if (style_ == ProgressStyle::off || finished_) return;
   finished_ = true;
-  fmt::print(stderr, "\r{:<{}}\r", "", kBarWidth + kMaxLabel + 32);
+  if (style_ == ProgressStyle::lines) {
+    // A log that was told the work goes on is told it ended.
+    if (lines_ > 0)
+      fmt::print(stderr, "{}\n", progress_text_line(done_, total_, static_cast<long long>(elapsed_s()), "finished"));
+  } else {
+    fmt::print(stderr, "\r{:<{}}\r", "", kBarWidth + kMaxLabel + 32);
+  }
   std::fflush(stderr);
 }
 

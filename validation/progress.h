@@ -1,7 +1,9 @@
-// A one-line progress bar on stderr while a sweep runs (steps done and left,
-// elapsed time, what runs now), drawn only when stderr
-// is a terminal (or, for ranks started by mpirun, when the command that
-// started them had one: kProgressEnv), so logs and pipes stay clean.
+// Progress on stderr while a sweep runs (steps done and left, elapsed time,
+// what runs now): a one-line bar redrawn in place when stderr is a terminal
+// (or, for ranks started by mpirun, when the command that started them had
+// one: kProgressEnv); elsewhere (a CI log, a pipe) whole lines at a bounded
+// rate, at most one per kProgressLinePeriodS and none in a command shorter
+// than that, so that a log shows minutes of work going on without filling up.
 #pragma once
 
 #include <chrono>
@@ -16,13 +18,28 @@ inline constexpr const char* kProgressEnv = "COCONET_PROGRESS_TTY";
 // elapsed m:ss, and what runs (cut to a fixed width).
 [[nodiscard]] std::string progress_line(int done, int total, long long elapsed_s, const std::string& what);
 
+// Seconds between progress lines where there is no terminal: a few lines a
+// minute tell a CI log that a long validate (minutes) is alive, and a
+// command of seconds prints none.
+inline constexpr double kProgressLinePeriodS = 15.0;
+
 // True when a progress bar should be drawn by this process.
 [[nodiscard]] bool progress_wanted();
 
+enum class ProgressStyle { off, bar, lines };
+
+// bar where progress_wanted(), else lines.
+[[nodiscard]] ProgressStyle progress_style();
+
+// "coconet: 12/40 done, 28 left, 1:05 elapsed: adam N=65536 AR-C": a progress line without a terminal.
+[[nodiscard]] std::string progress_text_line(int done, int total, long long elapsed_s, const std::string& what);
+
 class Progress {
  public:
-  // `enabled` false: every call does nothing.
+  // `enabled` false: every call does nothing; true: the bar.
   Progress(bool enabled, int total);
+  // lines: one line at most every `line_period_s` seconds, the first after that long.
+  Progress(ProgressStyle style, int total, double line_period_s = kProgressLinePeriodS);
   ~Progress();
   Progress(const Progress&) = delete;
   Progress& operator=(const Progress&) = delete;
@@ -37,9 +54,13 @@ class Progress {
   void finish();
 
  private:
-  void draw() const;
-  bool enabled_;
+  void draw();
+  [[nodiscard]] double elapsed_s() const;
+  ProgressStyle style_;
   int total_;
+  double line_period_s_ = kProgressLinePeriodS;
+  double last_line_s_ = 0;  // when the last line was printed (lines), from the start
+  int lines_ = 0;           // lines printed (lines)
   int done_ = 0;
   std::string what_;
   bool finished_ = false;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -30,6 +31,7 @@
 #include "sim/tuner.h"
 #include "validation/calibrate.h"
 #include "validation/calibrated_range.h"
+#include "validation/machine_identity.h"
 #include "validation/machine_speed.h"
 #include "validation/measured_trace.h"
 #include "validation/spell_guard.h"
@@ -401,28 +403,109 @@ struct TopologyChoice {
   std::string calibration_warning;       // that calibration's, kept from a slow spell
 };
 
+// Where the calibration of `topology_path` for this machine and `world` ranks
+// is kept: the user's cache folder, never the repository.
+std::string cache_path(const std::string& topology_path, int world, const MachineIdentity& here) {
+  return fmt::format("{}/{}-{}ranks-{}.yaml", user_cache_dir(), std::filesystem::path(topology_path).stem().string(),
+                     world, machine_key(here));
+}
+
+// The cached calibration at `path` when it exists, was taken on this machine
+// and every rank has it (the ranks agree, so all take the same branch).
+std::optional<std::string> cached_calibration(exec::Backend& backend, const std::string& path,
+                                              const MachineIdentity& here) {
+  std::optional<std::string> text;
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(path, ec)) {
+    try {
+      text = model::read_file(path);
+      const auto m = recorded_machine(*text);
+      if (!m || !differences(*m, here).empty()) text.reset();
+    } catch (const UserError&) {
+      text.reset();  // a damaged cache file is calibrated over
+    }
+  }
+  std::vector<double> missing{text ? 0.0 : 1.0};
+  backend.host_allreduce(missing, model::ReduceOp::max);
+  if (missing.front() > 0) return std::nullopt;
+  return text;
+}
+
+TopologyChoice calibrate_on_the_spot(exec::Backend& backend, const ValidateOptions& o, Progress& progress,
+                                     const std::string& name, const std::string& command) {
+  CalibrateOptions co;
+  co.name = name;
+  co.command = command;
+  co.micro = o.calibration;
+  co.experiment = o.experiment;  // its sizes join the quick sweep
+  co.sets = o.sets;
+  co.wait_s = o.wait_s;
+  Calibration c = calibrate(backend, co, progress);
+  return {c.topology, c.yaml, "", c.range, parse_speed(c.yaml), c.spell.spent_s, c.warning};
+}
+
+// A topology calibrated on another machine, calibrated again on this one
+// into the cache (or read back from it); says so once on stderr (rank 0) and
+// in the report's notes.
+TopologyChoice recalibrated(exec::Backend& backend, const ValidateOptions& o, Progress& progress,
+                            const std::string& path, const std::string& warning, const MachineIdentity& here) {
+  const bool lead = backend.world_rank() == 0;
+  const std::string cached = cache_path(path, backend.world_size(), here);
+  if (const auto text = cached_calibration(backend, cached, here)) {
+    const std::string said = warning + fmt::format("predicting with this machine's calibration in {} (delete it to "
+                                                   "calibrate again; --no-calibrate uses {} as it is)",
+                                                   cached, *o.topology);
+    if (lead) fmt::print(stderr, "warning: {}\n", said);
+    return {sim::parse_topology(*text, cached), *text, said, parse_range(*text), parse_speed(*text)};
+  }
+  const std::string said = warning + fmt::format("calibrating this machine into {} first (the quick sweep; "
+                                                 "--no-calibrate uses {} as it is)",
+                                                 cached, *o.topology);
+  if (lead) {
+    fmt::print(stderr, "warning: {}\n", said);
+    std::fflush(stderr);
+    std::error_code ec;  // the folder first: a cache that cannot be written is said before the sweep
+    const auto folder = std::filesystem::path(cached).parent_path();
+    std::filesystem::create_directories(folder, ec);
+    if (ec)
+      throw UserError(fmt::format("cannot make the cache folder {}: {}; set XDG_CACHE_HOME to a folder you can "
+                                  "write, or pass --no-calibrate",
+                                  folder.string(), ec.message()));
+  }
+  const std::string name = sim::parse_topology(model::read_file(path), path).name;
+  TopologyChoice t = calibrate_on_the_spot(
+      backend, o, progress, name,
+      fmt::format("coconet validate (calibrating {} again on this machine, quick sweep)", *o.topology));
+  if (lead) model::write_file_atomic(cached, t.text);
+  t.note = said;
+  return t;
+}
+
 TopologyChoice choose_topology(exec::Backend& backend, const ValidateOptions& o, Progress& progress) {
   if (o.topology) {
     const std::string path = model::resolve_topology(*o.topology);
     std::string text = model::read_file(path);
+    const MachineIdentity here = this_machine();
+    const std::string name = sim::parse_topology(text, path).name;
+    if (o.calibrate_other_machine) {
+      if (const std::string w = other_machine_warning(name, text, here, ""); !w.empty())
+        return recalibrated(backend, o, progress, path, w, here);
+    } else if (const std::string w = other_machine_warning(
+                   name, text, here, "its constants predict as they are (--no-calibrate)");
+               !w.empty() && backend.world_rank() == 0) {
+      fmt::print(stderr, "warning: {}\n", w);
+    }
     auto range = parse_range(text);
     auto speed = parse_speed(text);
     return {sim::parse_topology(text, path), text,
             fmt::format("topology {} (inputs/topology.yaml holds it, with its calibration residuals if calibrated)", *o.topology),
             range, speed};
   }
-  CalibrateOptions co;
-  co.name = "calibrated";
-  co.command = "coconet validate (calibrating on the spot, quick sweep)";
-  co.micro = o.calibration;
-  co.experiment = o.experiment;  // its sizes join the quick sweep
-  co.sets = o.sets;
-  co.wait_s = o.wait_s;
-  Calibration c = calibrate(backend, co, progress);
-  return {c.topology, c.yaml,
-          "topology calibrated on the spot from a quick microbenchmark sweep (inputs/topology.yaml has the fit and "
-          "its residuals)",
-          c.range, parse_speed(c.yaml), c.spell.spent_s, c.warning};
+  TopologyChoice t =
+      calibrate_on_the_spot(backend, o, progress, "calibrated", "coconet validate (calibrating on the spot, quick sweep)");
+  t.note = "topology calibrated on the spot from a quick microbenchmark sweep (inputs/topology.yaml has the fit and "
+           "its residuals)";
+  return t;
 }
 
 // "1.23 0.98 0.77" (1, 5 and 15 minutes) from /proc/loadavg; "unknown" elsewhere.

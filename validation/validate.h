@@ -48,6 +48,12 @@ struct ValidateOptions {
   MicroOptions calibration{5, 1, true};         // when calibrating on the spot: the quick sweep
   double budget_s = kDefaultBudgetS;            // time for extra rounds on undecided points, whole run
   double wait_s = kDefaultWaitS;                // time to wait out slow spells, whole run
+  // A topology calibrated on another machine (validation/machine_identity.h)
+  // is calibrated again on this one first, into the user's cache folder (the
+  // quick sweep, with the experiment's sizes; reused while this machine stays
+  // the same), and that calibration predicts. False (--no-calibrate): the
+  // topology predicts as it is, with the warning.
+  bool calibrate_other_machine = true;
 };
 
 struct Validation {

@@ -259,6 +259,7 @@ class CpuBackend final : public Backend {
       COCONET_MPI_CHECK(MPI_Iallreduce(send, ptr(out), as_int(in.count, "an allreduce count"),
                                        ReduceOps::datatype(t), ops_->op(t, op), group_comm_, &req));
       wait_politely(req);
+      if (op == ReduceOp::mean) divide_by_group(out);
     });
   }
 
@@ -277,6 +278,7 @@ class CpuBackend final : public Backend {
       COCONET_MPI_CHECK(MPI_Ireduce_scatter(staged.data, ptr(out), counts.data(), ReduceOps::datatype(t),
                                             ops_->op(t, op), group_comm_, &req));
       wait_politely(req);
+      if (op == ReduceOp::mean) divide_by_group(out);
     });
   }
 
@@ -328,6 +330,7 @@ class CpuBackend final : public Backend {
       const bool in_place = same(in, out) && position() == root;
       COCONET_MPI_CHECK(MPI_Reduce(in_place ? MPI_IN_PLACE : ptr(in), ptr(out), as_int(in.count, "a reduce count"),
                                    ReduceOps::datatype(t), ops_->op(t, op), root, group_comm_));
+      if (op == ReduceOp::mean && position() == root) divide_by_group(out);  // only the root holds the result
     });
   }
 
@@ -388,9 +391,11 @@ class CpuBackend final : public Backend {
   void barrier() override { COCONET_MPI_CHECK(MPI_Barrier(host_comm_)); }
 
   void host_allreduce(std::span<double> values, ReduceOp op) override {
-    const MPI_Op mpi_op = op == ReduceOp::sum ? MPI_SUM : op == ReduceOp::max ? MPI_MAX : MPI_MIN;
+    const MPI_Op mpi_op = op == ReduceOp::max ? MPI_MAX : op == ReduceOp::min ? MPI_MIN : MPI_SUM;
     COCONET_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_DOUBLE,
                                     mpi_op, host_comm_));
+    if (op == ReduceOp::mean)
+      for (double& v : values) v /= world_size();
   }
 
   [[noreturn]] void abort_job(int code) override {
@@ -419,6 +424,20 @@ class CpuBackend final : public Backend {
   std::byte* data(BufferId b) { return buffers_.at(static_cast<std::size_t>(b)).bytes.data(); }
   void* ptr(View v) { return data(v.buffer) + v.offset * model::bytes_of(dtype_of(v.buffer)); }
   static bool same(View a, View b) { return a.buffer == b.buffer && a.offset == b.offset; }
+
+  // A mean (NCCL's ncclAvg) after its sum: each element divided by the
+  // group's size in f32 and rounded once to the buffer's type. On the comm
+  // thread, after the collective, so that users of `v` wait for it.
+  void divide_by_group(View v) {
+    const float ranks = static_cast<float>(ranks_per_group());
+    std::vector<float> tile(kNormTile);
+    for (std::int64_t first = 0; first < v.count; first += kNormTile) {
+      const std::int64_t n = std::min<std::int64_t>(kNormTile, v.count - first);
+      kernels::load_f32(data(v.buffer), dtype_of(v.buffer), v.offset + first, 1, n, tile.data());
+      for (std::int64_t k = 0; k < n; ++k) tile[std::size_t(k)] /= ranks;
+      kernels::store_f32(data(v.buffer), dtype_of(v.buffer), v.offset + first, 1, n, tile.data());
+    }
+  }
 
   void check(View v) const {
     const auto& b = buffer(v.buffer);

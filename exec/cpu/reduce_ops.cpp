@@ -44,7 +44,8 @@ void create_ops(MPI_Op (&ops)[3]) {
 
 int index_of(model::ReduceOp op) {
   switch (op) {
-    case model::ReduceOp::sum: return 0;
+    case model::ReduceOp::sum:
+    case model::ReduceOp::mean: return 0;  // the sum; the backend divides by the group's size after
     case model::ReduceOp::max: return 1;
     case model::ReduceOp::min: return 2;
   }
@@ -73,7 +74,8 @@ MPI_Op ReduceOps::op(model::DType t, model::ReduceOp op) const {
     case model::DType::f32: break;
   }
   switch (op) {
-    case model::ReduceOp::sum: return MPI_SUM;
+    case model::ReduceOp::sum:
+    case model::ReduceOp::mean: return MPI_SUM;
     case model::ReduceOp::max: return MPI_MAX;
     case model::ReduceOp::min: return MPI_MIN;
   }

@@ -19,6 +19,7 @@ class ReduceOps {
   ReduceOps(const ReduceOps&) = delete;
   ReduceOps& operator=(const ReduceOps&) = delete;
 
+  // mean: the sum's operator; the caller divides the result by the group's size.
   [[nodiscard]] MPI_Op op(model::DType t, model::ReduceOp op) const;
   [[nodiscard]] static MPI_Datatype datatype(model::DType t);
 

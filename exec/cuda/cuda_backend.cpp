@@ -399,9 +399,11 @@ class CudaBackend final : public Backend {
 
   void host_allreduce(std::span<double> values, ReduceOp op) override {
     if (!mpi_) return;  // one rank: the reduction of one value is itself
-    const MPI_Op mop = op == ReduceOp::sum ? MPI_SUM : op == ReduceOp::max ? MPI_MAX : MPI_MIN;
+    const MPI_Op mop = op == ReduceOp::max ? MPI_MAX : op == ReduceOp::min ? MPI_MIN : MPI_SUM;
     COCONET_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()),
                                     MPI_DOUBLE, mop, MPI_COMM_WORLD));
+    if (op == ReduceOp::mean)
+      for (double& v : values) v /= world_size();
   }
 
   [[noreturn]] void abort_job(int code) override {

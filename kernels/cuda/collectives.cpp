@@ -32,6 +32,7 @@ ncclRedOp_t nccl_op(model::ReduceOp op) {
     case model::ReduceOp::sum: return ncclSum;
     case model::ReduceOp::max: return ncclMax;
     case model::ReduceOp::min: return ncclMin;
+    case model::ReduceOp::mean: return ncclAvg;  // NCCL 2.10+: the sum over the ranks divided by their count
   }
   return ncclSum;
 }

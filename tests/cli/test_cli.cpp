@@ -220,6 +220,106 @@ TEST_F(Cli, ParseErrorsNameTheFlagAndWhatItTakes) {
   }
 }
 
+// A mistyped flag or name gets the nearest one: CLI11 lists the extras with
+// the value first ("dgx-a100 --topolgy"), and a target that is neither an
+// experiment nor a workload lists both kinds.
+TEST_F(Cli, MistypedFlagsAndNamesGetTheNearest) {
+  const auto said = [&](const Args& args, const std::vector<std::string>& parts) {
+    const Result r = run(args);
+    EXPECT_EQ(r.code, 2) << r.all();
+    for (const auto& p : parts) EXPECT_TRUE(contains(r.err, p)) << "expected '" << p << "' in\n" << r.all();
+  };
+  said({"predict", "adam", "--topolgy", "dgx-a100"}, {"--topolgy", "did you mean --topology?"});
+  said({"predict", "adam", "--topolgy=dgx-a100"}, {"did you mean --topology?"});
+  said({"predict", "adma"}, {"neither an experiment nor a workload (did you mean 'adam'?)", "experiments are ",
+                             "workloads are ", "megatron_mlp", "cpu-local"});
+  said({"predict", "cpu-locl"}, {"did you mean 'cpu-local'?"});
+  said({"predict", "adam", "--topology", "dgx-a10"}, {"unknown topology 'dgx-a10' (did you mean 'dgx-a100'?)"});
+  // Nothing near: no suggestion, still both lists.
+  const Result far = run({"predict", "zzzzzzzzzz"});
+  EXPECT_EQ(far.code, 2) << far.all();
+  EXPECT_FALSE(contains(far.err, "did you mean")) << far.all();
+  EXPECT_TRUE(contains(far.err, "workloads are ")) << far.all();
+}
+
+// `coconet list` names every model of models/ (what `coconet step` takes), in each format.
+TEST_F(Cli, ListNamesTheModels) {
+  std::vector<std::string> models;
+  for (const auto& e : fs::directory_iterator(fs::path(COCONET_SOURCE_ROOT) / "models"))
+    if (e.path().extension() == ".yaml") models.push_back(e.path().stem().string());
+  std::sort(models.begin(), models.end());
+  ASSERT_FALSE(models.empty());
+  const Result text = run({"list"});
+  ASSERT_EQ(text.code, 0) << text.all();
+  EXPECT_TRUE(contains(text.out, "models (")) << text.out;
+  const json j = parsed(run({"list", "--format", "json"}));
+  EXPECT_TRUE(conforms(j, "list"));
+  EXPECT_EQ(j["models"].get<std::vector<std::string>>(), models);
+  const Result csv = run({"list", "--format", "csv"});
+  for (const auto& m : models) {
+    EXPECT_TRUE(contains(text.out, "  " + m + "\n")) << m << "\n" << text.out;
+    EXPECT_TRUE(contains(csv.out, "models," + m + "\n")) << m << "\n" << csv.out;
+  }
+}
+
+// `step --format csv` has the breakdown of `--format json` (breakdown_ms), one column per part, in ms.
+TEST_F(Cli, StepCsvHasTheBreakdownColumns) {
+  const Args args{"step", "megatron-1.7b", "--topology", "dgx-a100", "--nodes", "4"};
+  Args as_json = args, as_csv = args;
+  as_json.insert(as_json.end(), {"--format", "json"});
+  as_csv.insert(as_csv.end(), {"--format", "csv"});
+  const json j = parsed(run(as_json));
+  ASSERT_EQ(j["layouts"].size(), 1u) << j.dump();
+  const Result csv = run(as_csv);
+  ASSERT_EQ(csv.code, 0) << csv.all();
+  std::istringstream lines(csv.out);
+  std::string header, values;
+  std::getline(lines, header);
+  std::getline(lines, values);
+  const auto cells = [](const std::string& line) {
+    std::vector<std::string> out;
+    std::istringstream in(line);
+    for (std::string c; std::getline(in, c, ',');) out.push_back(c);
+    return out;
+  };
+  const auto names = cells(header), row = cells(values);
+  ASSERT_EQ(names.size(), row.size()) << csv.out;
+  const json& b = j["layouts"][0]["breakdown_ms"];
+  double sum = 0;
+  for (const char* part : {"compute", "tp_comm", "cp_comm", "pp_bubble", "pp_p2p", "dp_comm", "optimizer"}) {
+    const auto at = std::find(names.begin(), names.end(), std::string(part) + "_ms");
+    ASSERT_NE(at, names.end()) << part << "_ms in " << header;
+    const double v = std::stod(row[std::size_t(at - names.begin())]);
+    EXPECT_NEAR(v, b[part].get<double>(), 0.005 + 1e-9) << part;  // printed with 2 decimals
+    sum += b[part].get<double>();
+  }
+  EXPECT_NEAR(sum, j["layouts"][0]["step_ms"].get<double>(), 1e-6 * sum) << "the parts make up the step";
+  // Only CSV is widened: the table of --search keeps its columns.
+  EXPECT_FALSE(contains(run(args).out, "compute_ms"));
+}
+
+// With a straggler, each stage's alone_us is its slowest ranks' (named in
+// alone_ranks), never more than the stage's span on a schedule that does not overlap.
+TEST_F(Cli, SimulateWithAStragglerPrintsTheSlowestRanksAlone) {
+  const Args args{"simulate", "adam", "--schedule", "RS-C-AG", "--topology", "dgx-h100", "--set", "N=64M",
+                  "--set", "stragglers=[{rank: 3, compute_scale: 0.5, hbm_scale: 0.5}]", "--format", "json"};
+  const json j = parsed(run(args));
+  ASSERT_EQ(j["points"].size(), 1u) << j.dump();
+  EXPECT_TRUE(conforms(j, "simulate"));
+  bool straggler_named = false;
+  for (const auto& row : j["points"][0]["rows"]) {
+    const double span = row["end_us"].get<double>() - row["start_us"].get<double>();
+    EXPECT_LE(row["alone_us"].get<double>(), span * (1 + 1e-9)) << row.dump();
+    ASSERT_TRUE(row.contains("alone_ranks")) << row.dump();
+    straggler_named = straggler_named || contains(row["alone_ranks"].get<std::string>(), "rank 3");
+  }
+  EXPECT_TRUE(straggler_named) << j.dump(2);
+  Args text(args.begin(), args.end() - 2);
+  const Result r = run(text);
+  EXPECT_TRUE(contains(r.out, "alone_ranks")) << r.out;
+  EXPECT_TRUE(contains(r.out, "on its slowest ranks")) << r.out;
+}
+
 // ---- every json output parses -------------------------------------------------
 
 TEST_F(Cli, ShowJson) {
@@ -541,9 +641,10 @@ TEST_F(Cli, EveryCommandPrintsCsv) {
       {{"predict", "adam", "--set", "N=4096"}, "workload,sizes,ranks,rank,schedule,time_us,speedup,analytic_us,"
                                                "chunks,algo,proto,channels,dominant"},
       {{"simulate", "adam", "--schedule", "AR-C", "--set", "N=4096"},
-       "workload,sizes,schedule,stage,start_us,end_us,alone_us,bound"},
+       "workload,sizes,schedule,stage,start_us,end_us,alone_us,alone_ranks,bound"},
       {{"compare", "adam", "-t", "dgx-h100", "-t", "dgx-a100"}, "workload,sizes,side,best,time_us,ratio"},
-      {{"simulate", "default", "--schedule", "AR-C"}, "workload,sizes,schedule,stage,start_us,end_us,alone_us,bound"},
+      {{"simulate", "default", "--schedule", "AR-C"},
+       "workload,sizes,schedule,stage,start_us,end_us,alone_us,alone_ranks,bound"},
       {{"collective", "-b", "1K", "-e", "1K"}, "bytes,time_us,algbw_GBps,busbw_GBps,algo,proto"},
   };
   for (const auto& [args, header] : outputs) {
@@ -627,7 +728,7 @@ TEST_F(Cli, CalibrateComparesWithTheCalibrationItReplaces) {
 TEST_F(Cli, ValidateJson) {
   if (!kHaveMpi) GTEST_SKIP() << "no MPI in this build";
   const Result r = run({"validate", COCONET_SOURCE_ROOT "/validation/testdata/validate-tiny.yaml",
-                        "--backend", "cpu", "--ranks", "2", "--topology", "cpu-local", "--iters",
+                        "--backend", "cpu", "--ranks", "2", "--topology", "cpu-local", "--no-calibrate", "--iters",
                         "1", "--warmup", "0", "--budget-s", "1", "--wait-s", "1", "--out", "report", "--format",
                         "json"});
   EXPECT_EQ(r.code, 0) << r.all();
@@ -662,8 +763,8 @@ TEST_F(Cli, ValidateComparesTheMachineWithItsCalibration) {
   const auto validate = [&](const std::string& line) {
     std::ofstream(dir_ / "claimed.yaml") << topology << line;
     const Result r = run({"validate", COCONET_SOURCE_ROOT "/validation/testdata/validate-tiny.yaml", "--backend",
-                          "cpu", "--ranks", "2", "--topology", (dir_ / "claimed.yaml").string(), "--iters", "1",
-                          "--warmup", "0", "--budget-s", "1", "--wait-s", "1", "--out", "report", "--format", "json"});
+                          "cpu", "--ranks", "2", "--topology", (dir_ / "claimed.yaml").string(), "--no-calibrate",
+                          "--iters", "1", "--warmup", "0", "--budget-s", "1", "--wait-s", "1", "--out", "report", "--format", "json"});
     EXPECT_EQ(r.code, 0) << r.all();
     json results = json::parse(read_text(dir_ / "report" / "results.json"));
     EXPECT_TRUE(conforms(results, "results"));
@@ -697,6 +798,91 @@ TEST_F(Cli, ValidateComparesTheMachineWithItsCalibration) {
   EXPECT_TRUE(other["machine_speed"].empty()) << other.dump(2);
   for (const auto& row : other["rows"]) EXPECT_FALSE(row.contains("speed_probe")) << row.dump(2);  // no guard
   for (const auto& w : other["warnings"]) EXPECT_FALSE(contains(w.get<std::string>(), "does not run at the speed"));
+}
+
+// ---- calibrations that know their machine ---------------------------------------
+
+// Every file under the folders a calibration could be written into, by path:
+// its size and content, to show that no tracked file changed.
+std::map<std::string, std::string> tracked_snapshot() {
+  std::map<std::string, std::string> out;
+  for (const char* folder : {"configs", "workloads", "models"})
+    for (const auto& e : fs::recursive_directory_iterator(fs::path(COCONET_SOURCE_ROOT) / folder))
+      if (e.is_regular_file()) out[e.path().string()] = read_text(e.path());
+  out["README.md"] = read_text(fs::path(COCONET_SOURCE_ROOT) / "README.md");
+  return out;
+}
+
+std::size_t count_of(const std::string& text, const std::string& part) {
+  std::size_t n = 0;
+  for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+  return n;
+}
+
+// cpu-local records the machine it was calibrated on (an AMD EPYC, 2 cores).
+// COCONET_MACHINE fakes this one: another CPU is said in one warning line
+// naming both machines by predict --backend cpu, run and validate; the same
+// CPU and cores is not. validate calibrates into $XDG_CACHE_HOME/coconet
+// first, reuses that calibration, and --no-calibrate predicts with cpu-local
+// as it is; no file of the repository changes.
+TEST_F(Cli, ACalibrationFromAnotherMachineIsSaidAndRedoneInTheCache) {
+  const auto before = tracked_snapshot();
+  const std::string cache = (dir_ / "cache").string();
+  const Args other{"COCONET_MACHINE=cpu=Fake Xeon 9999; cores=2", "XDG_CACHE_HOME=" + cache};
+  const Args same{"COCONET_MACHINE=cpu=AMD EPYC; cores=2", "XDG_CACHE_HOME=" + cache};
+  const std::string both = "warning: cpu-local was calibrated on another machine: AMD EPYC, 2 cores (2026-12-01); "
+                           "this one is Fake Xeon 9999, 2 cores";
+  const Args predict{"predict", "adam", "--backend", "cpu", "--topology", "cpu-local", "--set", "N=4096"};
+  const Result told = run(predict, other);
+  EXPECT_EQ(told.code, 0) << told.all();
+  EXPECT_TRUE(contains(told.err, both)) << told.all();
+  EXPECT_TRUE(contains(told.err, "(cpu differs)")) << told.all();
+  EXPECT_EQ(count_of(told.err, "warning:"), 1u) << told.all();
+  const Result quiet = run(predict, same);
+  EXPECT_FALSE(contains(quiet.err, "another machine")) << quiet.all();
+  EXPECT_FALSE(contains(run({"predict", "adam", "--topology", "cpu-local", "--backend", "cuda"}, other).err,
+                        "another machine"))
+      << "a prediction for GPUs is not about this machine";
+  const Result bad = run(predict, {"COCONET_MACHINE=cpus=4"});
+  EXPECT_EQ(bad.code, 2) << bad.all();
+  EXPECT_TRUE(contains(bad.err, "COCONET_MACHINE: unknown key 'cpus'")) << bad.all();
+  if (kHaveMpi) {
+    const Result ran = run({"run", "sgd", "--ranks", "1", "--set", "N=1024", "--schedule", "all", "--topology",
+                            "cpu-local", "--iters", "1", "--warmup", "0"},
+                           other);
+    EXPECT_EQ(ran.code, 0) << ran.all();
+    EXPECT_TRUE(contains(ran.err, both)) << ran.all();
+    const Args validate{"validate", COCONET_SOURCE_ROOT "/validation/testdata/validate-tiny.yaml", "--backend",
+                        "cpu", "--ranks", "2", "--topology", "cpu-local", "--iters", "1", "--warmup", "0",
+                        "--budget-s", "1", "--wait-s", "1", "--out", "report"};
+    Result first = run(validate, other);
+    // A quick calibration on a loaded machine can rightly refuse its fit (as in CalibrateJson): once more.
+    if (first.code == 2 && contains(first.err, "no cost per byte")) first = run(validate, other);
+    ASSERT_EQ(first.code, 0) << first.all();
+    EXPECT_TRUE(contains(first.err, both)) << first.all();
+    EXPECT_TRUE(contains(first.err, "calibrating this machine into " + cache + "/coconet/cpu-local-2ranks-"))
+        << first.all();
+    std::vector<fs::path> cached;
+    for (const auto& e : fs::directory_iterator(fs::path(cache) / "coconet")) cached.push_back(e.path());
+    ASSERT_EQ(cached.size(), 1u);
+    const std::string calibration = read_text(cached.front());
+    EXPECT_TRUE(contains(calibration, "# coconet-machine: cpu=Fake Xeon 9999; cores=2;")) << calibration;
+    EXPECT_EQ(read_text(dir_ / "report" / "inputs" / "topology.yaml"), calibration) << "the cache's calibration predicts";
+    fs::remove_all(dir_ / "report");
+    const Result again = run(validate, other);
+    EXPECT_EQ(again.code, 0) << again.all();
+    EXPECT_TRUE(contains(again.err, "predicting with this machine's calibration in " + cached.front().string()))
+        << again.all();
+    fs::remove_all(dir_ / "report");
+    Args as_it_is = validate;
+    as_it_is.push_back("--no-calibrate");
+    const Result kept = run(as_it_is, other);
+    EXPECT_EQ(kept.code, 0) << kept.all();
+    EXPECT_TRUE(contains(kept.err, "its constants predict as they are (--no-calibrate)")) << kept.all();
+    EXPECT_EQ(read_text(dir_ / "report" / "inputs" / "topology.yaml"),
+              read_text(fs::path(COCONET_SOURCE_ROOT) / "configs/topologies/cpu-local.yaml"));
+  }
+  EXPECT_TRUE(tracked_snapshot() == before) << "a file of the repository changed";
 }
 
 // ---- --set ----------------------------------------------------------------------
@@ -1012,8 +1198,8 @@ TEST_F(Cli, OnePredictedTimeAcrossCommands) {
                                        "  - workload: adam\n";
   const Result v =
       run({"validate", (dir_ / "adam.yaml").string(), "--backend", "cpu", "--ranks", "2", "--set", "N=4K",
-           "--topology", "cpu-local", "--iters", "1", "--warmup", "0", "--budget-s", "1", "--wait-s", "1",
-           "--out", "report"});
+           "--topology", "cpu-local", "--no-calibrate", "--iters", "1", "--warmup", "0", "--budget-s", "1",
+           "--wait-s", "1", "--out", "report"});
   ASSERT_EQ(v.code, 0) << v.all();
   const json results = json::parse(read_text(dir_ / "report" / "results.json"));
   ASSERT_EQ(results["rows"].size(), predicted.size());
@@ -1037,11 +1223,12 @@ const std::map<std::string, Args>& readme_examples() {
       {"coconet run adam --backend cpu --ranks 2 --schedule all --set N=1000000",
        {"run", "adam", "--backend", "cpu", "--ranks", "2", "--schedule", "all", "--set", "N=4096",
         "--iters", "1"}},
-      {"coconet calibrate --backend cpu --ranks 2 --out configs/topologies/cpu-local.yaml",
+      {"coconet calibrate --backend cpu --ranks 2 --out ~/.cache/coconet/this-machine.yaml",
        {"calibrate", "--backend", "cpu", "--ranks", "2", "--quick", "--iters", "5", "--wait-s", "1",
-        "--out", "cpu-local.yaml"}},
-      {"coconet validate cpu-local --backend cpu --ranks 2 --topology cpu-local --out /tmp/report",
-       {"validate", "cpu-local", "--backend", "cpu", "--ranks", "2", "--topology", "cpu-local",
+        "--out", "this-machine.yaml"}},
+      {"coconet validate cpu-local --backend cpu --ranks 2 --topology ~/.cache/coconet/this-machine.yaml --out "
+       "/tmp/report",
+       {"validate", "cpu-local", "--backend", "cpu", "--ranks", "2", "--topology", "this-machine.yaml",
         "--iters", "1", "--warmup", "0", "--budget-s", "1", "--wait-s", "1", "--out", "report"}},
       {"coconet predict", {"predict"}},
       {"coconet compare --topology dgx-h100 --topology dgx-h200 --topology dgx-a100",

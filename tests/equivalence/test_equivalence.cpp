@@ -5,6 +5,7 @@
 #include <fmt/core.h>
 #include <gtest/gtest.h>
 
+#include <set>
 #include <span>
 
 #include <algorithm>
@@ -267,6 +268,44 @@ TEST(EquivalenceLayer, SequenceParallelEqualsTensorParallel) {
   const Bindings b = tp.bind(sizes);
   const State in = make_inputs(tp, 2, b);
   EXPECT_FALSE(compare_outputs(tp, interpret(tp, 2, b, in), interpret(partial, 2, b, in), 2).empty());
+}
+
+// allreduce(mean) (NCCL's ncclAvg): the program's mean is its sum divided by
+// the ranks, and every schedule (the mean split into a reduce-scatter of
+// means and an allgather, fused, sliced) equals the program, ragged sizes and
+// rank counts that do not divide them included.
+TEST(EquivalenceMean, EverySchedulesMeanEqualsTheSumOverTheRanks) {
+  const Program p = load_program(std::string(COCONET_SOURCE_ROOT) + "/tests/workloads/adam_mean.yaml");
+  Program summed = p;
+  for (auto& st : summed.stmts)
+    if (st.op == OpKind::allreduce) st.reduce = ReduceOp::sum;
+  const auto schedules = enumerate_schedules(p);
+  ASSERT_GE(schedules.size(), 4u);
+  std::set<std::string> split;  // schedules whose mean is a reduce-scatter of means
+  for (const auto& s : schedules)
+    for (const auto& st : s.program.stmts)
+      if (st.op == OpKind::reducescatter && st.reduce == ReduceOp::mean) split.insert(s.name());
+  EXPECT_FALSE(split.empty()) << "split keeps the mean";
+  for (const std::int64_t n : {1, 7, 37, 64}) {
+    const Bindings b = p.bind({{"N", n}});
+    for (int ranks : {1, 2, 3, 4, 8}) {
+      const State in = make_inputs(p, ranks, b);
+      const State expected = interpret(p, ranks, b, in);
+      const auto mean = global_value(expected.at("g1"), ranks);
+      const auto sum = global_value(interpret(summed, ranks, b, in).at("g1"), ranks);
+      ASSERT_EQ(mean.size(), sum.size());
+      for (std::size_t i = 0; i < mean.size(); ++i)
+        EXPECT_EQ(mean[i], sum[i] / ranks) << "element " << i << " P=" << ranks << " N=" << n;
+      for (const auto& s : schedules) {
+        SCOPED_TRACE(fmt::format("{} P={} N={}", s.name(), ranks, n));
+        EXPECT_TRUE(compare_outputs(p, expected, interpret(s, ranks, b, in), ranks).empty());
+      }
+      // And the check can fail: the summed program differs wherever P > 1.
+      if (ranks > 1) {
+        EXPECT_FALSE(compare_outputs(p, expected, interpret(summed, ranks, b, in), ranks).empty());
+      }
+    }
+  }
 }
 
 // The alltoall workload: its one schedule (an alltoall is neither fused nor

@@ -95,7 +95,7 @@ TEST(ModelErrors, UnknownFunction) {
   EXPECT_REJECTED(with("w - lr*g1", "w - lr*sinh(g1)"), "unknown function 'sinh'", "sqrt", "tanh", "gelu");
 }
 TEST(ModelErrors, UnknownReduction) {
-  EXPECT_REJECTED(with("allreduce(sum, g)", "allreduce(avg, g)"), "unknown reduction 'avg'", "sum, max or min");
+  EXPECT_REJECTED(with("allreduce(sum, g)", "allreduce(avg, g)"), "unknown reduction 'avg'", "sum, max, min or mean");
 }
 TEST(ModelErrors, UnbalancedParenthesis) {
   EXPECT_REJECTED(with("w - lr*g1)", "(w - lr*g1)"), "t.yaml:9", "expected ')'");

@@ -120,6 +120,13 @@ TEST_F(GpuTest, AlltoallWorkloadVerifies) {
   expect_every_schedule_verifies(alltoall_workload());
 }
 
+// allreduce(mean) through ncclAvg (tests/workloads/adam_mean.yaml): every
+// schedule, its mean split into a reduce-scatter of means and fused, verifies
+// against the program and the interpreter (whose mean is the sum over the ranks).
+TEST_F(GpuTest, MeanWorkloadVerifies) {
+  expect_every_schedule_verifies(model::load_program(model::data_root() + "/tests/workloads/adam_mean.yaml"));
+}
+
 // Outside mpirun the backend is one rank on GPU 0 and never starts MPI (the
 // GPU machine has no MPI that could start).
 TEST_F(GpuTest, OneRankWithoutMpiOutsideMpirun) {

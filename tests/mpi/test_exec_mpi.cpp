@@ -67,7 +67,7 @@ class EveryScheduleTest : public ::testing::TestWithParam<std::string> {};
 
 // A workload name, or the tests-only workload under tests/workloads/.
 std::string workload_path(const std::string& name) {
-  if (name == "sgd_clip" || name == "layernorm_softmax" || name == "alltoall_ulysses")
+  if (name == "sgd_clip" || name == "layernorm_softmax" || name == "alltoall_ulysses" || name == "adam_mean")
     return std::string(COCONET_SOURCE_ROOT) + "/tests/workloads/" + name + ".yaml";
   return model::resolve_workload(name);
 }
@@ -103,7 +103,7 @@ INSTANTIATE_TEST_SUITE_P(Workloads, EveryScheduleTest,
                                            "gpt3_pipeline", "sgd_clip", "layernorm_softmax", "transformer_layer",
                                            "megatron_layer_fwd", "megatron_layer_sp_fwd", "llama_layer_fwd",
                                            "llama_layer_sp_fwd",
-                                           "alltoall_ulysses"),
+                                           "alltoall_ulysses", "adam_mean"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 TEST(CpuBackend, AgreesWithInterpreterOnUnscheduledPrograms) {

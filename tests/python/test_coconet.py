@@ -80,6 +80,14 @@ class SameAsTheCommand(unittest.TestCase):
         want = cli_json("simulate", "default", "--schedule", "AR-C", "--chunks", "2", "--algo", "ring")
         self.assertEqual(coconet.simulate("default", "AR-C", chunks=2, algo="ring"), want["points"])
 
+    def test_simulate_and_predict_name_the_same_backend(self):
+        # Neither asks for one: both say the backend the topology's device runs (cuda on dgx-h100, cpu on cpu-local).
+        for topology, backend in (("dgx-h100", "cuda"), ("cpu-local", "cpu")):
+            predicted = coconet.predict("adam", topology=topology, sets={"N": "4M"})
+            simulated = coconet.simulate("adam", "AR-C", topology=topology, sets={"N": "4M"})
+            self.assertEqual([p["backend"] for p in predicted], [backend])
+            self.assertEqual([p["backend"] for p in simulated], [backend])
+
     def test_collective(self):
         want = cli_json("collective", "--op", "allgather", "--topology", "dgx-h100", "--nodes", "2",
                         "-b", "1K", "-e", "1M", "-f", "4", "--proto", "simple")

@@ -56,6 +56,12 @@ TEST(Parse, StatementsBecomeOperations) {
   parse_statement("t = reduce(max, x, 2)", red, seeds);
   EXPECT_EQ(red.reduce, ReduceOp::max);
   EXPECT_EQ(red.root, 2);
+  for (const char* text : {"t = allreduce(mean, x)", "t = reducescatter(mean, x)", "t = reduce(mean, x, 0)"}) {
+    Stmt mean;
+    parse_statement(text, mean, seeds);
+    EXPECT_EQ(mean.reduce, ReduceOp::mean) << text;
+  }
+  EXPECT_EQ(to_string(ReduceOp::mean), "mean");
 }
 
 TEST(Parse, EveryWorkloadLoadsAndChecks) {

@@ -144,6 +144,26 @@ void expect_straggler_sets_the_step(const std::string& name, const std::string& 
   EXPECT_GT(r.time_us, fast.time_us * (1 + 1e-6)) << name << " " << schedule;
   EXPECT_NEAR(r.time_us, chain, 1e-9 * chain) << name << " " << schedule << ": the straggler's own tasks";
   EXPECT_NEAR(simulate(s, c).time_us, chain, 1e-9 * chain) << "a cluster of stragglers takes the same";
+  // Each stage's tasks alone are the straggler's (its slowest class), within
+  // the stage's span, and they add up to the chain: not a sum over the classes
+  // that run side by side (which exceeded the span).
+  std::vector<double> own(r.stages.size(), 0.0);  // the straggler's tasks alone, per stage
+  for (const SimEvent* e : events_on(r, straggler)) own.at(std::size_t(e->stage)) += e->alone_us;
+  double stages = 0;
+  for (std::size_t k = 0; k < r.stages.size(); ++k) {
+    const auto& st = r.stages[k];
+    const std::string where = name + " " + schedule + " stage " + st.code;
+    // The straggler's (the slowest; the other class ties where the stage is a collective alone) ...
+    EXPECT_NEAR(st.alone_us, own[k], 1e-9 * own[k]) << where;
+    // ... and the class named takes that long too.
+    double named = 0;
+    for (const SimEvent* e : events_on(r, st.alone_class))
+      if (e->stage == int(k)) named += e->alone_us;
+    EXPECT_NEAR(named, st.alone_us, 1e-9 * named) << where;
+    EXPECT_LE(st.alone_us, (st.end_us - st.start_us) * (1 + 1e-9)) << where;
+    stages += st.alone_us;
+  }
+  EXPECT_NEAR(stages, chain, 1e-9 * chain) << name << " " << schedule;
 }
 
 TEST(PerRank, AStragglerAtHalfComputeSlowsAdamByItsOwnTasks) {

@@ -1,5 +1,5 @@
-// The progress bar (validation/progress.h) that validate, calibrate and
-// `run --schedule all` draw on a terminal: its line, and silence elsewhere.
+// The progress (validation/progress.h) that validate, calibrate and
+// `run --schedule all` show: the bar on a terminal, lines at a bounded rate elsewhere.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -38,6 +38,40 @@ TEST(ValidationProgress, SilentWhenDisabled) {
   }
   const std::string drawn = testing::internal::GetCapturedStderr();
   EXPECT_NE(drawn.find("\r[###############...............] 1/2, 1 left, 0:00 sgd N=4096 AR-C"), std::string::npos) << drawn;
+}
+
+// Without a terminal: whole lines, at most one per period and none before
+// the first period has passed; a period of 0 prints each step, a long one
+// none, and a finished run whose log was told it goes on is told it ended.
+TEST(ValidationProgress, LinesAtABoundedRateWithoutATerminal) {
+  EXPECT_EQ(progress_text_line(3, 12, 75, "sgd N=4096 AR-C"), "coconet: 3/12 done, 9 left, 1:15 elapsed: sgd N=4096 AR-C");
+  testing::internal::CaptureStderr();
+  {
+    Progress p(ProgressStyle::lines, 3, 0.0);
+    p.step("a");
+    p.step("b");
+    p.finish();
+  }
+  const std::string each = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(each,
+            "coconet: 1/3 done, 2 left, 0:00 elapsed: a\n"
+            "coconet: 2/3 done, 1 left, 0:00 elapsed: b\n"
+            "coconet: 2/3 done, 1 left, 0:00 elapsed: finished\n");
+  EXPECT_EQ(each.find('\r'), std::string::npos) << "no carriage returns in a log";
+  testing::internal::CaptureStderr();
+  {
+    Progress p(ProgressStyle::lines, 100, 3600.0);
+    for (int i = 0; i < 100; ++i) p.step("x");
+  }
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "") << "nothing before the first period has passed";
+  // Under ctest stderr is a pipe and the launcher variable is unset: lines.
+  ::unsetenv(kProgressEnv);
+  if (::isatty(STDERR_FILENO) == 0) {
+    EXPECT_EQ(progress_style(), ProgressStyle::lines);
+  }
+  ::setenv(kProgressEnv, "1", 1);
+  EXPECT_EQ(progress_style(), ProgressStyle::bar);
+  ::unsetenv(kProgressEnv);
 }
 
 TEST(ValidationProgress, WantedOnlyForATerminal) {
