@@ -9,7 +9,9 @@
 //   BM_StepSearchLlama405b  `coconet step llama3-405b --topology dgx-h100
 //                       --nodes 256 --search`: 2048 GPUs, tp, cp (ring and
 //                       all-gather), pp (uneven stages), vp, dp, micro-batch,
-//                       recomputation, ZeRO: under 2 s (issue 29)
+//                       recomputation, ZeRO and the GEMMs' precision (bf16,
+//                       fp8): under 2 s (issue 29)
+//   BM_StepSearchLlama405bOnePrecision  the same with the model's precision only
 //   BM_StepTrace        the Chrome trace of that step's shipped layout
 #include <benchmark/benchmark.h>
 
@@ -49,20 +51,25 @@ void BM_StepSearchGpt3(benchmark::State& state) {
 }
 BENCHMARK(BM_StepSearchGpt3)->Unit(benchmark::kMillisecond);
 
-void BM_StepSearchLlama405b(benchmark::State& state) {
+void search_llama405b(benchmark::State& state, bool vary_precision) {
   const step::ModelSpec s = step::load_model("llama3-405b");
   const sim::Topology t = sim::load_topology("dgx-h100", {{"nodes", "256"}});
-  int evaluated = 0, priced = 0;
+  step::SearchOptions o;
+  o.vary_precision = vary_precision;
+  step::SearchResult r;
   for (auto _ : state) {
-    const step::SearchResult r = step::search_layouts(s, t);
-    evaluated = r.evaluated;
-    priced = r.evaluated - r.over_memory;
+    r = step::search_layouts(s, t, o);
     benchmark::DoNotOptimize(r.best.data());
   }
-  state.counters["layouts"] = evaluated;
-  state.counters["priced"] = priced;
+  state.counters["layouts"] = r.evaluated;
+  state.counters["priced"] = r.priced;
+  state.counters["laid_out"] = r.laid_out;
+  state.counters["tuned_layers"] = r.tuned_layers;
 }
+void BM_StepSearchLlama405b(benchmark::State& state) { search_llama405b(state, true); }
+void BM_StepSearchLlama405bOnePrecision(benchmark::State& state) { search_llama405b(state, false); }
 BENCHMARK(BM_StepSearchLlama405b)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_StepSearchLlama405bOnePrecision)->Unit(benchmark::kMillisecond);
 
 void BM_StepTrace(benchmark::State& state) {
   const sim::Topology t = sim::load_topology("dgx-h100", {{"nodes", "128"}});

@@ -625,7 +625,7 @@ TEST_F(Cli, CompareClustersOnTheDefaultExperiment) {
   const Result nodes = run({"compare", "adam", "--set", "N=4096", "-t", "dgx-h100", "--nodes", "1", "--nodes", "2",
                             "--format", "csv"});
   ASSERT_EQ(nodes.code, 0) << nodes.all();
-  EXPECT_TRUE(contains(nodes.out, "workload,sizes,side,best,time_us,ratio")) << nodes.all();
+  EXPECT_TRUE(contains(nodes.out, "workload,sizes,side,nodes,ranks,best,time_us,ratio")) << nodes.all();
   EXPECT_TRUE(contains(nodes.out, "dgx-h100 x2")) << nodes.all();
   const Result one = run({"compare", "-t", "dgx-h100"});
   EXPECT_EQ(one.code, 2) << one.all();
@@ -642,7 +642,7 @@ TEST_F(Cli, EveryCommandPrintsCsv) {
                                                "chunks,algo,proto,channels,dominant"},
       {{"simulate", "adam", "--schedule", "AR-C", "--set", "N=4096"},
        "workload,sizes,schedule,stage,start_us,end_us,alone_us,alone_ranks,bound"},
-      {{"compare", "adam", "-t", "dgx-h100", "-t", "dgx-a100"}, "workload,sizes,side,best,time_us,ratio"},
+      {{"compare", "adam", "-t", "dgx-h100", "-t", "dgx-a100"}, "workload,sizes,side,nodes,ranks,best,time_us,ratio"},
       {{"simulate", "default", "--schedule", "AR-C"},
        "workload,sizes,schedule,stage,start_us,end_us,alone_us,alone_ranks,bound"},
       {{"collective", "-b", "1K", "-e", "1K"}, "bytes,time_us,algbw_GBps,busbw_GBps,algo,proto"},
@@ -1251,6 +1251,8 @@ const std::map<std::string, Args>& readme_examples() {
        {"tune", "adam", "--set", "N=64K", "--ranks", "2", "--topology", "cpu-local", "--out", "best.yaml"}},
       {"coconet step models/gpt3-175b.yaml --topology dgx-h100 --nodes 128",
        {"step", "models/gpt3-175b.yaml", "--topology", "dgx-h100", "--nodes", "128"}},
+      {"coconet compare llama3-70b --topology dgx-h100 --topology dgx-a100 --nodes 32",
+       {"compare", "llama3-70b", "--topology", "dgx-h100", "--topology", "dgx-a100", "--nodes", "32"}},
       {"coconet step models/gpt3-175b.yaml --topology dgx-h100 --nodes 128 --search",
        {"step", "models/gpt3-175b.yaml", "--topology", "dgx-h100", "--nodes", "128", "--search"}},
       {"coconet step models/gpt3-175b.yaml --topology dgx-h100 --nodes 128 --trace step.json",

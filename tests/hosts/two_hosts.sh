@@ -113,7 +113,8 @@ crossed() {
   after=$(rx_bytes)
   echo "host $host_b received $((after - before)) bytes on $data_if (at least $min_bytes expected)"
   [ "$rc" -eq 0 ] || { echo "not crossed: exit $rc"; return 1; }
-  printf '%s\n' "$out" | grep -Eq "ranks on $nodes nodes" || { echo "not crossed: no 'on $nodes nodes' in the header"; return 1; }
+  # Here-strings, not pipes: under pipefail, grep -q closing the pipe early fails printf with SIGPIPE.
+  grep -Eq "ranks on $nodes nodes" <<<"$out" || { echo "not crossed: no 'on $nodes nodes' in the header"; return 1; }
   [ $((after - before)) -ge "$min_bytes" ] || { echo "not crossed: too few bytes on $data_if"; return 1; }
   return 0
 }
@@ -152,7 +153,7 @@ run_on_a run adam --backend cpu --ranks 2 --hosts "$host_a,$host_b" --schedule A
 [ "$rc" -ne 0 ] || fail "a run whose ranks cannot reach each other passed"
 [ "$rc" -ne 124 ] && [ "$rc" -ne 137 ] || fail "a run whose ranks cannot reach each other hung until the ${RUN_LIMIT_S} s limit"
 # Open MPI's words for it (ompi/mca/bml/r2: "unable to reach each other").
-printf '%s\n' "$out" | grep -q "unable to reach each other" || fail "the failed run does not say the ranks could not reach each other"
+grep -q "unable to reach each other" <<<"$out" || fail "the failed run does not say the ranks could not reach each other"
 echo "ok: unreachable ranks end the run with exit $rc"
 
 echo "PASS ($((SECONDS - start)) s)"
