@@ -68,12 +68,9 @@ void warn_other_machine(const PredictArgs& a, const std::vector<sim::PointReport
   const bool cpu = std::any_of(reports.begin(), reports.end(), [](const auto& r) { return r.backend == "cpu"; });
   if (!cpu) return;
   const std::string ref = a.topology ? *a.topology : model::experiment_from_argument(a.target).topology;
-  const std::string path = model::resolve_topology(ref);
-  const std::string text = model::read_file(path);
   const std::string w = validation::other_machine_warning(
-      sim::parse_topology(text, path).name, text, validation::this_machine(),
-      "these predictions are for that machine (`coconet calibrate --backend cpu --out FILE` writes a topology of "
-      "this one)");
+      ref, "these predictions are for that machine (`coconet calibrate --backend cpu --out FILE` writes a "
+           "topology of this one)");
   if (!w.empty()) fmt::print(stderr, "warning: {}\n", w);
 }
 #else

@@ -264,12 +264,9 @@ void warn_loaded_machine(const std::vector<exec::RunRow>& rows) {
 // machine than this one (validation/machine_identity.h).
 void warn_other_machine(const RunArgs& a) {
   if (a.topology.empty() || a.backend != "cpu") return;
-  const std::string path = model::resolve_topology(a.topology);
-  const std::string text = model::read_file(path);
   const std::string w = validation::other_machine_warning(
-      sim::parse_topology(text, path).name, text, validation::this_machine(),
-      "its predictions are for that machine (`coconet calibrate --backend cpu --out FILE` writes a topology of "
-      "this one)");
+      a.topology, "its predictions are for that machine (`coconet calibrate --backend cpu --out FILE` writes a "
+                  "topology of this one)");
   if (!w.empty()) fmt::print(stderr, "warning: {}\n", w);
 }
 

@@ -569,7 +569,6 @@ StepReport predict_step_bound(const ModelSpec& s, const sim::Topology& t, DpBloc
   if (t.device == sim::Device::gpu)
     r.peak_tflops = s.training.fp8 && t.gpu.tflops_fp8 ? *t.gpu.tflops_fp8 : t.gpu.gemm_tflops(s.training.dtype);
   set_span(r, span_lower_bound_us(l.pp, l.virtual_stages, int(l.micro_batches), steps.fwd, steps.bwd));
-  r.pipeline_laid_out = false;
   r.memory = memory_per_gpu(s, l, t, tuned.fwd.flash_attention ? AttentionMemory::flash : AttentionMemory::scores);
   return r;
 }

@@ -12,7 +12,9 @@
 #include <unistd.h>
 
 #include "exec/mpi_session.h"
+#include "model/catalog.h"
 #include "model/error.h"
+#include "sim/topology.h"
 
 namespace coconet::validation {
 
@@ -172,6 +174,12 @@ std::string other_machine_warning(const std::string& name, const std::string& te
   return fmt::format("{} was calibrated on another machine: {}{}; this one is {} ({} differ{}): {}", name,
                      describe(*recorded), recorded->date.empty() ? "" : " (" + recorded->date + ")", describe(here),
                      which, differ.size() == 1 ? "s" : "", then);
+}
+
+std::string other_machine_warning(const std::string& topology_ref, const std::string& then) {
+  const std::string path = model::resolve_topology(topology_ref);
+  const std::string text = model::read_file(path);
+  return other_machine_warning(sim::parse_topology(text, path).name, text, this_machine(), then);
 }
 
 }  // namespace coconet::validation

@@ -74,5 +74,9 @@ struct MachineIdentity {
 // machine or the same one.
 [[nodiscard]] std::string other_machine_warning(const std::string& topology_name, const std::string& topology_text,
                                                 const MachineIdentity& here, const std::string& then);
+// The same for a topology named as the commands take it (a name of
+// configs/topologies/ or a path), against this machine: read, parsed for its
+// name, compared.
+[[nodiscard]] std::string other_machine_warning(const std::string& topology_ref, const std::string& then);
 
 }  // namespace coconet::validation

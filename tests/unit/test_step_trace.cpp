@@ -72,6 +72,7 @@ TEST(StepPipeline, EqualChunkTimesSpanTheCompositionsSteps) {
 TEST(StepPipeline, TheLowerBoundIsTheSpanForEqualChunksAndBelowItOtherwise) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<double> time(0.1, 5.0);
+  int strictly_below = 0;
   for (const Case& c : kCases) {
     const std::size_t n = std::size_t(c.pp) * std::size_t(c.v);
     const auto orders = stage_orders(c.schedule, c.pp, c.v, c.m);
@@ -81,13 +82,14 @@ TEST(StepPipeline, TheLowerBoundIsTheSpanForEqualChunksAndBelowItOtherwise) {
     for (int trial = 0; trial < 20; ++trial) {  // uneven stages: never above the laid-out span
       std::vector<double> fu(n), bu(n);
       for (std::size_t k = 0; k < n; ++k) fu[k] = time(rng), bu[k] = time(rng);
-      EXPECT_LE(span_lower_bound_us(c.pp, c.v, c.m, fu, bu), span_us(orders, c.v, c.m, fu, bu) * (1 + 1e-12));
+      const double bound = span_lower_bound_us(c.pp, c.v, c.m, fu, bu), span = span_us(orders, c.v, c.m, fu, bu);
+      EXPECT_LE(bound, span * (1 + 1e-12));
+      if (bound < span * (1 - 1e-9)) ++strictly_below;
     }
   }
-  // Shown able to fail: a bound that also counts the drain's backward twice passes the span.
-  const auto orders = stage_orders(PipeSchedule::one_f_one_b, 4, 1, 8);
-  const std::vector<double> f(4, 1.0), b(4, 2.0);
-  EXPECT_GT(span_lower_bound_us(4, 1, 8, f, b) + 3 * 2.0, span_us(orders, 1, 8, f, b));
+  // With uneven stages the bound is below the span somewhere: the check above
+  // compares two different computations, not one with itself.
+  EXPECT_GT(strictly_below, 0);
 }
 
 TEST(StepPipeline, AnUnpipelinedOrderIsSlowerAndABrokenOneDeadlocks) {
