@@ -103,7 +103,7 @@ void print_detail(const step::StepReport& r, const sim::Topology& t, const step:
              "Megatron-LM eq. 3 TFLOP/s", r.eq3_tflops_per_gpu);
   if (r.peak_tflops > 0)
     fmt::print("MFU                          {:>10.1f} %   (model TFLOP/s of {:.0f} TFLOP/s dense {})\n", 100 * r.mfu,
-               r.peak_tflops, model::to_string(r.spec.training.dtype));
+               r.peak_tflops, r.spec.training.fp8 ? std::string("fp8") : model::to_string(r.spec.training.dtype));
   else
     fmt::print("MFU                                 n/a   ({}'s rates are calibrated achieved rates, not a dense peak)\n",
                t.name);

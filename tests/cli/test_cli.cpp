@@ -513,6 +513,11 @@ TEST_F(Cli, StepPrintsTheBreakdownAndSearchFindsLayoutsThatFit) {
   for (const char* part : {"step time", "exposed TP communication", "pipeline bubble", "exposed DP communication",
                            "optimizer", "model TFLOP/s per GPU", "MFU", "memory per GPU"})
     EXPECT_TRUE(contains(r.out, part)) << part << "\n" << r.out;
+  // The MFU names the peak of the precision used: FP8 GEMMs against the FP8 rate.
+  EXPECT_TRUE(contains(r.out, "of 989 TFLOP/s dense bf16")) << r.out;
+  const Result fp8 = run({"step", "gpt3-175b", "-t", "dgx-h100", "-N", "128", "--set", "training.dtype=fp8"});
+  ASSERT_EQ(fp8.code, 0) << fp8.all();
+  EXPECT_TRUE(contains(fp8.out, "of 1979 TFLOP/s dense fp8")) << fp8.out;
   const json j = parsed(run({"step", "gpt3-175b", "-t", "dgx-h100", "-N", "128", "--search", "--format", "json"}));
   ASSERT_GE(j["layouts"].size(), 1u);
   EXPECT_EQ(j["search"], true);
