@@ -150,12 +150,12 @@ void BM_AdamUnfused(benchmark::State& state) {
 // (f32), writes m1, v1, w1 into their own buffers (a program's outputs never
 // alias its inputs): the bytes of the fused kernel, 26 per element.
 void BM_AdamGeneric(benchmark::State& state) {
-  const coconet::kernels::ElementwiseProgram program = coconet::bench::adam_program();
+  const coconet::model::ElementwiseProgram program = coconet::bench::adam_program();
   const std::int64_t n = state.range(0);
   Shard s(n);
   DeviceMem m1(n * 4), v1(n * 4), w1(n * 4);
-  const coconet::kernels::Access flat{0, n, 1};
-  const coconet::kernels::Block block{1, n, 0, 0, n};
+  const coconet::model::Access flat{0, n, 1};
+  const coconet::model::Block block{1, n, 0, 0, n};
   std::vector<kc::ElementwiseOperand> ins, outs;
   for (const auto& name : program.input_names) {
     void* data = name == "g1" ? s.g.p : name == "m" ? s.m.p : name == "v" ? s.v.p : name == "w" ? s.w.p : nullptr;
@@ -260,7 +260,7 @@ void BM_FusedAdamLsa(benchmark::State& state) {
 // gradient window, m and v updated in place, w read from its window and w1
 // stored into it (in place, as BM_FusedAdamLsa): the same 26 bytes per element.
 void BM_FusedGenericLsa(benchmark::State& state) {
-  const coconet::kernels::ElementwiseProgram program = coconet::bench::adam_program();
+  const coconet::model::ElementwiseProgram program = coconet::bench::adam_program();
   const std::int64_t n = state.range(0);
   with_lsa_adam_operands(state, [&](const kc::LsaComm& lsa, kc::SymmetricBuffer& g, kc::SymmetricBuffer& w,
                                     DeviceMem& m, DeviceMem& v) {

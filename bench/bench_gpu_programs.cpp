@@ -13,15 +13,15 @@
 
 namespace coconet::bench {
 
-kernels::ElementwiseProgram adam_program() {
+model::ElementwiseProgram adam_program() {
   const model::Program p = model::load_program(model::resolve_workload("adam"));
-  std::vector<kernels::ElementwiseStmt> stmts;
+  std::vector<model::ElementwiseStmt> stmts;
   for (const auto& s : p.stmts)
     if (s.op == model::OpKind::update) stmts.push_back({s.name, s.expr, s.type.dtype});
   std::map<std::string, model::DType> inputs;
   for (const auto& t : p.inputs) inputs[t.name] = t.type.dtype;
   inputs["g1"] = p.type_of("g1").dtype;  // the allreduce's output, g itself on one rank
-  return kernels::compile_elementwise(stmts, inputs, p.scalars);
+  return model::compile_elementwise(stmts, inputs, p.scalars);
 }
 
 }  // namespace coconet::bench

@@ -24,14 +24,14 @@
 #include "kernels/cpu_elementwise.h"
 #include "kernels/cpu_gemm.h"
 #include "kernels/cpu_matmul.h"
-#include "kernels/elementwise_program.h"
-#include "kernels/half.h"
+#include "model/elementwise_program.h"
+#include "model/half.h"
 #include "model/parse.h"
 
 namespace {
 
 using coconet::kernels::CpuOperand;
-using coconet::kernels::ElementwiseStmt;
+using coconet::model::ElementwiseStmt;
 using coconet::model::DType;
 
 // The size for memory-bound programs: 16M elements, 64 MiB an f32
@@ -60,7 +60,7 @@ std::vector<std::byte> filled(DType t, std::int64_t n) {
     auto* p = reinterpret_cast<float*>(buf.data());
     std::fill(p, p + n, 1.5f);
   } else {
-    const std::uint16_t h = t == DType::f16 ? coconet::kernels::float_to_f16(1.5f) : coconet::kernels::float_to_bf16(1.5f);
+    const std::uint16_t h = t == DType::f16 ? coconet::model::float_to_f16(1.5f) : coconet::model::float_to_bf16(1.5f);
     auto* p = reinterpret_cast<std::uint16_t*>(buf.data());
     std::fill(p, p + n, h);
   }
@@ -68,7 +68,7 @@ std::vector<std::byte> filled(DType t, std::int64_t n) {
 }
 
 struct Prepared {
-  coconet::kernels::ElementwiseProgram program;
+  coconet::model::ElementwiseProgram program;
   std::vector<std::vector<std::byte>> buffers;
   std::vector<CpuOperand> ins, outs;
   double bytes_per_element = 0;
@@ -77,7 +77,7 @@ struct Prepared {
 Prepared prepare(const Case& c, std::int64_t n) {
   std::vector<ElementwiseStmt> stmts;
   for (const auto& [name, text] : c.stmts) stmts.push_back({name, coconet::model::parse_expr(text), c.out});
-  Prepared p{coconet::kernels::compile_elementwise(stmts, c.inputs, {}), {}, {}, {}, 0};
+  Prepared p{coconet::model::compile_elementwise(stmts, c.inputs, {}), {}, {}, {}, 0};
   const auto add = [&](DType t, std::vector<CpuOperand>& to) {
     p.buffers.push_back(filled(t, n));
     to.push_back(CpuOperand{p.buffers.back().data(), t, {0, n, 1}});
@@ -112,7 +112,7 @@ Paired run_paired(benchmark::State& state, Kernel&& kernel, Limit&& limit) {
 
 void BM_Stream(benchmark::State& state, const Case& c) {
   Prepared p = prepare(c, kStreamElems);
-  const coconet::kernels::Block block{1, kStreamElems, 0, 0, kStreamElems};
+  const coconet::model::Block block{1, kStreamElems, 0, 0, kStreamElems};
   const Paired t = run_paired(
       state, [&] { coconet::kernels::cpu_elementwise(p.program, p.ins, p.outs, block); },
       [] { return coconet::bench::triad_pass_seconds(kStreamElems); });
@@ -151,7 +151,7 @@ Case adam() {
 
 void BM_InCache(benchmark::State& state, const char* expr) {
   Prepared p = prepare({{{"y", expr}}, {{"x", DType::f32}, {"z", DType::f32}}, DType::f32}, kCacheElems);
-  const coconet::kernels::Block block{1, kCacheElems, 0, 0, kCacheElems};
+  const coconet::model::Block block{1, kCacheElems, 0, 0, kCacheElems};
   for (auto _ : state) {
     coconet::kernels::cpu_elementwise(p.program, p.ins, p.outs, block);
     benchmark::ClobberMemory();

@@ -63,7 +63,7 @@
 //
 // Compute
 //   elementwise(program, inputs, outputs, block, stream): evaluates the compiled
-//     program (kernels/elementwise_program.h) at every element (i, j) of the
+//     program (model/elementwise_program.h) at every element (i, j) of the
 //     rows x cols block: input k is read at buffer inputs[k].buffer, element
 //     inputs[k].access.at(i, j), output k written at outputs[k].access.at(i, j);
 //     the element's global index (for dropout) is block.global_index(i, j).
@@ -144,7 +144,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/elementwise_program.h"
+#include "model/elementwise_program.h"
 #include "model/input_pattern.h"
 #include "model/program.h"
 #include "plan/capabilities.h"
@@ -167,7 +167,7 @@ struct View {
 // An element-wise operand: a buffer and how element (i, j) of a block maps to it.
 struct Operand {
   BufferId buffer = -1;
-  kernels::Access access;
+  model::Access access;
 };
 
 struct MatmulArgs {
@@ -198,10 +198,10 @@ struct Event {
 
 // One element-wise kernel: the program over a block, as elementwise() takes it.
 struct ElementwiseCall {
-  const kernels::ElementwiseProgram* program = nullptr;
+  const model::ElementwiseProgram* program = nullptr;
   std::vector<Operand> inputs;
   std::vector<Operand> outputs;
-  kernels::Block block;
+  model::Block block;
 };
 
 // A head collective of one piece, as the collective methods take it.
@@ -275,8 +275,8 @@ class Backend {
   [[nodiscard]] virtual double start_timer();
   [[nodiscard]] virtual double elapsed_us(double mark);
 
-  virtual void elementwise(const kernels::ElementwiseProgram& program, std::span<const Operand> inputs,
-                           std::span<const Operand> outputs, const kernels::Block& block,
+  virtual void elementwise(const model::ElementwiseProgram& program, std::span<const Operand> inputs,
+                           std::span<const Operand> outputs, const model::Block& block,
                            StreamKind stream = StreamKind::compute) = 0;
   virtual void matmul(const MatmulArgs& args) = 0;
   virtual void norm(View in, View out, bool across_group) = 0;

@@ -86,8 +86,8 @@ class OpRunner {
     const std::int64_t inner = folded ? inner_rows(out0) : 1;
     const std::int64_t cols = folded ? out0.global_dims.back() : out0.local_cols;
     for (const auto& r : local_ranges(out0, chunk, unit_.slice_mode)) {
-      const kernels::Block block = folded ? kernels::Block{(r.end - r.begin) * inner, cols, r.begin * inner, 0, cols}
-                                          : kernels::Block{r.end - r.begin, cols, r.begin, out0.col_begin, out0.cols};
+      const model::Block block = folded ? model::Block{(r.end - r.begin) * inner, cols, r.begin * inner, 0, cols}
+                                          : model::Block{r.end - r.begin, cols, r.begin, out0.col_begin, out0.cols};
       std::vector<Operand> ins;
       for (const auto& name : op.program->input_names) {
         const auto& t = values_.at(name);

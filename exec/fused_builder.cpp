@@ -142,7 +142,7 @@ class CallBuilder {
     const auto& out0 = values_.at(pass.stmts.front());
     ElementwiseCall c;
     c.program = &pass.program;
-    c.block = kernels::Block{r.end - r.begin, out0.local_cols, r.begin, out0.col_begin, out0.cols};
+    c.block = model::Block{r.end - r.begin, out0.local_cols, r.begin, out0.col_begin, out0.cols};
     for (const auto& name : pass.program.input_names) {
       if (name == form_.head && scratch(name)) {
         c.inputs.push_back({head_scratch_[static_cast<std::size_t>(slot)], {offset, hv_.local_cols, 1}});

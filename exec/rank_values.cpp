@@ -39,7 +39,7 @@ View rows_view(const ValueInfo& v, std::int64_t begin, std::int64_t end) {
 
 View whole(const ValueInfo& v) { return View{v.buffer, 0, v.local_numel()}; }
 
-kernels::Access access_for(const ValueInfo& t, const ValueInfo& out, std::int64_t row0) {
+model::Access access_for(const ValueInfo& t, const ValueInfo& out, std::int64_t row0) {
   if (t.rank() == 0) return {0, 0, 0};
   if (t.rank() == out.rank()) {
     for (int d = 2; d < t.rank(); ++d)
@@ -48,7 +48,7 @@ kernels::Access access_for(const ValueInfo& t, const ValueInfo& out, std::int64_
                         "' broadcasts along an inner dimension, which the executor does not support");
     const bool row_bcast = t.rows == 1 && out.rows > 1;
     const bool col_bcast = t.cols == 1 && out.cols > 1;
-    kernels::Access a;
+    model::Access a;
     a.row_stride = row_bcast ? 0 : t.local_cols;
     a.col_stride = col_bcast ? 0 : 1;
     a.base = (row_bcast ? 0 : (row0 - t.row_begin) * t.local_cols) + (col_bcast ? 0 : out.col_begin - t.col_begin);
@@ -67,7 +67,7 @@ std::int64_t inner_rows(const ValueInfo& out) {
   return model::numel({out.global_dims.begin() + 1, out.global_dims.end() - 1});
 }
 
-kernels::Access folded_access(const ValueInfo& t, const ValueInfo& out, std::int64_t row0) {
+model::Access folded_access(const ValueInfo& t, const ValueInfo& out, std::int64_t row0) {
   const std::int64_t last = out.global_dims.back();
   if (t.rank() == 0) return {0, 0, 0};
   const std::int64_t t_last = t.global_dims.back();

@@ -49,7 +49,7 @@ class RankValues {
 // How element (i, j) of a block of `out` starting at global row `row0` reads
 // operand `t` (broadcasts included); UserError for a broadcast the executor
 // cannot address.
-[[nodiscard]] kernels::Access access_for(const ValueInfo& t, const ValueInfo& out, std::int64_t row0);
+[[nodiscard]] model::Access access_for(const ValueInfo& t, const ValueInfo& out, std::int64_t row0);
 
 // A value of rank >= 3 seen as [dimension 0 x the middle dimensions, last
 // dimension] rows: what an element-wise call over rows [row0, ...) of `out`
@@ -59,6 +59,6 @@ class RankValues {
 [[nodiscard]] std::int64_t inner_rows(const ValueInfo& out);
 // How element (i, j) of such a folded block reads operand `t`; UserError for
 // a broadcast the executor cannot address (along dimension 0 or a middle one).
-[[nodiscard]] kernels::Access folded_access(const ValueInfo& t, const ValueInfo& out, std::int64_t row0);
+[[nodiscard]] model::Access folded_access(const ValueInfo& t, const ValueInfo& out, std::int64_t row0);
 
 }  // namespace coconet::exec

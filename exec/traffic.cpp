@@ -8,7 +8,7 @@ void Traffic::view(View v) {
   bytes_ += v.count * model::bytes_of(b_.dtype_of(v.buffer));
 }
 
-void Traffic::operand(const Operand& o, const kernels::Block& block) {
+void Traffic::operand(const Operand& o, const model::Block& block) {
   if (o.buffer < 0 || scratch_.contains(o.buffer)) return;
   const std::int64_t rows = o.access.row_stride == 0 ? 1 : block.rows;
   const std::int64_t cols = o.access.col_stride == 0 ? 1 : block.cols;
@@ -16,7 +16,7 @@ void Traffic::operand(const Operand& o, const kernels::Block& block) {
 }
 
 void Traffic::elementwise(std::span<const Operand> inputs, std::span<const Operand> outputs,
-                          const kernels::Block& block) {
+                          const model::Block& block) {
   for (const auto& o : inputs) operand(o, block);
   for (const auto& o : outputs) operand(o, block);
 }

@@ -25,8 +25,8 @@ class Traffic {
   void view(View v);
   // An element-wise operand over a block: each distinct element once (a
   // broadcast operand's row or column once).
-  void operand(const Operand& o, const kernels::Block& block);
-  void elementwise(std::span<const Operand> inputs, std::span<const Operand> outputs, const kernels::Block& block);
+  void operand(const Operand& o, const model::Block& block);
+  void elementwise(std::span<const Operand> inputs, std::span<const Operand> outputs, const model::Block& block);
   // An allgather: its input read, every part but an in-place input's written.
   void allgather(View in, std::span<const View> parts);
   void fused(const FusedCall& call);

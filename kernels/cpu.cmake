@@ -1,10 +1,8 @@
-# coconet_kernels: the backend-neutral element-wise program compiler
-# (elementwise_program.cpp, usable by every backend), the CPU kernels
+# coconet_kernels: the CPU kernels
 # (cpu_*.cpp: tile interpreter, Eigen matmul, row reductions) the cpu backend calls, and the
 # failure reports of the library check macros (check.cpp; mpi_check.cpp, the
 # MPI check every backend uses, when MPI is found).
 add_library(coconet_kernels
-  ${CMAKE_CURRENT_LIST_DIR}/elementwise_program.cpp
   ${CMAKE_CURRENT_LIST_DIR}/cpu_elementwise.cpp
   ${CMAKE_CURRENT_LIST_DIR}/cpu_convert.cpp
   ${CMAKE_CURRENT_LIST_DIR}/cpu_matmul.cpp

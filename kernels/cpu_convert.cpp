@@ -2,7 +2,7 @@
 // (load_f32, store_f32, round_f32 of kernels/cpu_elementwise.h).
 //
 // Design notes
-// - Every conversion gives the values of kernels/half.h's scalar ones bit for
+// - Every conversion gives the values of model/half.h's scalar ones bit for
 //   bit (NaN need only stay NaN), so a block converts exactly as the
 //   interpreter's elements do.
 // - f16 runs through x86's F16C instructions where the CPU has them, 8
@@ -153,7 +153,7 @@ COCONET_CPU_CLONES void load_f32(const std::byte* data, model::DType t, std::int
     case model::DType::f16: {
       const std::uint16_t* s = typed<std::uint16_t>(data) + first;
       std::int64_t k = stride == 1 ? widen_f16_fast(s, count, out) : 0;
-      for (; k < count; ++k) out[k] = f16_to_float(s[k * stride]);
+      for (; k < count; ++k) out[k] = model::f16_to_float(s[k * stride]);
       return;
     }
     case model::DType::bf16: load_bf16(typed<std::uint16_t>(data) + first, stride, count, out); return;
@@ -175,7 +175,7 @@ COCONET_CPU_CLONES void store_f32(std::byte* data, model::DType t, std::int64_t 
     case model::DType::f16: {
       std::uint16_t* d = typed<std::uint16_t>(data) + first;
       std::int64_t k = stride == 1 ? narrow_f16_fast(in, count, d) : 0;
-      for (; k < count; ++k) d[k * stride] = float_to_f16(in[k]);
+      for (; k < count; ++k) d[k * stride] = model::float_to_f16(in[k]);
       return;
     }
     case model::DType::bf16: store_bf16(typed<std::uint16_t>(data) + first, stride, count, in); return;
@@ -186,7 +186,7 @@ COCONET_CPU_CLONES void round_f32(model::DType t, std::int64_t count, float* x) 
   switch (t) {
     case model::DType::f32: return;
     case model::DType::f16: {
-      for (std::int64_t k = round_f16_fast(x, count); k < count; ++k) x[k] = f16_to_float(float_to_f16(x[k]));
+      for (std::int64_t k = round_f16_fast(x, count); k < count; ++k) x[k] = model::f16_to_float(model::float_to_f16(x[k]));
       return;
     }
     case model::DType::bf16:

@@ -32,10 +32,10 @@ namespace {
 // with 256, 0.71 with 1024, 0.51 with 4096).
 constexpr std::int64_t kTile = 1024;
 
-bool flattenable(const Access& a, std::int64_t cols) { return a.row_stride == cols * a.col_stride; }
+bool flattenable(const model::Access& a, std::int64_t cols) { return a.row_stride == cols * a.col_stride; }
 
 // The block as one row when every operand allows it.
-Block flatten(const Block& b, std::span<CpuOperand> ins, std::span<CpuOperand> outs) {
+model::Block flatten(const model::Block& b, std::span<CpuOperand> ins, std::span<CpuOperand> outs) {
   if (b.rows <= 1 || b.col0 != 0 || b.global_cols != b.cols) return b;
   for (const auto& o : ins)
     if (!flattenable(o.access, b.cols)) return b;
@@ -43,7 +43,7 @@ Block flatten(const Block& b, std::span<CpuOperand> ins, std::span<CpuOperand> o
     if (!flattenable(o.access, b.cols)) return b;
   for (auto& o : ins) o.access.row_stride = 0;
   for (auto& o : outs) o.access.row_stride = 0;
-  Block flat = b;
+  model::Block flat = b;
   flat.rows = 1;
   flat.cols = b.rows * b.cols;
   flat.col0 = b.row0 * b.global_cols;
@@ -71,14 +71,14 @@ struct Value {
 constexpr std::int64_t kRunStride = kTile + 16;
 
 struct Registers {
-  std::array<std::array<float, kRunStride>, kMaxStack + kMaxOutputs> pool;
-  std::array<int, kMaxStack> stack_run{};
-  std::array<int, kMaxOutputs> out_run{};
-  std::array<Value, kMaxStack> stack{};
-  std::array<bool, kMaxOutputs> read_back{};  // of the program running: outputs it loads again
+  std::array<std::array<float, kRunStride>, model::kMaxStack + model::kMaxOutputs> pool;
+  std::array<int, model::kMaxStack> stack_run{};
+  std::array<int, model::kMaxOutputs> out_run{};
+  std::array<Value, model::kMaxStack> stack{};
+  std::array<bool, model::kMaxOutputs> read_back{};  // of the program running: outputs it loads again
   Registers() {
-    for (int d = 0; d < kMaxStack; ++d) stack_run[static_cast<std::size_t>(d)] = d;
-    for (int s = 0; s < kMaxOutputs; ++s) out_run[static_cast<std::size_t>(s)] = kMaxStack + s;
+    for (int d = 0; d < model::kMaxStack; ++d) stack_run[static_cast<std::size_t>(d)] = d;
+    for (int s = 0; s < model::kMaxOutputs; ++s) out_run[static_cast<std::size_t>(s)] = model::kMaxStack + s;
   }
   float* owned(int depth) { return pool[static_cast<std::size_t>(stack_run[static_cast<std::size_t>(depth)])].data(); }
   float* out(std::size_t slot) { return pool[static_cast<std::size_t>(out_run[slot])].data(); }
@@ -162,7 +162,7 @@ void select_run(float* d, const float* c, const float* a, const float* e, std::i
   for (std::int64_t t = 0; t < n; ++t) d[t] = c[t] != 0.0f ? a[t] : e[t];
 }
 
-void dropout_run(const Instr& in, const Block& b, std::int64_t i, std::int64_t j0, float* d, const float* a,
+void dropout_run(const model::Instr& in, const model::Block& b, std::int64_t i, std::int64_t j0, float* d, const float* a,
                  std::int64_t n) {
   for (std::int64_t t = 0; t < n; ++t) d[t] = model::dropout(a[t], in.value, in.seed, b.global_index(i, j0 + t));
 }
@@ -201,15 +201,15 @@ void store(Registers& r, int depth, std::size_t slot, model::DType t, bool read_
   if (read_back) round_f32(t, n, r.out(slot));
 }
 
-void run_instr(const ElementwiseProgram& p, std::span<const CpuOperand> ins, const Block& b, std::int64_t i,
-               std::int64_t j0, std::int64_t n, const Instr& in, int& top, Registers& r) {
+void run_instr(const model::ElementwiseProgram& p, std::span<const CpuOperand> ins, const model::Block& b, std::int64_t i,
+               std::int64_t j0, std::int64_t n, const model::Instr& in, int& top, Registers& r) {
   switch (in.code) {
-    case OpCode::load: return load(r, ++top, ins[static_cast<std::size_t>(in.slot)], i, j0, n);
-    case OpCode::load_output:
+    case model::OpCode::load: return load(r, ++top, ins[static_cast<std::size_t>(in.slot)], i, j0, n);
+    case model::OpCode::load_output:
       r.at(++top) = Value{r.out(static_cast<std::size_t>(in.slot)), 0.0f};
       return;
-    case OpCode::constant: r.at(++top) = Value{nullptr, in.value}; return;
-    case OpCode::unary: {
+    case model::OpCode::constant: r.at(++top) = Value{nullptr, in.value}; return;
+    case model::OpCode::unary: {
       const Value a = r.at(top);
       const auto op = static_cast<model::UnaryOp>(in.op);
       if (a.is_scalar()) {
@@ -220,7 +220,7 @@ void run_instr(const ElementwiseProgram& p, std::span<const CpuOperand> ins, con
       }
       return;
     }
-    case OpCode::binary: {
+    case model::OpCode::binary: {
       --top;
       const Value a = r.at(top), c = r.at(top + 1);
       const auto op = static_cast<model::BinaryOp>(in.op);
@@ -232,7 +232,7 @@ void run_instr(const ElementwiseProgram& p, std::span<const CpuOperand> ins, con
       }
       return;
     }
-    case OpCode::select: {
+    case model::OpCode::select: {
       top -= 2;
       const float* c = as_run(r, top, r.at(top), n);
       const float* a = as_run(r, top + 1, r.at(top + 1), n);
@@ -241,10 +241,10 @@ void run_instr(const ElementwiseProgram& p, std::span<const CpuOperand> ins, con
       r.at(top) = Value{r.owned(top), 0.0f};
       return;
     }
-    case OpCode::round: {
+    case model::OpCode::round: {
       const Value a = r.at(top);
       if (a.is_scalar()) {
-        r.at(top) = Value{nullptr, round_to(in.dtype, a.scalar)};
+        r.at(top) = Value{nullptr, model::round_to(in.dtype, a.scalar)};
         return;
       }
       float* d = r.owned(top);
@@ -253,13 +253,13 @@ void run_instr(const ElementwiseProgram& p, std::span<const CpuOperand> ins, con
       r.at(top) = Value{d, 0.0f};
       return;
     }
-    case OpCode::dropout: {
+    case model::OpCode::dropout: {
       const float* a = as_run(r, top, r.at(top), n);
       dropout_run(in, b, i, j0, r.owned(top), a, n);
       r.at(top) = Value{r.owned(top), 0.0f};
       return;
     }
-    case OpCode::store: {
+    case model::OpCode::store: {
       const auto slot = static_cast<std::size_t>(in.slot);
       store(r, top--, slot, p.output_types[slot], r.read_back[slot], n);
       return;
@@ -269,30 +269,30 @@ void run_instr(const ElementwiseProgram& p, std::span<const CpuOperand> ins, con
 
 // One tile through the program, then its outputs stored: the unit of work,
 // cloned per x86 level with every loop inside (kernels/cpu_clones.h).
-COCONET_CPU_CLONES void run_tile(const ElementwiseProgram& p, std::span<const CpuOperand> ins,
-                                 std::span<const CpuOperand> outs, const Block& b, std::int64_t i,
+COCONET_CPU_CLONES void run_tile(const model::ElementwiseProgram& p, std::span<const CpuOperand> ins,
+                                 std::span<const CpuOperand> outs, const model::Block& b, std::int64_t i,
                                  std::int64_t j0, std::int64_t n, Registers& r) {
   int top = -1;
-  for (const Instr& in : p.code) run_instr(p, ins, b, i, j0, n, in, top, r);
+  for (const model::Instr& in : p.code) run_instr(p, ins, b, i, j0, n, in, top, r);
   for (std::size_t k = 0; k < outs.size(); ++k)
     store_f32(outs[k].data, outs[k].dtype, outs[k].access.at(i, j0), outs[k].access.col_stride, n, r.out(k));
 }
 
 }  // namespace
 
-void cpu_elementwise(const ElementwiseProgram& program, std::span<const CpuOperand> inputs,
-                     std::span<const CpuOperand> outputs, const Block& block) {
+void cpu_elementwise(const model::ElementwiseProgram& program, std::span<const CpuOperand> inputs,
+                     std::span<const CpuOperand> outputs, const model::Block& block) {
   COCONET_ASSERT(inputs.size() == program.input_types.size(), "element-wise input count mismatch");
   COCONET_ASSERT(outputs.size() == program.output_types.size(), "element-wise output count mismatch");
   std::vector<CpuOperand> ins(inputs.begin(), inputs.end());
   std::vector<CpuOperand> outs(outputs.begin(), outputs.end());
-  const Block b = flatten(block, ins, outs);
+  const model::Block b = flatten(block, ins, outs);
   // Per thread (the cpu backend also runs programs on its communication
   // thread), allocated once: no allocation per call.
   thread_local const auto regs = std::make_unique<Registers>();
   regs->read_back.fill(false);
-  for (const Instr& in : program.code)
-    if (in.code == OpCode::load_output) regs->read_back[static_cast<std::size_t>(in.slot)] = true;
+  for (const model::Instr& in : program.code)
+    if (in.code == model::OpCode::load_output) regs->read_back[static_cast<std::size_t>(in.slot)] = true;
   for (std::int64_t i = 0; i < b.rows; ++i) {
     for (std::int64_t j0 = 0; j0 < b.cols; j0 += kTile) {
       const std::int64_t n = std::min(kTile, b.cols - j0);

@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <span>
 
-#include "kernels/elementwise_program.h"
+#include "model/elementwise_program.h"
 
 namespace coconet::kernels {
 
@@ -15,16 +15,16 @@ namespace coconet::kernels {
 struct CpuOperand {
   std::byte* data = nullptr;  // the buffer's first element (inputs are only read)
   model::DType dtype = model::DType::f32;
-  Access access;
+  model::Access access;
 };
 
 // Evaluates `program` at every element of `block`; inputs and outputs follow
 // the contract of exec::Backend::elementwise.
-void cpu_elementwise(const ElementwiseProgram& program, std::span<const CpuOperand> inputs,
-                     std::span<const CpuOperand> outputs, const Block& block);
+void cpu_elementwise(const model::ElementwiseProgram& program, std::span<const CpuOperand> inputs,
+                     std::span<const CpuOperand> outputs, const model::Block& block);
 
 // Whether load_f32 / store_f32 convert f16 with F16C instructions (an x86-64
-// CPU that has them); else with kernels/half.h's bit manipulation. Either way
+// CPU that has them); else with model/half.h's bit manipulation. Either way
 // the values are the same.
 [[nodiscard]] bool f16c_conversions();
 
@@ -36,7 +36,7 @@ void store_f32(std::byte* data, model::DType t, std::int64_t first, std::int64_t
                std::int64_t count, const float* in);
 
 // Rounds `count` f32 values in place to the precision of `t` (a store to `t`
-// and a load back), as round_to() of kernels/elementwise_program.h does.
+// and a load back), as round_to() of model/elementwise_program.h does.
 void round_f32(model::DType t, std::int64_t count, float* x);
 
 }  // namespace coconet::kernels

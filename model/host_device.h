@@ -1,6 +1,6 @@
 // COCONET_HD: marks an inline function callable from host code and, under
 // nvcc, from device code, so the model's element-wise semantics (model/ops.h)
-// and the kernels' helpers (kernels/half.h, kernels/elementwise_program.h)
+// and the kernels' helpers (model/half.h, model/elementwise_program.h)
 // are one definition on every backend. Plain `inline` outside nvcc.
 #pragma once
 

@@ -140,12 +140,12 @@ class FormReader {
     std::map<std::string, model::DType> types;
     for (const auto& [name, v] : views_) types.emplace(name, v.type.dtype);
     for (auto& pass : form_.passes) {
-      std::vector<kernels::ElementwiseStmt> stmts;
+      std::vector<model::ElementwiseStmt> stmts;
       for (const auto& n : pass.stmts) {
         const Stmt& s = stmt(n);
         stmts.push_back({s.name, s.expr, s.type.dtype});
       }
-      pass.program = kernels::compile_elementwise(stmts, types, p_.scalars);
+      pass.program = model::compile_elementwise(stmts, types, p_.scalars);
     }
   }
 

@@ -6,7 +6,7 @@
 //   fuse(RS-C-AG)  head reducescatter -> pass(es) on this rank's slice -> allgathers
 //   fuse(P2P-C)    head send/recv  -> pass(es) on the receiving group
 //
-// Every pass runs one compiled element-wise program (kernels/elementwise_program.h)
+// Every pass runs one compiled element-wise program (model/elementwise_program.h)
 // over the head's rows, piece by piece, so that piece k computes while piece
 // k+1's head collective and piece k-1's allgathers run. A norm of a value the
 // stage computes ends a pass (its sum of squares needs the whole slice, and
@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/elementwise_program.h"
+#include "model/elementwise_program.h"
 #include "model/schedule.h"
 #include "plan/views.h"
 
@@ -41,7 +41,7 @@ struct FusedNorm {
 
 struct FusedPass {
   std::vector<std::string> stmts;       // element-wise statements, program order
-  kernels::ElementwiseProgram program;  // compiled from them
+  model::ElementwiseProgram program;  // compiled from them
   std::vector<FusedNorm> norms_after;   // norms of this pass's results, before the next pass
 };
 

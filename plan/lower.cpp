@@ -227,15 +227,15 @@ class Lowering {
     }
   }
 
-  kernels::ElementwiseProgram compile(const Op& op) const {
-    std::vector<kernels::ElementwiseStmt> stmts;
+  model::ElementwiseProgram compile(const Op& op) const {
+    std::vector<model::ElementwiseStmt> stmts;
     for (const auto& n : op.stmts) {
       const Stmt& s = stmt(n);
       if (model::is_elementwise(s.op)) stmts.push_back({s.name, s.expr, s.type.dtype});
     }
     if (types_.empty())
       for (const auto& [name, v] : views_) types_.emplace(name, v.type.dtype);
-    return kernels::compile_elementwise(stmts, types_, p_.scalars);
+    return model::compile_elementwise(stmts, types_, p_.scalars);
   }
 
   void cut_chunks(Unit& u, const std::vector<const Stmt*>& all) const {

@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/elementwise_program.h"
+#include "model/elementwise_program.h"
 #include "model/schedule.h"
 #include "plan/capabilities.h"
 #include "plan/fused_form.h"
@@ -89,7 +89,7 @@ struct Op {
   Stream stream = Stream::compute;
   int lag = 0;
   std::vector<int> producers;      // ops of the same unit it reads (ids)
-  std::optional<kernels::ElementwiseProgram> program;  // elementwise ops
+  std::optional<model::ElementwiseProgram> program;  // elementwise ops
   std::optional<FusedForm> fused;                      // fused ops: head, passes, gathers
   Work work;
   // The first op of a kernel stage carries the stage's kernel; the others

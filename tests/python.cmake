@@ -16,4 +16,8 @@ if(COCONET_HAVE_PYTHON AND TARGET coconet_python AND TARGET coconet)
            COMMAND ${Python3_EXECUTABLE} -c "import coconet; print(coconet.predict('adam', topology='dgx-h100')[0])")
   set_tests_properties(python.module python.readme PROPERTIES ENVIRONMENT "${COCONET_PYTHON_ENV}" TIMEOUT 600)
   set_tests_properties(python.readme PROPERTIES PASS_REGULAR_EXPRESSION "'workload': 'adam'")
+  # It predicts only: no MPI library, no CPU kernels (plan/ needs no kernels/).
+  add_test(NAME python.links_alone
+           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/python_links_alone.sh $<TARGET_FILE:coconet_python>)
+  set_tests_properties(python.links_alone PROPERTIES PASS_REGULAR_EXPRESSION "PASS")
 endif()

@@ -196,8 +196,8 @@ class CpuBackend final : public Backend {
     return duration<double, std::micro>(steady_clock::now().time_since_epoch()).count();
   }
 
-  void elementwise(const kernels::ElementwiseProgram& program, std::span<const Operand> inputs,
-                   std::span<const Operand> outputs, const kernels::Block& block, StreamKind stream) override {
+  void elementwise(const model::ElementwiseProgram& program, std::span<const Operand> inputs,
+                   std::span<const Operand> outputs, const model::Block& block, StreamKind stream) override {
     if (block.rows == 0 || block.cols == 0) return;
     std::vector<kernels::CpuOperand> ins;
     std::vector<kernels::CpuOperand> outs;
@@ -529,7 +529,7 @@ class CpuBackend final : public Backend {
     return s;
   }
 
-  kernels::CpuOperand cpu_operand(const Operand& o, const kernels::Block& block) {
+  kernels::CpuOperand cpu_operand(const Operand& o, const model::Block& block) {
     const auto& b = buffer(o.buffer);
     const auto last = o.access.at(block.rows - 1, block.cols - 1);
     COCONET_ASSERT(o.access.base >= 0 && last >= 0 && o.access.base < b.count && last < b.count,

@@ -276,8 +276,8 @@ class CudaBackend final : public Backend {
 
   // ---- compute
 
-  void elementwise(const kernels::ElementwiseProgram& program, std::span<const Operand> inputs,
-                   std::span<const Operand> outputs, const kernels::Block& block, StreamKind stream) override {
+  void elementwise(const model::ElementwiseProgram& program, std::span<const Operand> inputs,
+                   std::span<const Operand> outputs, const model::Block& block, StreamKind stream) override {
     std::vector<kc::ElementwiseOperand> ins, outs;
     for (const Operand& o : inputs) ins.push_back(operand(o));
     for (const Operand& o : outputs) outs.push_back(operand(o));
@@ -578,7 +578,7 @@ class CudaBackend final : public Backend {
   }
 
   void run_lsa(const LsaCallPlan& p) {
-    const kernels::ElementwiseProgram& prog = *p.program;
+    const model::ElementwiseProgram& prog = *p.program;
     std::vector<kc::LsaOperand> ins, outs;
     std::vector<const kc::SymmetricBuffer*> windows(prog.output_types.size(), nullptr);
     const DType rt = prog.input_types[p.reduced_slot];

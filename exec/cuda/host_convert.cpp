@@ -3,7 +3,7 @@
 
 #include <cstring>
 
-#include "kernels/half.h"
+#include "model/half.h"
 #include "model/error.h"
 
 namespace coconet::exec::cuda {
@@ -22,7 +22,7 @@ std::vector<std::uint8_t> encode(std::span<const double> values, model::DType t)
       std::memcpy(dst, &f, sizeof f);
     } else {
       const std::uint16_t h =
-          t == model::DType::f16 ? kernels::float_to_f16(f) : kernels::float_to_bf16(f);
+          t == model::DType::f16 ? model::float_to_f16(f) : model::float_to_bf16(f);
       std::memcpy(dst, &h, sizeof h);
     }
   }
@@ -43,7 +43,7 @@ std::vector<double> decode(std::span<const std::uint8_t> bytes, model::DType t,
     } else {
       std::uint16_t h = 0;
       std::memcpy(&h, src, sizeof h);
-      out[i] = t == model::DType::f16 ? kernels::f16_to_float(h) : kernels::bf16_to_float(h);
+      out[i] = t == model::DType::f16 ? model::f16_to_float(h) : model::bf16_to_float(h);
     }
   }
   return out;

@@ -13,13 +13,13 @@ namespace {
 // share: strides and widths, never a rank's row count.
 
 // Element e of the block is element base + e of the operand.
-bool contiguous(const Operand& o, const kernels::Block& b) {
+bool contiguous(const Operand& o, const model::Block& b) {
   if (b.cols == 1) return o.access.row_stride == 1;
   return o.access.col_stride == 1 && o.access.row_stride == b.cols;
 }
 
 // Element e of the block has global index first + e.
-bool flat_global(const kernels::Block& b) { return b.cols == 1 || b.global_cols == b.cols; }
+bool flat_global(const model::Block& b) { return b.cols == 1 || b.global_cols == b.cols; }
 
 // Whether `parts` are one contiguous run split by shard_of's rule; sets n.
 bool shard_run(const std::vector<View>& parts, std::int64_t& n) {
@@ -62,7 +62,7 @@ struct CallContext {
   const FusedPiece& piece;
   const HeadCall& head;
   const ElementwiseCall& c;
-  const kernels::ElementwiseProgram& prog;
+  const model::ElementwiseProgram& prog;
   const std::function<model::DType(BufferId)>& dtype_of;
   int position = 0;
   int ranks = 1;

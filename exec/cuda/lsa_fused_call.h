@@ -25,7 +25,7 @@
 namespace coconet::exec::cuda {
 
 struct LsaCallPlan {
-  const kernels::ElementwiseProgram* program = nullptr;
+  const model::ElementwiseProgram* program = nullptr;
   std::int64_t n = 0;             // elements of the full range the op covers
   std::int64_t global_first = 0;  // global index of element 0 of the range (dropout's key)
   View reduced_source;            // the n elements the head reduces: copied into a window

@@ -35,14 +35,14 @@ namespace coconet::kernels::cuda {
 namespace {
 
 struct LaunchProgram {
-  Instr code[kMaxProgramLength];
-  model::DType output_types[kMaxOutputs];
-  ElementwiseOperand inputs[kMaxInputs];
-  ElementwiseOperand outputs[kMaxOutputs];
+  model::Instr code[kMaxProgramLength];
+  model::DType output_types[model::kMaxOutputs];
+  ElementwiseOperand inputs[model::kMaxInputs];
+  ElementwiseOperand outputs[model::kMaxOutputs];
   int length;
   int n_inputs;
   int n_outputs;
-  Block block;
+  model::Block block;
   int vec_head;  // scalar elements before the 16-byte aligned groups; -1: scalar path only
 };
 
@@ -58,9 +58,9 @@ __device__ __forceinline__ void store_any(const ElementwiseOperand& o, std::int6
 __device__ __forceinline__ void one_element(const LaunchProgram& p, std::int64_t e) {
   const std::int64_t i = e / p.block.cols;
   const std::int64_t j = e % p.block.cols;
-  float out[kMaxOutputs];
+  float out[model::kMaxOutputs];
   auto load = [&](int slot) { return load_any(p.inputs[slot], p.inputs[slot].access.at(i, j)); };
-  eval_element(p.code, p.length, p.output_types, load, p.block.global_index(i, j), out);
+  model::eval_element(p.code, p.length, p.output_types, load, p.block.global_index(i, j), out);
   for (int k = 0; k < p.n_outputs; ++k) store_any(p.outputs[k], p.outputs[k].access.at(i, j), out[k]);
 }
 
@@ -85,15 +85,15 @@ __device__ __forceinline__ void store_group(const ElementwiseOperand& o, std::in
 
 // Elements [e, e + kVecElems): 16-byte loads, the program per element, 16-byte stores.
 __device__ __forceinline__ void one_group(const LaunchProgram& p, std::int64_t e) {
-  float in[kMaxInputs][kVecElems];
-  float out[kMaxOutputs][kVecElems];
+  float in[model::kMaxInputs][kVecElems];
+  float out[model::kMaxOutputs][kVecElems];
   for (int s = 0; s < p.n_inputs; ++s) load_group(p.inputs[s], e, in[s]);
 #pragma unroll
   for (int k = 0; k < kVecElems; ++k) {
     const std::int64_t x = e + k;
-    float o[kMaxOutputs];
+    float o[model::kMaxOutputs];
     auto load = [&](int slot) { return in[slot][k]; };
-    eval_element(p.code, p.length, p.output_types, load, p.block.global_index(x / p.block.cols, x % p.block.cols),
+    model::eval_element(p.code, p.length, p.output_types, load, p.block.global_index(x / p.block.cols, x % p.block.cols),
                  o);
     for (int s = 0; s < p.n_outputs; ++s) out[s][k] = o[s];
   }
@@ -117,7 +117,7 @@ __global__ void __launch_bounds__(kBlockThreads) elementwise_kernel(const __grid
 }
 
 // Whether element e of the block is element base + e of the operand.
-bool contiguous(const ElementwiseOperand& o, const Block& b) {
+bool contiguous(const ElementwiseOperand& o, const model::Block& b) {
   return o.access.col_stride == 1 && (o.access.row_stride == b.cols || b.rows == 1);
 }
 
@@ -125,7 +125,7 @@ bool contiguous(const ElementwiseOperand& o, const Block& b) {
 // when an operand is strided or broadcast along a dimension, or no head of
 // fewer than kVecElems elements aligns them all.
 int vector_head(std::span<const ElementwiseOperand> inputs, std::span<const ElementwiseOperand> outputs,
-                const Block& b) {
+                const model::Block& b) {
   const auto fits = [&](const ElementwiseOperand& o, int head) {
     if (o.access.row_stride == 0 && o.access.col_stride == 0) return true;
     if (!contiguous(o, b)) return false;
@@ -144,14 +144,14 @@ int vector_head(std::span<const ElementwiseOperand> inputs, std::span<const Elem
 
 }  // namespace
 
-void validate(const ElementwiseProgram& program, std::span<const ElementwiseOperand> inputs,
+void validate(const model::ElementwiseProgram& program, std::span<const ElementwiseOperand> inputs,
               std::span<const ElementwiseOperand> outputs) {
   if (static_cast<int>(program.code.size()) > kMaxProgramLength)
     throw UserError("cuda element-wise stage: " + std::to_string(program.code.size()) +
                     " instructions exceed the limit of " + std::to_string(kMaxProgramLength) +
                     "; fuse fewer statements into this stage");
-  if (program.stack_depth > kMaxStack || inputs.size() > static_cast<std::size_t>(kMaxInputs) ||
-      outputs.size() > static_cast<std::size_t>(kMaxOutputs))
+  if (program.stack_depth > model::kMaxStack || inputs.size() > static_cast<std::size_t>(model::kMaxInputs) ||
+      outputs.size() > static_cast<std::size_t>(model::kMaxOutputs))
     throw UserError("cuda element-wise stage: too many operands or too deep an expression");
   if (inputs.size() != program.input_types.size() || outputs.size() != program.output_types.size())
     throw UserError("cuda element-wise stage: operand count differs from the program's");
@@ -165,8 +165,8 @@ void validate(const ElementwiseProgram& program, std::span<const ElementwiseOper
                       "' is stored in another dtype than the program computes");
 }
 
-void elementwise(const ElementwiseProgram& program, std::span<const ElementwiseOperand> inputs,
-                 std::span<const ElementwiseOperand> outputs, const Block& block,
+void elementwise(const model::ElementwiseProgram& program, std::span<const ElementwiseOperand> inputs,
+                 std::span<const ElementwiseOperand> outputs, const model::Block& block,
                  cudaStream_t stream) {
   validate(program, inputs, outputs);
   const std::int64_t n = block.rows * block.cols;

@@ -1,5 +1,5 @@
 // Generic element-wise stages on the GPU: the backend-neutral postfix program
-// of kernels/elementwise_program.h (the same one the cpu backend runs),
+// of model/elementwise_program.h (the same one the cpu backend runs),
 // evaluated one element per thread. Operands are typed device pointers with
 // the program's (i, j) -> element Access, so slices, row chunks and
 // broadcast operands need no copies.
@@ -9,7 +9,7 @@
 
 #include <span>
 
-#include "kernels/elementwise_program.h"
+#include "model/elementwise_program.h"
 
 namespace coconet::kernels::cuda {
 
@@ -20,17 +20,17 @@ inline constexpr int kMaxProgramLength = 256;
 struct ElementwiseOperand {
   void* data = nullptr;
   model::DType dtype = model::DType::f32;
-  Access access;
+  model::Access access;
 };
 
 // Throws UserError when the program or operand counts exceed the limits or
 // operand dtypes differ from the program's.
-void validate(const ElementwiseProgram& program, std::span<const ElementwiseOperand> inputs,
+void validate(const model::ElementwiseProgram& program, std::span<const ElementwiseOperand> inputs,
               std::span<const ElementwiseOperand> outputs);
 
 // Evaluates `program` at every element of `block`; queued on `stream`.
-void elementwise(const ElementwiseProgram& program, std::span<const ElementwiseOperand> inputs,
-                 std::span<const ElementwiseOperand> outputs, const Block& block,
+void elementwise(const model::ElementwiseProgram& program, std::span<const ElementwiseOperand> inputs,
+                 std::span<const ElementwiseOperand> outputs, const model::Block& block,
                  cudaStream_t stream);
 
 }  // namespace coconet::kernels::cuda

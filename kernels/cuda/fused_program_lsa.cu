@@ -39,12 +39,12 @@ namespace {
 using model::DType;
 
 struct LsaProgramParams {
-  Instr code[kMaxProgramLength];
-  DType in_types[kMaxInputs];
-  DType out_types[kMaxOutputs];
-  void* in_local[kMaxInputs];
-  void* out_local[kMaxOutputs];      // nullptr: not written locally
-  ncclWindow_t out_win[kMaxOutputs];  // nullptr: not gathered
+  model::Instr code[kMaxProgramLength];
+  DType in_types[model::kMaxInputs];
+  DType out_types[model::kMaxOutputs];
+  void* in_local[model::kMaxInputs];
+  void* out_local[model::kMaxOutputs];      // nullptr: not written locally
+  ncclWindow_t out_win[model::kMaxOutputs];  // nullptr: not gathered
   ncclWindow_t reduced_win;
   int reduced_slot;
   int length;
@@ -66,7 +66,7 @@ __device__ __forceinline__ float reduced_element(const ncclDevComm& dev, const L
   const DType t = p.in_types[p.reduced_slot];
   float sum = 0.0f;
   for (int q = 0; q < dev.lsaSize; ++q) sum += load_elem(peer_at(p.reduced_win, t, gi, q), t, 0);
-  return round_to(t, sum);
+  return model::round_to(t, sum);
 }
 
 __device__ __forceinline__ void store_outputs(const ncclDevComm& dev, const LsaProgramParams& p, int s,
@@ -84,15 +84,15 @@ __device__ __forceinline__ void one_element(const ncclDevComm& dev, const LsaPro
   auto load = [&](int slot) {
     return slot == p.reduced_slot ? reduced : load_elem(p.in_local[slot], p.in_types[slot], i);
   };
-  float out[kMaxOutputs];
-  eval_element(p.code, p.length, p.out_types, load, static_cast<std::uint64_t>(p.global_first + gi), out);
+  float out[model::kMaxOutputs];
+  model::eval_element(p.code, p.length, p.out_types, load, static_cast<std::uint64_t>(p.global_first + gi), out);
   for (int s = 0; s < p.n_out; ++s) store_outputs(dev, p, s, i, out[s]);
 }
 
 // Elements [i, i + kVecElems) of the shard, every operand 16-byte aligned there.
 __device__ __forceinline__ void one_group(const ncclDevComm& dev, const LsaProgramParams& p, std::int64_t i) {
   const std::int64_t gi = p.shard_begin + i;
-  float in[kMaxInputs][kVecElems];
+  float in[model::kMaxInputs][kVecElems];
   for (int s = 0; s < p.n_in; ++s) {
     if (s != p.reduced_slot) {
       load_vec_at(p.in_local[s], p.in_types[s], i, in[s]);
@@ -108,14 +108,14 @@ __device__ __forceinline__ void one_group(const ncclDevComm& dev, const LsaProgr
       for (int k = 0; k < kVecElems; ++k) in[s][k] += part[k];
     }
 #pragma unroll
-    for (int k = 0; k < kVecElems; ++k) in[s][k] = round_to(t, in[s][k]);
+    for (int k = 0; k < kVecElems; ++k) in[s][k] = model::round_to(t, in[s][k]);
   }
-  float out[kMaxOutputs][kVecElems];
+  float out[model::kMaxOutputs][kVecElems];
 #pragma unroll
   for (int k = 0; k < kVecElems; ++k) {
-    float o[kMaxOutputs];
+    float o[model::kMaxOutputs];
     auto load = [&](int slot) { return in[slot][k]; };
-    eval_element(p.code, p.length, p.out_types, load, static_cast<std::uint64_t>(p.global_first + gi + k), o);
+    model::eval_element(p.code, p.length, p.out_types, load, static_cast<std::uint64_t>(p.global_first + gi + k), o);
     for (int s = 0; s < p.n_out; ++s) out[s][k] = o[s];
   }
   for (int s = 0; s < p.n_out; ++s) {
@@ -164,7 +164,7 @@ std::vector<LsaOperandPlace> places(std::span<const LsaOperand> ops) {
 
 }  // namespace
 
-void fused_program_lsa(const LsaComm& comm, const ElementwiseProgram& program,
+void fused_program_lsa(const LsaComm& comm, const model::ElementwiseProgram& program,
                        std::span<const LsaOperand> inputs, std::span<const LsaOperand> outputs,
                        std::int64_t n, cudaStream_t stream, std::int64_t global_first) {
   const auto in_places = places(inputs), out_places = places(outputs);

@@ -1,6 +1,6 @@
 // The generated fused collective as one kernel on one LSA team (one NVLink
 // domain), through NCCL's device API: fuse(RS-C-AG) and fuse(AR-C) for any
-// compiled element-wise program (kernels/elementwise_program.h), the
+// compiled element-wise program (model/elementwise_program.h), the
 // generalisation of fused_allreduce.h's hand-written Adam kernel.
 //
 // Each rank takes its shard of the n elements (shard_of's rule). Per
@@ -22,7 +22,7 @@
 
 #include "kernels/cuda/fused_allreduce.h"
 #include "kernels/cuda/lsa_program_plan.h"
-#include "kernels/elementwise_program.h"
+#include "model/elementwise_program.h"
 
 namespace coconet::kernels::cuda {
 
@@ -41,7 +41,7 @@ struct LsaOperand {
 // of dropout's mask, as the interpreter's). A window may be larger than n.
 // Throws UserError when the operands do not fit the program (roles,
 // dtypes, sizes, a window both reduced and gathered).
-void fused_program_lsa(const LsaComm& comm, const ElementwiseProgram& program,
+void fused_program_lsa(const LsaComm& comm, const model::ElementwiseProgram& program,
                        std::span<const LsaOperand> inputs, std::span<const LsaOperand> outputs,
                        std::int64_t n, cudaStream_t stream, std::int64_t global_first = 0);
 

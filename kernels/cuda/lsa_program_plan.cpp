@@ -13,7 +13,7 @@ namespace {
 
 constexpr const char* kWhere = "fused op (single kernel over the LSA team)";
 
-void check_roles(const ElementwiseProgram& program, std::span<const LsaOperandPlace> inputs,
+void check_roles(const model::ElementwiseProgram& program, std::span<const LsaOperandPlace> inputs,
                  std::span<const LsaOperandPlace> outputs) {
   if (inputs.size() != program.input_types.size() || outputs.size() != program.output_types.size())
     throw UserError(std::string(kWhere) + ": operand count differs from the program's");
@@ -37,7 +37,7 @@ void check_roles(const ElementwiseProgram& program, std::span<const LsaOperandPl
     throw UserError(std::string(kWhere) + ": " + std::to_string(program.code.size()) +
                     " instructions exceed the limit of " + std::to_string(kMaxProgramLength) +
                     "; fuse fewer statements into this stage");
-  if (program.stack_depth > kMaxStack)
+  if (program.stack_depth > model::kMaxStack)
     throw UserError(std::string(kWhere) + ": too deep an expression");
 }
 
@@ -62,7 +62,7 @@ bool aligned_at(const LsaOperandPlace& o, int bytes_per_element, std::int64_t sh
   return false;
 }
 
-int vector_head(const ElementwiseProgram& program, std::span<const LsaOperandPlace> inputs,
+int vector_head(const model::ElementwiseProgram& program, std::span<const LsaOperandPlace> inputs,
                 std::span<const LsaOperandPlace> outputs, std::int64_t shard_begin) {
   for (int head = 0; head < kVecElems; ++head) {
     bool all = true;
@@ -84,7 +84,7 @@ int reduced_slot(std::span<const LsaOperandPlace> inputs) {
   return -1;
 }
 
-LsaLaunchPlan plan_lsa_launch(const ElementwiseProgram& program,
+LsaLaunchPlan plan_lsa_launch(const model::ElementwiseProgram& program,
                               std::span<const LsaOperandPlace> inputs,
                               std::span<const LsaOperandPlace> outputs, std::int64_t n,
                               int lsa_size, int lsa_rank) {

@@ -9,7 +9,7 @@
 #include <span>
 
 #include "kernels/cuda/launch.h"
-#include "kernels/elementwise_program.h"
+#include "model/elementwise_program.h"
 
 namespace coconet::kernels::cuda {
 
@@ -38,7 +38,7 @@ struct LsaLaunchPlan {
 // reduced output, no gathered input, operand counts and limits) and
 // plans the launch for rank `lsa_rank` of `lsa_size` over `n` elements.
 // Throws UserError naming what is wrong.
-[[nodiscard]] LsaLaunchPlan plan_lsa_launch(const ElementwiseProgram& program,
+[[nodiscard]] LsaLaunchPlan plan_lsa_launch(const model::ElementwiseProgram& program,
                                             std::span<const LsaOperandPlace> inputs,
                                             std::span<const LsaOperandPlace> outputs,
                                             std::int64_t n, int lsa_size, int lsa_rank);

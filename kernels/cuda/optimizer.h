@@ -35,7 +35,7 @@ inline constexpr double kAdamBeta1 = 0.9;
 inline constexpr double kAdamBeta2 = 0.999;
 
 // one_minus_beta1/2 are 1 - beta computed in double and rounded once, as the
-// compiled element-wise programs fold constants (kernels/elementwise_program.h),
+// compiled element-wise programs fold constants (model/elementwise_program.h),
 // so the fused kernels agree with the unfused program to the ulp. Set all
 // fields through adam_hyper() when the betas are not the defaults.
 struct AdamHyper {

@@ -292,10 +292,10 @@ TEST(KernelArguments, EpilogueChecksSizesAndProbability) {
 }
 
 TEST(KernelArguments, ElementwiseProgramsWithinLimitsAndTypes) {
-  using coconet::kernels::ElementwiseStmt;
+  using coconet::model::ElementwiseStmt;
   const std::vector<ElementwiseStmt> stmts{
       {"y", coconet::model::parse_expr("x * 2 + b"), DType::f32}};
-  const auto prog = coconet::kernels::compile_elementwise(
+  const auto prog = coconet::model::compile_elementwise(
       stmts, {{"x", DType::f16}, {"b", DType::f32}}, {});
   std::vector<kc::ElementwiseOperand> ins(prog.input_types.size());
   for (std::size_t k = 0; k < ins.size(); ++k) ins[k].dtype = prog.input_types[k];

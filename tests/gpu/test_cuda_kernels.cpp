@@ -157,11 +157,11 @@ TEST_F(CudaKernels, BiasDropoutResidualUsesTheCpuMask) {
 }
 
 TEST_F(CudaKernels, GenericElementwiseRunsThePostfixProgram) {
-  using kernels::ElementwiseStmt;
-  const std::vector<ElementwiseStmt> stmts{
+  using model::ElementwiseStmt;
+  const std::vector<model::ElementwiseStmt> stmts{
       {"y", model::parse_expr("x * x + 3 * b - 1"), DType::f32},
       {"z", model::parse_expr("dropout(y, 0.5) + x"), DType::f16}};
-  const auto prog = kernels::compile_elementwise(stmts, {{"x", DType::f16}, {"b", DType::f32}}, {});
+  const auto prog = model::compile_elementwise(stmts, {{"x", DType::f16}, {"b", DType::f32}}, {});
   for (std::int64_t n : kSizes) {
     const auto x = random_values(n, -4, 4, DType::f16, 9);
     const auto b = random_values(n, -4, 4, DType::f32, 10);
@@ -174,16 +174,16 @@ TEST_F(CudaKernels, GenericElementwiseRunsThePostfixProgram) {
     }
     outs[0] = {y.data(), DType::f32, {0, 1, 0}};
     outs[1] = {z.data(), DType::f16, {0, 1, 0}};
-    kernels::Block block{n, 1, 0, 0, 1};
+    model::Block block{n, 1, 0, 0, 1};
     kc::elementwise(prog, ins, outs, block, nullptr);
     // The CPU reference: the same program, one element at a time.
     std::vector<double> ey(n), ez(n);
     for (std::int64_t i = 0; i < n; ++i) {
-      float out[kernels::kMaxOutputs];
+      float out[model::kMaxOutputs];
       auto load = [&](int slot) {
         return static_cast<float>(prog.input_names[slot] == "x" ? x[i] : b[i]);
       };
-      kernels::eval_element(prog.code.data(), static_cast<int>(prog.code.size()),
+      model::eval_element(prog.code.data(), static_cast<int>(prog.code.size()),
                             prog.output_types.data(), load, static_cast<std::uint64_t>(i), out);
       ey[i] = out[0];
       ez[i] = out[1];
@@ -198,11 +198,11 @@ TEST_F(CudaKernels, GenericElementwiseRunsThePostfixProgram) {
 // different ones (no head aligns f16 and f32 alike: the scalar path), ragged
 // tails included, against the program evaluated on the host.
 TEST_F(CudaKernels, GenericElementwiseVectorPathAtEveryAlignment) {
-  using kernels::ElementwiseStmt;
-  const std::vector<ElementwiseStmt> stmts{
+  using model::ElementwiseStmt;
+  const std::vector<model::ElementwiseStmt> stmts{
       {"y", model::parse_expr("select(x > 0, x * x, 0 - x) + b * 2"), DType::f32},
       {"z", model::parse_expr("dropout(y, 0.25) - b"), DType::f16}};
-  const auto prog = kernels::compile_elementwise(stmts, {{"x", DType::f16}, {"b", DType::f32}}, {});
+  const auto prog = model::compile_elementwise(stmts, {{"x", DType::f16}, {"b", DType::f32}}, {});
   for (std::int64_t n : {std::int64_t{5}, std::int64_t{64}, std::int64_t{1003}})
     for (int xo = 0; xo < 9; ++xo)
       for (int bo : {xo, xo + 1}) {
@@ -215,12 +215,12 @@ TEST_F(CudaKernels, GenericElementwiseVectorPathAtEveryAlignment) {
           ins[k] = {prog.input_names[k] == "x" ? dx.data() : db.data(), prog.input_types[k], {0, n, 1}};
         const std::vector<kc::ElementwiseOperand> outs{{y.data(), DType::f32, {0, n, 1}},
                                                         {z.data(), DType::f16, {0, n, 1}}};
-        kc::elementwise(prog, ins, outs, kernels::Block{1, n, 0, 0, n}, nullptr);
+        kc::elementwise(prog, ins, outs, model::Block{1, n, 0, 0, n}, nullptr);
         std::vector<double> ey(n), ez(n);
         for (std::int64_t i = 0; i < n; ++i) {
-          float out[kernels::kMaxOutputs];
+          float out[model::kMaxOutputs];
           auto load = [&](int slot) { return static_cast<float>(prog.input_names[slot] == "x" ? x[i] : b[i]); };
-          kernels::eval_element(prog.code.data(), static_cast<int>(prog.code.size()), prog.output_types.data(), load,
+          model::eval_element(prog.code.data(), static_cast<int>(prog.code.size()), prog.output_types.data(), load,
                                 static_cast<std::uint64_t>(i), out);
           ey[i] = out[0];
           ez[i] = out[1];

@@ -42,7 +42,7 @@ constexpr std::int64_t kLargestMisaligned = 4099;  // larger sizes run aligned o
 
 struct Case {
   std::string name;
-  kernels::ElementwiseProgram program;
+  model::ElementwiseProgram program;
   std::vector<LsaRole> inputs, outputs;
 };
 
@@ -68,7 +68,7 @@ std::vector<double> download(const kc::SymmetricBuffer& b) {
 // evaluated on the host. Returns the first mismatch, or success.
 ::testing::AssertionResult single_kernel_matches(ncclComm_t comm, const kc::LsaComm& lsa,
                                                  const Case& c,
-                                                 const kernels::ElementwiseProgram& run_program,
+                                                 const model::ElementwiseProgram& run_program,
                                                  std::int64_t n, int offset) {
   const auto& prog = c.program;
   std::vector<std::vector<double>> in_values;
@@ -105,9 +105,9 @@ std::vector<double> download(const kc::SymmetricBuffer& b) {
   COCONET_CUDA_CHECK(cudaDeviceSynchronize());
   std::vector<std::vector<double>> expected(prog.output_names.size(), std::vector<double>(n));
   for (std::int64_t i = 0; i < n; ++i) {
-    float out[kernels::kMaxOutputs];
+    float out[model::kMaxOutputs];
     auto load = [&](int slot) { return static_cast<float>(in_values[slot][i]); };
-    kernels::eval_element(prog.code.data(), static_cast<int>(prog.code.size()),
+    model::eval_element(prog.code.data(), static_cast<int>(prog.code.size()),
                           prog.output_types.data(), load, static_cast<std::uint64_t>(i), out);
     for (std::size_t k = 0; k < expected.size(); ++k) expected[k][i] = out[k];
   }
@@ -172,12 +172,12 @@ Case lamb_first_pass() {
 // max, pow. Both branches agree at m1 = 1, so a rounding difference between
 // device and host that flips the branch moves w1 by rounding only.
 Case momentum_case() {
-  const std::vector<kernels::ElementwiseStmt> stmts{
+  const std::vector<model::ElementwiseStmt> stmts{
       {"m1", model::parse_expr("0.9 * m + g + 0.01 * w"), DType::bf16},
       {"w1", model::parse_expr("select(m1 > 1, w - 0.1 * max(m1, 0.5), w - pow(m1, 2) * 0.1)"),
        DType::bf16}};
   Case c{"momentum",
-         kernels::compile_elementwise(
+         model::compile_elementwise(
              stmts, {{"g", DType::f16}, {"m", DType::bf16}, {"w", DType::bf16}}, {}),
          {},
          {}};
@@ -229,10 +229,10 @@ TEST_F(FusedProgramLsa, EqualsTheInterpreterOnOneRank) {
 // One opcode changed (the first add becomes a sub): the comparison must fail.
 TEST_F(FusedProgramLsa, AWrongProgramIsCaught) {
   for (const Case& c : {workload_case("adam", "fuse(RS-C-AG)+asSlice(m,v)"), momentum_case()}) {
-    kernels::ElementwiseProgram wrong = c.program;
+    model::ElementwiseProgram wrong = c.program;
     bool changed = false;
     for (auto& in : wrong.code)
-      if (!changed && in.code == kernels::OpCode::binary &&
+      if (!changed && in.code == model::OpCode::binary &&
           in.op == static_cast<std::uint8_t>(model::BinaryOp::add)) {
         in.op = static_cast<std::uint8_t>(model::BinaryOp::sub);
         changed = true;
@@ -278,7 +278,7 @@ TEST_F(GpuTest, SingleKernelOverEveryRankUnderMpirun) {
       for (std::int64_t i = 0; i < n; ++i) {
         float sum = 0.0f;
         for (const auto& gq : grads) sum += static_cast<float>(gq[i]);
-        reduced[i] = kernels::round_to(DType::f16, sum);
+        reduced[i] = model::round_to(DType::f16, sum);
       }
       std::vector<std::vector<double>> full;
       std::vector<std::unique_ptr<DeviceArray>> locals;
@@ -305,12 +305,12 @@ TEST_F(GpuTest, SingleKernelOverEveryRankUnderMpirun) {
       COCONET_CUDA_CHECK(cudaDeviceSynchronize());
       std::vector<double> e_m1(n), e_w1(n);
       for (std::int64_t i = 0; i < n; ++i) {
-        float out[kernels::kMaxOutputs];
+        float out[model::kMaxOutputs];
         auto load = [&](int slot) {
           return static_cast<float>(c.inputs[slot] == LsaRole::reduced ? reduced[i]
                                                                        : full[slot][i]);
         };
-        kernels::eval_element(prog.code.data(), static_cast<int>(prog.code.size()),
+        model::eval_element(prog.code.data(), static_cast<int>(prog.code.size()),
                               prog.output_types.data(), load, static_cast<std::uint64_t>(i), out);
         e_m1[i] = out[0];
         e_w1[i] = out[1];

@@ -31,16 +31,16 @@ using kc::LsaRole;
 using model::DType;
 
 // m1 = 0.9 m + g; w1 = w - 0.1 m1: inputs in slot order as compiled.
-kernels::ElementwiseProgram momentum_program() {
-  const std::vector<kernels::ElementwiseStmt> stmts{
+model::ElementwiseProgram momentum_program() {
+  const std::vector<model::ElementwiseStmt> stmts{
       {"m1", model::parse_expr("0.9 * m + g"), DType::f32},
       {"w1", model::parse_expr("w - 0.1 * m1"), DType::f32}};
-  return kernels::compile_elementwise(
+  return model::compile_elementwise(
       stmts, {{"g", DType::f16}, {"m", DType::f32}, {"w", DType::f32}}, {});
 }
 
 // Places for the program's inputs: g reduced, the others local at `local`.
-std::vector<LsaOperandPlace> input_places(const kernels::ElementwiseProgram& p,
+std::vector<LsaOperandPlace> input_places(const model::ElementwiseProgram& p,
                                           std::uintptr_t local) {
   std::vector<LsaOperandPlace> out;
   for (const auto& name : p.input_names)
@@ -127,7 +127,7 @@ int slot_of(const std::vector<std::string>& names, const std::string& name) {
 
 // Rank 1 of 2 over 37 elements: reduce-scatter g into a scratch shard, the
 // momentum program over the shard (m sliced, w whole), w1 gathered in place.
-exec::FusedCall rs_call(const kernels::ElementwiseProgram& prog) {
+exec::FusedCall rs_call(const model::ElementwiseProgram& prog) {
   exec::FusedPiece piece;
   exec::HeadCall h{exec::HeadCall::Kind::reduce_scatter,
                    model::ReduceOp::sum,
@@ -135,7 +135,7 @@ exec::FusedCall rs_call(const kernels::ElementwiseProgram& prog) {
                    {kHeadOut, 0, 18},
                    -1};
   piece.heads.push_back(h);
-  exec::ElementwiseCall c{&prog, {}, {}, kernels::Block{18, 1, 19, 0, 1}};
+  exec::ElementwiseCall c{&prog, {}, {}, model::Block{18, 1, 19, 0, 1}};
   for (const auto& name : prog.input_names)
     c.inputs.push_back(name == "g"   ? column(kHeadOut, 0)
                        : name == "m" ? column(kM, 0)
@@ -187,7 +187,7 @@ TEST(LsaFusedCall, AllreduceCallGathersEveryOutputIntoItself) {
                          {{kG, 0, 37}},
                          {kHeadOut, 0, 37},
                          -1});
-  exec::ElementwiseCall c{&prog, {}, {}, kernels::Block{37, 1, 0, 0, 1}};
+  exec::ElementwiseCall c{&prog, {}, {}, model::Block{37, 1, 0, 0, 1}};
   for (const auto& name : prog.input_names)
     c.inputs.push_back(column(name == "g" ? kHeadOut : name == "m" ? kM : kW, 0));
   for (const auto& name : prog.output_names)

@@ -24,13 +24,13 @@ class FusedCountingBackend final : public PerturbingBackend {
     ++calls_;
     if (!wrong_) return run_fused(*this, call);
     FusedCall changed = call;
-    std::vector<kernels::ElementwiseProgram> programs;  // the changed copies, alive during the call
+    std::vector<model::ElementwiseProgram> programs;  // the changed copies, alive during the call
     programs.reserve(call.passes.size());
     for (auto& pass : changed.passes) {
       if (pass.pieces.empty() || pass.pieces.front().computes.empty()) continue;
       programs.push_back(*pass.pieces.front().computes.front().program);
       for (auto& in : programs.back().code)
-        if (in.code == kernels::OpCode::binary) {
+        if (in.code == model::OpCode::binary) {
           const auto add = static_cast<std::uint8_t>(model::BinaryOp::add);
           in.op = in.op == add ? static_cast<std::uint8_t>(model::BinaryOp::sub) : add;
           break;

@@ -86,8 +86,8 @@ class PerturbingBackend : public Backend {
     std::abort();  // not reached: a virtual call does not carry [[noreturn]]
   }
 
-  void elementwise(const kernels::ElementwiseProgram& p, std::span<const Operand> in, std::span<const Operand> out,
-                   const kernels::Block& block, StreamKind stream) override {
+  void elementwise(const model::ElementwiseProgram& p, std::span<const Operand> in, std::span<const Operand> out,
+                   const model::Block& block, StreamKind stream) override {
     inner_->elementwise(p, in, out, block, stream);
     if ((fault_ == Fault::slow_kernels || fault_ == Fault::late_and_slow) && world_rank() == rank_) {
       inner_->synchronize();

@@ -21,8 +21,8 @@
 #include "exec/cpu/reduce_ops.h"
 #include "exec/executor.h"
 #include "exec/runtime.h"
-#include "kernels/elementwise_program.h"
-#include "kernels/half.h"
+#include "model/elementwise_program.h"
+#include "model/half.h"
 #include "kernels/mpi_check.h"
 #include "model/catalog.h"
 #include "model/enumerate.h"
@@ -121,15 +121,15 @@ TEST(CpuBackend, AgreesWithInterpreterOnUnscheduledPrograms) {
 // The f16 and bf16 reductions MPI calls back (exec/cpu/reduce_ops.h), applied
 // on one rank with MPI_Reduce_local at lengths around their 256-value tile
 // and the 8-wide conversions: each element is its two operands combined in
-// f32 and rounded once (kernels/half.h), tails included.
+// f32 and rounded once (model/half.h), tails included.
 TEST(CpuBackend, ReduceOpsCombineEveryLengthAsTheScalarReference) {
   const cpu::ReduceOps ops;
   for (const model::DType t : {model::DType::f16, model::DType::bf16}) {
     const auto narrow = [t](float f) {
-      return t == model::DType::f16 ? kernels::float_to_f16(f) : kernels::float_to_bf16(f);
+      return t == model::DType::f16 ? model::float_to_f16(f) : model::float_to_bf16(f);
     };
     const auto widen = [t](std::uint16_t h) {
-      return t == model::DType::f16 ? kernels::f16_to_float(h) : kernels::bf16_to_float(h);
+      return t == model::DType::f16 ? model::f16_to_float(h) : model::bf16_to_float(h);
     };
     for (const model::ReduceOp op : {model::ReduceOp::sum, model::ReduceOp::max, model::ReduceOp::min})
       for (const int n : {1, 7, 8, 9, 255, 256, 257, 1000}) {
@@ -156,7 +156,7 @@ TEST(CpuBackend, OneRankCollectivesKeepTheCommStreamsOrder) {
   b.set_groups(b.world_size());  // every rank its own group
   ASSERT_EQ(b.ranks_per_group(), 1);
   constexpr std::int64_t kN = 1 << 20;  // long enough to be running when the copy is issued
-  const auto program = kernels::compile_elementwise({{"y", model::parse_expr("x * 2"), model::DType::f32}},
+  const auto program = model::compile_elementwise({{"y", model::parse_expr("x * 2"), model::DType::f32}},
                                                     {{"x", model::DType::f32}}, {});
   const BufferId x = b.allocate(model::DType::f32, kN);
   const BufferId y = b.allocate(model::DType::f32, kN);
@@ -164,7 +164,7 @@ TEST(CpuBackend, OneRankCollectivesKeepTheCommStreamsOrder) {
   std::vector<double> ones(static_cast<std::size_t>(kN), 1.0);
   b.write({x, 0, kN}, ones);
   const Operand in{x, {0, 0, 1}}, out{y, {0, 0, 1}};
-  b.elementwise(program, {&in, 1}, {&out, 1}, kernels::Block{1, kN, 0, 0, kN}, StreamKind::comm);
+  b.elementwise(program, {&in, 1}, {&out, 1}, model::Block{1, kN, 0, 0, kN}, StreamKind::comm);
   b.allreduce({y, 0, kN}, {z, 0, kN}, model::ReduceOp::sum);  // queued: y is not written yet
   std::vector<double> got = b.read({z, 0, kN});
   EXPECT_EQ(got.front(), 2.0);

@@ -41,8 +41,8 @@ class DryBackend final : public Backend {
   void synchronize() override {}
   double now_us() const override { return 0.0; }
 
-  void elementwise(const kernels::ElementwiseProgram&, std::span<const Operand>, std::span<const Operand>,
-                   const kernels::Block&, StreamKind) override {}
+  void elementwise(const model::ElementwiseProgram&, std::span<const Operand>, std::span<const Operand>,
+                   const model::Block&, StreamKind) override {}
   void matmul(const MatmulArgs&) override {}
   void norm(View, View, bool) override {}
   void row_reduce(View, View, std::int64_t, ReduceOp) override {}

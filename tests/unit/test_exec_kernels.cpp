@@ -12,41 +12,41 @@
 #include "kernels/cpu_gemm.h"
 #include "kernels/cpu_matmul.h"
 #include "kernels/cpu_rowreduce.h"
-#include "kernels/elementwise_program.h"
-#include "kernels/half.h"
+#include "model/elementwise_program.h"
+#include "model/half.h"
 #include "model/parse.h"
 
 namespace coconet::kernels {
 namespace {
 
 TEST(Half, KnownValuesRoundToNearestEven) {
-  EXPECT_EQ(float_to_f16(1.0f), 0x3c00);
-  EXPECT_EQ(float_to_f16(-2.0f), 0xc000);
-  EXPECT_EQ(float_to_f16(65504.0f), 0x7bff);
-  EXPECT_EQ(float_to_f16(65520.0f), 0x7c00);           // ties to even: overflow to inf
-  EXPECT_EQ(float_to_f16(1.0f + 0x1p-11f), 0x3c00);    // halfway, even stays
-  EXPECT_EQ(float_to_f16(1.0f + 3 * 0x1p-11f), 0x3c02);  // halfway, odd rounds up
-  EXPECT_EQ(float_to_f16(0x1p-24f), 0x0001);           // smallest subnormal
-  EXPECT_EQ(float_to_f16(0x1p-25f), 0x0000);           // half of it: ties to even zero
-  EXPECT_TRUE(std::isnan(f16_to_float(float_to_f16(NAN))));
-  EXPECT_EQ(float_to_bf16(1.0f), 0x3f80);
-  EXPECT_EQ(float_to_bf16(1.0f + 0x1p-8f), 0x3f80);
-  EXPECT_EQ(float_to_bf16(1.0f + 3 * 0x1p-8f), 0x3f82);
+  EXPECT_EQ(model::float_to_f16(1.0f), 0x3c00);
+  EXPECT_EQ(model::float_to_f16(-2.0f), 0xc000);
+  EXPECT_EQ(model::float_to_f16(65504.0f), 0x7bff);
+  EXPECT_EQ(model::float_to_f16(65520.0f), 0x7c00);           // ties to even: overflow to inf
+  EXPECT_EQ(model::float_to_f16(1.0f + 0x1p-11f), 0x3c00);    // halfway, even stays
+  EXPECT_EQ(model::float_to_f16(1.0f + 3 * 0x1p-11f), 0x3c02);  // halfway, odd rounds up
+  EXPECT_EQ(model::float_to_f16(0x1p-24f), 0x0001);           // smallest subnormal
+  EXPECT_EQ(model::float_to_f16(0x1p-25f), 0x0000);           // half of it: ties to even zero
+  EXPECT_TRUE(std::isnan(model::f16_to_float(model::float_to_f16(NAN))));
+  EXPECT_EQ(model::float_to_bf16(1.0f), 0x3f80);
+  EXPECT_EQ(model::float_to_bf16(1.0f + 0x1p-8f), 0x3f80);
+  EXPECT_EQ(model::float_to_bf16(1.0f + 3 * 0x1p-8f), 0x3f82);
 }
 
 TEST(Half, EveryF16RoundTrips) {
   for (std::uint32_t h = 0; h < 0x10000; ++h) {
     const auto bits = static_cast<std::uint16_t>(h);
-    const float f = f16_to_float(bits);
+    const float f = model::f16_to_float(bits);
     if (std::isnan(f)) continue;
-    EXPECT_EQ(float_to_f16(f), bits) << h;
+    EXPECT_EQ(model::float_to_f16(f), bits) << h;
   }
 }
 
 TEST(Half, VerifierOfRoundTripCanFail) {
   // A value between two f16 numbers does not survive the round trip.
   const float between = 1.0f + 0x1p-12f;
-  EXPECT_NE(f16_to_float(float_to_f16(between)), between);
+  EXPECT_NE(model::f16_to_float(model::float_to_f16(between)), between);
 }
 
 // The bulk conversions (load_f32 / store_f32, with F16C on a CPU that has it)
@@ -62,8 +62,8 @@ TEST(Half, BulkConversionsAreTheScalarOnes) {
            static_cast<std::int64_t>(every.size()), wide.data());
   int differ = 0;
   for (std::uint32_t h = 0; h < 0x10000; ++h) {
-    const float want = f16_to_float(every[h]);
-    if (std::isnan(want) ? !std::isnan(wide[h]) : float_bits(want) != float_bits(wide[h])) ++differ;
+    const float want = model::f16_to_float(every[h]);
+    if (std::isnan(want) ? !std::isnan(wide[h]) : model::float_bits(want) != model::float_bits(wide[h])) ++differ;
   }
   EXPECT_EQ(differ, 0);
 
@@ -71,7 +71,7 @@ TEST(Half, BulkConversionsAreTheScalarOnes) {
   for (std::uint32_t exp = 90; exp <= 160; ++exp)        // 2^-37 .. 2^33: subnormal f16 to overflow
     for (std::uint32_t low = 0; low < 0x4000; low += 7)  // the 13 bits f16 drops, and above
       for (std::uint32_t sign : {0u, 0x80000000u})
-        narrow_in.push_back(bits_float(sign | (exp << 23) | (low * 0x101u & 0x7fffffu)));
+        narrow_in.push_back(model::bits_float(sign | (exp << 23) | (low * 0x101u & 0x7fffffu)));
   for (float f : {0.0f, -0.0f, 65504.0f, 65519.99f, 65520.0f, 0x1p-24f, 0x1p-25f, 0x1.8p-25f, INFINITY, -INFINITY, NAN,
                   // exact ties in the normal range: even stays, odd rounds up, both signs
                   1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, -(1.0f + 0x1p-11f), -(1.0f + 3 * 0x1p-11f),
@@ -82,7 +82,7 @@ TEST(Half, BulkConversionsAreTheScalarOnes) {
             static_cast<std::int64_t>(narrow.size()), narrow_in.data());
   differ = 0;
   for (std::size_t i = 0; i < narrow.size(); ++i) {
-    const std::uint16_t want = float_to_f16(narrow_in[i]);
+    const std::uint16_t want = model::float_to_f16(narrow_in[i]);
     const bool nan = (want & 0x7c00u) == 0x7c00u && (want & 0x3ffu) != 0;
     if (nan ? !((narrow[i] & 0x7c00u) == 0x7c00u && (narrow[i] & 0x3ffu) != 0) : narrow[i] != want) ++differ;
   }
@@ -112,7 +112,7 @@ TEST(ElementwiseProgram, AgreesWithModelEvaluation) {
   }
   for (const char* text : exprs) {
     const auto e = model::parse_expr(text);
-    const auto p = compile_elementwise({{"out", e, model::DType::f32}},
+    const auto p = model::compile_elementwise({{"out", e, model::DType::f32}},
                                        {{"x", model::DType::f32}, {"y", model::DType::f32}}, {{"lr", 0.5}});
     std::vector<float> xf(x.begin(), x.end()), yf(y.begin(), y.end()), out(kN);
     auto bytes = [](auto& v) { return reinterpret_cast<std::byte*>(v.data()); };
@@ -120,7 +120,7 @@ TEST(ElementwiseProgram, AgreesWithModelEvaluation) {
     for (const auto& name : p.input_names)
       ins.push_back({name == "x" ? bytes(xf) : bytes(yf), model::DType::f32, {0, 1, 1}});
     const std::vector<CpuOperand> outs{{bytes(out), model::DType::f32, {0, 1, 1}}};
-    cpu_elementwise(p, ins, outs, Block{static_cast<std::int64_t>(kN), 1, 0, 0, 1});
+    cpu_elementwise(p, ins, outs, model::Block{static_cast<std::int64_t>(kN), 1, 0, 0, 1});
     for (std::size_t i = 0; i < kN; ++i) {
       const double want = model_value(e, x, y, i);
       EXPECT_NEAR(out[i], want, 1e-5 * std::max(1.0, std::fabs(want))) << text << " at " << i;
@@ -130,17 +130,17 @@ TEST(ElementwiseProgram, AgreesWithModelEvaluation) {
 
 TEST(ElementwiseProgram, DropoutMaskDoesNotDependOnTheBlock) {
   const auto e = model::parse_expr("dropout(x, 0.5)");
-  const auto p = compile_elementwise({{"out", e, model::DType::f32}}, {{"x", model::DType::f32}}, {});
+  const auto p = model::compile_elementwise({{"out", e, model::DType::f32}}, {{"x", model::DType::f32}}, {});
   constexpr std::int64_t kRows = 6, kCols = 5;
   std::vector<float> x(kRows * kCols, 1.0f), whole(kRows * kCols), pieces(kRows * kCols);
   auto bytes = [](auto& v) { return reinterpret_cast<std::byte*>(v.data()); };
   const std::vector<CpuOperand> in{{bytes(x), model::DType::f32, {0, kCols, 1}}};
   cpu_elementwise(p, in, std::vector<CpuOperand>{{bytes(whole), model::DType::f32, {0, kCols, 1}}},
-                  Block{kRows, kCols, 0, 0, kCols});
+                  model::Block{kRows, kCols, 0, 0, kCols});
   for (std::int64_t r = 0; r < kRows; r += 2)  // two rows at a time, like a chunk
     cpu_elementwise(p, std::vector<CpuOperand>{{bytes(x), model::DType::f32, {r * kCols, kCols, 1}}},
                     std::vector<CpuOperand>{{bytes(pieces), model::DType::f32, {r * kCols, kCols, 1}}},
-                    Block{2, kCols, r, 0, kCols});
+                    model::Block{2, kCols, r, 0, kCols});
   EXPECT_EQ(whole, pieces);
   int dropped = 0;
   for (float v : whole) dropped += v == 0.0f ? 1 : 0;
@@ -150,7 +150,7 @@ TEST(ElementwiseProgram, DropoutMaskDoesNotDependOnTheBlock) {
 
 TEST(ElementwiseProgram, FusedStatementsReadRoundedValues) {
   // b reads a, which is stored as f16: it must see the rounded value.
-  const auto p = compile_elementwise({{"a", model::parse_expr("x / 3"), model::DType::f16},
+  const auto p = model::compile_elementwise({{"a", model::parse_expr("x / 3"), model::DType::f16},
                                       {"b", model::parse_expr("a * 3"), model::DType::f32}},
                                      {{"x", model::DType::f32}}, {});
   std::vector<float> x{1.0f};
@@ -159,15 +159,15 @@ TEST(ElementwiseProgram, FusedStatementsReadRoundedValues) {
   cpu_elementwise(p, std::vector<CpuOperand>{{reinterpret_cast<std::byte*>(x.data()), model::DType::f32, {0, 1, 1}}},
                   std::vector<CpuOperand>{{reinterpret_cast<std::byte*>(a.data()), model::DType::f16, {0, 1, 1}},
                                           {reinterpret_cast<std::byte*>(b.data()), model::DType::f32, {0, 1, 1}}},
-                  Block{1, 1, 0, 0, 1});
-  EXPECT_EQ(b[0], f16_to_float(a[0]) * 3.0f);
+                  model::Block{1, 1, 0, 0, 1});
+  EXPECT_EQ(b[0], model::f16_to_float(a[0]) * 3.0f);
 }
 
 TEST(CpuMatmul, SmallIntegerProductIsExact) {
   constexpr std::int64_t kM = 3, kK = 4, kN = 2;
   std::vector<std::uint16_t> a(kM * kK), b(kK * kN), out(kM * kN);
-  for (std::int64_t i = 0; i < kM * kK; ++i) a[static_cast<std::size_t>(i)] = float_to_f16(static_cast<float>(i % 3));
-  for (std::int64_t i = 0; i < kK * kN; ++i) b[static_cast<std::size_t>(i)] = float_to_f16(static_cast<float>(i % 4) - 1);
+  for (std::int64_t i = 0; i < kM * kK; ++i) a[static_cast<std::size_t>(i)] = model::float_to_f16(static_cast<float>(i % 3));
+  for (std::int64_t i = 0; i < kK * kN; ++i) b[static_cast<std::size_t>(i)] = model::float_to_f16(static_cast<float>(i % 4) - 1);
   auto bytes = [](auto& v) { return reinterpret_cast<std::byte*>(v.data()); };
   cpu_matmul({bytes(a), model::DType::f16, 0, kM, kK, kK}, {bytes(b), model::DType::f16, 0, kK, kN, kN},
              {bytes(out), model::DType::f16, 0, kM, kN, kN});
@@ -175,8 +175,8 @@ TEST(CpuMatmul, SmallIntegerProductIsExact) {
     for (std::int64_t j = 0; j < kN; ++j) {
       float want = 0;
       for (std::int64_t k = 0; k < kK; ++k)
-        want += f16_to_float(a[static_cast<std::size_t>(i * kK + k)]) * f16_to_float(b[static_cast<std::size_t>(k * kN + j)]);
-      EXPECT_EQ(f16_to_float(out[static_cast<std::size_t>(i * kN + j)]), want);
+        want += model::f16_to_float(a[static_cast<std::size_t>(i * kK + k)]) * model::f16_to_float(b[static_cast<std::size_t>(k * kN + j)]);
+      EXPECT_EQ(model::f16_to_float(out[static_cast<std::size_t>(i * kN + j)]), want);
     }
 }
 
@@ -209,7 +209,7 @@ TEST(CpuRowReduce, SumsAndMaximaOfEachRow) {
   constexpr std::int64_t kRows = 3, kInner = 5, kOffset = 2;
   std::vector<std::uint16_t> in(kOffset + kRows * kInner);
   for (std::int64_t i = 0; i < kRows * kInner; ++i)
-    in[static_cast<std::size_t>(kOffset + i)] = float_to_f16(static_cast<float>((i * 7) % 11) - 5.0f);
+    in[static_cast<std::size_t>(kOffset + i)] = model::float_to_f16(static_cast<float>((i * 7) % 11) - 5.0f);
   std::vector<float> out(kRows);
   auto* in_bytes = reinterpret_cast<std::byte*>(in.data());
   auto* out_bytes = reinterpret_cast<std::byte*>(out.data());
@@ -233,13 +233,13 @@ TEST(CpuRowReduce, SumsAndMaximaOfEachRow) {
 
 // gelu and tanh in a compiled program evaluate as model/ops.h does in f32.
 TEST(CpuElementwise, GeluAndTanhAsTheOpsMath) {
-  const auto prog = compile_elementwise({{"y", model::parse_expr("gelu(x) + tanh(x)"), model::DType::f32}},
+  const auto prog = model::compile_elementwise({{"y", model::parse_expr("gelu(x) + tanh(x)"), model::DType::f32}},
                                         {{"x", model::DType::f32}}, {});
   std::vector<float> x(64), y(64);
   for (std::size_t i = 0; i < x.size(); ++i) x[i] = -4.0f + 0.125f * static_cast<float>(i);
   const CpuOperand in{reinterpret_cast<std::byte*>(x.data()), model::DType::f32, {0, 0, 1}};
   const CpuOperand out{reinterpret_cast<std::byte*>(y.data()), model::DType::f32, {0, 0, 1}};
-  cpu_elementwise(prog, {&in, 1}, {&out, 1}, Block{1, 64, 0, 0, 64});
+  cpu_elementwise(prog, {&in, 1}, {&out, 1}, model::Block{1, 64, 0, 0, 64});
   for (std::size_t i = 0; i < x.size(); ++i)
     EXPECT_EQ(y[i], model::apply_unary(model::UnaryOp::gelu, x[i]) + std::tanh(x[i])) << x[i];
 }
@@ -250,7 +250,7 @@ TEST(CpuElementwise, GeluAndTanhAsTheOpsMath) {
 // statement reading an earlier rounded one, and values that overflow f16,
 // underflow to its subnormals or give NaN; 1000 elements (a ragged last tile).
 TEST(CpuElementwise, EveryOperationBitForBitAsTheOneElementEvaluator) {
-  const std::vector<ElementwiseStmt> stmts = {
+  const std::vector<model::ElementwiseStmt> stmts = {
       {"a", model::parse_expr("sqrt(x) + rsqrt(y) - abs(x) * exp(x * 0.001) + log(y) + tanh(x) + gelu(x) - x"),
        model::DType::f16},
       {"b", model::parse_expr("pow(y, 0.5) + max(x, y) + min(x, a) + (x < y) + (x <= a) + (x > y) + (x >= y) + "
@@ -258,13 +258,13 @@ TEST(CpuElementwise, EveryOperationBitForBitAsTheOneElementEvaluator) {
        model::DType::bf16},
       {"c", model::parse_expr("select(x > a, cast(x * 3, f16), cast(b, bf16)) + dropout(y, 0.5) * -a"),
        model::DType::f32}};
-  const auto p = compile_elementwise(stmts, {{"x", model::DType::f16}, {"y", model::DType::bf16}}, {});
+  const auto p = model::compile_elementwise(stmts, {{"x", model::DType::f16}, {"y", model::DType::bf16}}, {});
   constexpr std::size_t kN = 1000;
   const float specials[] = {0.0f, -0.0f, -2.5f, 60000.0f, 1e-7f, 3.0e-5f, -1e5f, 7.0f, 0.1f};
   std::vector<std::uint16_t> x(kN), y(kN);
   for (std::size_t i = 0; i < kN; ++i) {
-    x[i] = float_to_f16(i % 10 == 9 ? 0.37f * float(int(i % 23) - 11) : specials[i % 9]);
-    y[i] = float_to_bf16(i % 3 == 0 ? specials[(i / 3) % 9] : 0.5f + 0.01f * float(i));
+    x[i] = model::float_to_f16(i % 10 == 9 ? 0.37f * float(int(i % 23) - 11) : specials[i % 9]);
+    y[i] = model::float_to_bf16(i % 3 == 0 ? specials[(i / 3) % 9] : 0.5f + 0.01f * float(i));
   }
   std::vector<std::uint16_t> a(kN), b(kN);
   std::vector<float> c(kN);
@@ -276,17 +276,17 @@ TEST(CpuElementwise, EveryOperationBitForBitAsTheOneElementEvaluator) {
   const std::vector<CpuOperand> outs{{bytes(a), model::DType::f16, {0, 0, 1}},
                                      {bytes(b), model::DType::bf16, {0, 0, 1}},
                                      {bytes(c), model::DType::f32, {0, 0, 1}}};
-  cpu_elementwise(p, ins, outs, Block{1, std::int64_t(kN), 0, 0, std::int64_t(kN)});
-  const auto same = [](float u, float v) { return (std::isnan(u) && std::isnan(v)) || float_bits(u) == float_bits(v); };
+  cpu_elementwise(p, ins, outs, model::Block{1, std::int64_t(kN), 0, 0, std::int64_t(kN)});
+  const auto same = [](float u, float v) { return (std::isnan(u) && std::isnan(v)) || model::float_bits(u) == model::float_bits(v); };
   int nans = 0;
   for (std::size_t i = 0; i < kN; ++i) {
-    float want[kMaxOutputs] = {};
+    float want[model::kMaxOutputs] = {};
     const auto load = [&](int slot) {
-      return p.input_names[std::size_t(slot)] == "x" ? f16_to_float(x[i]) : bf16_to_float(y[i]);
+      return p.input_names[std::size_t(slot)] == "x" ? model::f16_to_float(x[i]) : model::bf16_to_float(y[i]);
     };
-    eval_element(p.code.data(), int(p.code.size()), p.output_types.data(), load, i, want);
-    EXPECT_TRUE(same(f16_to_float(a[i]), want[0])) << "a at " << i << ": " << f16_to_float(a[i]) << " vs " << want[0];
-    EXPECT_TRUE(same(bf16_to_float(b[i]), want[1])) << "b at " << i << ": " << bf16_to_float(b[i]) << " vs " << want[1];
+    model::eval_element(p.code.data(), int(p.code.size()), p.output_types.data(), load, i, want);
+    EXPECT_TRUE(same(model::f16_to_float(a[i]), want[0])) << "a at " << i << ": " << model::f16_to_float(a[i]) << " vs " << want[0];
+    EXPECT_TRUE(same(model::bf16_to_float(b[i]), want[1])) << "b at " << i << ": " << model::bf16_to_float(b[i]) << " vs " << want[1];
     EXPECT_TRUE(same(c[i], want[2])) << "c at " << i << ": " << c[i] << " vs " << want[2];
     nans += std::isnan(want[0]) ? 1 : 0;
   }
@@ -336,12 +336,12 @@ TEST(CpuGemm, EveryLevelExactOnSmallIntegers) {
 // one read back by a later statement, and an output written over its own
 // input (an in-place update, as Adam's state is).
 TEST(CpuElementwise, LayoutsBitForBitAsTheOneElementEvaluator) {
-  const std::vector<ElementwiseStmt> stmts = {
+  const std::vector<model::ElementwiseStmt> stmts = {
       {"m", model::parse_expr("0.9 * m + 0.1 * g * z"), model::DType::f32},
       {"s", model::parse_expr("z * 3 + sqrt(z) - select(z > 1, z, 2)"), model::DType::bf16},
       {"a", model::parse_expr("x / (sqrt(m) + 0.001) + dropout(z, 0.25) + s"), model::DType::f16},
       {"b", model::parse_expr("max(a, x) * 2 - (g < a)"), model::DType::f32}};
-  const auto p = compile_elementwise(
+  const auto p = model::compile_elementwise(
       stmts, {{"x", model::DType::f32}, {"g", model::DType::f16}, {"z", model::DType::f32}, {"m", model::DType::f32}}, {});
   constexpr std::int64_t kRows = 3, kCols = 2500, kLd = kCols + 7;  // rows of a wider matrix: not flattenable
   std::vector<float> x(kRows * kLd), m(kRows * kLd), z{1.75f}, b(kRows * kLd);
@@ -350,7 +350,7 @@ TEST(CpuElementwise, LayoutsBitForBitAsTheOneElementEvaluator) {
     x[i] = 0.25f * float(int(i % 37) - 18);
     m[i] = 0.125f * float(i % 11);
   }
-  for (std::size_t i = 0; i < g.size(); ++i) g[i] = float_to_f16(0.5f * float(int(i % 13) - 6));
+  for (std::size_t i = 0; i < g.size(); ++i) g[i] = model::float_to_f16(0.5f * float(int(i % 13) - 6));
   const std::vector<float> m_before = m;
   auto bytes = [](auto& v) { return reinterpret_cast<std::byte*>(v.data()); };
   std::vector<CpuOperand> ins;
@@ -365,8 +365,8 @@ TEST(CpuElementwise, LayoutsBitForBitAsTheOneElementEvaluator) {
                                      {bytes(s), model::DType::bf16, {0, kLd, 1}},
                                      {bytes(a), model::DType::f16, {0, kLd, 1}},
                                      {bytes(b), model::DType::f32, {0, kLd, 1}}};
-  cpu_elementwise(p, ins, outs, Block{kRows, kCols, 0, 0, kCols});
-  const auto same = [](float u, float v) { return (std::isnan(u) && std::isnan(v)) || float_bits(u) == float_bits(v); };
+  cpu_elementwise(p, ins, outs, model::Block{kRows, kCols, 0, 0, kCols});
+  const auto same = [](float u, float v) { return (std::isnan(u) && std::isnan(v)) || model::float_bits(u) == model::float_bits(v); };
   int differ = 0;
   for (std::int64_t r = 0; r < kRows; ++r)
     for (std::int64_t c = 0; c < kCols; ++c) {
@@ -374,14 +374,14 @@ TEST(CpuElementwise, LayoutsBitForBitAsTheOneElementEvaluator) {
       const auto load = [&](int slot) {
         const auto& name = p.input_names[std::size_t(slot)];
         if (name == "x") return x[at];
-        if (name == "g") return f16_to_float(g[static_cast<std::size_t>(r * 2 * kLd + 2 * c)]);
+        if (name == "g") return model::f16_to_float(g[static_cast<std::size_t>(r * 2 * kLd + 2 * c)]);
         if (name == "z") return z[0];
         return m_before[at];
       };
-      float want[kMaxOutputs] = {};
-      eval_element(p.code.data(), int(p.code.size()), p.output_types.data(), load,
+      float want[model::kMaxOutputs] = {};
+      model::eval_element(p.code.data(), int(p.code.size()), p.output_types.data(), load,
                    static_cast<std::uint64_t>(r * kCols + c), want);
-      const float got[] = {m[at], bf16_to_float(s[at]), f16_to_float(a[at]), b[at]};
+      const float got[] = {m[at], model::bf16_to_float(s[at]), model::f16_to_float(a[at]), b[at]};
       for (int k = 0; k < 4; ++k) differ += same(got[k], want[k]) ? 0 : 1;
     }
   EXPECT_EQ(differ, 0);

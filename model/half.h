@@ -14,7 +14,7 @@
 
 #include "model/host_device.h"
 
-namespace coconet::kernels {
+namespace coconet::model {
 
 COCONET_HD std::uint32_t float_bits(float f) {
   std::uint32_t u = 0;
@@ -73,4 +73,4 @@ COCONET_HD float f16_to_float(std::uint16_t h) {
   return sign ? -magnitude : magnitude;
 }
 
-}  // namespace coconet::kernels
+}  // namespace coconet::model

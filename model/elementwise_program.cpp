@@ -1,21 +1,19 @@
 // Compiles model expressions into an ElementwiseProgram: constants and scalar
 // parameters folded in double, everything else emitted in postfix order.
-#include "kernels/elementwise_program.h"
+#include "model/elementwise_program.h"
 
 #include <algorithm>
 #include <optional>
 
 #include "model/error.h"
 
-namespace coconet::kernels {
+namespace coconet::model {
 namespace {
 
-using model::Expr;
-using model::ExprKind;
 
 class Compiler {
  public:
-  Compiler(const std::map<std::string, model::DType>& input_types,
+  Compiler(const std::map<std::string, DType>& input_types,
            const std::map<std::string, double>& scalars, ElementwiseProgram& out)
       : input_types_(input_types), scalars_(scalars), out_(out) {}
 
@@ -40,13 +38,13 @@ class Compiler {
       case ExprKind::unary: {
         const auto a = fold(e->args[0]);
         if (!a) return std::nullopt;
-        return model::apply_unary(e->unary, *a);
+        return apply_unary(e->unary, *a);
       }
       case ExprKind::binary: {
         const auto a = fold(e->args[0]);
         const auto b = fold(e->args[1]);
         if (!a || !b) return std::nullopt;
-        return model::apply_binary(e->binary, *a, *b);
+        return apply_binary(e->binary, *a, *b);
       }
       case ExprKind::select: {
         const auto c = fold(e->args[0]);
@@ -74,24 +72,24 @@ class Compiler {
 
   void emit_expr(const Expr& e) {
     if (const auto v = fold(e)) {
-      push(Instr{OpCode::constant, 0, model::DType::f32, 0, static_cast<float>(*v), 0}, +1);
+      push(Instr{OpCode::constant, 0, DType::f32, 0, static_cast<float>(*v), 0}, +1);
       return;
     }
     switch (e->kind) {
       case ExprKind::tensor: emit_load(e->name); return;
       case ExprKind::unary:
         emit_expr(e->args[0]);
-        push(Instr{OpCode::unary, static_cast<std::uint8_t>(e->unary), model::DType::f32, 0, 0.0f, 0}, 0);
+        push(Instr{OpCode::unary, static_cast<std::uint8_t>(e->unary), DType::f32, 0, 0.0f, 0}, 0);
         return;
       case ExprKind::binary:
         emit_expr(e->args[0]);
         emit_expr(e->args[1]);
-        push(Instr{OpCode::binary, static_cast<std::uint8_t>(e->binary), model::DType::f32, 0, 0.0f, 0},
+        push(Instr{OpCode::binary, static_cast<std::uint8_t>(e->binary), DType::f32, 0, 0.0f, 0},
              -1);
         return;
       case ExprKind::select:
         for (const auto& a : e->args) emit_expr(a);
-        push(Instr{OpCode::select, 0, model::DType::f32, 0, 0.0f, 0}, -2);
+        push(Instr{OpCode::select, 0, DType::f32, 0, 0.0f, 0}, -2);
         return;
       case ExprKind::cast:
         emit_expr(e->args[0]);
@@ -99,18 +97,18 @@ class Compiler {
         return;
       case ExprKind::dropout:
         emit_expr(e->args[0]);
-        push(Instr{OpCode::dropout, 0, model::DType::f32, 0, static_cast<float>(e->value), e->seed}, 0);
+        push(Instr{OpCode::dropout, 0, DType::f32, 0, static_cast<float>(e->value), e->seed}, 0);
         return;
       case ExprKind::constant:
       case ExprKind::scalar: break;  // folded above
     }
-    throw InternalError("compile_elementwise: unexpected expression " + model::to_string(e));
+    throw InternalError("compile_elementwise: unexpected expression " + to_string(e));
   }
 
   void emit_load(const std::string& name) {
     const auto& outs = out_.output_names;
     if (const auto it = std::find(outs.begin(), outs.end(), name); it != outs.end()) {
-      push(Instr{OpCode::load_output, 0, model::DType::f32, static_cast<std::int32_t>(it - outs.begin()),
+      push(Instr{OpCode::load_output, 0, DType::f32, static_cast<std::int32_t>(it - outs.begin()),
                  0.0f, 0},
            +1);
       return;
@@ -127,7 +125,7 @@ class Compiler {
       out_.input_types.push_back(type->second);
       it = ins.end() - 1;
     }
-    push(Instr{OpCode::load, 0, model::DType::f32, static_cast<std::int32_t>(it - ins.begin()), 0.0f, 0},
+    push(Instr{OpCode::load, 0, DType::f32, static_cast<std::int32_t>(it - ins.begin()), 0.0f, 0},
          +1);
   }
 
@@ -138,7 +136,7 @@ class Compiler {
     COCONET_ASSERT(depth_ <= kMaxStack, "element-wise expression nests deeper than kMaxStack");
   }
 
-  const std::map<std::string, model::DType>& input_types_;
+  const std::map<std::string, DType>& input_types_;
   const std::map<std::string, double>& scalars_;
   ElementwiseProgram& out_;
   int depth_ = 0;
@@ -147,7 +145,7 @@ class Compiler {
 }  // namespace
 
 ElementwiseProgram compile_elementwise(const std::vector<ElementwiseStmt>& stmts,
-                                       const std::map<std::string, model::DType>& input_types,
+                                       const std::map<std::string, DType>& input_types,
                                        const std::map<std::string, double>& scalars) {
   ElementwiseProgram program;
   Compiler compiler(input_types, scalars, program);
@@ -155,4 +153,4 @@ ElementwiseProgram compile_elementwise(const std::vector<ElementwiseStmt>& stmts
   return program;
 }
 
-}  // namespace coconet::kernels
+}  // namespace coconet::model

@@ -20,13 +20,13 @@
 #include <string>
 #include <vector>
 
-#include "kernels/half.h"
+#include "model/half.h"
 #include "model/expr.h"
 #include "model/host_device.h"
 #include "model/ops.h"
 #include "model/types.h"
 
-namespace coconet::kernels {
+namespace coconet::model {
 
 // Limits of a program, so a device can evaluate it with fixed-size arrays.
 inline constexpr int kMaxStack = 16;
@@ -48,7 +48,7 @@ enum class OpCode : std::uint8_t {
 struct Instr {
   OpCode code = OpCode::constant;
   std::uint8_t op = 0;
-  model::DType dtype = model::DType::f32;
+  DType dtype = DType::f32;
   std::int32_t slot = 0;
   float value = 0.0f;
   std::uint64_t seed = 0;
@@ -57,17 +57,17 @@ struct Instr {
 struct ElementwiseProgram {
   std::vector<Instr> code;
   std::vector<std::string> input_names;   // tensors read, in slot order
-  std::vector<model::DType> input_types;  // how each input is stored
+  std::vector<DType> input_types;  // how each input is stored
   std::vector<std::string> output_names;  // statements computed, in slot order
-  std::vector<model::DType> output_types;
+  std::vector<DType> output_types;
   int stack_depth = 0;                    // the most registers the program needs
 };
 
 // One statement of a fused element-wise kernel.
 struct ElementwiseStmt {
   std::string name;  // the value it defines
-  model::Expr expr;
-  model::DType dtype = model::DType::f32;
+  Expr expr;
+  DType dtype = DType::f32;
 };
 
 // Compiles statements in order into one program. `input_types` gives the
@@ -75,7 +75,7 @@ struct ElementwiseStmt {
 // themselves); `scalars` the scalar parameters. Throws UserError for an
 // unknown scalar or tensor, InternalError past the limits above.
 [[nodiscard]] ElementwiseProgram compile_elementwise(
-    const std::vector<ElementwiseStmt>& stmts, const std::map<std::string, model::DType>& input_types,
+    const std::vector<ElementwiseStmt>& stmts, const std::map<std::string, DType>& input_types,
     const std::map<std::string, double>& scalars);
 
 // Where element (i, j) of a block lives in an operand's buffer.
@@ -102,11 +102,11 @@ struct Block {
 };
 
 // Rounds an f32 value to the precision of `t` (and back to f32).
-COCONET_HD float round_to(model::DType t, float x) {
+COCONET_HD float round_to(DType t, float x) {
   switch (t) {
-    case model::DType::f16: return f16_to_float(float_to_f16(x));
-    case model::DType::bf16: return bf16_to_float(float_to_bf16(x));
-    case model::DType::f32: return x;
+    case DType::f16: return f16_to_float(float_to_f16(x));
+    case DType::bf16: return bf16_to_float(float_to_bf16(x));
+    case DType::f32: return x;
   }
   return x;
 }
@@ -115,7 +115,7 @@ COCONET_HD float round_to(model::DType t, float x) {
 // this element as f32; outputs land in out[slot] already rounded to their
 // dtypes. Used as is by device code; the cpu backend evaluates whole blocks.
 template <typename Load>
-COCONET_HD void eval_element(const Instr* code, int n, const model::DType* output_types, Load&& load,
+COCONET_HD void eval_element(const Instr* code, int n, const DType* output_types, Load&& load,
                              std::uint64_t global_index, float* out) {
   float stack[kMaxStack];
   int top = -1;
@@ -126,12 +126,12 @@ COCONET_HD void eval_element(const Instr* code, int n, const model::DType* outpu
       case OpCode::load_output: stack[++top] = out[in.slot]; break;
       case OpCode::constant: stack[++top] = in.value; break;
       case OpCode::unary:
-        stack[top] = model::apply_unary(static_cast<model::UnaryOp>(in.op), stack[top]);
+        stack[top] = apply_unary(static_cast<UnaryOp>(in.op), stack[top]);
         break;
       case OpCode::binary:
         --top;
         stack[top] =
-            model::apply_binary(static_cast<model::BinaryOp>(in.op), stack[top], stack[top + 1]);
+            apply_binary(static_cast<BinaryOp>(in.op), stack[top], stack[top + 1]);
         break;
       case OpCode::select:
         top -= 2;
@@ -139,11 +139,11 @@ COCONET_HD void eval_element(const Instr* code, int n, const model::DType* outpu
         break;
       case OpCode::round: stack[top] = round_to(in.dtype, stack[top]); break;
       case OpCode::dropout:
-        stack[top] = model::dropout(stack[top], in.value, in.seed, global_index);
+        stack[top] = dropout(stack[top], in.value, in.seed, global_index);
         break;
       case OpCode::store: out[in.slot] = round_to(output_types[in.slot], stack[top--]); break;
     }
   }
 }
 
-}  // namespace coconet::kernels
+}  // namespace coconet::model
