@@ -70,6 +70,10 @@ std::vector<Published> published() {
       {"llama_layer_sp_fwd", {{}}},
       {"llama_layer_bwd", {{}}},
       {"llama_layer_sp_bwd", {{}}},
+      {"nemotron_layer_fwd", {{}}},
+      {"nemotron_layer_sp_fwd", {{}}},
+      {"nemotron_layer_bwd", {{}}},
+      {"nemotron_layer_sp_bwd", {{}}},
       {"transformer_layer", {{}}},
   };
 }
