@@ -280,7 +280,7 @@ TEST(StepFlops, DgxcGptFormulaGivesThePublishedNemotronMfu) {
 // 340B with its K/V heads widened to the query heads (kv_heads 96) is the
 // formula's (its MLP is 4h of two matrices, as the formula assumes); with its
 // 8 K/V heads, the model's own count is lower by exactly the K/V columns the
-// formula adds (2 x 88 x 192 of every layer's QKV GEMM): 14.6% of the step.
+// formula adds (2 x 88 x 192 of every layer's QKV GEMM): 14.6% of the formula's count.
 TEST(StepFlops, NemotronModelFlopsAreDgxcsWithKvCountedAsQueries) {
   const ModelSpec gqa = load_model("nemotron4-340b");
   const ModelSpec mha = load_model("nemotron4-340b", {{"model.kv_heads", "96"}});
