@@ -39,9 +39,10 @@ namespace {
 using model::OpKind;
 
 // The attention core's kernels as selective recomputation runs them again:
-// scores GEMM, softmax, the probabilities' dropout (GPT only), context GEMM.
-constexpr int kGptAttentionCoreKernels = 4;
-constexpr int kLlamaAttentionCoreKernels = 3;
+// scores GEMM, softmax, the probabilities' dropout (a family with dropout:
+// GPT), context GEMM.
+constexpr int kAttentionCoreKernels = 3;
+constexpr int kAttentionDropoutKernels = 1;
 constexpr double kBwdElementwiseFactor = 2.0;  // a backward kernel reads the output gradient and a saved input, writes one gradient
 constexpr double kBytesPerMB = 1e6;
 constexpr double kSecondsPerUs = 1e-6;
@@ -107,8 +108,8 @@ GemmPasses attention_core(const sim::Topology& t, const Shapes& x) { return atte
 double attention_dropout_bytes(const Shapes& x);
 
 // Bytes the attention core's element-wise kernels move forward: the fused
-// scaled masked softmax (read, write) and, in the GPT family, the dropout on
-// its probabilities (read, write, a 1-byte mask).
+// scaled masked softmax (read, write) and, in a family with dropout (GPT),
+// the dropout on its probabilities (read, write, a 1-byte mask).
 double scores_of(const Shapes& x, std::int64_t keys) {
   return double(x.micro_batch) * double(x.heads_per_gpu) * double(x.seq) * double(keys);
 }
@@ -123,29 +124,43 @@ double ew(const sim::Topology& t, double bytes) { return sim::elementwise_body_u
 double collective_us(const sim::Topology& t, OpKind op, double bytes, const sim::Placement& where);
 
 // What the layer programs leave out, priced by the bytes it moves (see
-// workloads/megatron_layer_*.yaml and llama_layer_*.yaml). GPT: forward, the
-// attention probabilities' dropout (read, write, a 1-byte mask); backward,
-// its backward and the bias, LayerNorm gamma and beta gradients (column sums
-// of the output gradients: db2, dbo over T x h, db1 over T x f/t, dbqkv over
-// T x 3h/t; dgamma and dbeta of each LayerNorm read the gradient and the
-// normalised input). Llama (no dropout, no biases): rotary position
-// embeddings on the queries and keys forward and on their gradients backward
-// (read and write T x (a + kv) D / t), the RMSNorms' gamma gradients (read the
-// gradient and the normalised input).
-constexpr int kGptLeftOutFwdKernels = 1;    // attention dropout
-constexpr int kGptLeftOutBwdKernels = 7;    // attention dropout, 4 bias gradients, 2 LayerNorm parameter gradients
-constexpr int kLlamaLeftOutFwdKernels = 1;  // RoPE on q and k
-constexpr int kLlamaLeftOutBwdKernels = 3;  // RoPE on dq and dk, 2 RMSNorm gamma gradients
+// workloads/megatron_layer_*.yaml, llama_layer_*.yaml, nemotron_layer_*.yaml),
+// by what the family has (step/spec.h FamilyTraits). Dropout (GPT): forward,
+// the attention probabilities' dropout (read, write, a 1-byte mask);
+// backward, its backward. Biases (GPT): their gradients, column sums of the
+// output gradients (db2, dbo over T x h, db1 over T x f/t, dbqkv over
+// T x 3h/t). Rotary positions (Llama, Nemotron): RoPE on the queries and keys
+// forward and on their gradients backward (read and write T x (a + kv) D / t).
+// Every family: the two norms' parameter gradients (a LayerNorm's gamma and
+// beta in one kernel, an RMSNorm's gamma; each reads the gradient and the
+// normalised input). GPT: 1 kernel forward, 7 backward; Llama and Nemotron:
+// 1 forward, 3 backward.
+constexpr int kAttentionDropoutFwdKernels = 1;  // the probabilities' dropout
+constexpr int kAttentionDropoutBwdKernels = 1;  // its backward
+constexpr int kBiasGradientKernels = 4;         // QKV, projection, FC1, FC2
+constexpr int kRopeKernels = 1;                 // on q and k (forward) or dq and dk (backward)
+constexpr int kNormGradientKernels = 2;         // one per norm
+
+int left_out_fwd_kernels(const FamilyTraits& f) {
+  return (f.dropout ? kAttentionDropoutFwdKernels : 0) + (f.learned_positions ? 0 : kRopeKernels);
+}
+int left_out_bwd_kernels(const FamilyTraits& f) {
+  return (f.dropout ? kAttentionDropoutBwdKernels : 0) + (f.biases ? kBiasGradientKernels : 0) +
+         (f.learned_positions ? 0 : kRopeKernels) + kNormGradientKernels;
+}
+int attention_core_kernels(const FamilyTraits& f) {
+  return kAttentionCoreKernels + (f.dropout ? kAttentionDropoutKernels : 0);
+}
 
 double attention_dropout_bytes(const Shapes& x) {
-  if (x.family != Family::gpt) return 0;
+  if (!family_traits(x.family).dropout) return 0;
   const double e = model::bytes_of(x.dtype);
   return scores_of(x, x.seq) * (2 * e + 1);
 }
 
 // Rotary embeddings (Su et al. 2021, "RoFormer"): read and write the queries and keys.
 double rope_bytes(const Shapes& x) {
-  if (x.family != Family::llama) return 0;
+  if (family_traits(x.family).learned_positions) return 0;
   const double e = model::bytes_of(x.dtype);
   return 2 * double(x.tokens) * double(x.heads_per_gpu + x.kv_heads_per_gpu) * double(x.head_dim) * e;
 }
@@ -154,7 +169,7 @@ double parameter_gradient_bytes(const Shapes& x, bool sp) {
   const double e = model::bytes_of(x.dtype);
   const double th = double(x.tokens) * double(x.hidden) / (sp ? x.tp : 1);
   const double norms = 2 * 2 * th;  // two norms, each reading the gradient and the normalised input
-  if (x.family == Family::llama) return norms * e;
+  if (!family_traits(x.family).biases) return norms * e;
   const double per_gpu_h = double(x.tokens) * double(x.hidden) / x.tp;
   const double biases = 2 * th + double(x.tokens) * double(x.ffn_per_gpu) + 3 * per_gpu_h;
   return (biases + norms) * e;
@@ -177,12 +192,12 @@ struct LayerCompute {
 // GEMMs and the softmax and dropout bytes.
 LayerCompute layer_compute(const sim::Topology& t, const Shapes& x, const LayerBlock& tuned, bool sp) {
   const double launch = t.gpu.launch_us;
-  const bool gpt = x.family == Family::gpt;
+  const FamilyTraits& f = family_traits(x.family);
   // Forward and backward each move these bytes once (the dropout's backward twice: kBwdElementwiseFactor).
-  const double drop = gpt ? ew(t, attention_dropout_bytes(x)) : 0.0;
-  const double rope = gpt ? 0.0 : ew(t, rope_bytes(x));
-  const int fwd_kernels = gpt ? kGptLeftOutFwdKernels : kLlamaLeftOutFwdKernels;
-  const int bwd_kernels = gpt ? kGptLeftOutBwdKernels : kLlamaLeftOutBwdKernels;
+  const double drop = f.dropout ? ew(t, attention_dropout_bytes(x)) : 0.0;
+  const double rope = f.learned_positions ? 0.0 : ew(t, rope_bytes(x));
+  const int fwd_kernels = left_out_fwd_kernels(f);
+  const int bwd_kernels = left_out_bwd_kernels(f);
   LayerCompute c;
   c.fwd.gemm_us = tuned.fwd.gemm_us;
   c.fwd.elementwise_us = tuned.fwd.elementwise_us + drop + rope + fwd_kernels * launch;
@@ -195,7 +210,7 @@ LayerCompute layer_compute(const sim::Topology& t, const Shapes& x, const LayerB
   c.bwd_schedule = tuned.bwd.schedule;
   c.attention_fwd.gemm_us = attention_core(t, x).fwd;
   c.attention_fwd.elementwise_us =
-      ew(t, attention_elementwise_bytes(x)) + (gpt ? kGptAttentionCoreKernels : kLlamaAttentionCoreKernels) * launch;
+      ew(t, attention_elementwise_bytes(x)) + attention_core_kernels(f) * launch;
   if (x.cp > 1) {
     // The programs priced a rank's s/cp queries against its own s/cp keys; the
     // attention to the other cp - 1 chunks' keys (one block each, causal load
@@ -203,7 +218,7 @@ LayerCompute layer_compute(const sim::Topology& t, const Shapes& x, const LayerB
     // scores' softmax (and dropout) bytes, one launch per block and kernel.
     const GemmPasses all = attention_core(t, x, x.seq, x.full_seq), own = attention_core(t, x, x.seq, x.seq);
     const double extra_ew = ew(t, attention_elementwise_bytes(x, x.full_seq) - attention_elementwise_bytes(x, x.seq));
-    const double launches = double(x.cp - 1) * (gpt ? kGptAttentionCoreKernels : kLlamaAttentionCoreKernels) * launch;
+    const double launches = double(x.cp - 1) * attention_core_kernels(f) * launch;
     c.cp_extra_fwd = {all.fwd - own.fwd, extra_ew + launches};
     c.cp_extra_bwd = {all.bwd - own.bwd, kBwdElementwiseFactor * extra_ew + launches};
   }

@@ -60,4 +60,8 @@ double dgxc_llama_flops_per_sequence(double s, double L, double h, double A, dou
   return s * (12 * L * h * h * (1 + G / A + s / h) + 18 * L * F * h + 6 * V * h);
 }
 
+double dgxc_gpt_flops_per_sequence(double s, double L, double h, double V) {
+  return s * (24 * L * h * h + 12 * L * h * s + 48 * L * h * h + 6 * V * h);
+}
+
 }  // namespace coconet::step

@@ -2,7 +2,7 @@
 // FLOPs (no recomputation, what MFU counts), the hardware's (with the
 // recomputation the layout runs), Megatron-LM's SC'21 eq. 3 (which counts
 // full recomputation whatever the layout runs), and NVIDIA dgxc-benchmarking's
-// stated Llama formula. Every count: 2 FLOPs per multiply-add, GEMMs only
+// stated Llama and GPT-3/Nemotron formulas. Every count: 2 FLOPs per multiply-add, GEMMs only
 // (element-wise work not counted), attention non-causal (the s x s scores
 // counted whole, as Megatron-LM and NVIDIA count them).
 #pragma once
@@ -11,7 +11,8 @@
 
 namespace coconet::step {
 
-// One layer's forward FLOPs per token: 2 (h (a + 2 kv) D + a D h + (2 or 3) h f)
+// One layer's forward FLOPs per token: 2 (h (a + 2 kv) D + a D h + m h f)
+// (m = 2 for gelu and squared_relu, 3 for swiglu)
 // for the GEMMs with weights, 4 s a D for the scores and the context.
 [[nodiscard]] double layer_forward_flops_per_token(const Transformer& m);
 
@@ -37,5 +38,14 @@ namespace coconet::step {
 // groups), A the heads; non-causal attention.
 [[nodiscard]] double dgxc_llama_flops_per_sequence(double s, double L, double h, double A, double G,
                                                    double F, double V);
+
+// NVIDIA dgxc-benchmarking's GPT-3 and Nemotron formula (README at commit
+// 35a9aecc8d5b17d99d80f52f38c75ade0dbab7ae), FLOPs per sequence:
+// s (24 L h^2 + 12 L h s + 48 L h^2 + 6 V h): the attention's Q, K, V and
+// projection h x h each (multi-head attention), the scores and context
+// non-causal, a 4h MLP of two matrices, the logits. For a model with
+// grouped-query attention (Nemotron-4: 8 K/V heads of 96) it counts K and V
+// as wide as Q, more than the model's GEMMs (docs/step.md).
+[[nodiscard]] double dgxc_gpt_flops_per_sequence(double s, double L, double h, double V);
 
 }  // namespace coconet::step

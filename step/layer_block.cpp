@@ -18,8 +18,6 @@ namespace coconet::step {
 
 namespace {
 
-constexpr const char* kGptPrefix = "megatron_layer_";
-constexpr const char* kLlamaPrefix = "llama_layer_";
 constexpr int kQkvExtraGroups = 2;  // a K/V group's QKV columns: its G queries, its key, its value (GQ = G + 2)
 
 // No stage runs beside another and no collective is fused with computation:
@@ -44,7 +42,7 @@ std::int64_t kv_heads_of(const LayerShape& x) { return x.kv_heads > 0 ? x.kv_hea
 }  // namespace
 
 model::Bindings layer_bindings(const LayerShape& x) {
-  if (x.family == Family::gpt)
+  if (!family_traits(x.family).grouped_kv)
     return {{"B", x.micro_batch}, {"S", x.sequence}, {"NH", x.heads}, {"D", x.head_dim}, {"F", x.ffn}};
   const std::int64_t kv = kv_heads_of(x), group = x.heads / kv;
   return {{"B", x.micro_batch}, {"S", x.sequence}, {"H", hidden_of(x)}, {"KV", kv},
@@ -52,7 +50,7 @@ model::Bindings layer_bindings(const LayerShape& x) {
 }
 
 std::pair<std::string, std::string> layer_programs(const LayerShape& x) {
-  const std::string prefix = std::string(x.family == Family::llama ? kLlamaPrefix : kGptPrefix) +
+  const std::string prefix = std::string(family_traits(x.family).programs) +
                              (on_tp_group(x.sequence_parallel, x.tp) ? "sp_" : "");
   return {prefix + "fwd", prefix + "bwd"};
 }

@@ -2,7 +2,8 @@
 // the project's layer programs through the tuner (sim/tuner.h): the GPT
 // family's workloads/megatron_layer_fwd.yaml and megatron_layer_bwd.yaml (or
 // their sequence-parallel variants megatron_layer_sp_*.yaml), the Llama
-// family's llama_layer_*.yaml (RMSNorm, GQA, SwiGLU). Every schedule
+// family's llama_layer_*.yaml (RMSNorm, GQA, SwiGLU), the Nemotron family's
+// nemotron_layer_*.yaml (LayerNorm, GQA, squared ReLU). Every schedule
 // of each program, at the step's shapes and dtype, is predicted on the
 // tensor-parallel group's placement and the best is taken. Without TP
 // overlap (Megatron-LM SC'21) only the schedules that neither overlap stages
@@ -45,9 +46,9 @@ struct LayerShape {
   model::DType dtype = model::DType::bf16;
   bool sequence_parallel = false;
   bool tp_overlap = false;  // may the tuner pick overlapped or collective-fused schedules
-  Family family = Family::gpt;  // which programs: megatron_layer_* or llama_layer_*
-  std::int64_t hidden = 0;      // h (llama programs; 0: a D, the gpt programs' hidden)
-  std::int64_t kv_heads = 0;    // K/V heads (llama programs; 0: a)
+  Family family = Family::gpt;  // which programs: megatron_layer_*, llama_layer_* or nemotron_layer_*
+  std::int64_t hidden = 0;      // h (llama and nemotron programs; 0: a D, the gpt programs' hidden)
+  std::int64_t kv_heads = 0;    // K/V heads (llama and nemotron programs; 0: a)
   // The linear layers' GEMMs in FP8 (`dtype: fp8`: sim::Context::fp8_gemms);
   // the programs' values stay in `dtype`.
   bool fp8 = false;
@@ -57,7 +58,7 @@ struct LayerShape {
   bool fused_kernels = true;
 };
 
-// The programs' sizes for `x` (gpt: B, S, NH, D, F; llama: B, S, H, KV, G, GQ, D, F).
+// The programs' sizes for `x` (gpt: B, S, NH, D, F; llama and nemotron: B, S, H, KV, G, GQ, D, F).
 [[nodiscard]] model::Bindings layer_bindings(const LayerShape& x);
 // The forward and backward programs of `x`'s family and sequence parallelism.
 [[nodiscard]] std::pair<std::string, std::string> layer_programs(const LayerShape& x);

@@ -6,9 +6,10 @@
 // replicated over the TP ranks R = 2sbh (each norm's input) x 2 + 2sbh (QKV's
 // input) + 2sbh (the MLP's input) + sbh x 2 (GPT's two dropout masks after the
 // projection and the MLP); split over them Q, K, V 2sb(a + 2kv)D, the
-// projection's input 2sbaD, the MLP's 4sbf (GELU's input and output) or 6sbf
-// (SwiGLU's gate, up and their product), and the scores 5as^2b (GPT: softmax
-// output 2, dropout mask 1, dropout output 2) or 2as^2b (Llama, no dropout).
+// projection's input 2sbaD, the MLP's 4sbf (GELU's input and output; squared
+// ReLU's relu(u) and its square) or 6sbf (SwiGLU's gate, up and their
+// product), and the scores 5as^2b (GPT: softmax output 2, dropout mask 1,
+// dropout output 2) or 2as^2b (Llama, Nemotron: no dropout).
 // Flash attention keeps no scores but each query's log-sum-exp per head, 4asb
 // bytes (fp32), split over the TP ranks. Selective recomputation drops the
 // scores term (and flash attention's statistics: the recomputed forward makes
@@ -38,10 +39,23 @@ constexpr double kLogitBytes = 4;       // fp32 logits of the cross-entropy (Kor
 
 constexpr double kActivationBytes = 2;  // 16-bit activations
 constexpr double kMaskBytes = 1;        // a dropout mask
-constexpr double kGptScoreBytes = 5;    // per score: softmax output 2, dropout mask 1, dropout output 2
-constexpr double kLlamaScoreBytes = 2;  // per score: softmax output (no dropout)
-constexpr double kGeluMlpTensors = 2;   // GELU's input and output, f wide
-constexpr double kSwigluMlpTensors = 3; // gate, up, silu(gate) x up, f wide
+constexpr double kDropoutScoreBytes = 5;  // per score: softmax output 2, dropout mask 1, dropout output 2
+constexpr double kScoreBytes = 2;         // per score: softmax output (no dropout)
+constexpr double kGeluMlpTensors = 2;     // GELU's input and output, f wide
+constexpr double kSwigluMlpTensors = 3;   // gate, up, silu(gate) x up, f wide
+// relu(u) (kept by relu for its backward and by the square for its own) and
+// relu(u)^2 (FC2's input, for its wgrad), f wide; the backward program reads
+// FC1's output u and FC2's input, the same two.
+constexpr double kSquaredReluMlpTensors = 2;
+
+double mlp_tensors(FfnType f) {
+  switch (f) {
+    case FfnType::gelu: return kGeluMlpTensors;
+    case FfnType::swiglu: return kSwigluMlpTensors;
+    case FfnType::squared_relu: return kSquaredReluMlpTensors;
+  }
+  return kGeluMlpTensors;
+}
 constexpr double kFlashStatBytes = 4;   // per query and head: the softmax's fp32 log-sum-exp (FlashAttention-2)
 
 // The attention core's saved state per micro-batch, before the TP split.
@@ -49,17 +63,17 @@ double attention_state_bytes(const ModelSpec& s, const Layout& l, AttentionMemor
   const auto& m = s.model;
   const double queries = double(m.sequence) / l.cp * double(s.training.micro_batch) * double(m.heads);
   if (a == AttentionMemory::flash) return kFlashStatBytes * queries;
-  return (m.family() == Family::gpt ? kGptScoreBytes : kLlamaScoreBytes) * double(m.sequence) / l.cp * queries;
+  return (m.traits().dropout ? kDropoutScoreBytes : kScoreBytes) * double(m.sequence) / l.cp * queries;
 }
 
 double full_layer_bytes(const ModelSpec& s, const Layout& l, bool drop_attention, AttentionMemory a) {
   const auto& m = s.model;
-  const bool gpt = m.family() == Family::gpt;
   const double sb = double(m.sequence) / l.cp * double(s.training.micro_batch), e = kActivationBytes;
   const double h = double(m.hidden), ad = double(m.attention_width()), kvd = double(m.kv_width());
   const double t = l.tp;
-  const double replicated = sb * h * (4 * e + (gpt ? 2 * kMaskBytes : 0.0));  // 2 norm inputs, QKV and MLP inputs
-  const double mlp = (gpt ? kGeluMlpTensors : kSwigluMlpTensors) * e * sb * double(m.ffn);
+  // 2 norm inputs, QKV and MLP inputs, and the two dropout masks of a family with dropout
+  const double replicated = sb * h * (4 * e + (m.traits().dropout ? 2 * kMaskBytes : 0.0));
+  const double mlp = mlp_tensors(m.ffn_type) * e * sb * double(m.ffn);
   const double split = e * sb * (ad + 2 * kvd) + e * sb * ad + mlp;
   const double scores = drop_attention ? 0.0 : attention_state_bytes(s, l, a);
   if (s.parallel.sequence_parallel) return (replicated + split + scores) / t;

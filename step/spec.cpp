@@ -49,14 +49,63 @@ Recompute parse_recompute(const std::string& s) {
   throw UserError(fmt::format("recompute '{}' is not one of none, selective, full", s));
 }
 
-std::string to_string(FfnType f) { return f == FfnType::swiglu ? "swiglu" : "gelu"; }
+std::string to_string(FfnType f) {
+  switch (f) {
+    case FfnType::gelu: return "gelu";
+    case FfnType::swiglu: return "swiglu";
+    case FfnType::squared_relu: return "squared_relu";
+  }
+  return "gelu";
+}
 std::string to_string(Norm n) { return n == Norm::rmsnorm ? "rmsnorm" : "layernorm"; }
-std::string to_string(Family f) { return f == Family::llama ? "llama" : "gpt"; }
+std::string to_string(Family f) {
+  switch (f) {
+    case Family::gpt: return "gpt";
+    case Family::llama: return "llama";
+    case Family::nemotron: return "nemotron";
+  }
+  return "gpt";
+}
+
+namespace {
+
+// The families, one row each: which (ffn_type, norm) pair chooses it and what
+// its layer has. Every place that differs by family reads this table.
+constexpr FamilyTraits kFamilies[] = {
+    // Megatron-LM's GPT (megatron/core/models/gpt: add_bias_linear, hidden
+    // and attention dropout, learned_absolute positions).
+    {Family::gpt, FfnType::gelu, Norm::layernorm, "megatron_layer_", true, true, true, false},
+    // Llama (Touvron et al. 2023; Llama Team 2024, section 3.1).
+    {Family::llama, FfnType::swiglu, Norm::rmsnorm, "llama_layer_", false, false, false, true},
+    // Nemotron-4 (arXiv:2402.16819 section 2; NeMo's NemotronConfig:
+    // add_bias_linear False, hidden_dropout and attention_dropout 0, rope).
+    {Family::nemotron, FfnType::squared_relu, Norm::layernorm, "nemotron_layer_", false, false, false, true},
+};
+
+}  // namespace
+
+const FamilyTraits& family_traits(Family f) {
+  for (const FamilyTraits& t : kFamilies)
+    if (t.family == f) return t;
+  throw InternalError("family_traits: a family without a row");
+}
+
+const FamilyTraits* family_of(FfnType f, Norm n) {
+  for (const FamilyTraits& t : kFamilies)
+    if (t.ffn_type == f && t.norm == n) return &t;
+  return nullptr;
+}
+
+Family Transformer::family() const {
+  const FamilyTraits* t = family_of(ffn_type, norm);
+  return t != nullptr ? t->family : Family::gpt;
+}
 
 FfnType parse_ffn_type(const std::string& s) {
   if (s == "gelu") return FfnType::gelu;
   if (s == "swiglu") return FfnType::swiglu;
-  throw UserError(fmt::format("ffn_type '{}' is not one of gelu, swiglu", s));
+  if (s == "squared_relu") return FfnType::squared_relu;
+  throw UserError(fmt::format("ffn_type '{}' is not one of gelu, swiglu, squared_relu", s));
 }
 
 Norm parse_norm(const std::string& s) {
@@ -147,26 +196,40 @@ class Reader {
 // The key's node for a message, or the section's when the key is not written.
 YAML::Node key_or_section(const YAML::Node& n, const char* key) { return n[key] ? n[key] : n; }
 
+// The pairs that have programs, for messages: "gelu with layernorm
+// (workloads/megatron_layer_*), ...".
+std::string family_pairs() {
+  std::vector<std::string> out;
+  for (const FamilyTraits& t : kFamilies)
+    out.push_back(fmt::format("{} with {} (workloads/{}*)", to_string(t.ffn_type), to_string(t.norm), t.programs));
+  return fmt::format("{}", fmt::join(out, ", "));
+}
+
+// The families' programs that take grouped-query attention, for messages.
+std::string grouped_kv_pairs() {
+  std::vector<std::string> out;
+  for (const FamilyTraits& t : kFamilies)
+    if (t.grouped_kv) out.push_back(fmt::format("ffn_type {}, norm {}", to_string(t.ffn_type), to_string(t.norm)));
+  return fmt::format("{}", fmt::join(out, " or "));
+}
+
 void check_family(const Reader& r, const YAML::Node& n, const Transformer& m) {
-  const bool gpt_pair = m.ffn_type == FfnType::gelu && m.norm == Norm::layernorm;
-  const bool llama_pair = m.ffn_type == FfnType::swiglu && m.norm == Norm::rmsnorm;
-  if (!gpt_pair && !llama_pair)
+  const FamilyTraits* f = family_of(m.ffn_type, m.norm);
+  if (f == nullptr)
     r.ctx().fail(n["norm"] ? n["norm"] : key_or_section(n, "ffn_type"),
-                 fmt::format("model.ffn_type {} with model.norm {} has no layer programs: coconet step prices "
-                             "gelu with layernorm (workloads/megatron_layer_*) and swiglu with rmsnorm "
-                             "(workloads/llama_layer_*)",
-                             to_string(m.ffn_type), to_string(m.norm)));
-  if (m.family() != Family::gpt) return;
+                 fmt::format("model.ffn_type {} with model.norm {} has no layer programs: coconet step prices {}",
+                             to_string(m.ffn_type), to_string(m.norm), family_pairs()));
+  if (f->grouped_kv) return;
   if (m.kv_heads != m.heads)
-    r.ctx().fail(key_or_section(n, "kv_heads"), fmt::format("model.kv_heads = {} < heads = {} (grouped-query attention) needs "
-                                            "ffn_type swiglu, norm rmsnorm: the megatron_layer programs have one "
-                                            "K/V head per query head",
-                                            m.kv_heads, m.heads));
+    r.ctx().fail(key_or_section(n, "kv_heads"),
+                 fmt::format("model.kv_heads = {} < heads = {} (grouped-query attention) needs {}: the {}* programs "
+                             "have one K/V head per query head",
+                             m.kv_heads, m.heads, grouped_kv_pairs(), f->programs));
   if (m.attention_width() != m.hidden)
-    r.ctx().fail(key_or_section(n, "head_dim"), fmt::format("model.heads x head_dim = {} x {} is not model.hidden = {}: needs "
-                                            "ffn_type swiglu, norm rmsnorm (the megatron_layer programs' "
-                                            "attention is as wide as the hidden size)",
-                                            m.heads, m.head_dim, m.hidden));
+    r.ctx().fail(key_or_section(n, "head_dim"),
+                 fmt::format("model.heads x head_dim = {} x {} is not model.hidden = {}: needs {} (the {}* "
+                             "programs' attention is as wide as the hidden size)",
+                             m.heads, m.head_dim, m.hidden, grouped_kv_pairs(), f->programs));
 }
 
 Transformer read_model(const Reader& r, const YAML::Node& root) {
@@ -468,15 +531,16 @@ double layer_parameters(const Transformer& m) {
   // GPT (a D = h, kv = a: 4h^2 + 2hf + 9h + f) the biases of QKV (3h),
   // projection (h), FC1 (f) and FC2 (h).
   const double weights = h * (ad + 2 * kvd) + ad * h + double(m.ffn_matrices()) * h * f + 2 * norm_parameters(m);
-  const double biases = m.family() == Family::gpt ? (ad + 2 * kvd) + h + f + h : 0.0;
+  const double biases = m.traits().biases ? (ad + 2 * kvd) + h + f + h : 0.0;
   return weights + biases;
 }
 
 double parameters(const Transformer& m) {
   // Layers, word embedding, the output layer when untied, learned position
-  // embeddings (GPT; Llama's rotary positions have none), the final norm.
+  // embeddings (GPT; rotary positions, Llama's and Nemotron's, have none),
+  // the final norm.
   const double vh = double(m.vocabulary) * double(m.hidden);
-  const double positions = m.family() == Family::gpt ? double(m.sequence) * double(m.hidden) : 0.0;
+  const double positions = m.traits().learned_positions ? double(m.sequence) * double(m.hidden) : 0.0;
   return double(m.layers) * layer_parameters(m) + vh * (m.tied_embeddings ? 1 : 2) + positions + norm_parameters(m);
 }
 

@@ -18,14 +18,34 @@ namespace coconet::step {
 
 enum class PipeSchedule { gpipe, one_f_one_b, interleaved };
 enum class Recompute { none, selective, full };
-enum class FfnType { gelu, swiglu };  // swiglu: gate, up and down matrices (Shazeer 2020)
+// swiglu: gate, up and down matrices (Shazeer 2020); squared_relu: two
+// matrices with relu(u)^2 between them (So et al. 2021, "Primer",
+// arXiv:2109.08668; Megatron-LM's squared_relu, Nemotron-4's MLP).
+enum class FfnType { gelu, swiglu, squared_relu };
 enum class Norm { layernorm, rmsnorm };
-// The layer as written: its layer programs and what comes with them.
+// The layer as written: its layer programs and what comes with them (one row
+// each of family_traits, step/spec.cpp).
 // gpt (ffn_type gelu, norm layernorm): Megatron-LM's GPT, biases, dropout,
 // learned position embeddings (workloads/megatron_layer_*.yaml); llama
-// (swiglu, rmsnorm): no biases, no dropout, rotary positions
-// (workloads/llama_layer_*.yaml). Other pairs have no programs: an error.
-enum class Family { gpt, llama };
+// (swiglu, rmsnorm): no biases, no dropout, rotary positions, grouped-query
+// attention (workloads/llama_layer_*.yaml); nemotron (squared_relu,
+// layernorm): Nemotron-4's, as llama but LayerNorm and a squared-ReLU MLP
+// (workloads/nemotron_layer_*.yaml). Other pairs have no programs: an error.
+enum class Family { gpt, llama, nemotron };
+// What a family's layer has, beyond its (ffn_type, norm) pair.
+struct FamilyTraits {
+  Family family;
+  FfnType ffn_type;
+  Norm norm;
+  const char* programs;    // workloads/<programs>fwd.yaml, <programs>bwd.yaml, <programs>sp_*.yaml
+  bool biases;             // the linear layers' biases
+  bool dropout;            // dropout after the projection and the MLP and on the attention probabilities
+  bool learned_positions;  // s x h position embeddings; false: rotary (Su et al. 2021), no parameters
+  bool grouped_kv;         // the programs take kv_heads < heads and heads x head_dim != hidden
+};
+[[nodiscard]] const FamilyTraits& family_traits(Family f);
+// The family of a (ffn_type, norm) pair; nullptr when no programs exist for it.
+[[nodiscard]] const FamilyTraits* family_of(FfnType f, Norm n);
 // How context parallelism exchanges keys and values (parallel.cp_comm): ring,
 // each rank passing its K/V chunk to the next by P2P while it computes
 // attention on the chunk it holds (Megatron-LM / Transformer Engine's "p2p",
@@ -37,9 +57,9 @@ enum class CpComm { ring, allgather };
 [[nodiscard]] std::string to_string(Recompute r);     // none, selective, full
 [[nodiscard]] PipeSchedule parse_pipe_schedule(const std::string& s);  // throws UserError
 [[nodiscard]] Recompute parse_recompute(const std::string& s);         // throws UserError
-[[nodiscard]] std::string to_string(FfnType f);  // gelu, swiglu
+[[nodiscard]] std::string to_string(FfnType f);  // gelu, swiglu, squared_relu
 [[nodiscard]] std::string to_string(Norm n);     // layernorm, rmsnorm
-[[nodiscard]] std::string to_string(Family f);   // gpt, llama
+[[nodiscard]] std::string to_string(Family f);   // gpt, llama, nemotron
 [[nodiscard]] FfnType parse_ffn_type(const std::string& s);  // throws UserError
 [[nodiscard]] Norm parse_norm(const std::string& s);         // throws UserError
 [[nodiscard]] std::string to_string(CpComm c);                // ring, allgather
@@ -71,7 +91,9 @@ struct Transformer {
   Norm norm = Norm::layernorm;
   bool tied_embeddings = true;  // the output layer shares the word embedding (GPT); false: its own V x h
 
-  [[nodiscard]] Family family() const { return ffn_type == FfnType::swiglu ? Family::llama : Family::gpt; }
+  // The pair's family (checked when parsed); gpt for a pair without programs.
+  [[nodiscard]] Family family() const;
+  [[nodiscard]] const FamilyTraits& traits() const { return family_traits(family()); }
   [[nodiscard]] std::int64_t attention_width() const { return heads * head_dim; }  // a D
   [[nodiscard]] std::int64_t kv_width() const { return kv_heads * head_dim; }      // kv D
   [[nodiscard]] int ffn_matrices() const { return ffn_type == FfnType::swiglu ? 3 : 2; }
@@ -200,7 +222,8 @@ struct Layout {
 [[nodiscard]] double parameters(const Transformer& m);
 // Parameters of one transformer layer (before tensor parallelism): QKV
 // h (a + 2 kv) D, projection a D h, the MLP's 2 or 3 h f, the two norms
-// (gamma and beta of a LayerNorm, gamma of an RMSNorm), the gpt family's biases.
+// (gamma and beta of a LayerNorm, gamma of an RMSNorm), the biases of a
+// family that has them (gpt).
 [[nodiscard]] double layer_parameters(const Transformer& m);
 // One norm's parameters: 2h (LayerNorm gamma and beta) or h (RMSNorm gamma).
 [[nodiscard]] double norm_parameters(const Transformer& m);

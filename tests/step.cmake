@@ -25,6 +25,20 @@ rc=$?; echo \"$out\"; echo \"exit $rc\"")
   set_tests_properties(step.cli.bad_kv_heads_exits_2 PROPERTIES
                        PASS_REGULAR_EXPRESSION "llama3-70b.yaml:[0-9]+:[0-9]+: model.kv_heads = 5 does not divide model.heads = 64[^\n]*\nexit 2"
                        ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT}")
+  # A pair without layer programs (squared ReLU with RMSNorm): exit 2 at the
+  # norm's line, naming the pairs that have programs.
+  add_test(NAME step.cli.bad_family_pair_exits_2
+           COMMAND sh -c "out=$($<TARGET_FILE:coconet> step nemotron4-340b --nodes 16 --set model.norm=rmsnorm 2>&1); \
+rc=$?; echo \"$out\"; echo \"exit $rc\"")
+  set_tests_properties(step.cli.bad_family_pair_exits_2 PROPERTIES
+                       PASS_REGULAR_EXPRESSION "nemotron4-340b.yaml:[0-9]+:[0-9]+: model.ffn_type squared_relu with model.norm rmsnorm has no layer programs: coconet step prices gelu with layernorm \\(workloads/megatron_layer_\\*\\), swiglu with rmsnorm \\(workloads/llama_layer_\\*\\), squared_relu with layernorm \\(workloads/nemotron_layer_\\*\\)[^\n]*\nexit 2"
+                       ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT}")
+  # The Nemotron family through the command: its programs, fused kernels and flash attention.
+  add_test(NAME step.cli.nemotron_prices_its_programs
+           COMMAND $<TARGET_FILE:coconet> step nemotron4-340b --topology dgx-h100 --nodes 16)
+  set_tests_properties(step.cli.nemotron_prices_its_programs PROPERTIES
+                       PASS_REGULAR_EXPRESSION "squared_relu, layernorm, embeddings untied; layer programs nemotron_layer_sp_fwd and nemotron_layer_sp_bwd\n# kernels: attention flash \\(forward and backward\\); element-wise fused kernels \\(forward and backward\\)"
+                       ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT}")
 endif()
 # Kernel choices (model/kernel_fusion.h): fused kernels, flash attention, FP8 GEMMs.
 add_executable(test_kernel_fusion ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_kernel_fusion.cpp)

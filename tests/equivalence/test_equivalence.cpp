@@ -235,6 +235,50 @@ TEST(EquivalenceLlamaLayer, SequenceParallelEqualsTensorParallel) {
   }
 }
 
+// The Nemotron-4 layer programs (workloads/nemotron_layer_*.yaml): LayerNorm,
+// the QKV GEMM of (NH + 2 KV) D columns, the attention core per K/V group,
+// the squared-ReLU MLP (max(u, 0) squared; its backward 2 r dg), and their
+// backward, tensor and sequence parallel. Every schedule, with the kernel
+// choices, equals the program for P in {1, 2, 4}, with K/V groups the ranks
+// do not divide (3 over 2 and 4) and groups of 1, 2 and 3 query heads.
+class EquivalenceNemotronLayer : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(EquivalenceNemotronLayer, EveryScheduleOfTheLayerProgram) {
+  const Program p = workload(GetParam());
+  const auto schedules = with_kernel_choices(enumerate_schedules(p));
+  EXPECT_GT(schedules.size(), 4u);
+  constexpr int kRanks[] = {1, 2, 4};
+  expect_every_schedule_equal(
+      p, schedules,
+      {Bindings{{"B", 1}, {"S", 3}, {"H", 6}, {"KV", 3}, {"G", 1}, {"GQ", 3}, {"D", 2}, {"F", 9}},
+       Bindings{{"B", 1}, {"S", 3}, {"H", 6}, {"KV", 3}, {"G", 2}, {"GQ", 4}, {"D", 2}, {"F", 9}},
+       Bindings{{"B", 2}, {"S", 4}, {"H", 8}, {"KV", 2}, {"G", 3}, {"GQ", 5}, {"D", 2}, {"F", 16}}},
+      kRanks);
+}
+
+INSTANTIATE_TEST_SUITE_P(Workloads, EquivalenceNemotronLayer,
+                         ::testing::Values("nemotron_layer_fwd", "nemotron_layer_bwd", "nemotron_layer_sp_fwd",
+                                           "nemotron_layer_sp_bwd"),
+                         [](const auto& info) { return info.param; });
+
+// The sequence-parallel Nemotron programs compute the tensor-parallel ones' outputs.
+TEST(EquivalenceNemotronLayer, SequenceParallelEqualsTensorParallel) {
+  const Bindings sizes{{"B", 1}, {"S", 4}, {"H", 4}, {"KV", 2}, {"G", 2}, {"GQ", 4}, {"D", 2}, {"F", 8}};
+  for (const auto& [tp_name, sp_name] : {std::pair{"nemotron_layer_fwd", "nemotron_layer_sp_fwd"},
+                                         std::pair{"nemotron_layer_bwd", "nemotron_layer_sp_bwd"}}) {
+    const Program tp = workload(tp_name);
+    const Program sp = workload(sp_name);
+    const Bindings b = tp.bind(sizes);
+    for (int ranks : {1, 2, 4}) {
+      SCOPED_TRACE(fmt::format("{} P={}", sp_name, ranks));
+      const State expected = interpret(tp, ranks, b, make_inputs(tp, ranks, b));
+      const State actual = interpret(sp, ranks, b, make_inputs(sp, ranks, b));
+      const auto mismatches = compare_outputs(tp, expected, actual, ranks);
+      EXPECT_TRUE(mismatches.empty()) << describe(mismatches);
+    }
+  }
+}
+
 // Sequence parallelism changes where values live, not what they are: the
 // sequence-parallel layer programs compute the tensor-parallel ones' outputs
 // (the same inputs by position, the same dropout masks by site) for P in

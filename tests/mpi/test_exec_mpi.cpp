@@ -102,7 +102,7 @@ INSTANTIATE_TEST_SUITE_P(Workloads, EveryScheduleTest,
                          ::testing::Values("sgd", "adam", "lamb", "megatron_mlp", "megatron_attention",
                                            "gpt3_pipeline", "sgd_clip", "layernorm_softmax", "transformer_layer",
                                            "megatron_layer_fwd", "megatron_layer_sp_fwd", "llama_layer_fwd",
-                                           "llama_layer_sp_fwd",
+                                           "llama_layer_sp_fwd", "nemotron_layer_fwd", "nemotron_layer_sp_fwd",
                                            "alltoall_ulysses", "adam_mean"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 

@@ -5,7 +5,8 @@
 // hardware's, Megatron-LM eq. 3, NVIDIA dgxc's Llama formula against its
 // published MFU); a TP group of one rank pays no collective; the memory a
 // process cannot use; the search's reasons when nothing fits; the Llama layer
-// programs chosen, bound and cached.
+// programs chosen, bound and cached; Nemotron-4 (squared ReLU with LayerNorm):
+// its family, parameters, FLOPs in NVIDIA's convention, memory and programs.
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
@@ -95,7 +96,7 @@ TEST(StepModelKeys, EachBadValueNamesItsLine) {
   EXPECT_TRUE(has(kv, "does not divide model.heads = 16")) << kv;
   const std::string ffn = error_of(kLlama, {{"model.ffn_type", "relu"}});
   EXPECT_TRUE(has(ffn, "tiny.yaml:8:")) << ffn;
-  EXPECT_TRUE(has(ffn, "not one of gelu, swiglu")) << ffn;
+  EXPECT_TRUE(has(ffn, "not one of gelu, swiglu, squared_relu")) << ffn;
   const std::string norm = error_of(kLlama, {{"model.norm", "batchnorm"}});
   EXPECT_TRUE(has(norm, "tiny.yaml:9:")) << norm;
   EXPECT_TRUE(has(norm, "not one of layernorm, rmsnorm")) << norm;
@@ -109,6 +110,17 @@ TEST(StepModelKeys, EachBadValueNamesItsLine) {
   const std::string pair = error_of(kLlama, {{"model.norm", "layernorm"}});
   EXPECT_TRUE(has(pair, "tiny.yaml:9:")) << pair;
   EXPECT_TRUE(has(pair, "has no layer programs")) << pair;
+  // The message names every pair that has programs.
+  for (const char* p : {"gelu with layernorm (workloads/megatron_layer_*)", "swiglu with rmsnorm (workloads/llama_layer_*)",
+                        "squared_relu with layernorm (workloads/nemotron_layer_*)"})
+    EXPECT_TRUE(has(pair, p)) << pair;
+  // Squared ReLU has programs with LayerNorm only; GELU with RMSNorm has none.
+  const std::string relu_rms = error_of(kLlama, {{"model.ffn_type", "squared_relu"}});
+  EXPECT_TRUE(has(relu_rms, "tiny.yaml:9:")) << relu_rms;
+  EXPECT_TRUE(has(relu_rms, "model.ffn_type squared_relu with model.norm rmsnorm has no layer programs")) << relu_rms;
+  const std::string gelu_rms = error_of(kLlama, {{"model.ffn_type", "gelu"}});
+  EXPECT_TRUE(has(gelu_rms, "tiny.yaml:9:")) << gelu_rms;
+  EXPECT_TRUE(has(gelu_rms, "has no layer programs")) << gelu_rms;
   // The GPT programs express neither GQA nor an attention wider than the hidden size.
   const std::string gqa =
       error_of(kLlama, {{"model.norm", "layernorm"}, {"model.ffn_type", "gelu"}});
@@ -125,6 +137,26 @@ TEST(StepModelKeys, EachBadValueNamesItsLine) {
   EXPECT_TRUE(has(tp, "tiny.yaml:18:")) << tp;
   EXPECT_TRUE(has(tp, "does not divide model.kv_heads = 4")) << tp;
   EXPECT_EQ(error_of(kLlama, {{"parallel.tp", "4"}}), "");
+}
+
+// Squared ReLU with LayerNorm is the Nemotron family: GQA and a head_dim of
+// its own are accepted (its programs take them), no biases, rotary positions.
+TEST(StepModelKeys, SquaredReluWithLayerNormIsNemotron) {
+  const Overrides nemotron{{"model.ffn_type", "squared_relu"}, {"model.norm", "layernorm"}};
+  const ModelSpec s = parse_model(kLlama, "tiny.yaml", nemotron);
+  EXPECT_EQ(s.model.ffn_type, FfnType::squared_relu);
+  EXPECT_EQ(s.model.family(), Family::nemotron);
+  EXPECT_EQ(to_string(s.model.ffn_type), "squared_relu");
+  EXPECT_EQ(to_string(s.model.family()), "nemotron");
+  EXPECT_EQ(s.model.ffn_matrices(), 2);
+  EXPECT_FALSE(s.model.traits().biases);
+  EXPECT_FALSE(s.model.traits().dropout);
+  EXPECT_FALSE(s.model.traits().learned_positions);
+  EXPECT_EQ(error_of(kLlama, nemotron), "");
+  const ModelSpec n = load_model("nemotron4-340b");
+  EXPECT_EQ(n.model.family(), Family::nemotron);
+  EXPECT_EQ(n.model.head_dim, 192);
+  EXPECT_EQ(n.model.kv_heads, 8);
 }
 
 // ---- parameters -----------------------------------------------------------------------
@@ -146,6 +178,19 @@ TEST(StepParameters, Llama3MatchesThePublishedTotals) {
   const double layer = 8192.0 * 80 * 128 + 8192.0 * 8192 + 3.0 * 8192 * 28672 + 2 * 8192;
   EXPECT_DOUBLE_EQ(parameters(load_model("llama3-70b").model),
                    80 * layer + 2.0 * 128256 * 8192 + 8192);
+}
+
+// Nemotron-4 340B: 340 billion parameters (NVIDIA, arXiv:2406.11704; the
+// model card huggingface.co/nvidia/Nemotron-4-340B-Base). By hand: 96 layers
+// of QKV 18432 x (96 + 16) x 192, projection 18432^2, two MLP matrices
+// 18432 x 73728, two LayerNorms (weight and bias); no biases, no position
+// embeddings (rotary); untied input and output embeddings; the final LayerNorm.
+TEST(StepParameters, Nemotron4MatchesThePublishedTotal) {
+  const ModelSpec s = load_model("nemotron4-340b");
+  EXPECT_NEAR(parameters(s.model) / 340e9, 1.0, 0.02) << parameters(s.model) / 1e9 << "B";
+  const double h = 18432, layer = h * (96 + 16) * 192 + h * h + 2 * h * 73728 + 2 * 2 * h;
+  EXPECT_DOUBLE_EQ(layer_parameters(s.model), layer);
+  EXPECT_DOUBLE_EQ(parameters(s.model), 96 * layer + 2 * 256000 * h + 2 * h);
 }
 
 TEST(StepParameters, UntiedEmbeddingsAddTheOutputLayer) {
@@ -211,6 +256,42 @@ TEST(StepFlops, ModelFlopsFollowEveryKey) {
   const double tokens = 32.0 * 2048, h1 = 1024, kv_cols = 2 * (16 - 4) * 64;
   EXPECT_NEAR(model_flops(mha) - model_flops(base), tokens * 3 * 2 * 4 * h1 * kv_cols,
               1e-3 * model_flops(base));
+}
+
+// NVIDIA dgxc-benchmarking's GPT-3/Nemotron formula gives the MFU its
+// README publishes for every Nemotron-4 340B row (BF16 against 989, FP8
+// against 1979 TFLOP/s) within 1% (validation/reference/dgxc-h100.yaml).
+TEST(StepFlops, DgxcGptFormulaGivesThePublishedNemotronMfu) {
+  const YAML::Node ref = YAML::LoadFile(model::data_root() + "/validation/reference/dgxc-h100.yaml");
+  int rows = 0;
+  for (const char* list : {"held", "outside_tolerance"})
+    for (const auto& r : ref[list]) {
+      if (r[0].as<std::string>() != "nemotron4-340b") continue;
+      ++rows;
+      const double gpus = r[2].as<double>(), gbs = r[8].as<double>(), step_s = r[9].as<double>();
+      const double peak = ref["peak_tflops"][r[1].as<std::string>()].as<double>();
+      const double mfu = gbs * dgxc_gpt_flops_per_sequence(4096, 96, 18432, 256000) / step_s / gpus / (peak * 1e12);
+      EXPECT_NEAR(mfu / r[10].as<double>(), 1.0, 0.01) << r[1].as<std::string>() << " on " << gpus << " GPUs";
+    }
+  EXPECT_EQ(rows, 10);
+}
+
+// The formula assumes multi-head attention: coconet's count of Nemotron-4
+// 340B with its K/V heads widened to the query heads (kv_heads 96) is the
+// formula's (its MLP is 4h of two matrices, as the formula assumes); with its
+// 8 K/V heads, the model's own count is lower by exactly the K/V columns the
+// formula adds (2 x 88 x 192 of every layer's QKV GEMM): 14.6% of the formula's count.
+TEST(StepFlops, NemotronModelFlopsAreDgxcsWithKvCountedAsQueries) {
+  const ModelSpec gqa = load_model("nemotron4-340b");
+  const ModelSpec mha = load_model("nemotron4-340b", {{"model.kv_heads", "96"}});
+  const double B = double(gqa.training.global_batch);
+  const double dgxc = B * dgxc_gpt_flops_per_sequence(4096, 96, 18432, 256000);
+  EXPECT_NEAR(model_flops(mha) / dgxc, 1.0, 0.02);
+  EXPECT_NEAR(model_flops(mha) / dgxc, 1.0, 1e-12);  // in fact exactly
+  const double kv_columns = 2.0 * (96 - 8) * 192;
+  EXPECT_NEAR(model_flops(mha) - model_flops(gqa), B * 4096 * 3 * 2 * 96 * 18432 * kv_columns,
+              1e-9 * model_flops(gqa));
+  EXPECT_NEAR(1 - model_flops(gqa) / model_flops(mha), 0.146, 0.001);
 }
 
 TEST(StepFlops, HardwareFlopsCountTheRecomputationTheLayoutRuns) {
@@ -335,6 +416,26 @@ TEST(StepMemory, ActivationsFollowGqaAndSwiglu) {
               (5.0 * 96 * 2048 * 2048 - 4.0 * 96 * 2048) / tt, 1e-3);
 }
 
+// Nemotron's layer keeps squared ReLU's two f-wide tensors (relu(u) and its
+// square, as GELU's input and output) and no dropout mask or dropout scores.
+TEST(StepMemory, SquaredReluKeepsTwoTensorsAndNoDropout) {
+  const sim::Topology t = h100(1);
+  const Overrides nemotron{{"model.ffn_type", "squared_relu"}, {"model.norm", "layernorm"}};
+  auto acts = [&](Overrides o) {
+    o.insert(o.end(), nemotron.begin(), nemotron.end());
+    const ModelSpec s = parse_model(kLlama, "t", o);
+    return layer_activation_bytes(s, resolve_layout(s, t), AttentionMemory::scores);
+  };
+  const double base = acts({});
+  EXPECT_NEAR(acts({{"model.ffn", "3072"}}) - base, 2.0 * 2 * 2048 * 256 / 2, 1e-6);
+  // By hand (tp 2, no sequence parallelism): 4 sbh replicated 2-byte tensors;
+  // Q, K, V, the projection's input, the MLP's 2 tensors and the 2-byte scores over tp.
+  const double sb = 2048, h = 1024, t2 = 2, ad = 16 * 64, kvd = 4 * 64, f = 2816;
+  const double by_hand = sb * h * 4 * 2 + (2 * sb * (ad + 2 * kvd) + 2 * sb * ad + 2 * 2 * sb * f +
+                                           2 * 16 * 2048.0 * 2048) / t2;
+  EXPECT_NEAR(base, by_hand, 1e-6);
+}
+
 TEST(StepMemory, TheStepSizesTheAttentionTheTunerChose) {
   // Llama 3 405B as Meta ran it (no recomputation, flash attention): the
   // scores would take 2 a s^2 / t = 2 GB a layer a micro-batch; flash
@@ -412,6 +513,46 @@ TEST(StepLayerBlock, TheFamilyChoosesTheProgramsAndTheShapeBindsThem) {
   x.family = Family::gpt;
   EXPECT_EQ(layer_programs(x).first, "megatron_layer_sp_fwd");
   EXPECT_EQ(layer_bindings(x).count("KV"), 0u);
+}
+
+TEST(StepLayerBlock, NemotronChoosesItsProgramsWithLlamasBindings) {
+  LayerShape x{.micro_batch = 1,
+               .sequence = 4096,
+               .heads = 96,
+               .head_dim = 192,
+               .ffn = 73728,
+               .tp = 8,
+               .family = Family::nemotron,
+               .hidden = 18432,
+               .kv_heads = 8};
+  EXPECT_EQ(layer_programs(x).first, "nemotron_layer_fwd");
+  EXPECT_EQ(layer_programs(x).second, "nemotron_layer_bwd");
+  x.sequence_parallel = true;
+  EXPECT_EQ(layer_programs(x).first, "nemotron_layer_sp_fwd");
+  const model::Bindings b = layer_bindings(x);
+  EXPECT_EQ(b.at("G"), 12);
+  EXPECT_EQ(b.at("GQ"), 14);  // (96 + 2 x 8) x 192 QKV columns = GQ x KV x D
+  for (const char* w : {"nemotron_layer_fwd", "nemotron_layer_bwd", "nemotron_layer_sp_fwd", "nemotron_layer_sp_bwd"}) {
+    const model::Program p = model::load_program(model::resolve_workload(w));
+    EXPECT_NO_THROW((void)p.bind(b)) << w;
+  }
+  // A step of Nemotron-4 340B prices its programs with fused kernels and flash attention.
+  const ModelSpec s = load_model("nemotron4-340b");
+  const sim::Topology t = h100(16);
+  const StepReport r = predict_step(s, t);
+  EXPECT_GT(r.layer.fwd_gemm_us, 0);
+  // Memory as modelled: over the 77 GB usable on 128 GPUs (dp 2: 34.6 GB of
+  // Adam state), within it from 256 (docs/step.md says what that leaves out).
+  EXPECT_FALSE(r.memory.fits());
+  const ModelSpec wider = load_model("nemotron4-340b", {{"training.global_batch", "64"}});
+  EXPECT_TRUE(memory_per_gpu(wider, resolve_layout(wider, h100(32)), h100(32)).fits());
+  LayerBlockPricer pricer(t);
+  const LayerShape xs = step_layer_shape(s, resolve_layout(s, t));
+  const KernelChoices k = kernel_choices_of(pricer.price(xs), xs);
+  EXPECT_TRUE(k.fused_kernels_fwd);
+  EXPECT_TRUE(k.fused_kernels_bwd);
+  EXPECT_TRUE(k.flash_attention_fwd);
+  EXPECT_TRUE(k.flash_attention_bwd);
 }
 
 TEST(StepLayerBlock, LlamaLayersAreTunedAndCachedPerShape) {

@@ -70,6 +70,10 @@ std::vector<Published> published() {
       {"llama_layer_sp_fwd", {{}}},
       {"llama_layer_bwd", {{}}},
       {"llama_layer_sp_bwd", {{}}},
+      {"nemotron_layer_fwd", {{}}},
+      {"nemotron_layer_sp_fwd", {{}}},
+      {"nemotron_layer_bwd", {{}}},
+      {"nemotron_layer_sp_bwd", {{}}},
       {"transformer_layer", {{}}},
   };
 }
@@ -233,6 +237,31 @@ outputs: [y]
   EXPECT_DOUBLE_EQ(b.values.at("s").hi, 1000.0);
   EXPECT_DOUBLE_EQ(b.values.at("y").lo, 0.0);
   EXPECT_DOUBLE_EQ(b.values.at("y").hi, 1.0);
+}
+
+// Squared ReLU (workloads/nemotron_layer_*): max(u, 0) clips the interval at
+// 0, its square stays non-negative, and the backward's 2 r dg is bounded by
+// both.
+TEST(ValueBounds, SquaredReluIsClippedAtZero) {
+  const Program p = parsed(R"(name: relu2
+params: {N: 4}
+tensors:
+  u: {dtype: bf16, shape: [N], layout: replicated}
+  dg: {dtype: bf16, shape: [N], layout: replicated}
+program:
+  - r = max(u, 0)
+  - g = r * r
+  - du = dg * 2 * r
+outputs: [g, du]
+)");
+  const ValueBounds b = bound_values(p, p.bind(), 2, {InputRange{-3, 5, 0}, InputRange{-2, 1, 0}});
+  EXPECT_TRUE(b.problems.empty());
+  EXPECT_DOUBLE_EQ(b.values.at("r").lo, 0.0);
+  EXPECT_DOUBLE_EQ(b.values.at("r").hi, 5.0);
+  EXPECT_DOUBLE_EQ(b.values.at("g").lo, 0.0);
+  EXPECT_DOUBLE_EQ(b.values.at("g").hi, 25.0);
+  EXPECT_DOUBLE_EQ(b.values.at("du").lo, -20.0);
+  EXPECT_DOUBLE_EQ(b.values.at("du").hi, 10.0);
 }
 
 TEST(ValueBounds, DomainProblemsNameTheStatement) {
