@@ -7,5 +7,5 @@ if(COCONET_HAVE_CUDA AND TARGET coconet_exec AND TARGET coconet_kernels_cuda)
   add_executable(bench_gpu ${CMAKE_CURRENT_SOURCE_DIR}/bench_gpu.cu
     ${CMAKE_CURRENT_SOURCE_DIR}/bench_gpu_programs.cpp)
   coconet_cuda_target(bench_gpu)
-  target_link_libraries(bench_gpu PRIVATE coconet_exec coconet_kernels_cuda benchmark::benchmark)
+  target_link_libraries(bench_gpu PRIVATE coconet_exec coconet_kernels_cuda_reference benchmark::benchmark)
 endif()

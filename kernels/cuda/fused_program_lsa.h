@@ -20,7 +20,7 @@
 
 #include <span>
 
-#include "kernels/cuda/fused_allreduce.h"
+#include "kernels/cuda/lsa_comm.h"
 #include "kernels/cuda/lsa_program_plan.h"
 #include "model/elementwise_program.h"
 

@@ -1,4 +1,4 @@
-// LsaComm's insides (fused_allreduce.h): the host communicator and the
+// LsaComm's insides (lsa_comm.h): the host communicator and the
 // device communicator kernels take by value. Private to the .cu files of
 // kernels/cuda that launch LSA kernels.
 #pragma once
@@ -6,7 +6,7 @@
 #include <nccl.h>
 #include <nccl_device.h>
 
-#include "kernels/cuda/fused_allreduce.h"
+#include "kernels/cuda/lsa_comm.h"
 
 namespace coconet::kernels::cuda {
 
