@@ -11,6 +11,7 @@ add_executable(test_sim
   ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_sim_tuner.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_sim_properties.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_sim_ranks.cpp
+  ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_sim_resolve.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_sim_nccl_table.cpp
 )
 target_link_libraries(test_sim PRIVATE coconet_sim yaml-cpp nlohmann_json::nlohmann_json GTest::gtest_main
