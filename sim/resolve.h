@@ -46,7 +46,8 @@ inline constexpr int kChannelSpread = 2;
 // overwriting any earlier resolution; sets p.resolved_on. The classes are
 // those simulate() uses (rank_classes of the context), or the ones given.
 void resolve_collectives(plan::StepPlan& p, const Context& ctx);
-void resolve_collectives(plan::StepPlan& p, const Context& ctx, const std::vector<RankClass>& classes);
+void resolve_collectives(plan::StepPlan& p, const Context& ctx,
+                         const std::vector<RankClass>& classes);
 
 // Whether the algorithm and protocol `k` pins can be run by some collective
 // of `p` (true when neither is pinned). A setting for which it is false

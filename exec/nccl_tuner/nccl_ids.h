@@ -13,28 +13,42 @@ namespace coconet::exec::nccl_tuner {
 // NCCL_PROTO_*); -1 for what has none (a send, alltoall, hierarchical, auto).
 [[nodiscard]] inline int coll_id(model::OpKind op) {
   switch (op) {
-    case model::OpKind::broadcast: return 0;
-    case model::OpKind::reduce: return 1;
-    case model::OpKind::allgather: return 2;
-    case model::OpKind::reducescatter: return 3;
-    case model::OpKind::allreduce: return 4;
-    default: return -1;
+    case model::OpKind::broadcast:
+      return 0;
+    case model::OpKind::reduce:
+      return 1;
+    case model::OpKind::allgather:
+      return 2;
+    case model::OpKind::reducescatter:
+      return 3;
+    case model::OpKind::allreduce:
+      return 4;
+    default:
+      return -1;
   }
 }
 [[nodiscard]] inline int algo_id(model::Algo a) {
   switch (a) {
-    case model::Algo::tree: return 0;
-    case model::Algo::ring: return 1;
-    case model::Algo::nvls: return 4;
-    default: return -1;
+    case model::Algo::tree:
+      return 0;
+    case model::Algo::ring:
+      return 1;
+    case model::Algo::nvls:
+      return 4;
+    default:
+      return -1;
   }
 }
 [[nodiscard]] inline int proto_id(model::Proto p) {
   switch (p) {
-    case model::Proto::ll: return 0;
-    case model::Proto::ll128: return 1;
-    case model::Proto::simple: return 2;
-    default: return -1;
+    case model::Proto::ll:
+      return 0;
+    case model::Proto::ll128:
+      return 1;
+    case model::Proto::simple:
+      return 2;
+    default:
+      return -1;
   }
 }
 

@@ -15,19 +15,21 @@
 
 namespace {
 
-using Logger = void (*)(int level, unsigned long flags, const char* file, int line, const char* fmt, ...);
+using Logger = void (*)(int level, unsigned long flags, const char* file, int line, const char* fmt,
+                        ...);
 
 // NCCL's tuner interface v4, field for field.
 struct TunerV4 {
   const char* name;
   int (*init)(std::size_t n_ranks, std::size_t n_nodes, Logger log, void** context);
-  int (*get_coll_info)(void* context, int coll, std::size_t bytes, int pipe_ops, float** cost_table, int n_algo,
-                       int n_proto, int reg_buff, int* n_channels);
+  int (*get_coll_info)(void* context, int coll, std::size_t bytes, int pipe_ops, float** cost_table,
+                       int n_algo, int n_proto, int reg_buff, int* n_channels);
   int (*destroy)(void* context);
 };
 
 constexpr int kSuccess = 0;
-constexpr float kIgnored = -1.0f;  // NCCL's mark of an algorithm/protocol it does not offer for the call
+constexpr float kIgnored =
+    -1.0f;  // NCCL's mark of an algorithm/protocol it does not offer for the call
 
 struct Choice {
   int algo = -1;
@@ -49,8 +51,8 @@ int init(std::size_t, std::size_t, Logger, void** context) {
   return kSuccess;
 }
 
-int get_coll_info(void*, int coll, std::size_t bytes, int, float** cost_table, int n_algo, int n_proto, int,
-                  int* n_channels) {
+int get_coll_info(void*, int coll, std::size_t bytes, int, float** cost_table, int n_algo,
+                  int n_proto, int, int* n_channels) {
   Choice c;
   {
     const std::lock_guard<std::mutex> guard(lock());
@@ -73,10 +75,12 @@ int destroy(void*) { return kSuccess; }
 
 extern "C" {
 
-__attribute__((visibility("default"))) TunerV4 ncclTunerPlugin_v4 = {"coconet", init, get_coll_info, destroy};
+__attribute__((visibility("default")))
+TunerV4 ncclTunerPlugin_v4 = {"coconet", init, get_coll_info, destroy};
 
-__attribute__((visibility("default"))) void coconet_tuner_expect(int coll, std::size_t bytes, int algo, int proto,
-                                                                  int channels) {
+__attribute__((visibility("default"))) void coconet_tuner_expect(int coll, std::size_t bytes,
+                                                                 int algo, int proto,
+                                                                 int channels) {
   const std::lock_guard<std::mutex> guard(lock());
   expected()[{coll, bytes}] = Choice{algo, proto, channels};
 }

@@ -67,8 +67,8 @@ class Plugin : public ::testing::Test {
     table[1][2] = 1.0f;   // ring/simple: NCCL's own pick
     table[2][0] = -1.0f;  // collnet: not offered
     int channels = 16;    // NCCL's default
-    EXPECT_EQ(tuner_->get_coll_info(context_, coll, bytes, 1, reinterpret_cast<float**>(table), kAlgos, kProtos, 0,
-                                    &channels),
+    EXPECT_EQ(tuner_->get_coll_info(context_, coll, bytes, 1, reinterpret_cast<float**>(table),
+                                    kAlgos, kProtos, 0, &channels),
               0);
     Answer a{0, 0, channels};
     for (int x = 0; x < kAlgos; ++x)
@@ -86,10 +86,12 @@ class Plugin : public ::testing::Test {
 
 TEST_F(Plugin, ReturnsThePlansChoiceForEachCall) {
   const model::Program p = model::load_program(model::resolve_workload("adam"));
-  const sim::Context ctx{sim::load_topology("dgx-h100", {{"nodes", "1"}, {"nccl.channel_GBps", "20"}}), 8,
-                         p.bind({{"N", std::int64_t(1) << 22}})};
+  const sim::Context ctx{
+      sim::load_topology("dgx-h100", {{"nodes", "1"}, {"nccl.channel_GBps", "20"}}), 8,
+      p.bind({{"N", std::int64_t(1) << 22}})};
   const plan::StepPlan plan = sim::lower_for(model::find_schedule(p, "fuse(RS-C-AG)"), ctx);
-  // Each call as the executor issues it: its NCCL function, its size, the plan's choice of its chunk.
+  // Each call as the executor issues it: its NCCL function, its size, the plan's choice of its
+  // chunk.
   struct Call {
     int coll;
     std::size_t bytes;

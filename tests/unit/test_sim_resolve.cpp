@@ -6,11 +6,10 @@
 // own rule (each collective alone, at the default channels) never picks: the
 // plan holds the unit's choice, the tasks are priced at it, and a plan not
 // resolved, or resolved otherwise, is priced otherwise.
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 
 #include <string>
-
-#include <fmt/core.h>
 
 #include "model/catalog.h"
 #include "model/enumerate.h"
@@ -24,9 +23,13 @@
 namespace coconet::sim {
 namespace {
 
-model::Program workload(const std::string& name) { return model::load_program(model::resolve_workload(name)); }
+model::Program workload(const std::string& name) {
+  return model::load_program(model::resolve_workload(name));
+}
 
-model::Schedule schedule(const model::Program& p, const std::string& name) { return model::find_schedule(p, name); }
+model::Schedule schedule(const model::Program& p, const std::string& name) {
+  return model::find_schedule(p, name);
+}
 
 // dgx-h100 on one node with one channel's LL128 ceiling at `channel_GBps`.
 Context context(const model::Program& p, const std::string& channel_GBps, std::int64_t n) {
@@ -37,7 +40,8 @@ Context context(const model::Program& p, const std::string& channel_GBps, std::i
 
 // NCCL's own choice for one call of `c` alone: each collective's fastest
 // pair at the default channels (sim::predict_collective with auto).
-plan::CollectiveChoice nccl_default(const Context& ctx, const plan::Op& op, const plan::Collective& c) {
+plan::CollectiveChoice nccl_default(const Context& ctx, const plan::Op& op,
+                                    const plan::Collective& c) {
   const int calls = op.calls.front();
   const CollectiveCost cost =
       predict_collective(ctx.topology, CollectiveRequest{c.op, c.bytes / calls, ctx.placement()});
@@ -59,8 +63,9 @@ const Task& task_of(const std::vector<Task>& tasks, int op) {
 }
 
 constexpr const char* kFused = "fuse(RS-C-AG)";
-constexpr std::int64_t kN = 1 << 22;    // 4M parameters: the f16 gradient 8 MB
-constexpr const char* kLowCeiling = "20";  // GB/s per channel (36.7 stock): LL128 bound by channels x 20
+constexpr std::int64_t kN = 1 << 22;  // 4M parameters: the f16 gradient 8 MB
+constexpr const char* kLowCeiling =
+    "20";  // GB/s per channel (36.7 stock): LL128 bound by channels x 20
 
 TEST(Resolve, TheUnitsChoiceDiffersFromNcclsDefaultAndIsPriced) {
   const model::Program p = workload("adam");
@@ -78,15 +83,16 @@ TEST(Resolve, TheUnitsChoiceDiffersFromNcclsDefaultAndIsPriced) {
     ASSERT_TRUE(chosen.concrete());
     // The unit's choice: the channels twice NCCL's default (the element-wise
     // work beside the collectives makes the channel count a unit's choice).
-    EXPECT_EQ(chosen.channels, kChannelSpread * ctx.topology.nccl.channels) << plan::to_string(chosen);
+    EXPECT_EQ(chosen.channels, kChannelSpread * ctx.topology.nccl.channels)
+        << plan::to_string(chosen);
     EXPECT_FALSE(chosen == nccl) << plan::to_string(chosen) << " is NCCL's own choice";
     // The simulator priced that choice: its channels' SMs held, its names in the detail.
     EXPECT_EQ(t.sms_held, chosen.channels * ctx.topology.nccl.sms_per_channel);
-    const std::string named = fmt::format("{} {}/{} x{} channels", model::to_string(c.op),
-                                          model::to_string(chosen.algo), model::to_string(chosen.proto),
-                                          chosen.channels);
-    EXPECT_NE(t.detail.find(model::to_string(chosen.algo) + "/" + model::to_string(chosen.proto) + " x" +
-                            std::to_string(chosen.channels) + " channels"),
+    const std::string named =
+        fmt::format("{} {}/{} x{} channels", model::to_string(c.op), model::to_string(chosen.algo),
+                    model::to_string(chosen.proto), chosen.channels);
+    EXPECT_NE(t.detail.find(model::to_string(chosen.algo) + "/" + model::to_string(chosen.proto) +
+                            " x" + std::to_string(chosen.channels) + " channels"),
               std::string::npos)
         << named << " not in: " << t.detail;
   }
@@ -99,7 +105,8 @@ TEST(Resolve, OnTheStockTopologyTheUnitKeepsNcclsChannels) {
   const Context ctx = context(p, "", kN);
   const plan::StepPlan plan = lower_for(schedule(p, kFused), ctx);
   for (const plan::Collective& c : comm_op(plan).work.collectives)
-    EXPECT_EQ(c.chosen.front().channels, ctx.topology.nccl.channels) << plan::to_string(c.chosen.front());
+    EXPECT_EQ(c.chosen.front().channels, ctx.topology.nccl.channels)
+        << plan::to_string(c.chosen.front());
 }
 
 // Bypassing the resolution fails: a plan straight from plan::lower is an
@@ -119,7 +126,8 @@ TEST(Resolve, PricingReadsThePlanAndNeverChooses) {
   for (plan::Collective& c : op.work.collectives) c.chosen.front() = nccl_default(ctx, op, c);
   const Task& t = task_of(make_tasks(plan, ctx), op.id);
   EXPECT_EQ(t.sms_held, ctx.topology.nccl.channels * ctx.topology.nccl.sms_per_channel);
-  EXPECT_GT(simulate(plan, ctx).time_us, resolved_us) << "NCCL's default priced as the plan now says: slower";
+  EXPECT_GT(simulate(plan, ctx).time_us, resolved_us)
+      << "NCCL's default priced as the plan now says: slower";
   // A choice cleared is refused, not chosen again.
   op.work.collectives.front().chosen.front() = plan::CollectiveChoice{};
   EXPECT_THROW((void)make_tasks(plan, ctx), InternalError);
