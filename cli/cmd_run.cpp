@@ -47,6 +47,9 @@
 #include "model/points.h"
 #include "model/schedule_file.h"
 #include "plan/capabilities.h"
+#include "plan/step_plan.h"
+#include "sim/resolve.h"
+#include "sim/tasks.h"
 #include "sim/topology.h"
 #include "sim/tuner.h"
 #include "validation/launch.h"
@@ -418,10 +421,56 @@ void print_rows(const std::vector<Printed>& rows, const RunArgs& a, int ranks, i
   print(t, a.format);
 }
 
-// The environment that makes NCCL use the knobs of every schedule of the jobs
-// (its documented NCCL_ALGO, NCCL_PROTO, NCCL_MIN/MAX_NCHANNELS), read when
-// the communicators are created: one setting per job, so the schedules must agree.
-void set_nccl_knobs(const std::vector<Job>& jobs) {
+// NCCL's names of an algorithm and a protocol (its NCCL_ALGO and NCCL_PROTO
+// values); none for hierarchical, which is three NCCL calls, not an NCCL
+// algorithm, or for auto.
+const char* nccl_name(model::Algo a) {
+  switch (a) {
+    case model::Algo::ring: return "Ring";
+    case model::Algo::tree: return "Tree";
+    case model::Algo::nvls: return "NVLS";
+    default: return nullptr;
+  }
+}
+const char* nccl_name(model::Proto p) {
+  switch (p) {
+    case model::Proto::ll: return "LL";
+    case model::Proto::ll128: return "LL128";
+    case model::Proto::simple: return "Simple";
+    default: return nullptr;
+  }
+}
+
+// The choices of every collective call the jobs' schedules make: with a
+// topology, each schedule's plan resolved on it (sim/resolve.h, as the
+// prediction priced it); without, what each schedule's knobs pin (auto
+// where they leave NCCL to choose).
+std::vector<plan::CollectiveChoice> call_choices(const std::vector<Job>& jobs,
+                                                 const std::optional<sim::Topology>& topology) {
+  std::vector<plan::CollectiveChoice> out;
+  for (const auto& j : jobs)
+    for (const auto& s : j.schedules) {
+      if (!topology) {
+        out.push_back({s.knobs.algo, s.knobs.proto, s.knobs.channels, false});
+        continue;
+      }
+      const sim::Context ctx{*topology, j.point.ranks_per_group, j.point.sizes, plan::BackendKind::cuda};
+      for (const auto& c : sim::choices_of(sim::lower_for(s, ctx)))
+        if (c.concrete() && !c.local) out.push_back(c);
+    }
+  return out;
+}
+
+// The NCCL environment of a cuda job (its documented NCCL_ALGO, NCCL_PROTO,
+// NCCL_MIN/MAX_NCHANNELS), derived from the choices its plans resolve to
+// (call_choices). NCCL reads it once per communicator: one setting for the
+// whole job. Where the calls' choices differ, only what they all share is
+// set and a note names the choices; NCCL then chooses the rest per call by
+// its own rule. Each call's own choice is plan::Collective::chosen (one per
+// chunk) in the plan the executor runs: what a per-call mechanism (NCCL's
+// tuner plugin) is to apply; the cuda backend applies no per-call choice yet.
+// Schedules that pin different knobs cannot share one job.
+void set_nccl_knobs(const std::vector<Job>& jobs, const std::optional<sim::Topology>& topology) {
   std::optional<model::Knobs> first;
   for (const auto& j : jobs)
     for (const auto& s : j.schedules) {
@@ -433,20 +482,37 @@ void set_nccl_knobs(const std::vector<Job>& jobs) {
                         "--proto and --channels");
       first = k;
     }
-  if (!first) return;
-  static const std::map<model::Algo, const char*> algos = {
-      {model::Algo::ring, "Ring"}, {model::Algo::tree, "Tree"}, {model::Algo::nvls, "NVLS"}};
-  static const std::map<model::Proto, const char*> protos = {
-      {model::Proto::ll, "LL"}, {model::Proto::ll128, "LL128"}, {model::Proto::simple, "Simple"}};
-  if (const auto it = algos.find(first->algo); it != algos.end()) setenv("NCCL_ALGO", it->second, 1);
-  if (first->algo == model::Algo::hierarchical)
+  const std::vector<plan::CollectiveChoice> calls = call_choices(jobs, topology);
+  if (calls.empty()) return;
+  const auto all = [&](auto field) {
+    return std::all_of(calls.begin(), calls.end(), [&](const auto& c) { return field(c) == field(calls.front()); });
+  };
+  const bool one_algo = all([](const plan::CollectiveChoice& c) { return c.algo; });
+  const bool one_proto = all([](const plan::CollectiveChoice& c) { return c.proto; });
+  const bool one_channels = all([](const plan::CollectiveChoice& c) { return c.channels; });
+  const plan::CollectiveChoice& c = calls.front();
+  if (one_algo && nccl_name(c.algo)) setenv("NCCL_ALGO", nccl_name(c.algo), 1);
+  if (one_algo && c.algo == model::Algo::hierarchical)
     fmt::print(stderr, "coconet: algo hierarchical has no NCCL_ALGO value; NCCL chooses its own\n");
-  if (const auto it = protos.find(first->proto); it != protos.end()) setenv("NCCL_PROTO", it->second, 1);
-  if (first->channels > 0) {
-    const std::string n = std::to_string(first->channels);
+  if (one_proto && nccl_name(c.proto)) setenv("NCCL_PROTO", nccl_name(c.proto), 1);
+  if (one_channels && c.channels > 0) {
+    const std::string n = std::to_string(c.channels);
     setenv("NCCL_MIN_NCHANNELS", n.c_str(), 1);
     setenv("NCCL_MAX_NCHANNELS", n.c_str(), 1);
   }
+  if (one_algo && one_proto && one_channels) return;
+  std::vector<std::string> distinct;
+  for (const auto& x : calls)
+    if (std::find(distinct.begin(), distinct.end(), plan::to_string(x)) == distinct.end())
+      distinct.push_back(plan::to_string(x));
+  std::string list;
+  for (const auto& d : distinct) list += (list.empty() ? "" : ", ") + d;
+  fmt::print(stderr,
+             "coconet: the collectives of these plans resolve to different NCCL settings on {} ({}); NCCL takes one "
+             "setting per job from its environment, so only what they share is set{}{}{} and NCCL chooses the rest "
+             "per call\n",
+             topology ? topology->name : "the knobs", list, one_algo ? " (algorithm)" : "",
+             one_proto ? " (protocol)" : "", one_channels ? " (channels)" : "");
 }
 
 // The world size of this job before any backend starts: mpirun's, else --ranks, else 1.
@@ -579,7 +645,8 @@ void run_command(const RunArgs& a) {
   }
   if (a.backend == "cuda") {
     exec::RunOptions checked;
-    set_nccl_knobs(prepare_jobs(a, checked, expected_world_size(a)));
+    set_nccl_knobs(prepare_jobs(a, checked, expected_world_size(a)),
+                   run_topology(a, model::split_sets(a.sets).topology));
   }
   auto backend = exec::make_backend(a.backend);
   exec::RunOptions options;

@@ -1,8 +1,11 @@
 // coconet show: a workload's program and every enumerated schedule with its
 // stages; with --plan NAME, the StepPlan that schedule lowers to on a backend
-// (what the simulator prices and the executor runs). JSON: coconet.show/1
+// (what the simulator prices and the executor runs), its collectives resolved
+// on --topology (sim/resolve.h: each call's algorithm, protocol and
+// channels, as the simulator prices them). JSON: coconet.show/1
 // (every workload named) and coconet.plan/1; CSV: one row per schedule, or per
 // op of a plan.
+#include <algorithm>
 #include <cstdio>
 
 #include <fmt/core.h>
@@ -13,11 +16,15 @@
 #include "cli/json_out.h"
 #include "cli/messages.h"
 #include "cli/workload_args.h"
+#include "model/assign.h"
 #include "model/catalog.h"
 #include "model/enumerate.h"
 #include "model/error.h"
 #include "model/points.h"
 #include "plan/step_plan.h"
+#include "sim/resolve.h"
+#include "sim/tasks.h"
+#include "sim/topology.h"
 
 namespace coconet::cli {
 
@@ -93,6 +100,25 @@ nlohmann::json fused_json(const std::optional<plan::FusedForm>& f) {
           {"passes", passes},         {"gathers", f->gathers}, {"scratch", f->scratch}};
 }
 
+nlohmann::json choice_json(const plan::CollectiveChoice& c) {
+  if (c.local) return {{"algo", nullptr}, {"proto", nullptr}, {"channels", 0}, {"local", true}};
+  return {{"algo", model::to_string(c.algo)}, {"proto", model::to_string(c.proto)}, {"channels", c.channels},
+          {"local", false}};
+}
+
+// A collective's resolved choice: its first chunk's, and every chunk's
+// (by_chunk) where they differ; null fields before resolution.
+nlohmann::json choice_json(const plan::Collective& c) {
+  if (c.chosen.empty()) return {{"algo", nullptr}, {"proto", nullptr}, {"channels", nullptr}};
+  nlohmann::json out = choice_json(c.chosen.front());
+  if (std::any_of(c.chosen.begin(), c.chosen.end(), [&](const auto& x) { return !(x == c.chosen.front()); })) {
+    nlohmann::json by_chunk = nlohmann::json::array();
+    for (const auto& x : c.chosen) by_chunk.push_back(choice_json(x));
+    out["by_chunk"] = by_chunk;
+  }
+  return out;
+}
+
 nlohmann::json plan_json(const plan::StepPlan& p) {
   nlohmann::json units = nlohmann::json::array();
   for (const auto& u : p.units) {
@@ -100,8 +126,11 @@ nlohmann::json plan_json(const plan::StepPlan& p) {
     for (int id : u.ops) {
       const plan::Op& op = p.op(id);
       nlohmann::json collectives = nlohmann::json::array();
-      for (const auto& c : op.work.collectives)
-        collectives.push_back({{"op", model::to_string(c.op)}, {"statement", c.stmt}, {"bytes", c.bytes}});
+      for (const auto& c : op.work.collectives) {
+        nlohmann::json one = {{"op", model::to_string(c.op)}, {"statement", c.stmt}, {"bytes", c.bytes}};
+        one.update(choice_json(c));
+        collectives.push_back(std::move(one));
+      }
       ops.push_back({{"id", op.id}, {"code", op.code}, {"class", plan::to_string(op.cls)},
                      {"statements", op.stmts}, {"group", op.group}, {"dest_group", op.dest_group},
                      {"stream", plan::to_string(op.stream)}, {"lag", op.lag}, {"producers", op.producers},
@@ -112,17 +141,22 @@ nlohmann::json plan_json(const plan::StepPlan& p) {
                      {"ops", ops}});
   }
   return tagged("plan", {{"schedule", p.schedule}, {"backend", plan::to_string(p.caps.backend)},
+                         {"resolved_on", p.resolved_on}, {"knobs", knobs_json(p.knobs)},
                          {"ranks_per_group", p.ranks_per_group}, {"groups", p.groups},
                          {"sizes", sizes_json(p.sizes)}, {"label", model::sizes_label(p.sizes)}, {"units", units}});
 }
 
 Table plan_table(const plan::StepPlan& p) {
-  Table t{{"unit", "op", "code", "class", "stream", "group", "hbm_bytes", "flops"}};
+  Table t{{"unit", "op", "code", "class", "stream", "group", "hbm_bytes", "flops", "collectives"}};
   for (const auto& u : p.units)
     for (int id : u.ops) {
       const plan::Op& op = p.op(id);
+      std::string chosen;  // each collective's choice of its first chunk
+      for (const auto& c : op.work.collectives)
+        chosen += (chosen.empty() ? "" : "; ") + model::to_string(c.op) + " " +
+                  (c.chosen.empty() ? "unresolved" : plan::to_string(c.chosen.front()));
       t.add({u.name, std::int64_t(op.id), op.code, plan::to_string(op.cls), plan::to_string(op.stream),
-             std::int64_t(op.group), double(op.work.hbm_bytes), double(op.work.flops)});
+             std::int64_t(op.group), double(op.work.hbm_bytes), double(op.work.flops), chosen});
     }
   return t;
 }
@@ -132,13 +166,25 @@ struct PlanArgs {
   int ranks = 8;
   std::string backend = "cuda";
   int chunks = 1;
+  std::string topology;  // empty: the embedded default experiment's
+  std::string algo = "auto", proto = "auto";
+  int channels = 0;
 };
 
-void show_plan(const std::string& workload, const std::vector<std::string>& sets, const PlanArgs& a, Format f) {
+// `sets`: the workload's sizes and scalars and, dotted (model::split_sets),
+// values of the topology.
+void show_plan(const std::string& workload, const std::vector<std::string>& all_sets, const PlanArgs& a, Format f) {
+  const model::SetArgs split = model::split_sets(all_sets);
+  std::vector<std::string> sets;
+  for (const auto& [k, v] : split.workload) sets.push_back(k + "=" + v);
+  const sim::Overrides topology_sets(split.topology.begin(), split.topology.end());
   const model::Program p = load_workload(workload, sets);
   model::Schedule s = model::find_schedule(p, a.schedule);
-  s.knobs.chunks = a.chunks;
-  const plan::StepPlan plan = plan::lower(s, p.bind(), a.ranks, plan::capabilities_of(plan::parse_backend(a.backend)));
+  s.knobs = model::Knobs{a.chunks, model::parse_algo(a.algo), model::parse_proto(a.proto), a.channels};
+  const sim::Topology t = sim::load_topology(a.topology.empty() ? model::default_experiment().topology : a.topology,
+                                             topology_sets);
+  const sim::Context ctx{t, a.ranks, p.bind(), plan::parse_backend(a.backend)};
+  const plan::StepPlan plan = sim::lower_for(s, ctx);  // plan::lower, then sim::resolve_collectives
   if (f == Format::json) print_json(plan_json(plan));
   else if (f == Format::csv) print(plan_table(plan), f);
   else fmt::print("{}", plan::describe(plan));
@@ -158,7 +204,9 @@ void register_show(CLI::App& app) {
   auto plan = std::make_shared<PlanArgs>();
   cmd->add_option("workload", args->workloads,
                   "Workload names or YAML files (default: every workload in workloads/)");
-  cmd->add_option("--set", args->sets, "Override a size or scalar: NAME=VALUE (repeatable)");
+  cmd->add_option("--set", args->sets,
+                  "Override a size or scalar: NAME=VALUE (repeatable); with --plan also a value of the --topology "
+                  "(dotted, e.g. nccl.channels=8)");
   cmd->add_option("--plan", plan->schedule,
                   "Print the StepPlan of this schedule (a name or a schedule YAML) instead: units, ops, "
                   "streams, chunks, work");
@@ -170,6 +218,17 @@ void register_show(CLI::App& app) {
   cmd->add_option("--chunks", plan->chunks, "With --plan: chunks of each overlap group")
       ->capture_default_str()
       ->check(at_least(1));
+  cmd->add_option("--topology", plan->topology,
+                  "With --plan: the topology (name or YAML) its collectives' algorithm, protocol and channels are "
+                  "resolved on; default: the embedded default experiment's");
+  cmd->add_option("--algo", plan->algo, "With --plan: pin the collectives' algorithm (ring, tree, nvls, "
+                                        "hierarchical; auto: resolved per unit)")
+      ->capture_default_str();
+  cmd->add_option("--proto", plan->proto, "With --plan: pin the protocol (ll, ll128, simple; auto: resolved per unit)")
+      ->capture_default_str();
+  cmd->add_option("--channels", plan->channels, "With --plan: pin the channels (0: resolved per unit)")
+      ->capture_default_str()
+      ->check(at_least(0));
   add_format_option(cmd, args->format);
   cmd->callback([args, plan] {
     if (!plan->schedule.empty()) {

@@ -1,4 +1,6 @@
 // Printing a StepPlan (`coconet show W --plan NAME`).
+#include <algorithm>
+
 #include <fmt/core.h>
 
 #include "plan/step_plan.h"
@@ -19,12 +21,29 @@ std::string to_string(OpClass c) {
 
 std::string to_string(Stream s) { return s == Stream::compute ? "compute" : "comm"; }
 
+std::string to_string(const CollectiveChoice& c) {
+  if (c.local) return "local (one rank)";
+  if (!c.concrete()) return "unresolved";
+  return fmt::format("{}/{} x{}", model::to_string(c.algo), model::to_string(c.proto), c.channels);
+}
+
 namespace {
 
 std::string join(const std::vector<std::string>& parts, const char* sep) {
   std::string out;
   for (const auto& x : parts) out += (out.empty() ? "" : sep) + x;
   return out;
+}
+
+// A collective's resolved choice: one for every chunk, or chunk by chunk
+// where they differ; nothing before resolution.
+std::string choice_text(const Collective& c) {
+  if (c.chosen.empty()) return "";
+  if (std::all_of(c.chosen.begin(), c.chosen.end(), [&](const CollectiveChoice& x) { return x == c.chosen.front(); }))
+    return " as " + to_string(c.chosen.front());
+  std::vector<std::string> parts;
+  for (std::size_t k = 0; k < c.chosen.size(); ++k) parts.push_back(fmt::format("chunk {} {}", k, to_string(c.chosen[k])));
+  return " as " + join(parts, ", ");
 }
 
 std::string work_text(const Work& w) {
@@ -34,7 +53,7 @@ std::string work_text(const Work& w) {
                                 w.gemm->batch > 1 ? fmt::format("{} x ", w.gemm->batch) : "", w.gemm->m,
                                 w.gemm->k, w.gemm->k, w.gemm->n, model::to_string(w.gemm->dtype)));
   for (const auto& c : w.collectives)
-    parts.push_back(fmt::format("{} {:.0f} B", model::to_string(c.op), c.bytes));
+    parts.push_back(fmt::format("{} {:.0f} B{}", model::to_string(c.op), c.bytes, choice_text(c)));
   if (w.hbm_bytes > 0) parts.push_back(fmt::format("{:.0f} B over memory", w.hbm_bytes));
   if (w.flops > 0) parts.push_back(fmt::format("{:.0f} flop", w.flops));
   for (int k = 0; k < model::kCostlyOps; ++k)
@@ -93,6 +112,9 @@ std::string describe(const StepPlan& p) {
   out += fmt::format("  sizes {}; knobs chunks={} algo={} proto={} channels={}\n", join(sizes, " "),
                      p.knobs.chunks, model::to_string(p.knobs.algo), model::to_string(p.knobs.proto),
                      p.knobs.channels);
+  out += p.resolved_on.empty() ? "  collectives: not resolved (a topology resolves each one's algorithm, protocol and channels)\n"
+                               : fmt::format("  collectives resolved on {}: algorithm/protocol x channels per call\n",
+                                             p.resolved_on);
   for (std::size_t i = 0; i < p.units.size(); ++i) {
     const Unit& u = p.units[i];
     out += fmt::format("  unit {}: {}{}{}\n", i, u.name, u.as_parts.empty() ? "" : " (as parts: " + u.as_parts + ")",

@@ -35,12 +35,34 @@ enum class OpClass { elementwise, matmul, norm, rowreduce, collective, fused };
 enum class Stream { compute, comm };
 [[nodiscard]] std::string to_string(Stream s);
 
+// How the calls of one chunk of a collective run: NCCL's algorithm, protocol
+// and channel count. Concrete once resolved (sim/resolve.h
+// resolve_collectives, the one place that chooses them); `auto_` and 0
+// channels only before that, or for a chunk that makes no call. A call on
+// one rank exchanges nothing (`local`: a copy or nothing; no algorithm
+// applies, no channel is held).
+struct CollectiveChoice {
+  model::Algo algo = model::Algo::auto_;
+  model::Proto proto = model::Proto::auto_;
+  int channels = 0;
+  bool local = false;
+  [[nodiscard]] bool concrete() const {
+    return local || (algo != model::Algo::auto_ && proto != model::Proto::auto_ && channels > 0);
+  }
+  friend bool operator==(const CollectiveChoice&, const CollectiveChoice&) = default;
+};
+[[nodiscard]] std::string to_string(const CollectiveChoice& c);  // "ring/ll128 x16", "local"
+
 // One collective call of an op (a send included), by statement.
 struct Collective {
   model::OpKind op = model::OpKind::allreduce;
   std::string stmt;
   double bytes = 0;  // nccl-tests size on rank 0 (sim/collective.h): whole op, all chunks
   bool in_place = false;  // a fused op's allgather of what it wrote at this rank's place
+  // The resolved choice of each chunk's calls (index: chunk of the op's unit),
+  // what the simulator prices and the executors apply per call; empty until
+  // resolved. Chunks differ only where a chunk's size crosses a choice's edge.
+  std::vector<CollectiveChoice> chosen;
 };
 
 // A GEMM as the cost model sees it: `batch` products [m x k] x [k x n] on
@@ -137,6 +159,9 @@ struct StepPlan {
   std::vector<std::string> stage_codes;
   std::vector<Unit> units;
   std::vector<Op> ops;
+  // The topology the collectives' choices were resolved on (sim/resolve.h);
+  // empty: not resolved (plan::lower leaves every choice open).
+  std::string resolved_on;
 
   [[nodiscard]] const Op& op(int id) const { return ops.at(static_cast<std::size_t>(id)); }
 };

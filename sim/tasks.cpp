@@ -15,6 +15,7 @@
 #include <fmt/core.h>
 
 #include "model/error.h"
+#include "sim/resolve.h"
 #include "sim/units.h"
 
 namespace coconet::sim {
@@ -154,7 +155,47 @@ double fused_form_latency_us(const plan::FusedForm& f, const Context& ctx, int c
 // pipelined under them with the last piece exposed. A chunk
 // of an overlap group is a call of its own (paying the latency again) unless
 // the backend keeps its collectives resident across chunks.
-Task comm_task(const plan::Work& w, const plan::FusedForm* form, const Context& ctx, const model::Knobs& knobs,
+// How a launch's collectives are chosen: pricing reads each collective's
+// resolved choice of the chunk (plan::Collective::chosen); resolution
+// (sim/resolve.h) tries a setting of the knobs (`trial`), each collective
+// taking NCCL's own choice of what the setting leaves open, and records
+// what each one took (`taken`).
+struct Choosing {
+  int chunk = 0;
+  const model::Knobs* trial = nullptr;
+  std::vector<plan::CollectiveChoice>* taken = nullptr;
+};
+
+// The resolved choice of `c` for `chunk`, as the plan states it.
+const plan::CollectiveChoice& resolved_choice(const plan::Collective& c, int chunk) {
+  if (std::size_t(chunk) >= c.chosen.size() || !c.chosen[std::size_t(chunk)].concrete())
+    throw InternalError(fmt::format("sim: the {} of {} (chunk {}) is priced without a resolved algorithm, protocol "
+                                    "and channels; resolve the plan first (sim/resolve.h resolve_collectives)",
+                                    model::to_string(c.op), c.stmt, chunk));
+  return c.chosen[std::size_t(chunk)];
+}
+
+// The cost of one call of `c` as `how` chooses it.
+CollectiveCost collective_cost(const Topology& t, const plan::Collective& c, CollectiveRequest r, const Choosing& how) {
+  if (how.trial) {
+    r.algo = how.trial->algo;
+    r.proto = how.trial->proto;
+    r.channels = how.trial->channels;
+    const CollectiveCost cost = predict_collective_or_auto(t, r);
+    how.taken->push_back(one_rank(r) ? plan::CollectiveChoice{model::Algo::auto_, model::Proto::auto_, 0, true}
+                                     : plan::CollectiveChoice{cost.algo, cost.proto, cost.channels, false});
+    return cost;
+  }
+  const plan::CollectiveChoice& chosen = resolved_choice(c, how.chunk);
+  if (!chosen.local) {
+    r.algo = chosen.algo;
+    r.proto = chosen.proto;
+    r.channels = chosen.channels;
+  }
+  return predict_collective(t, r);
+}
+
+Task comm_task(const plan::Work& w, const plan::FusedForm* form, const Context& ctx, const Choosing& how,
                bool pays_latency, double share, int calls) {
   const Topology& t = ctx.topology;
   const Placement where = ctx.placement();
@@ -170,8 +211,8 @@ Task comm_task(const plan::Work& w, const plan::FusedForm* form, const Context& 
   bool crosses = false;  // some collective moves data between ranks
   for (const auto& c : w.collectives) {
     const double bytes = c.bytes * share;
-    const CollectiveRequest r{c.op, bytes / calls, where, knobs.algo, knobs.proto, knobs.channels, c.in_place};
-    const CollectiveCost cost = predict_collective_or_auto(t, r);
+    const CollectiveRequest r{c.op, bytes / calls, where, model::Algo::auto_, model::Proto::auto_, 0, c.in_place};
+    const CollectiveCost cost = collective_cost(t, c, r, how);
     base += cost.base_us;  // each collective is a call of its own (a fused op: per piece)
     smallest_base = std::min(smallest_base, cost.base_us);
     hops += calls * cost.hops_us;
@@ -227,7 +268,7 @@ Task comm_task(const plan::Work& w, const plan::FusedForm* form, const Context& 
 }
 
 Task launch_task(const plan::StepPlan& p, const plan::Unit& u, const plan::Op& op, int chunk, const Context& ctx,
-                 const model::Knobs& knobs) {
+                 const Choosing& how) {
   const double share = plan::chunk_share(u, chunk);
   const int calls = op.calls.at(std::size_t(chunk));
   if (calls == 0) return Task{};  // this chunk holds no rows of the op's value on rank 0: nothing is called
@@ -236,7 +277,7 @@ Task launch_task(const plan::StepPlan& p, const plan::Unit& u, const plan::Op& o
   switch (op.cls) {
     case plan::OpClass::collective:
     case plan::OpClass::fused:
-      return comm_task(op.work, op.fused ? &*op.fused : nullptr, ctx, knobs, chunk == 0 || !p.caps.resident_overlap,
+      return comm_task(op.work, op.fused ? &*op.fused : nullptr, ctx, how, chunk == 0 || !p.caps.resident_overlap,
                        share, calls);
     case plan::OpClass::matmul: return gemm_task(*op.work.gemm, ctx, share, calls);
     case plan::OpClass::elementwise:
@@ -263,15 +304,16 @@ bool computes_beside(const plan::StepPlan& p, const plan::Unit& u) {
   return comm && compute;
 }
 
-// Whether some collective of the unit can run algorithm `a` with protocol
-// `pr` (either may be auto: some concrete choice for it).
-bool usable(const plan::StepPlan& p, const plan::Unit& u, const Context& ctx, model::Algo a, model::Proto pr) {
+// Whether some collective of the ops `ids` can run algorithm `a` with
+// protocol `pr` (either may be auto: some concrete choice for it).
+bool usable(const plan::StepPlan& p, const std::vector<int>& ids, const Context& ctx, model::Algo a, model::Proto pr) {
   const Placement where = ctx.placement();
-  constexpr std::array<model::Algo, 3> kNccl = {model::Algo::ring, model::Algo::tree, model::Algo::nvls};
+  constexpr std::array<model::Algo, 4> kAlgos = {model::Algo::ring, model::Algo::tree, model::Algo::nvls,
+                                                 model::Algo::hierarchical};
   constexpr std::array<model::Proto, 3> kProtos = {model::Proto::ll, model::Proto::ll128, model::Proto::simple};
-  for (int id : u.ops)
+  for (int id : ids)
     for (const auto& c : p.op(id).work.collectives)
-      for (model::Algo x : kNccl)
+      for (model::Algo x : kAlgos)
         for (model::Proto y : kProtos)
           if ((a == model::Algo::auto_ || a == x) && (pr == model::Proto::auto_ || pr == y) &&
               supported(ctx.topology, c.op, where, x, y))
@@ -296,14 +338,13 @@ std::vector<model::Knobs> unit_choices(const plan::StepPlan& p, const plan::Unit
   const std::vector<Proto> protos = k.proto == Proto::auto_
                                         ? std::vector<Proto>{Proto::auto_, Proto::ll, Proto::ll128, Proto::simple}
                                         : std::vector<Proto>{k.proto};
-  constexpr int kChannelSpread = 2;  // as the tuner's: half and twice NCCL's default
   const int ch = ctx.topology.nccl.channels;
   const std::vector<int> channels = k.channels == 0 && computes_beside(p, u)
                                         ? std::vector<int>{0, std::max(1, ch / kChannelSpread), ch * kChannelSpread}
                                         : std::vector<int>{k.channels};
   for (Algo a : algos)
     for (Proto pr : protos) {
-      if ((a != Algo::auto_ || pr != Proto::auto_) && !usable(p, u, ctx, a, pr)) continue;
+      if ((a != Algo::auto_ || pr != Proto::auto_) && !usable(p, u.ops, ctx, a, pr)) continue;
       for (int c : channels) {
         const model::Knobs choice{k.chunks, a, pr, c};
         if (!(choice == k)) out.push_back(choice);
@@ -331,12 +372,13 @@ double unit_span_us(std::span<const Task> tasks, int first_id) {
 // part, producers' same chunk, and the unit before when nothing earlier in
 // this unit orders the task. A kernel is one task per class of its group
 // (priced with the class's scales); a collective or send is one task over
-// every class of its group(s), priced with their slowest rates. Where the
-// plan's knobs leave the algorithm, protocol or channels open, each unit runs
-// under the choice that makes it fastest alone: the choice is the unit's (its
-// collectives and the compute beside them together), not each collective's by
-// its own time. Units run one after another, so no unit's choice changes
-// another's time.
+// every class of its group(s), priced with their slowest rates. Pricing
+// reads each collective's resolved choice from the plan. Resolving
+// (`resolving`, the plan to write the choices into: sim/resolve.h) builds
+// each unit under every setting unit_choices gives, keeps the one under
+// which the unit alone ends first (the choice is the unit's: its collectives
+// and the compute beside them together, not each collective's by its own
+// time), and writes what each collective took under it into the plan.
 class TaskBuilder {
   // A launch's tasks: the one on each class (-1: none there), and all of them.
   struct Launched {
@@ -345,8 +387,9 @@ class TaskBuilder {
   };
 
  public:
-  TaskBuilder(const plan::StepPlan& p, const Context& ctx, const std::vector<RankClass>& classes)
-      : p_(p), ctx_(ctx), classes_(classes), slots_of_(std::size_t(std::max(1, p.groups))) {
+  TaskBuilder(const plan::StepPlan& p, const Context& ctx, const std::vector<RankClass>& classes,
+              plan::StepPlan* resolving = nullptr)
+      : p_(p), ctx_(ctx), classes_(classes), resolving_(resolving), slots_of_(std::size_t(std::max(1, p.groups))) {
     for (std::size_t c = 0; c < classes.size(); ++c) {
       const int g = classes[c].group;
       if (g >= int(slots_of_.size())) slots_of_.resize(std::size_t(g) + 1);
@@ -391,11 +434,16 @@ class TaskBuilder {
     const plan::Unit& u = p_.units[std::size_t(unit)];
     const int first = int(tasks_.size());
     kernels_.clear();
+    if (!resolving_) {
+      std::vector<int> mine = build_unit(unit, nullptr);
+      if (!mine.empty()) previous_unit_ = std::move(mine);
+      return;
+    }
     const std::vector<model::Knobs> choices = unit_choices(p_, u, ctx_);
     std::size_t best = 0;
     double best_us = 0;
     for (std::size_t i = 0; choices.size() > 1 && i < choices.size(); ++i) {
-      (void)build_unit(unit, choices[i]);
+      (void)build_unit(unit, &choices[i]);
       const double us = unit_span_us(std::span<const Task>(tasks_).subspan(std::size_t(first)), first);
       tasks_.resize(std::size_t(first));
       if (i == 0 || us < best_us) {
@@ -403,12 +451,19 @@ class TaskBuilder {
         best_us = us;
       }
     }
-    std::vector<int> mine = build_unit(unit, choices[best]);
+    taken_.clear();
+    std::vector<int> mine = build_unit(unit, &choices[best]);
     if (!mine.empty()) previous_unit_ = std::move(mine);
+    for (auto& [launch, taken] : taken_) {  // what each collective of the kept setting took, chunk by chunk
+      plan::Op& op = resolving_->ops.at(std::size_t(launch.first));
+      for (std::size_t i = 0; i < taken.size() && i < op.work.collectives.size(); ++i)
+        op.work.collectives[i].chosen.at(std::size_t(launch.second)) = taken[i];
+    }
   }
 
-  // Appends the unit's tasks under `knobs`; returns their ids (the gate's not included).
-  std::vector<int> build_unit(int unit, const model::Knobs& knobs) {
+  // Appends the unit's tasks, priced from the plan's choices (`trial` null) or
+  // under the setting `trial` (resolving); returns their ids (the gate's not included).
+  std::vector<int> build_unit(int unit, const model::Knobs* trial) {
     const plan::Unit& u = p_.units[std::size_t(unit)];
     last_on_.assign(classes_.size() * 2, -1);  // (class, stream) -> task
     std::map<std::pair<int, int>, Launched> launched;  // (op, chunk) -> its tasks
@@ -460,7 +515,12 @@ class TaskBuilder {
         RankScales slowest;
         for (int g : {op.group, op.dest_group})
           for (int c : slots(g)) slowest = slowest.slowest(classes_[std::size_t(c)].scales);
-        Task k = launch_task(p_, u, op, l.chunk, context(slowest), knobs);
+        std::vector<plan::CollectiveChoice>* taken = nullptr;
+        if (trial) {
+          taken = &taken_[{op.id, l.chunk}];
+          taken->clear();
+        }
+        Task k = launch_task(p_, u, op, l.chunk, context(slowest), Choosing{l.chunk, trial, taken});
         if (std::pair{op.id, l.chunk} == first_sync_) k.latency_us += ctx_.topology.nccl.step_sync_us;
         one(slots(op.group), op.dest_group >= 0 ? slots(op.dest_group) : std::vector<int>{}, k);
         continue;
@@ -470,7 +530,8 @@ class TaskBuilder {
         // A kernel per distinct scales, the same under every choice of the unit's knobs.
         const auto key = std::make_tuple(op.id, l.chunk, s);
         auto it = kernels_.find(key);
-        if (it == kernels_.end()) it = kernels_.emplace(key, launch_task(p_, u, op, l.chunk, context(s), knobs)).first;
+        if (it == kernels_.end())
+          it = kernels_.emplace(key, launch_task(p_, u, op, l.chunk, context(s), Choosing{l.chunk})).first;
         one({c}, {}, it->second);
       }
     }
@@ -507,6 +568,8 @@ class TaskBuilder {
   const plan::StepPlan& p_;
   const Context& ctx_;
   const std::vector<RankClass>& classes_;
+  plan::StepPlan* resolving_ = nullptr;  // resolving: the plan the choices are written into (p_ itself)
+  std::map<std::pair<int, int>, std::vector<plan::CollectiveChoice>> taken_;  // (op, chunk) -> each collective's
   std::vector<std::vector<int>> slots_of_;  // group -> its classes
   std::map<RankScales, Context> contexts_;
   std::map<std::tuple<int, int, RankScales>, Task> kernels_;  // (op, chunk, scales) -> the unit's kernel
@@ -549,7 +612,37 @@ Context class_context(const Context& ctx, const RankScales& s) {
 }
 
 std::vector<Task> make_tasks(const plan::StepPlan& p, const Context& ctx, const std::vector<RankClass>& classes) {
+  if (p.resolved_on.empty())
+    throw InternalError(fmt::format("sim: the plan of {} is priced before its collectives are resolved; resolve it "
+                                    "first (sim/resolve.h resolve_collectives)",
+                                    p.schedule));
   return TaskBuilder(p, ctx, classes).run();
+}
+
+void resolve_collectives(plan::StepPlan& p, const Context& ctx, const std::vector<RankClass>& classes) {
+  for (plan::Op& op : p.ops)
+    for (plan::Collective& c : op.work.collectives)
+      c.chosen.assign(std::size_t(p.units.at(std::size_t(op.unit)).chunks), plan::CollectiveChoice{});
+  (void)TaskBuilder(p, ctx, classes, &p).run();
+  p.resolved_on = ctx.topology.name;
+}
+
+void resolve_collectives(plan::StepPlan& p, const Context& ctx) {
+  resolve_collectives(p, ctx, rank_classes(ctx.topology, p.ranks_per_group, p.groups, ctx.rank_mode));
+}
+
+bool pins_apply(const plan::StepPlan& p, const Context& ctx, const model::Knobs& k) {
+  if (k.algo == model::Algo::auto_ && k.proto == model::Proto::auto_) return true;
+  std::vector<int> all(p.ops.size());
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = int(i);
+  return usable(p, all, ctx, k.algo, k.proto);
+}
+
+std::vector<plan::CollectiveChoice> choices_of(const plan::StepPlan& p) {
+  std::vector<plan::CollectiveChoice> out;
+  for (const plan::Op& op : p.ops)
+    for (const plan::Collective& c : op.work.collectives) out.insert(out.end(), c.chosen.begin(), c.chosen.end());
+  return out;
 }
 
 std::vector<Task> make_tasks(const plan::StepPlan& p, const Context& ctx) {
@@ -583,7 +676,9 @@ Prediction predict_analytic(const plan::StepPlan& p, const Context& ctx, const s
 }
 
 plan::StepPlan lower_for(const model::Schedule& s, const Context& ctx) {
-  return plan::lower(s, ctx.sizes, ctx.ranks, ctx.capabilities());
+  plan::StepPlan p = plan::lower(s, ctx.sizes, ctx.ranks, ctx.capabilities());
+  resolve_collectives(p, ctx);
+  return p;
 }
 
 Prediction predict_analytic(const model::Schedule& s, const Context& ctx) {

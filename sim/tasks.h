@@ -70,11 +70,11 @@ struct Prediction {
   std::vector<StageCost> stages;
 };
 
-// The tasks of a plan (its knobs: algorithm, protocol, channels), unit by
-// unit in issue order, on the classes of ranks given (sim/ranks.h; a task's
-// rank is an index into them), or on the context's classes; what the knobs
-// leave open is chosen per unit, for the unit's time alone (sim/tasks.cpp
-// TaskBuilder).
+// The tasks of a resolved plan (each collective call at the algorithm,
+// protocol and channels the plan states: sim/resolve.h), unit by unit in
+// issue order, on the classes of ranks given (sim/ranks.h; a task's rank is
+// an index into them), or on the context's classes. A plan not resolved is
+// an InternalError: pricing chooses nothing.
 [[nodiscard]] std::vector<Task> make_tasks(const plan::StepPlan& p, const Context& ctx,
                                            const std::vector<RankClass>& classes);
 [[nodiscard]] std::vector<Task> make_tasks(const plan::StepPlan& p, const Context& ctx);
@@ -86,7 +86,8 @@ struct Prediction {
 // Lowers `s` (its knobs) for the context's backend, then predicts it.
 [[nodiscard]] Prediction predict_analytic(const model::Schedule& s, const Context& ctx);
 
-// The plan of `s` (its knobs) on the context's backend, ranks and sizes.
+// The plan of `s` (its knobs) on the context's backend, ranks and sizes,
+// its collectives resolved on the context (sim/resolve.h).
 [[nodiscard]] plan::StepPlan lower_for(const model::Schedule& s, const Context& ctx);
 
 // Resource capacities of one GPU, GB/s (HBM achievable, NVLink, its share of the NICs).

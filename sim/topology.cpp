@@ -20,6 +20,7 @@
 #include "model/expr.h"
 #include "model/yaml_util.h"
 #include "sim/collective.h"
+#include "sim/nccl_table.h"
 #include "sim/units.h"
 
 namespace coconet::sim {
@@ -104,23 +105,38 @@ namespace {
 
 // Reads one topology document: typed getters that check ranges and name the
 // place (file:line, or the --set override that put the value there).
+// What a topology takes from its NCCL table (sim/nccl_table.h): the keys
+// it leaves to the table, by dotted path, and where it names the table.
+struct FromTable {
+  std::set<std::string> keys;
+  YAML::Node version;  // the topology's nccl.version
+  std::string name;    // "NCCL 2.28 (configs/nccl/2.28.yaml)"
+};
+
+// The key of `keys` that `path` is (or lies under), else "".
+std::string key_of(const std::set<std::string>& keys, const std::string& path) {
+  for (const std::string& k : keys)
+    if (path == k || path.rfind(k + ".", 0) == 0 || path.rfind(k + "[", 0) == 0) return k;
+  return "";
+}
+
 class Reader {
  public:
-  Reader(model::YamlContext ctx, std::set<std::string> overridden)
-      : ctx_(std::move(ctx)), overridden_(std::move(overridden)) {}
+  Reader(model::YamlContext ctx, std::set<std::string> overridden, FromTable from_table = {})
+      : ctx_(std::move(ctx)), overridden_(std::move(overridden)), from_table_(std::move(from_table)) {}
 
+  // A value from the table is placed at the topology's nccl.version, the
+  // line that brought it in.
   [[noreturn]] void fail(const YAML::Node& n, const std::string& path, const std::string& what) const {
     if (const std::string key = overridden_by(path); !key.empty())
       throw UserError(fmt::format("{}: --set {}: {}: {}", ctx_.origin, key, path, what));
+    if (!key_of(from_table_.keys, path).empty())
+      ctx_.fail(from_table_.version, fmt::format("{} ({}'s value for this topology): {}", path, from_table_.name, what));
     ctx_.fail(n, fmt::format("{}: {}", path, what));
   }
 
   // The --set key that put `path` there (the key itself, or a list it is in), else "".
-  [[nodiscard]] std::string overridden_by(const std::string& path) const {
-    for (const std::string& k : overridden_)
-      if (path == k || path.rfind(k + ".", 0) == 0 || path.rfind(k + "[", 0) == 0) return k;
-    return "";
-  }
+  [[nodiscard]] std::string overridden_by(const std::string& path) const { return key_of(overridden_, path); }
 
   YAML::Node section(const YAML::Node& parent, const std::string& path, const char* key,
                      std::initializer_list<const char*> keys) const {
@@ -201,6 +217,7 @@ class Reader {
  private:
   model::YamlContext ctx_;
   std::set<std::string> overridden_;
+  FromTable from_table_;
 };
 
 GpuSpec read_gpu(const Reader& r, const YAML::Node& root) {
@@ -373,13 +390,18 @@ PerOp read_per_op(const Reader& r, const YAML::Node& nccl) {
 
 NcclSpec read_nccl(const Reader& r, const YAML::Node& root) {
   const YAML::Node n = r.section(root, "", "nccl",
-                                 {"channels", "channel_GBps", "ll_max_GBps", "ll_efficiency",
+                                 {"version", "gpu_arch", "host_cpu", "channels", "channel_GBps", "ll_max_GBps", "ll_efficiency",
                                   "ll128_efficiency", "tree_efficiency", "tree_ll_efficiency",
                                   "tree_ll128_efficiency", "base_latency_us",
                                   "hbm_bytes_per_link_byte", "reduce_GBps", "sms_per_channel",
                                   "large_messages", "per_op", "measured_latency", "interference",
                                   "handoff_us", "step_sync_us"});
   NcclSpec s;
+  if (n["version"]) {  // checked by merge_nccl_table
+    s.version = n["version"].as<std::string>();
+    s.gpu_arch = n["gpu_arch"].as<std::string>();
+    s.host_cpu = n["host_cpu"].as<std::string>();
+  }
   s.channels = r.positive_int(n, "nccl", "channels", model::kMaxChannels);
   s.channel_GBps = r.positive(n, "nccl", "channel_GBps");
   const YAML::Node ll = r.section(n, "nccl", "ll_max_GBps", {"one_node", "two_nodes", "multi_node"});
@@ -565,6 +587,81 @@ void apply_override(YAML::Node root, const std::string& origin, const std::strin
   }
 }
 
+// Reads the NCCL table a topology names (nccl.version, with the rows of
+// nccl.gpu_arch and nccl.host_cpu) into `root` at the keys the topology
+// leaves out, as if it stated them (sim/nccl_table.h); a key it states is
+// its own. Without nccl.version the topology states every constant itself
+// (a calibrated cpu topology does).
+FromTable merge_nccl_table(const model::YamlContext& ctx, YAML::Node root) {
+  FromTable out;
+  const YAML::Node& croot = root;
+  const YAML::Node nccl = croot["nccl"];
+  if (!nccl || !nccl.IsMap()) return out;  // read_nccl says what is missing
+  const YAML::Node version = nccl["version"];
+  if (!version) {
+    for (const char* k : {"gpu_arch", "host_cpu"})
+      if (nccl[k])
+        ctx.fail(nccl[k], fmt::format("nccl.{} picks a row of an NCCL table: name the table with nccl.version too "
+                                      "(known versions: {})",
+                                      k, model::joined_names(nccl_versions())));
+    return out;
+  }
+  const std::string v = ctx.scalar<std::string>(version, "nccl.version");
+  const NcclTable* table = nullptr;
+  ctx.wrap(version, [&] { table = &nccl_table(v); });
+  out.version = version;
+  out.name = fmt::format("NCCL {} ({})", v, table->origin);
+  const auto pick = [&](const char* key, const std::vector<std::string>& known, const std::string& what) {
+    const YAML::Node n = nccl[key];
+    if (!n)
+      ctx.fail(nccl, fmt::format("nccl needs the key '{}' with nccl.version: {} ({})", key, what,
+                                 model::joined_names(known)));
+    const std::string value = ctx.scalar<std::string>(n, std::string("nccl.") + key);
+    if (std::find(known.begin(), known.end(), value) == known.end())
+      ctx.fail(n, fmt::format("nccl.{}: '{}' is not one of {}{}", key, value, model::joined_names(known),
+                              model::did_you_mean(value, known)));
+    return value;
+  };
+  std::vector<std::string> archs;
+  for (const auto& [a, row] : table->archs) archs.push_back(a);
+  const std::string arch = pick("gpu_arch", archs, fmt::format("the GPU generation whose row of {} applies", out.name));
+  const std::string cpu = pick("host_cpu", nccl_host_cpus(), "the host CPU's vendor, which picks NCCL's LL ceiling across nodes");
+  const YAML::Node& y = *table->yaml;
+  const YAML::Node row = y["gpu_arch"][arch];
+  const YAML::Node cpu_row = y["ll_max_across_nodes_GBps"][nccl_cpu_row(cpu)];
+  YAML::Node ll_max(YAML::NodeType::Map);
+  ll_max["one_node"] = YAML::Clone(row["ll_max_GBps"]);
+  ll_max["two_nodes"] = YAML::Clone(cpu_row["two_nodes"]);
+  ll_max["multi_node"] = YAML::Clone(cpu_row["multi_node"]);
+  const std::pair<const char*, YAML::Node> values[] = {
+      {"node.nccl_link_GBps", row["nvlink_GBps"]},
+      {"node.nvls_efficiency", row["nvls_efficiency"]},
+      {"node.hop_latency_us", y["hop_latency_us"]["nvlink"]["ring"]},
+      {"node.tree_hop_latency_us", y["hop_latency_us"]["nvlink"]["tree"]},
+      {"network.hop_latency_us", y["hop_latency_us"]["net"]["ring"]},
+      {"network.tree_hop_latency_us", y["hop_latency_us"]["net"]["tree"]},
+      {"nccl.channel_GBps", row["channel_GBps"]},
+      {"nccl.ll_max_GBps", ll_max},
+      {"nccl.ll_efficiency", y["efficiency"]["ll"]},
+      {"nccl.ll128_efficiency", y["efficiency"]["ll128"]},
+      {"nccl.tree_efficiency", y["efficiency"]["tree"]},
+      {"nccl.tree_ll_efficiency", y["efficiency"]["tree_ll"]},
+      {"nccl.tree_ll128_efficiency", y["efficiency"]["tree_ll128"]},
+      {"nccl.base_latency_us", y["base_latency_us"]},
+  };
+  for (const auto& [path, value] : values) {
+    const std::string p = path;
+    const std::string section = p.substr(0, p.find('.'));
+    const std::string key = p.substr(p.find('.') + 1);
+    const YAML::Node sec = croot[section];
+    if (!sec || !sec.IsMap() || sec[key]) continue;  // the topology's own value (or a section the reader rejects)
+    YAML::Node target = root[section];
+    target[key] = YAML::Clone(value);
+    out.keys.insert(p);
+  }
+  return out;
+}
+
 }  // namespace
 
 Topology parse_topology(const std::string& yaml_text, const std::string& origin,
@@ -575,12 +672,24 @@ Topology parse_topology(const std::string& yaml_text, const std::string& origin,
   ctx.allow_keys(root, {"name", "description", "device", "nodes", "gpu", "node", "network", "nccl", "last_node_gpus",
                         "node_overrides", "stragglers"},
                  "a topology");
+  // The keys that pick the NCCL table are set first, then the table's values
+  // are read in, then every other --set (it may replace a value the table gave).
+  const auto picks_table = [](const std::string& k) {
+    return k == "nccl.version" || k == "nccl.gpu_arch" || k == "nccl.host_cpu";
+  };
   std::set<std::string> overridden;
-  for (const auto& [k, v] : overrides) {
-    apply_override(root, origin, k, v);
-    overridden.insert(k);
-  }
-  const Reader r(ctx, overridden);
+  for (const auto& [k, v] : overrides)
+    if (picks_table(k)) {
+      apply_override(root, origin, k, v);
+      overridden.insert(k);
+    }
+  FromTable from_table = merge_nccl_table(ctx, root);
+  for (const auto& [k, v] : overrides)
+    if (!picks_table(k)) {
+      apply_override(root, origin, k, v);
+      overridden.insert(k);
+    }
+  const Reader r(ctx, overridden, std::move(from_table));
   Topology t;
   t.origin = origin;
   t.name = r.value<std::string>(root, "", "name");
@@ -617,6 +726,16 @@ Topology parse_topology(const std::string& yaml_text, const std::string& origin,
   t.asymmetry = read_asymmetry(r, root, t);
   t.nccl.latency_correction_us = latency_correction_us(t);
   return t;
+}
+
+std::string with_nccl_table(const std::string& yaml_text, const std::string& origin) {
+  const model::YamlContext ctx{origin};
+  YAML::Node root = ctx.load(yaml_text);
+  ctx.require_map(root, "a topology");
+  if (merge_nccl_table(ctx, root).keys.empty()) return yaml_text;
+  YAML::Emitter out;
+  out << root;
+  return std::string(out.c_str()) + "\n";
 }
 
 Topology load_topology(const std::string& name_or_path, const Overrides& overrides) {

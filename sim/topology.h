@@ -175,6 +175,13 @@ struct PerOp {
 };
 
 struct NcclSpec {
+  // The NCCL table (configs/nccl/<version>.yaml, sim/nccl_table.h) whose
+  // software constants the fields below hold where the topology does not
+  // state them, and the rows it takes: the GPU generation and the host CPU.
+  // Empty: the topology states every constant (a calibrated cpu topology).
+  std::string version;
+  std::string gpu_arch;
+  std::string host_cpu;
   int channels = 0;
   double channel_GBps = 0;
   // NCCL's LL bandwidth ceiling: one node, two nodes, three or more
@@ -311,6 +318,10 @@ using Overrides = std::vector<std::pair<std::string, std::string>>;
 // Parses and checks a topology; `origin` names it in messages.
 [[nodiscard]] Topology parse_topology(const std::string& yaml_text, const std::string& origin,
                                       const Overrides& overrides = {});
+// A topology's text with the values of the NCCL table it names read in at
+// the keys it leaves to the table (sim/nccl_table.h): the document
+// parse_topology reads. The text as it is when it names no table.
+[[nodiscard]] std::string with_nccl_table(const std::string& yaml_text, const std::string& origin);
 // Resolves a name (configs/topologies/NAME.yaml) or a path, then parses it.
 [[nodiscard]] Topology load_topology(const std::string& name_or_path,
                                      const Overrides& overrides = {});

@@ -1,14 +1,20 @@
 // Knob search. Settings that cannot change a schedule's result are skipped:
-// chunk counts for schedules without overlap, algorithms or protocols that none
-// of its collectives can use (the collective would fall back to auto). An
-// overlapped schedule is searched over two chunks or more (best_setting).
+// chunk counts for schedules without overlap, any setting that pins an
+// algorithm or protocol no collective can run (sim/resolve.h
+// pins_apply), and any setting whose plan resolves to the same collective
+// choices as a setting already simulated at that chunk count (the two price
+// alike). An overlapped schedule is searched over two chunks or more
+// (best_setting).
 #include "sim/tuner.h"
 
 #include <algorithm>
 #include <limits>
 #include <set>
+#include <tuple>
 
 #include <fmt/core.h>
+
+#include "sim/resolve.h"
 
 namespace coconet::sim {
 
@@ -20,7 +26,6 @@ KnobSpace predict_space() {
 }
 
 KnobSpace tune_space(const Topology& t) {
-  constexpr int kChannelSpread = 2;  // try half and twice NCCL's default
   return KnobSpace{{1, 2, 4, 8, 16},
                    {Algo::auto_, Algo::ring, Algo::tree, Algo::nvls, Algo::hierarchical},
                    {Proto::auto_, Proto::ll, Proto::ll128, Proto::simple},
@@ -29,33 +34,21 @@ KnobSpace tune_space(const Topology& t) {
 
 namespace {
 
-std::set<model::OpKind> ops_of(const plan::StepPlan& p) {
-  std::set<model::OpKind> ops;
-  for (const auto& op : p.ops)
-    for (const auto& c : op.work.collectives) ops.insert(c.op);
-  return ops;
-}
-
-bool relevant(const Context& ctx, const std::set<model::OpKind>& ops, Algo a, Proto p) {
-  if (ops.empty()) return a == Algo::auto_ && p == Proto::auto_;
-  const Placement where = ctx.placement();
-  for (model::OpKind op : ops) {
-    if (a == Algo::auto_ && p == Proto::auto_) return true;
-    if (a == Algo::auto_) {
-      for (Algo x : {Algo::ring, Algo::tree, Algo::nvls, Algo::hierarchical})
-        if (supported(ctx.topology, op, where, x, p)) return true;
-    } else {
-      for (Proto x : {Proto::ll, Proto::ll128, Proto::simple})
-        if ((p == Proto::auto_ || p == x) && supported(ctx.topology, op, where, a, x)) return true;
-    }
-  }
-  return false;
-}
-
 // Whether any unit of the plan is cut into chunks (so the chunk knob matters).
 bool chunked(const plan::StepPlan& p) {
   return std::any_of(p.units.begin(), p.units.end(), [](const plan::Unit& u) { return u.rows > 0; });
 }
+
+// A total order on resolutions (to keep a set of them).
+struct ChoicesLess {
+  bool operator()(const std::vector<plan::CollectiveChoice>& a, const std::vector<plan::CollectiveChoice>& b) const {
+    const auto key = [](const plan::CollectiveChoice& c) {
+      return std::tuple(int(c.algo), int(c.proto), c.channels, c.local);
+    };
+    return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end(),
+                                        [&](const auto& x, const auto& y) { return key(x) < key(y); });
+  }
+};
 
 Candidate best_setting(const model::Schedule& s, int index, const Context& ctx, const KnobSpace& space,
                        int& evaluated) {
@@ -83,18 +76,21 @@ Candidate best_setting(const model::Schedule& s, int index, const Context& ctx, 
   }
   if (choices.empty()) choices.push_back(1);
   Candidate best{index, s.name(), s.knobs, std::numeric_limits<double>::infinity()};
+  const std::vector<RankClass> classes = rank_classes(ctx.topology, unchunked.ranks_per_group, unchunked.groups,
+                                                      ctx.rank_mode);
   for (int chunks : choices) {
     one.knobs.chunks = chunks;
     // Lowered once per chunk count: the other knobs do not change the plan, only its pricing.
     plan::StepPlan p = chunks == 1 ? unchunked : lower_for(one, ctx);
-    const std::set<model::OpKind> ops = ops_of(p);
     bool improved = false;
+    std::set<std::vector<plan::CollectiveChoice>, ChoicesLess> seen;  // the resolutions simulated
     for (Algo a : space.algos)
-      for (Proto pr : space.protos) {
-        if (!relevant(ctx, ops, a, pr)) continue;
+      for (Proto pr : space.protos)
         for (int ch : space.channels) {
-          if (ops.empty() && ch != 0) continue;
           p.knobs = model::Knobs{chunks, a, pr, ch};
+          if (!pins_apply(p, ctx, p.knobs)) continue;
+          resolve_collectives(p, ctx, classes);
+          if (!seen.insert(choices_of(p)).second) continue;  // priced alike to a setting already simulated
           SimResult r = simulate(p, ctx);
           ++evaluated;
           if (r.time_us < best.time_us) {
@@ -104,9 +100,9 @@ Candidate best_setting(const model::Schedule& s, int index, const Context& ctx, 
             improved = true;
           }
         }
-      }
     if (!improved) continue;
     p.knobs = best.knobs;  // the analytic model on the same plan, at the best knobs so far
+    resolve_collectives(p, ctx, classes);
     best.analytic_us = predict_analytic(p, ctx).time_us;
   }
   return best;

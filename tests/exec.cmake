@@ -7,6 +7,17 @@ add_executable(test_exec_kernels ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_exec_kern
 target_link_libraries(test_exec_kernels PRIVATE coconet_kernels GTest::gtest_main coconet_warnings)
 gtest_discover_tests(test_exec_kernels TEST_PREFIX "exec.")
 
+# NCCL's tuner plugin (exec/nccl_tuner/), loaded with dlopen as NCCL loads it:
+# it answers each call of a resolved plan with the plan's choice. No GPU.
+if(TARGET coconet_sim)
+  add_executable(test_nccl_tuner_plugin ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_nccl_tuner_plugin.cpp)
+  target_link_libraries(test_nccl_tuner_plugin PRIVATE coconet_sim ${CMAKE_DL_LIBS} GTest::gtest_main coconet_warnings)
+  target_compile_definitions(test_nccl_tuner_plugin PRIVATE
+                             COCONET_NCCL_TUNER_PLUGIN="$<TARGET_FILE:coconet_nccl_tuner>")
+  add_dependencies(test_nccl_tuner_plugin coconet_nccl_tuner)
+  gtest_discover_tests(test_nccl_tuner_plugin TEST_PREFIX "exec.")
+endif()
+
 add_executable(test_verify ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_verify.cpp)
 target_link_libraries(test_verify PRIVATE coconet_exec GTest::gtest_main coconet_warnings)
 gtest_discover_tests(test_verify TEST_PREFIX "exec.")

@@ -1,6 +1,7 @@
 # Tests of performance prediction: topologies, the collective and compute
 # models (with accuracy against published figures), the event simulator, the
-# tuner's choices against the paper's findings, and topology input errors.
+# tuner's choices against the paper's findings, collective resolution, the
+# NCCL constants table, and topology input errors.
 add_executable(test_sim
   ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_sim_topology.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_sim_collective.cpp
@@ -10,6 +11,8 @@ add_executable(test_sim
   ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_sim_tuner.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_sim_properties.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_sim_ranks.cpp
+  ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_sim_resolve.cpp
+  ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_sim_nccl_table.cpp
 )
 target_link_libraries(test_sim PRIVATE coconet_sim yaml-cpp nlohmann_json::nlohmann_json GTest::gtest_main
   coconet_warnings)

@@ -25,6 +25,7 @@
 #include "model/experiment.h"
 #include "model/parse.h"
 #include "model/points.h"
+#include "sim/resolve.h"
 #include "sim/simulator.h"
 #include "sim/topology.h"
 #include "sim/trace.h"
@@ -172,8 +173,10 @@ std::vector<MedianEstimate> estimates_of(const std::vector<Measured>& got) {
   return e;
 }
 
-// The simulator's time per unit of the plan the executor runs for `s`.
-std::vector<double> predicted_units(const plan::StepPlan& plan, const sim::Context& ctx) {
+// The simulator's time per unit of the plan the executor runs for `s`, its
+// collectives resolved on the context as every prediction's are.
+std::vector<double> predicted_units(plan::StepPlan plan, const sim::Context& ctx) {
+  sim::resolve_collectives(plan, ctx);
   const sim::SimResult r = sim::simulate(plan, ctx);
   std::vector<double> out;
   for (const auto& u : plan.units) {

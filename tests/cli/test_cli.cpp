@@ -386,6 +386,59 @@ TEST_F(Cli, TuneJsonAndItsBestSchedule) {
   EXPECT_TRUE(contains(read_text(dir_ / "best.yaml"), "knobs")) << read_text(dir_ / "best.yaml");
 }
 
+// The choice `show --plan` reports for each collective is the one the
+// simulator prices (sim/resolve.h): on dgx-h100 with one channel's LL128
+// ceiling lowered to 20 GB/s, the fused allreduce of adam runs on twice
+// NCCL's 16 default channels (the unit's choice, not NCCL's own: see
+// tests/unit/test_sim_resolve.cpp), and simulate's stage names the same
+// algorithm, protocol and channels.
+TEST_F(Cli, ShowPlanReportsTheChoiceTheSimulatorPrices) {
+  const Args sets = {"--topology", "dgx-h100", "--set", "N=4194304", "--set", "nodes=1", "--set",
+                     "nccl.channel_GBps=20", "--format", "json"};
+  Args show = {"show", "adam", "--plan", "fuse(RS-C-AG)"};
+  show.insert(show.end(), sets.begin(), sets.end());
+  const json plan = parsed(run(show));
+  EXPECT_TRUE(conforms(plan, "plan"));
+  EXPECT_EQ(plan["resolved_on"], "dgx-h100");
+  Args simulate = {"simulate", "adam", "--schedule", "fuse(RS-C-AG)"};
+  simulate.insert(simulate.end(), sets.begin(), sets.end());
+  const json sim = parsed(run(simulate));
+  ASSERT_EQ(sim["points"].size(), 1u) << sim.dump();
+  const std::string bound = sim["points"][0]["rows"][0]["bound"].get<std::string>();
+  int collectives = 0;
+  for (const auto& u : plan["units"])
+    for (const auto& op : u["ops"])
+      for (const auto& c : op["collectives"]) {
+        ++collectives;
+        EXPECT_EQ(c["channels"], 32) << c.dump();
+        const std::string priced = c["algo"].get<std::string>() + "/" + c["proto"].get<std::string>() + " x" +
+                                   std::to_string(c["channels"].get<int>()) + " channels";
+        EXPECT_TRUE(contains(bound, c["op"].get<std::string>()) && contains(bound, priced))
+            << priced << " not in simulate's " << bound;
+      }
+  EXPECT_EQ(collectives, 4) << plan.dump(2);  // the reduce-scatter of g, the all-gathers of w, m, v
+  // The text form names the choice and where it was resolved.
+  show.resize(show.size() - 2);
+  const Result text = run(show);
+  EXPECT_TRUE(contains(text.out, "collectives resolved on dgx-h100")) << text.out;
+  EXPECT_TRUE(contains(text.out, " x32")) << text.out;
+}
+
+// A topology naming an NCCL table that does not exist: exit 2, its
+// file:line, and the versions there are.
+TEST_F(Cli, AnUnknownNcclVersionNamesTheKnownOnes) {
+  std::ifstream in(std::string(COCONET_SOURCE_ROOT) + "/configs/topologies/dgx-h100.yaml");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string t = text.str();
+  t.replace(t.find("version: \"2.28\""), 15, "version: \"2.99\"");
+  std::ofstream(dir_ / "t.yaml") << t;
+  const Result r = run({"show", "adam", "--plan", "AR-C", "--topology", "t.yaml"});
+  EXPECT_EQ(r.code, 2) << r.all();
+  EXPECT_TRUE(contains(r.err, "t.yaml:")) << r.all();
+  EXPECT_TRUE(contains(r.err, "known versions are 2.28 and 2.30")) << r.all();
+}
+
 TEST_F(Cli, SimulateJson) {
   const Result r = run({"simulate", "adam", "--schedule", "fuse(RS-C-AG)", "--set", "N=4096",
                         "--format", "json", "--trace", "trace.json"});
@@ -642,7 +695,7 @@ TEST_F(Cli, EveryCommandPrintsCsv) {
   const std::vector<std::pair<Args, std::string>> outputs = {
       {{"list"}, "kind,name"},
       {{"show", "adam"}, "workload,schedule,stages,chunks,algo,proto,channels"},
-      {{"show", "adam", "--plan", "AR-C"}, "unit,op,code,class,stream,group,hbm_bytes,flops"},
+      {{"show", "adam", "--plan", "AR-C"}, "unit,op,code,class,stream,group,hbm_bytes,flops,collectives"},
       {{"predict", "adam", "--set", "N=4096"}, "workload,sizes,ranks,rank,schedule,time_us,speedup,analytic_us,"
                                                "chunks,algo,proto,channels,dominant"},
       {{"simulate", "adam", "--schedule", "AR-C", "--set", "N=4096"},

@@ -24,6 +24,7 @@
 #include "model/builder.h"
 #include "model/enumerate.h"
 #include "plan/views.h"
+#include "sim/resolve.h"
 #include "sim/tasks.h"
 #include "sim/topology.h"
 #include "test_sched_util.h"
@@ -55,8 +56,9 @@ LaunchList launches_of(const std::vector<RanLaunch>& ran) {
 }
 
 // The simulator's tasks that a rank of `group` takes part in, as launches.
-LaunchList simulated(const plan::StepPlan& p, const sim::Context& ctx, int group) {
+LaunchList simulated(plan::StepPlan p, const sim::Context& ctx, int group) {
   LaunchList out;
+  sim::resolve_collectives(p, ctx);
   for (const auto& t : sim::make_tasks(p, ctx))
     if (t.rank == group || t.peer == group) out.push_back({t.op, t.chunk});
   return out;

@@ -247,7 +247,8 @@ std::vector<model::Schedule> schedules_with_chunks(const model::Program& p, cons
 }
 
 void sweep(const char* topology) {
-  const YAML::Node root = YAML::LoadFile(topology_path(topology));
+  // The values the topology takes from its NCCL table are raised too (through --set, as a what-if does).
+  const YAML::Node root = YAML::Load(with_nccl_table(model::read_file(topology_path(topology)), topology));
   std::vector<Violation> violations;
   for (int nodes : kNodes)
     for (const char* w : kWorkloads) {

@@ -16,6 +16,7 @@
 #include "model/error.h"
 #include "model/parse.h"
 #include "model/schedule.h"
+#include "sim/resolve.h"
 #include "sim/simulator.h"
 #include "sim/trace.h"
 
@@ -47,6 +48,13 @@ bool runs_concurrently(const plan::StepPlan& p) {
       for (int b : u.ops)
         if (p.op(a).stream != p.op(b).stream) return true;
   return false;
+}
+
+// A plan made here (not by sim::lower_for) resolved as lower_for resolves
+// one, then simulated.
+SimResult simulate_resolved(plan::StepPlan p, const Context& ctx) {
+  resolve_collectives(p, ctx);
+  return simulate(p, ctx);
 }
 
 bool agrees(double simulated, double analytic) { return std::abs(simulated - analytic) <= kAgreement * analytic; }
@@ -263,8 +271,8 @@ TEST(Simulator, AResidentCollectivePaysItsLatencyOnce) {
     s.knobs.chunks = 8;
     plan::Capabilities resident = plan::cuda_capabilities();
     resident.resident_overlap = true;
-    const double per_call = simulate(plan::lower(s, p.params, 8, plan::cuda_capabilities()), ctx).time_us;
-    const double once = simulate(plan::lower(s, p.params, 8, resident), ctx).time_us;
+    const double per_call = simulate_resolved(plan::lower(s, p.params, 8, plan::cuda_capabilities()), ctx).time_us;
+    const double once = simulate_resolved(plan::lower(s, p.params, 8, resident), ctx).time_us;
     EXPECT_LT(once, per_call) << s.name();
   }
 }
@@ -427,7 +435,7 @@ plan::StepPlan gemm_beside_allgather(int channels) {
 TEST(Interference, AGemmBesideACollectiveLosesTheSmsItsChannelsHold) {
   // The SMs alone: nccl.interference (tested below) set to none.
   const Context ctx{load_topology("dgx-h100", {{"nodes", "1"}, {"nccl.interference", "0"}}), 8, {}};
-  const SimResult r = simulate(gemm_beside_allgather(24), ctx);
+  const SimResult r = simulate_resolved(gemm_beside_allgather(24), ctx);
   const SimEvent& gemm = r.events.at(0);
   ASSERT_EQ(gemm.name, "MM");
   const double slowdown = (gemm.end_us - gemm.start_us - ctx.topology.gpu.launch_us) /
@@ -436,7 +444,7 @@ TEST(Interference, AGemmBesideACollectiveLosesTheSmsItsChannelsHold) {
   EXPECT_LE(slowdown, 1.7 * 1.25) << "within 25% of the measured x1.7";
   // With 4 channels (4 SMs held) 132 tiles still need 2 waves on 128 SMs; the
   // collective alone beside nothing loses nothing.
-  const SimResult few = simulate(gemm_beside_allgather(4), ctx);
+  const SimResult few = simulate_resolved(gemm_beside_allgather(4), ctx);
   EXPECT_NEAR(few.events.at(0).end_us - few.events.at(0).start_us, gemm.end_us - gemm.start_us, 1e-6);
   EXPECT_NEAR(r.events.at(1).end_us - r.events.at(1).start_us, r.events.at(1).alone_us, 1e-6 * r.events.at(1).alone_us)
       << "the GEMM's HBM traffic leaves the all-gather its share";
@@ -449,8 +457,8 @@ TEST(Interference, TheFactorSlowsBothSidesWhileTheyRunTogether) {
   const double f = 0.5;
   const Context none{load_topology("dgx-h100", {{"nodes", "1"}, {"nccl.interference", "0"}}), 8, {}};
   const Context some{load_topology("dgx-h100", {{"nodes", "1"}, {"nccl.interference", std::to_string(f)}}), 8, {}};
-  const SimResult a = simulate(gemm_beside_allgather(24), none);
-  const SimResult b = simulate(gemm_beside_allgather(24), some);
+  const SimResult a = simulate_resolved(gemm_beside_allgather(24), none);
+  const SimResult b = simulate_resolved(gemm_beside_allgather(24), some);
   const auto body = [&](const SimEvent& e) { return e.end_us - e.start_us - none.topology.gpu.launch_us; };
   // The GEMM ends before the all-gather: its whole body runs beside it.
   ASSERT_LT(a.events.at(0).end_us, a.events.at(1).end_us);
