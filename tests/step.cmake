@@ -36,3 +36,9 @@ add_executable(test_step_references ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_step_r
 target_link_libraries(test_step_references PRIVATE coconet_step yaml-cpp GTest::gtest_main coconet_warnings)
 gtest_discover_tests(test_step_references TEST_PREFIX "step." DISCOVERY_TIMEOUT 120
                      PROPERTIES ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT}")
+# Mixtures of experts (issue 32): the moe section, expert parallelism, the
+# MoE layer's pricing, memory and search.
+add_executable(test_step_moe ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_step_moe.cpp)
+target_link_libraries(test_step_moe PRIVATE coconet_step GTest::gtest_main coconet_warnings)
+gtest_discover_tests(test_step_moe TEST_PREFIX "step." DISCOVERY_TIMEOUT 60
+                     PROPERTIES ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT}")
