@@ -7,6 +7,7 @@
 // and ZeRO over the expert data-parallel ranks; the search over ep and etp.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "model/error.h"
@@ -17,6 +18,7 @@
 #include "step/moe_block.h"
 #include "step/search.h"
 #include "step/spec.h"
+#include "step/trace.h"
 
 namespace coconet::step {
 namespace {
@@ -266,6 +268,21 @@ TEST(StepMoeSearch, TheSearchTriesExpertLayouts) {
   }
   EXPECT_TRUE(some_ep);
   (void)some_etp;
+}
+
+// --trace draws each chunk step's exposed all-to-all on the communication
+// thread: over the slowest stage they add up to the breakdown's line, and the
+// trace still ends at the step time.
+TEST(StepMoeTrace, TheAllToAllIsDrawnAndAddsUpToItsLine) {
+  const StepReport r = priced({{"parallel.etp", "1"}, {"parallel.pp", "2"}, {"parallel.ep", "2"}});
+  double a2a = 0, end = 0;
+  for (const TraceEvent& e : step_trace_events(r)) {
+    if (e.category == std::string("ep") && e.stage == r.slowest_stage) a2a += e.dur_us;
+    end = std::max(end, e.start_us + e.dur_us);
+  }
+  EXPECT_GT(a2a, 0);
+  EXPECT_NEAR(a2a, r.breakdown.ep_comm_us, 1e-6 * a2a);
+  EXPECT_NEAR(end, r.step_us, 1e-6 * end);
 }
 
 }  // namespace
