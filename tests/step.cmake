@@ -42,3 +42,8 @@ add_executable(test_step_moe ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_step_moe.cpp)
 target_link_libraries(test_step_moe PRIVATE coconet_step GTest::gtest_main coconet_warnings)
 gtest_discover_tests(test_step_moe TEST_PREFIX "step." DISCOVERY_TIMEOUT 60
                      PROPERTIES ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT}")
+# Published MoE steps (validation/reference/moe-steps.yaml): Qwen3-235B-A22B on 256 H100.
+add_executable(test_step_moe_references ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_step_moe_references.cpp)
+target_link_libraries(test_step_moe_references PRIVATE coconet_step yaml-cpp GTest::gtest_main coconet_warnings)
+gtest_discover_tests(test_step_moe_references TEST_PREFIX "step." DISCOVERY_TIMEOUT 120
+                     PROPERTIES ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT}")
