@@ -287,9 +287,9 @@ void read_moe(const Reader& r, const YAML::Node& root, ModelSpec& s) {
   const YAML::Node par = root["parallel"];
   const YAML::Node n = root["moe"];
   if (!n) {
-    for (const char* key : {"ep", "etp"})
-      if (par[key] && (key == std::string("etp") || s.parallel.ep > 1))
-        r.ctx().fail(par[key], fmt::format("parallel.{} needs a moe section (experts to lay out)", key));
+    // ep 1 is every dense model's; any other ep, or an etp, lays out experts there are none of.
+    if (s.parallel.ep > 1) r.ctx().fail(par["ep"], "parallel.ep needs a moe section (experts to lay out)");
+    if (par["etp"]) r.ctx().fail(par["etp"], "parallel.etp needs a moe section (experts to lay out)");
     return;
   }
   r.ctx().require_map(n, "moe");
