@@ -397,6 +397,40 @@ void price_data_parallel(const ModelSpec& s, const Layout& l, const sim::Topolog
 constexpr int kPermutationKernels = 2;  // permute and unpermute, each pass
 constexpr int kSwigluTensors = 3;       // gate, up, product
 
+// The deepep dispatcher (moe.dispatcher; DeepSeek-V3 section 3.2.2, DeepEP's
+// internode kernels): a dispatch in two hops, each an all-to-all priced by
+// the simulator. First over
+// the NICs between the ranks of one in-node index on the expert-parallel
+// group's nodes, each token once per remote node it targets; then over
+// NVLink within each node, every copy to its expert's rank. The remote nodes
+// per token: K experts drawn evenly over the group's n nodes reach
+// (n - 1)(1 - (1 - 1/n)^K) of the others on average, and at most
+// max_nodes (n - 1)/n of them with node-limited routing (moe.max_nodes; the
+// own node among the max_nodes by chance). The combine is the same two hops
+// back. The two hops run one after the other (DeepEP overlaps them: an upper
+// bound). A pass runs a dispatch and a combine; returns one pass's
+// all-to-all time, or -1 with the alltoall dispatcher or a group on one node
+// (the MoE programs' all-to-alls stand: within a node DeepEP's intranode
+// kernels move every copy over NVLink as the all-to-all does).
+double node_limited_a2a_us(const ModelSpec& s, const sim::Topology& t, const MoeShape& ms, double tokens,
+                           double slots) {
+  if (s.moe.dispatcher != Dispatcher::deepep) return -1;
+  const sim::Placement group = sim::place_strided(t, ms.ep, ms.etp);
+  if (group.nodes <= 1) return -1;
+  const double n = group.nodes, k = double(ms.top_k);
+  const double spread = (n - 1) * (1 - std::pow(1 - 1 / n, k));
+  const double limit = s.moe.max_nodes > 0 ? std::min(double(s.moe.max_nodes), n) : n;
+  const double remote = std::min(spread, limit * (n - 1) / n);
+  const double row = double(ms.hidden) * model::bytes_of(ms.dtype);
+  // An alltoall's bytes are one rank's slice, (P - 1)/P of which it sends.
+  const double across = tokens * remote * row * n / (n - 1);
+  const double within = slots * row;
+  const double hops = collective_us(t, OpKind::alltoall, across, sim::place_strided(t, group.nodes, t.node.gpus)) +
+                      collective_us(t, OpKind::alltoall, within, sim::place(t, group.per_node));
+  constexpr double kAllToAllsPerPass = 2;  // dispatch and combine
+  return kAllToAllsPerPass * hops;
+}
+
 struct MoeLayer {
   LayerTimes times;
   std::string fwd_schedule, bwd_schedule;
@@ -428,13 +462,14 @@ MoeLayer moe_layer_times(const ModelSpec& s, const Layout& l, const sim::Topolog
     const sim::Placement g = sim::place(t, l.etp);
     etp_us = collective_us(t, OpKind::allgather, gathered, g) + collective_us(t, OpKind::reducescatter, gathered, g);
   }
+  const double a2a_pass = node_limited_a2a_us(s, t, ms, tokens, slots);
   MoeLayer out;
   LayerTimes& m = out.times;
   m.fwd_gemm_us = c.fwd.gemm_us + c.cp_extra_fwd.gemm_us + e.fwd.gemm_us + shared.fwd;
   m.fwd_elementwise_us = c.fwd.elementwise_us + c.cp_extra_fwd.elementwise_us + e.fwd.elementwise_us + permutation +
                          shared_ew;
   m.fwd_tp_us = c.fwd_tp_us;
-  m.fwd_a2a_us = e.fwd.a2a_us() + etp_us;
+  m.fwd_a2a_us = (a2a_pass >= 0 ? a2a_pass : e.fwd.a2a_us()) + etp_us;
   m.bwd_gemm_us = c.bwd.gemm_us + c.cp_extra_bwd.gemm_us + e.bwd.gemm_us + shared.bwd;
   // The routing weights' gradient, left out of the backward program: a dot
   // product of the output gradient with each chosen expert's output per token.
@@ -442,7 +477,7 @@ MoeLayer moe_layer_times(const ModelSpec& s, const Layout& l, const sim::Topolog
   m.bwd_elementwise_us = c.bwd.elementwise_us + c.cp_extra_bwd.elementwise_us + e.bwd.elementwise_us + permutation +
                          weights_grad + kBwdElementwiseFactor * shared_ew;
   m.bwd_tp_us = c.bwd_tp_us;
-  m.bwd_a2a_us = e.bwd.a2a_us() + etp_us;
+  m.bwd_a2a_us = (a2a_pass >= 0 ? a2a_pass : e.bwd.a2a_us()) + etp_us;
   const CpExchange kv = cp_exchange(t, x, l, s.parallel.cp_comm, c);
   m.fwd_cp_us = kv.fwd_us;
   m.bwd_cp_us = kv.bwd_us;

@@ -81,6 +81,14 @@ Router parse_router(const std::string& s) {
   throw UserError(fmt::format("router '{}' is not one of dropless, capacity", s));
 }
 
+std::string to_string(Dispatcher d) { return d == Dispatcher::deepep ? "deepep" : "alltoall"; }
+
+Dispatcher parse_dispatcher(const std::string& s) {
+  if (s == "alltoall") return Dispatcher::alltoall;
+  if (s == "deepep") return Dispatcher::deepep;
+  throw UserError(fmt::format("dispatcher '{}' is not one of alltoall, deepep", s));
+}
+
 double Moe::hottest_share() const {
   return router == Router::capacity ? std::min(imbalance, capacity_factor) : imbalance;
 }
@@ -294,7 +302,7 @@ void read_moe(const Reader& r, const YAML::Node& root, ModelSpec& s) {
   }
   r.ctx().require_map(n, "moe");
   r.ctx().allow_keys(n, {"experts", "top_k", "expert_ffn", "shared_experts", "dense_layers", "router",
-                         "capacity_factor", "imbalance"},
+                         "capacity_factor", "imbalance", "dispatcher", "max_nodes"},
                      "moe");
   Moe& m = s.moe;
   m.experts = r.count(n, "moe", "experts");
@@ -315,6 +323,11 @@ void read_moe(const Reader& r, const YAML::Node& root, ModelSpec& s) {
     r.ctx().fail(n["capacity_factor"], "moe.capacity_factor needs router: capacity (a dropless router keeps every "
                                        "token)");
   m.imbalance = factor(r, n, "imbalance", 1.0, 1.0);
+  m.dispatcher = r.parsed(n, "dispatcher", Dispatcher::alltoall, parse_dispatcher);
+  m.max_nodes = n["max_nodes"] ? int(r.count(n, "moe", "max_nodes", -1, model::kMaxGpus)) : 0;
+  if (m.max_nodes > 0 && m.dispatcher != Dispatcher::deepep)
+    r.ctx().fail(n["max_nodes"], "moe.max_nodes needs dispatcher: deepep (node-limited routing bounds the nodes a "
+                                 "token is sent to once each)");
   if (m.top_k > m.experts)
     r.ctx().fail(n["top_k"], fmt::format("moe.top_k = {} is more than moe.experts = {}: a token cannot pick more "
                                          "experts than there are", m.top_k, m.experts));

@@ -38,6 +38,12 @@ enum class CpComm { ring, allgather };
 // capacity_factor and drops the rest (Lepikhin et al. 2020, GShard; Fedus et
 // al. 2022, Switch Transformer, section 2.2).
 enum class Router { dropless, capacity };
+// How tokens reach their experts' ranks: alltoall, one NCCL all-to-all each
+// way (Megatron-core's alltoall dispatcher), every routed copy sent to its
+// expert's rank; deepep, DeepEP's (DeepSeek-V3, arXiv:2412.19437 section
+// 3.2.2) two hops, a token sent once over InfiniBand to each remote node it
+// targets and forwarded over NVLink there.
+enum class Dispatcher { alltoall, deepep };
 
 [[nodiscard]] std::string to_string(PipeSchedule s);  // gpipe, 1f1b, interleaved
 [[nodiscard]] std::string to_string(Recompute r);     // none, selective, full
@@ -52,6 +58,8 @@ enum class Router { dropless, capacity };
 [[nodiscard]] CpComm parse_cp_comm(const std::string& s);     // throws UserError
 [[nodiscard]] std::string to_string(Router r);                // dropless, capacity
 [[nodiscard]] Router parse_router(const std::string& s);      // throws UserError
+[[nodiscard]] std::string to_string(Dispatcher d);            // alltoall, deepep
+[[nodiscard]] Dispatcher parse_dispatcher(const std::string& s);  // throws UserError
 
 // Limits of a model description, each checked (in 64-bit arithmetic) before
 // anything is sized or cast from the value it bounds.
@@ -102,6 +110,11 @@ struct Moe {
   // it sets the expert GEMMs' and the all-to-all's time (the slowest rank
   // waits for it).
   double imbalance = 1.0;
+  Dispatcher dispatcher = Dispatcher::alltoall;
+  // Node-limited routing (DeepSeek-V3, arXiv:2412.19437, section 2.1.2): each
+  // token's experts on at most `max_nodes` nodes (needs the deepep
+  // dispatcher, whose traffic it bounds). 0: no limit.
+  int max_nodes = 0;
 
   [[nodiscard]] bool on() const { return experts > 0; }
   // The tokens the hottest expert computes per routed token of the mean:

@@ -285,5 +285,34 @@ TEST(StepMoeTrace, TheAllToAllIsDrawnAndAddsUpToItsLine) {
   EXPECT_NEAR(end, r.step_us, 1e-6 * end);
 }
 
+// The deepep dispatcher: over an expert-parallel group of 4 nodes each token
+// crosses InfiniBand once per remote node it targets (fewer bytes than the
+// all-to-all's copy per expert), fewer with node-limited routing
+// (moe.max_nodes); on one node it prices as the all-to-all.
+TEST(StepMoePricing, DeepEpSendsATokenOncePerRemoteNodeAndMaxNodesLimitsThem) {
+  const Overrides o{{"moe.experts", "32"}, {"moe.top_k", "8"},    {"parallel.etp", "1"},
+                    {"parallel.tp", "1"},  {"parallel.ep", "32"}, {"training.global_batch", "64"}};
+  Overrides deepep = o, four = o, one = o;
+  deepep.emplace_back("moe.dispatcher", "deepep");
+  four.emplace_back("moe.dispatcher", "deepep");
+  four.emplace_back("moe.max_nodes", "4");
+  one.emplace_back("moe.dispatcher", "deepep");
+  one.emplace_back("moe.max_nodes", "1");
+  const StepReport all = priced(o, 4), dedup = priced(deepep, 4), limited4 = priced(four, 4),
+                   limited1 = priced(one, 4);
+  EXPECT_LT(dedup.moe_layer.fwd_a2a_us, all.moe_layer.fwd_a2a_us);
+  EXPECT_EQ(limited4.moe_layer.fwd_a2a_us,
+            dedup.moe_layer.fwd_a2a_us);  // 4 nodes: no tighter than the group
+  EXPECT_LT(limited1.moe_layer.fwd_a2a_us, limited4.moe_layer.fwd_a2a_us);
+  EXPECT_GT(limited1.moe_layer.fwd_a2a_us, 0);
+  const StepReport node = priced({{"parallel.etp", "1"}, {"moe.dispatcher", "deepep"}});
+  const StepReport free = priced({{"parallel.etp", "1"}});
+  EXPECT_EQ(node.moe_layer.fwd_a2a_us, free.moe_layer.fwd_a2a_us);
+  const std::string alone = error_of(kMoe, {{"moe.max_nodes", "2"}});
+  EXPECT_TRUE(has(alone, "moe.max_nodes needs dispatcher: deepep")) << alone;
+  const std::string bad = error_of(kMoe, {{"moe.dispatcher", "deepep"}, {"moe.max_nodes", "0"}});
+  EXPECT_TRUE(has(bad, "moe.max_nodes must be a whole number from 1")) << bad;
+}
+
 }  // namespace
 }  // namespace coconet::step

@@ -27,6 +27,7 @@ using namespace coconet;
 constexpr int kGpusPerNode = 8;
 
 struct Row {
+  std::string dispatcher;  // DeepEP or A2A (Megatron-core's alltoall dispatcher)
   int tp = 0, cp = 0, ep = 0, pp = 0, etp = 0, vpp = 0, dp = 0, mbs = 0;
   bool fsdp = false;
   std::string recompute;
@@ -34,9 +35,11 @@ struct Row {
   std::string note;
 };
 
-// cols: [dispatcher, tp, cp, ep, pp, edp, etp, vpp, dp, fsdp, mbs, ga, recompute, step_s, tflops_per_gpu, note]
+// cols: [dispatcher, tp, cp, ep, pp, edp, etp, vpp, dp, fsdp, mbs, ga, recompute, step_s,
+// tflops_per_gpu, note]
 Row row_of(const YAML::Node& n) {
   Row r;
+  r.dispatcher = n[0].as<std::string>();
   r.tp = n[1].as<int>();
   r.cp = n[2].as<int>();
   r.ep = n[3].as<int>();
@@ -52,7 +55,9 @@ Row row_of(const YAML::Node& n) {
   return r;
 }
 
-YAML::Node reference() { return YAML::LoadFile(model::data_root() + "/validation/reference/moe-steps.yaml"); }
+YAML::Node reference() {
+  return YAML::LoadFile(model::data_root() + "/validation/reference/moe-steps.yaml");
+}
 
 // The layout of the file's header: ZeRO 3 for fsdp, else the distributed
 // optimizer (ZeRO 1); "norm,act" priced without recomputation.
@@ -68,14 +73,17 @@ double predicted_s(const std::string& model, int gpus, const Row& r) {
                           {"parallel.virtual_stages", std::to_string(r.vpp)},
                           {"parallel.zero", r.fsdp ? "3" : "1"},
                           {"parallel.sequence_parallel", "true"},
-                          {"parallel.recompute", r.recompute == "full" ? "full" : "none"}};
-  const sim::Topology t = sim::load_topology("dgx-h100", {{"nodes", std::to_string(gpus / kGpusPerNode)}});
+                          {"parallel.recompute", r.recompute == "full" ? "full" : "none"},
+                          {"moe.dispatcher", r.dispatcher == "DeepEP" ? "deepep" : "alltoall"}};
+  const sim::Topology t =
+      sim::load_topology("dgx-h100", {{"nodes", std::to_string(gpus / kGpusPerNode)}});
   return step::predict_step(step::load_model(model, o), t).step_us / 1e6;
 }
 
 std::string label(const Row& r) {
-  return "tp " + std::to_string(r.tp) + " ep " + std::to_string(r.ep) + " pp " + std::to_string(r.pp) + " vpp " +
-         std::to_string(r.vpp) + (r.note.empty() ? "" : " " + r.note);
+  return r.dispatcher + " tp " + std::to_string(r.tp) + " ep " + std::to_string(r.ep) + " pp " +
+         std::to_string(r.pp) + " vpp " + std::to_string(r.vpp) +
+         (r.note.empty() ? "" : " " + r.note);
 }
 
 TEST(StepMoeReferences, Qwen3HeldRowsAreWithinTolerance) {
@@ -86,9 +94,10 @@ TEST(StepMoeReferences, Qwen3HeldRowsAreWithinTolerance) {
   for (const auto& n : q["held"]) {
     const Row r = row_of(n);
     const double s = predicted_s(q["model"].as<std::string>(), q["gpus"].as<int>(), r);
-    EXPECT_NEAR(s / r.step_s, 1.0, tolerance) << label(r) << ": predicted " << s << " s, published " << r.step_s;
-    std::printf("qwen3 %-40s step %6.2f s (published %5.2f, %+5.1f%%)\n", label(r).c_str(), s, r.step_s,
-                100 * (s / r.step_s - 1));
+    EXPECT_NEAR(s / r.step_s, 1.0, tolerance)
+        << label(r) << ": predicted " << s << " s, published " << r.step_s;
+    std::printf("qwen3 %-40s step %6.2f s (published %5.2f, %+5.1f%%)\n", label(r).c_str(), s,
+                r.step_s, 100 * (s / r.step_s - 1));
   }
 }
 
@@ -101,8 +110,8 @@ TEST(StepMoeReferences, Qwen3RowsOutsideToleranceAreOutside) {
     const double s = predicted_s(q["model"].as<std::string>(), q["gpus"].as<int>(), r);
     EXPECT_GT(std::abs(s / r.step_s - 1.0), tolerance)
         << label(r) << ": predicted " << s << " s, published " << r.step_s << ": move it to held";
-    std::printf("qwen3 %-40s step %6.2f s (published %5.2f, %+5.1f%%), outside the tolerance\n", label(r).c_str(),
-                s, r.step_s, 100 * (s / r.step_s - 1));
+    std::printf("qwen3 %-40s step %6.2f s (published %5.2f, %+5.1f%%), outside the tolerance\n",
+                label(r).c_str(), s, r.step_s, 100 * (s / r.step_s - 1));
   }
 }
 
@@ -119,12 +128,15 @@ TEST(StepMoeReferences, Qwen3RankingIsPrinted) {
   for (const char* group : {"held", "outside_tolerance"})
     for (const auto& n : q[group]) {
       const Row r = row_of(n);
-      all.push_back({label(r), r.step_s, predicted_s(q["model"].as<std::string>(), q["gpus"].as<int>(), r)});
+      all.push_back(
+          {label(r), r.step_s, predicted_s(q["model"].as<std::string>(), q["gpus"].as<int>(), r)});
     }
   ASSERT_EQ(all.size(), 5u);
-  std::sort(all.begin(), all.end(), [](const Ranked& a, const Ranked& b) { return a.published < b.published; });
+  std::sort(all.begin(), all.end(),
+            [](const Ranked& a, const Ranked& b) { return a.published < b.published; });
   for (const Ranked& r : all)
-    std::printf("qwen3 published %5.2f s, predicted %6.2f s: %s\n", r.published, r.predicted, r.what.c_str());
+    std::printf("qwen3 published %5.2f s, predicted %6.2f s: %s\n", r.published, r.predicted,
+                r.what.c_str());
 }
 
 // DeepSeek-V3 is listed as not predicted (multi-head latent attention), with its row.
