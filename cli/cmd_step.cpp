@@ -36,8 +36,8 @@ Table layouts_table(const std::vector<step::StepReport>& rs, Format f) {
   Table t{{"dp", "tp", "cp", "pp", "micro_batch", "schedule", "virtual_stages", "zero", "recompute", "sequence_parallel",
            "tp_overlap", "precision", "step_ms"}};
   if (breakdown)
-    for (const char* c : {"compute_ms", "tp_comm_ms", "cp_comm_ms", "pp_bubble_ms", "pp_p2p_ms", "dp_comm_ms",
-                          "optimizer_ms"})
+    for (const char* c : {"compute_ms", "tp_comm_ms", "cp_comm_ms", "ep_comm_ms", "pp_bubble_ms", "pp_p2p_ms",
+                          "dp_comm_ms", "optimizer_ms"})
       t.columns.emplace_back(c);
   for (const char* c : {"model_tflops_per_gpu", "hardware_tflops_per_gpu", "eq3_tflops_per_gpu", "mfu", "memory_GB",
                         "fits"})
@@ -53,8 +53,8 @@ Table layouts_table(const std::vector<step::StepReport>& rs, Format f) {
                           r.step_us / kUsPerMs};
     const auto& b = r.breakdown;
     if (breakdown)
-      for (const double us : {b.compute_us, b.tp_comm_us, b.cp_comm_us, b.pp_bubble_us, b.pp_p2p_us, b.dp_comm_us,
-                              b.optimizer_us})
+      for (const double us : {b.compute_us, b.tp_comm_us, b.cp_comm_us, b.ep_comm_us, b.pp_bubble_us, b.pp_p2p_us,
+                              b.dp_comm_us, b.optimizer_us})
         row.emplace_back(us / kUsPerMs);
     for (Cell c : std::vector<Cell>{r.model_tflops_per_gpu, r.hardware_tflops_per_gpu, r.eq3_tflops_per_gpu, r.mfu,
                                     r.memory.total_GB(), r.memory.fits()})
@@ -86,6 +86,7 @@ void print_detail(const step::StepReport& r, const sim::Topology& t, const step:
   line("compute", b.compute_us);
   line("exposed TP communication", b.tp_comm_us);
   if (r.layout.cp > 1) line("exposed CP K/V exchange", b.cp_comm_us);
+  if (r.spec.moe.on()) line("exposed all-to-all (EP)", b.ep_comm_us);
   line("pipeline bubble", b.pp_bubble_us);
   line("pipeline sends", b.pp_p2p_us);
   line("exposed DP communication", b.dp_comm_us);
@@ -116,14 +117,26 @@ void print_detail(const step::StepReport& r, const sim::Topology& t, const step:
              m.fits() ? "fits" : "DOES NOT FIT");
   fmt::print("  weights {:.1f}, gradients {:.1f}, optimizer {:.1f}, activations {:.1f} GB\n", m.weights_GB,
              m.gradients_GB, m.optimizer_GB, m.activations_GB);
-  fmt::print("layer, one micro-batch       fwd {:.0f} us (GEMM {:.0f}, element-wise {:.0f}, TP {:.0f}), bwd {:.0f} us"
-             " (GEMM {:.0f}, element-wise {:.0f}, TP {:.0f}, recompute {:.0f})\n",
-             r.layer.fwd_us(), r.layer.fwd_gemm_us, r.layer.fwd_elementwise_us, r.layer.fwd_tp_us, r.layer.bwd_us(),
-             r.layer.bwd_gemm_us, r.layer.bwd_elementwise_us, r.layer.bwd_tp_us, r.layer.recompute_us);
+  if (step::moe_layers(r.spec) < md.layers)  // a dense layer (for a model with experts, its dense_layers)
+    fmt::print("layer, one micro-batch       fwd {:.0f} us (GEMM {:.0f}, element-wise {:.0f}, TP {:.0f}), bwd {:.0f} us"
+               " (GEMM {:.0f}, element-wise {:.0f}, TP {:.0f}, recompute {:.0f})\n",
+               r.layer.fwd_us(), r.layer.fwd_gemm_us, r.layer.fwd_elementwise_us, r.layer.fwd_tp_us, r.layer.bwd_us(),
+               r.layer.bwd_gemm_us, r.layer.bwd_elementwise_us, r.layer.bwd_tp_us, r.layer.recompute_us);
   fmt::print("  the tuner's best schedules of the layer programs (TP overlap {}{}):\n    forward  {}\n    backward {}\n",
              step::tp_overlap_on(r.spec.parallel, r.layout) ? "allowed" : "off",
              r.layout.tp == 1 ? "; tp 1: their collectives are on one rank and cost nothing" : "",
              r.layer_fwd_schedule, r.layer_bwd_schedule);
+  if (!r.spec.moe.on()) return;
+  const auto& e = r.spec.moe;
+  const auto& ml = r.moe_layer;
+  fmt::print("MoE layer, one micro-batch   fwd {:.0f} us (GEMM {:.0f}, element-wise {:.0f}, TP {:.0f}, all-to-all {:.0f}), "
+             "bwd {:.0f} us (GEMM {:.0f}, element-wise {:.0f}, TP {:.0f}, all-to-all {:.0f}, recompute {:.0f})\n",
+             ml.fwd_us(), ml.fwd_gemm_us, ml.fwd_elementwise_us, ml.fwd_tp_us, ml.fwd_a2a_us, ml.bwd_us(),
+             ml.bwd_gemm_us, ml.bwd_elementwise_us, ml.bwd_tp_us, ml.bwd_a2a_us, ml.recompute_us);
+  fmt::print("  {} experts (top {}, {} shared) of ffn {}, {} router, imbalance {}; {} dense layers; ep {} x etp {} x "
+             "expert dp {}\n  the tuner's best schedules of the MoE programs:\n    forward  {}\n    backward {}\n",
+             e.experts, e.top_k, e.shared_experts, e.expert_ffn, step::to_string(e.router), e.imbalance,
+             e.dense_layers, r.layout.ep, r.layout.etp, r.layout.edp, r.moe_fwd_schedule, r.moe_bwd_schedule);
 }
 
 void run(const Args& a) {

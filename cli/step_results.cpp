@@ -65,6 +65,7 @@ nlohmann::json layout_json(const step::StepReport& r, const step::KernelChoices&
        {{"compute", b.compute_us / kUsPerMs},
         {"tp_comm", b.tp_comm_us / kUsPerMs},
         {"cp_comm", b.cp_comm_us / kUsPerMs},
+        {"ep_comm", b.ep_comm_us / kUsPerMs},
         {"pp_bubble", b.pp_bubble_us / kUsPerMs},
         {"pp_p2p", b.pp_p2p_us / kUsPerMs},
         {"dp_comm", b.dp_comm_us / kUsPerMs},
@@ -73,6 +74,21 @@ nlohmann::json layout_json(const step::StepReport& r, const step::KernelChoices&
       {"tp_overlap", step::tp_overlap_on(p, r.layout)},
       {"layer_fwd_schedule", r.layer_fwd_schedule},
       {"layer_bwd_schedule", r.layer_bwd_schedule},
+      {"moe_fwd_schedule", r.moe_fwd_schedule},
+      {"moe_bwd_schedule", r.moe_bwd_schedule},
+      {"moe_layer_us",
+       {{"fwd_gemm", r.moe_layer.fwd_gemm_us},
+        {"fwd_elementwise", r.moe_layer.fwd_elementwise_us},
+        {"fwd_tp", r.moe_layer.fwd_tp_us},
+        {"fwd_a2a", r.moe_layer.fwd_a2a_us},
+        {"bwd_gemm", r.moe_layer.bwd_gemm_us},
+        {"bwd_elementwise", r.moe_layer.bwd_elementwise_us},
+        {"bwd_tp", r.moe_layer.bwd_tp_us},
+        {"bwd_a2a", r.moe_layer.bwd_a2a_us},
+        {"recompute", r.moe_layer.recompute_us}}},
+      {"ep", r.layout.ep},
+      {"etp", r.layout.etp},
+      {"expert_dp", r.layout.edp},
       {"kernels",
        {{"flash_attention_fwd", k.flash_attention_fwd},
         {"flash_attention_bwd", k.flash_attention_bwd},
@@ -110,8 +126,10 @@ std::string layout_label(const step::StepReport& r) {
   const auto& p = r.spec.parallel;
   std::string sched = step::to_string(p.schedule);
   if (r.layout.virtual_stages > 1) sched += fmt::format(" v{}", r.layout.virtual_stages);
-  const std::string cp =
+  std::string cp =
       r.layout.cp > 1 ? fmt::format(" x cp {} ({})", r.layout.cp, step::to_string(p.cp_comm)) : std::string();
+  if (r.spec.moe.on())
+    cp += fmt::format(" (experts: ep {} x etp {} x expert dp {})", r.layout.ep, r.layout.etp, r.layout.edp);
   return fmt::format(
       "dp {} x tp {}{} x pp {}, {}, {} micro-batches of {}, ZeRO {}, recompute {}, sequence parallel {}, TP overlap {}, "
       "GEMMs {}",

@@ -30,6 +30,7 @@
 #include "model/error.h"
 #include "sim/collective.h"
 #include "sim/compute.h"
+#include "step/moe_block.h"
 #include "step/pipeline.h"
 
 namespace coconet::step {
@@ -325,8 +326,12 @@ double exposed_us(double total, double last, double window) {
 // backward and that forward. Without dp_overlap they run after the backward.
 // Adam per bucket needs no other bucket (gradient clipping by the global
 // norm, which would, is not modelled). Returns the last block's time.
-double price_blocks(const ModelSpec& s, const sim::Placement& group, double params,
-                    DpBlockPricer& pricer, StepReport& r) {
+struct Blocks {
+  double total_us = 0;
+  double last_us = 0;
+  std::string schedule;
+};
+Blocks price_blocks(const ModelSpec& s, const sim::Placement& group, double params, DpBlockPricer& pricer) {
   const model::DType grad = s.training.grad_reduce_dtype;
   const double per_bucket = std::max(1.0, std::floor(s.parallel.bucket_MB * kBytesPerMB / model::bytes_of(grad)));
   const double full = std::floor(params / per_bucket);
@@ -334,14 +339,12 @@ double price_blocks(const ModelSpec& s, const sim::Placement& group, double para
   const bool sliced = s.parallel.zero >= 1;
   const DpBlock one = full > 0 ? pricer.price(std::int64_t(per_bucket), group, sliced, grad) : DpBlock{};
   const DpBlock tail = rest > 0 ? pricer.price(std::int64_t(std::ceil(rest)), group, sliced, grad) : DpBlock{};
-  r.dp_total_us = full * one.time_us + tail.time_us;
-  r.dp_schedule = full > 0 ? one.schedule : tail.schedule;
-  if (rest > 0 && full > 0 && tail.schedule != one.schedule) r.dp_schedule += " (last bucket " + tail.schedule + ")";
-  const double last = rest > 0 ? tail.time_us : one.time_us;
-  const double window = r.stage_bwd_us + (sliced ? r.stage_fwd_us : 0.0);
-  r.breakdown.dp_comm_us = s.parallel.dp_overlap ? exposed_us(r.dp_total_us, last, window) : r.dp_total_us;
-  r.breakdown.optimizer_us = 0;
-  return last;
+  Blocks b;
+  b.total_us = full * one.time_us + tail.time_us;
+  b.schedule = full > 0 ? one.schedule : tail.schedule;
+  if (rest > 0 && full > 0 && tail.schedule != one.schedule) b.schedule += " (last bucket " + tail.schedule + ")";
+  b.last_us = rest > 0 ? tail.time_us : one.time_us;
+  return b;
 }
 
 // The data-parallel reduction per ZeRO stage (Rajbhandari et al., SC'20,
@@ -360,11 +363,26 @@ void price_data_parallel(const ModelSpec& s, const Layout& l, const sim::Topolog
   Breakdown& b = r.breakdown;
   const sim::Placement group = sim::place_strided(t, l.dp * l.cp, l.tp);
   const double params = stage_parameters(s, l);
-  price_blocks(s, group, params, pricer, r);
+  const Blocks dense = price_blocks(s, group, params, pricer);
+  r.dp_total_us = dense.total_us;
+  r.dp_schedule = dense.schedule;
+  double last = dense.last_us;
+  // The routed experts' gradients: their own buckets over the expert
+  // data-parallel group (ranks ep x etp apart in Megatron-core's expert rank
+  // order, etp-ep-edp-pp), reduced beside the dense ones' in the same window.
+  const double experts = stage_expert_parameters(s, l);
+  if (experts > 0) {
+    const Blocks e = price_blocks(s, sim::place_strided(t, l.edp, l.ep * l.etp), experts, pricer);
+    r.dp_total_us += e.total_us;
+    r.dp_schedule += "; experts " + e.schedule;
+    last = std::max(last, e.last_us);
+  }
+  const double window = r.stage_bwd_us + (s.parallel.zero >= 1 ? r.stage_fwd_us : 0.0);
+  b.dp_comm_us = s.parallel.dp_overlap ? exposed_us(r.dp_total_us, last, window) : r.dp_total_us;
+  b.optimizer_us = 0;
   if (group.ranks <= 1 || s.parallel.zero < 2) return;
   const bool overlap = s.parallel.dp_overlap;
   const double m = double(l.micro_batches);
-  double last = 0;
   const double grad_bytes = params * model::bytes_of(s.training.grad_reduce_dtype);
   const double rs = bucketed_us(t, OpKind::reducescatter, grad_bytes, s.parallel.bucket_MB * kBytesPerMB, group, &last);
   r.dp_total_us += (m - 1) * rs;
@@ -375,6 +393,112 @@ void price_data_parallel(const ModelSpec& s, const Layout& l, const sim::Topolog
   const double gathers = 2.0 * l.layers_of_stage(r.slowest_stage) * gather;  // forward and backward
   r.dp_total_us += m * gathers;
   b.dp_comm_us += m * (overlap ? exposed_us(gathers, gather, mb_compute_us) : gathers);
+}
+
+// A layer with experts, one micro-batch on one GPU: the attention as the
+// layer programs price it (their MLP at one column per TP rank: its GEMMs
+// vanish, its TP collectives stay, as with sequence parallelism around
+// Megatron-core's MoE layer), the experts as the MoE programs price them on
+// the expert-parallel group (step/moe_block.h), and by formula what the
+// programs leave out: the permutation of the rank's tokens into slot layout
+// (read the tokens, write the slots) and back (read the slots, write each
+// choice's row), each way a kernel, by the bytes they move as RoPE is priced,
+// and the backward's routing-weight gradient (reading the output gradient and
+// the chosen experts' outputs);
+// the shared experts, a dense SwiGLU split over tp (its three GEMMs by
+// sim::gemm_body_us, its element-wise product by its bytes); with etp > 1 the
+// expert-TP group's all-gather of its tokens before the dispatch and
+// reduce-scatter after the combine (counted with the all-to-alls).
+constexpr int kPermutationKernels = 2;  // permute and unpermute, each pass
+constexpr int kSwigluTensors = 3;       // gate, up, product
+
+// The deepep dispatcher (moe.dispatcher; DeepSeek-V3 section 3.2.2, DeepEP's
+// internode kernels): a dispatch in two hops, each an all-to-all priced by
+// the simulator. First over
+// the NICs between the ranks of one in-node index on the expert-parallel
+// group's nodes, each token once per remote node it targets; then over
+// NVLink within each node, every copy to its expert's rank. The remote nodes
+// per token: K experts drawn evenly over the group's n nodes reach
+// (n - 1)(1 - (1 - 1/n)^K) of the others on average, and at most
+// max_nodes (n - 1)/n of them with node-limited routing (moe.max_nodes; the
+// own node among the max_nodes by chance). The combine is the same two hops
+// back. The two hops run one after the other (DeepEP overlaps them: an upper
+// bound). A pass runs a dispatch and a combine; returns one pass's
+// all-to-all time, or -1 with the alltoall dispatcher or a group on one node
+// (the MoE programs' all-to-alls stand: within a node DeepEP's intranode
+// kernels move every copy over NVLink as the all-to-all does).
+double node_limited_a2a_us(const ModelSpec& s, const sim::Topology& t, const MoeShape& ms, double tokens,
+                           double slots) {
+  if (s.moe.dispatcher != Dispatcher::deepep) return -1;
+  const sim::Placement group = sim::place_strided(t, ms.ep, ms.etp);
+  if (group.nodes <= 1) return -1;
+  const double n = group.nodes, k = double(ms.top_k);
+  const double spread = (n - 1) * (1 - std::pow(1 - 1 / n, k));
+  const double limit = s.moe.max_nodes > 0 ? std::min(double(s.moe.max_nodes), n) : n;
+  const double remote = std::min(spread, limit * (n - 1) / n);
+  const double row = double(ms.hidden) * model::bytes_of(ms.dtype);
+  // An alltoall's bytes are one rank's slice, (P - 1)/P of which it sends.
+  const double across = tokens * remote * row * n / (n - 1);
+  const double within = slots * row;
+  const double hops = collective_us(t, OpKind::alltoall, across, sim::place_strided(t, group.nodes, t.node.gpus)) +
+                      collective_us(t, OpKind::alltoall, within, sim::place(t, group.per_node));
+  constexpr double kAllToAllsPerPass = 2;  // dispatch and combine
+  return kAllToAllsPerPass * hops;
+}
+
+struct MoeLayer {
+  LayerTimes times;
+  std::string fwd_schedule, bwd_schedule;
+};
+
+MoeLayer moe_layer_times(const ModelSpec& s, const Layout& l, const sim::Topology& t, const Shapes& x, bool sp,
+                         LayerBlockPricer& pricer) {
+  LayerShape attention = step_layer_shape(s, l);
+  attention.ffn = l.tp;
+  const LayerCompute c = layer_compute(t, x, pricer.price(attention), sp);
+  const MoeShape ms = step_moe_shape(s, l);
+  const MoeBlock e = pricer.moe().price(ms);
+  const double el = model::bytes_of(x.dtype), h = double(ms.hidden);
+  const double tokens = double(ms.tokens) / ms.ep;                           // this rank's
+  const double slots = double(ms.slots) * double(ms.experts) / ms.ep;        // the slots it fills
+  const double permutation = ew(t, el * h * (tokens + slots)) + ew(t, 2 * el * h * slots) +
+                             kPermutationKernels * t.gpu.launch_us;
+  GemmPasses shared;
+  double shared_ew = 0;
+  if (s.moe.shared_experts > 0) {
+    const std::int64_t f = s.moe.shared_experts * s.moe.expert_ffn / l.tp;
+    const GemmPasses in = linear(t, x.tokens, f, x.hidden, x.dtype), down = linear(t, x.tokens, x.hidden, f, x.dtype);
+    shared = {2 * in.fwd + down.fwd, 2 * in.bwd + down.bwd};
+    shared_ew = ew(t, kSwigluTensors * double(x.tokens) * double(f) * el) + t.gpu.launch_us;
+  }
+  double etp_us = 0;
+  if (l.etp > 1) {
+    const double gathered = tokens * h * el;  // the group's tokens, each rank's share gathered
+    const sim::Placement g = sim::place(t, l.etp);
+    etp_us = collective_us(t, OpKind::allgather, gathered, g) + collective_us(t, OpKind::reducescatter, gathered, g);
+  }
+  const double a2a_pass = node_limited_a2a_us(s, t, ms, tokens, slots);
+  MoeLayer out;
+  LayerTimes& m = out.times;
+  m.fwd_gemm_us = c.fwd.gemm_us + c.cp_extra_fwd.gemm_us + e.fwd.gemm_us + shared.fwd;
+  m.fwd_elementwise_us = c.fwd.elementwise_us + c.cp_extra_fwd.elementwise_us + e.fwd.elementwise_us + permutation +
+                         shared_ew;
+  m.fwd_tp_us = c.fwd_tp_us;
+  m.fwd_a2a_us = (a2a_pass >= 0 ? a2a_pass : e.fwd.a2a_us()) + etp_us;
+  m.bwd_gemm_us = c.bwd.gemm_us + c.cp_extra_bwd.gemm_us + e.bwd.gemm_us + shared.bwd;
+  // The routing weights' gradient, left out of the backward program: a dot
+  // product of the output gradient with each chosen expert's output per token.
+  const double weights_grad = ew(t, el * h * tokens * double(1 + ms.top_k)) + t.gpu.launch_us;
+  m.bwd_elementwise_us = c.bwd.elementwise_us + c.cp_extra_bwd.elementwise_us + e.bwd.elementwise_us + permutation +
+                         weights_grad + kBwdElementwiseFactor * shared_ew;
+  m.bwd_tp_us = c.bwd_tp_us;
+  m.bwd_a2a_us = (a2a_pass >= 0 ? a2a_pass : e.bwd.a2a_us()) + etp_us;
+  const CpExchange kv = cp_exchange(t, x, l, s.parallel.cp_comm, c);
+  m.fwd_cp_us = kv.fwd_us;
+  m.bwd_cp_us = kv.bwd_us;
+  out.fwd_schedule = e.fwd.schedule;
+  out.bwd_schedule = e.bwd.schedule;
+  return out;
 }
 
 // FP8's delayed scaling (Transformer Engine's DelayedScaling recipe,
@@ -396,27 +520,37 @@ double amax_allreduce_us(const sim::Topology& t, const Layout& l, int chunk_laye
 
 // Every virtual stage's times per micro-batch, from one layer's and the
 // embedding's and output layer's.
-std::vector<ChunkTimes> chunk_times(const Layout& l, const LayerTimes& lt, Recompute rc, double selective_us,
-                                    const Embedding& emb, const GemmPasses& out) {
+// `L` layers timed as `lt` added to `c`.
+void add_layers(ChunkTimes& c, double L, const LayerTimes& lt, Recompute rc, double selective_us) {
+  c.fwd_compute_us += L * (lt.fwd_gemm_us + lt.fwd_elementwise_us);
+  c.fwd_tp_us += L * lt.fwd_tp_us;
+  c.fwd_cp_us += L * lt.fwd_cp_us;
+  c.fwd_a2a_us += L * lt.fwd_a2a_us;
+  c.bwd_compute_us += L * (lt.bwd_gemm_us + lt.bwd_elementwise_us);
+  c.bwd_tp_us += L * lt.bwd_tp_us;
+  c.bwd_cp_us += L * lt.bwd_cp_us;
+  c.bwd_a2a_us += L * lt.bwd_a2a_us;
+  if (rc == Recompute::full) {
+    c.recompute_us += L * (lt.fwd_gemm_us + lt.fwd_elementwise_us);
+    c.recompute_tp_us += L * lt.fwd_tp_us;
+    c.recompute_cp_us += L * lt.fwd_cp_us;
+    c.recompute_a2a_us += L * lt.fwd_a2a_us;
+  } else if (rc == Recompute::selective) {
+    c.recompute_us += L * selective_us;
+  }
+}
+
+std::vector<ChunkTimes> chunk_times(const ModelSpec& s, const Layout& l, const LayerTimes& lt, const LayerTimes& moe,
+                                    double selective_us, const Embedding& emb, const GemmPasses& out) {
   std::vector<ChunkTimes> chunks;
   const int n = l.chunks();
+  const Recompute rc = s.parallel.recompute;
   for (int k = 0; k < n; ++k) {
-    const double L = l.chunk_layers[std::size_t(k)];
     ChunkTimes c;
     c.layers = l.chunk_layers[std::size_t(k)];
-    c.fwd_compute_us = L * (lt.fwd_gemm_us + lt.fwd_elementwise_us);
-    c.fwd_tp_us = L * lt.fwd_tp_us;
-    c.fwd_cp_us = L * lt.fwd_cp_us;
-    c.bwd_compute_us = L * (lt.bwd_gemm_us + lt.bwd_elementwise_us);
-    c.bwd_tp_us = L * lt.bwd_tp_us;
-    c.bwd_cp_us = L * lt.bwd_cp_us;
-    if (rc == Recompute::full) {
-      c.recompute_us = L * (lt.fwd_gemm_us + lt.fwd_elementwise_us);
-      c.recompute_tp_us = L * lt.fwd_tp_us;
-      c.recompute_cp_us = L * lt.fwd_cp_us;
-    } else if (rc == Recompute::selective) {
-      c.recompute_us = L * selective_us;
-    }
+    const int experts = moe_layers_of_chunk(s, l, k);
+    add_layers(c, c.layers - experts, lt, rc, selective_us);
+    add_layers(c, experts, moe, rc, selective_us);
     if (k == 0) {
       c.fwd_compute_us += emb.fwd_compute_us;
       c.fwd_tp_us += emb.fwd_tp_us;
@@ -454,6 +588,9 @@ double StepReport::stage_bwd_tp_us() const {
 double StepReport::stage_recompute_us() const {
   return over_slowest_stage(
       *this, [](const ChunkTimes& c) { return c.recompute_us + c.recompute_tp_us + c.recompute_cp_us; });
+}
+double StepReport::stage_a2a_us() const {
+  return over_slowest_stage(*this, [](const ChunkTimes& c) { return c.a2a_us(); });
 }
 double StepReport::stage_recompute_tp_us() const {
   return over_slowest_stage(*this, [](const ChunkTimes& c) { return c.recompute_tp_us; });
@@ -517,7 +654,11 @@ StepReport predict_step_bound(const ModelSpec& s, const sim::Topology& t, DpBloc
   const Shapes x = shapes_of(s, l);
 
   // One layer, one micro-batch.
-  const LayerShape shape = step_layer_shape(s, l);
+  LayerShape shape = step_layer_shape(s, l);
+  // A model whose every layer has experts has no dense layer to price: its
+  // `layer` is the MoE layer's attention (the layer programs' MLP at one
+  // column per TP rank, moe_layer_times), the one tuning both use.
+  if (moe_layers(s) == s.model.layers) shape.ffn = l.tp;
   std::optional<LayerBlockPricer> own_layers;  // without the caller's cache, one for this step
   const LayerBlock tuned = (layer_pricer != nullptr ? *layer_pricer : own_layers.emplace(t)).price(shape);
   const LayerCompute c = layer_compute(t, x, tuned, sp);
@@ -541,7 +682,20 @@ StepReport predict_step_bound(const ModelSpec& s, const sim::Topology& t, DpBloc
   }
 
   // Every virtual stage, one micro-batch; the slowest stage sets the pace.
-  r.chunks = chunk_times(l, lt, s.parallel.recompute, selective_us, embedding(t, x, sp), output_layer(t, x));
+  if (s.moe.on()) {
+    const MoeLayer moe =
+        moe_layer_times(s, l, t, x, sp, layer_pricer != nullptr ? *layer_pricer : *own_layers);
+    r.moe_layer = moe.times;
+    r.moe_fwd_schedule = moe.fwd_schedule;
+    r.moe_bwd_schedule = moe.bwd_schedule;
+    LayerTimes& ml = r.moe_layer;
+    switch (s.parallel.recompute) {
+      case Recompute::none: break;
+      case Recompute::selective: ml.recompute_us = selective_us; break;
+      case Recompute::full: ml.recompute_us = ml.fwd_us() + ml.fwd_cp_us; break;
+    }
+  }
+  r.chunks = chunk_times(s, l, lt, r.moe_layer, selective_us, embedding(t, x, sp), output_layer(t, x));
   if (s.training.fp8)
     for (ChunkTimes& c : r.chunks) c.fwd_amax_us = amax_allreduce_us(t, l, c.layers);
   double slowest = -1;
@@ -562,10 +716,12 @@ StepReport predict_step_bound(const ModelSpec& s, const sim::Topology& t, DpBloc
   Breakdown& b = r.breakdown;
   const double tp_mb = over_slowest_stage(r, [](const ChunkTimes& ch) { return ch.tp_us(); });
   const double cp_mb = over_slowest_stage(r, [](const ChunkTimes& ch) { return ch.cp_us(); });
+  const double a2a_mb = r.stage_a2a_us();
   const double mb_us = r.stage_fwd_us + r.stage_bwd_us;
   b.tp_comm_us = m * tp_mb;
   b.cp_comm_us = m * cp_mb;
-  b.compute_us = m * (mb_us - tp_mb - cp_mb);
+  b.ep_comm_us = m * a2a_mb;
+  b.compute_us = m * (mb_us - tp_mb - cp_mb - a2a_mb);
 
   // The pipeline's sends; its span bounded below here, laid out by lay_out_pipeline.
   if (l.pp > 1) {
@@ -575,7 +731,7 @@ StepReport predict_step_bound(const ModelSpec& s, const sim::Topology& t, DpBloc
   b.pp_p2p_us = l.pp > 1 ? (m * l.virtual_stages + double(l.pp - 1)) * 2 * r.send_us : 0.0;
   const ChunkSteps steps = chunk_steps(r);
   std::optional<DpBlockPricer> own_dp;
-  price_data_parallel(s, l, t, dp != nullptr ? *dp : own_dp.emplace(t), mb_us - tp_mb - cp_mb, r);
+  price_data_parallel(s, l, t, dp != nullptr ? *dp : own_dp.emplace(t), mb_us - tp_mb - cp_mb - a2a_mb, r);
 
   r.model_flops = model_flops(s);
   r.hardware_flops = hardware_flops(s);

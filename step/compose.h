@@ -36,9 +36,13 @@ struct LayerTimes {
   double recompute_us = 0;        // the forward again (compute and TP collectives), by recomputation
   double fwd_cp_us = 0;           // context parallelism's K/V exchange left exposed, forward
   double bwd_cp_us = 0;           // and backward (K/V and their gradients)
+  double fwd_a2a_us = 0;          // an MoE layer's all-to-alls left exposed (dispatch and combine), forward
+  double bwd_a2a_us = 0;          // and backward
 
-  [[nodiscard]] double fwd_us() const { return fwd_gemm_us + fwd_elementwise_us + fwd_tp_us; }
-  [[nodiscard]] double bwd_us() const { return bwd_gemm_us + bwd_elementwise_us + bwd_tp_us + recompute_us; }
+  [[nodiscard]] double fwd_us() const { return fwd_gemm_us + fwd_elementwise_us + fwd_tp_us + fwd_a2a_us; }
+  [[nodiscard]] double bwd_us() const {
+    return bwd_gemm_us + bwd_elementwise_us + bwd_tp_us + bwd_a2a_us + recompute_us;
+  }
 };
 
 // One virtual stage (a model chunk of a pipeline stage), one micro-batch (us):
@@ -56,10 +60,15 @@ struct ChunkTimes {
   double bwd_tp_us = 0;
   double bwd_cp_us = 0;
   double fwd_amax_us = 0;      // FP8: the all-reduce of its tensors' amaxes at the end of its forward
-  [[nodiscard]] double fwd_us() const { return fwd_compute_us + fwd_tp_us + fwd_cp_us + fwd_amax_us; }
+  double fwd_a2a_us = 0;       // its MoE layers' all-to-alls left exposed
+  double recompute_a2a_us = 0; // (full recomputation runs the forward's again)
+  double bwd_a2a_us = 0;
+  [[nodiscard]] double fwd_us() const { return fwd_compute_us + fwd_tp_us + fwd_cp_us + fwd_amax_us + fwd_a2a_us; }
   [[nodiscard]] double bwd_us() const {
-    return recompute_us + recompute_tp_us + recompute_cp_us + bwd_compute_us + bwd_tp_us + bwd_cp_us;
+    return recompute_us + recompute_tp_us + recompute_cp_us + recompute_a2a_us + bwd_compute_us + bwd_tp_us +
+           bwd_cp_us + bwd_a2a_us;
   }
+  [[nodiscard]] double a2a_us() const { return fwd_a2a_us + recompute_a2a_us + bwd_a2a_us; }
   [[nodiscard]] double compute_us() const { return fwd_compute_us + recompute_us + bwd_compute_us; }
   // The TP collectives, and FP8's amax all-reduce (over the stage's TP, CP and DP ranks).
   [[nodiscard]] double tp_us() const { return fwd_tp_us + recompute_tp_us + bwd_tp_us + fwd_amax_us; }
@@ -71,6 +80,7 @@ struct Breakdown {
   double compute_us = 0;      // every micro-batch's kernels on the slowest stage
   double tp_comm_us = 0;      // tensor-parallel collectives (not overlapped in Megatron-LM), FP8's amax all-reduce
   double cp_comm_us = 0;      // context parallelism's K/V exchange left exposed
+  double ep_comm_us = 0;      // the MoE layers' dispatch and combine all-to-alls left exposed
   double pp_bubble_us = 0;    // the pipeline's fill and drain
   double pp_p2p_us = 0;       // activations and gradients sent between stages, on the critical path
   double dp_comm_us = 0;      // data-parallel reduction not hidden behind the backward (with the
@@ -78,7 +88,7 @@ struct Breakdown {
   double optimizer_us = 0;    // Adam over this GPU's share of the parameters (0: in dp_comm_us)
 
   [[nodiscard]] double total_us() const {
-    return compute_us + tp_comm_us + cp_comm_us + pp_bubble_us + pp_p2p_us + dp_comm_us + optimizer_us;
+    return compute_us + tp_comm_us + cp_comm_us + ep_comm_us + pp_bubble_us + pp_p2p_us + dp_comm_us + optimizer_us;
   }
 };
 
@@ -86,7 +96,8 @@ struct StepReport {
   ModelSpec spec;  // as priced (search fills in the layout it tried)
   Layout layout;
   std::string topology;
-  LayerTimes layer;
+  LayerTimes layer;      // a dense layer (every layer of a dense model)
+  LayerTimes moe_layer;  // a layer with experts (a moe section): its attention, then its experts
   std::vector<ChunkTimes> chunks;  // per virtual stage, k = chunk x pp + stage (layout.chunk_layers)
   int slowest_stage = 0;           // the stage with the most time per micro-batch: it sets the pace
   double pipeline_span_us = 0;     // the laid-out pipeline (step/pipeline.h), sends included
@@ -112,6 +123,11 @@ struct StepReport {
   // backward (workloads/megatron_layer_*.yaml).
   std::string layer_fwd_schedule;
   std::string layer_bwd_schedule;
+  // The MoE programs' schedules for the experts (workloads/moe_layer_*.yaml),
+  // empty for a dense model.
+  std::string moe_fwd_schedule;
+  std::string moe_bwd_schedule;
+  [[nodiscard]] double stage_a2a_us() const;  // the slowest stage's exposed all-to-alls per micro-batch
   Breakdown breakdown;
   double step_us = 0;
   // FLOPs per step, the whole job (step/flops.h: 2 per multiply-add, GEMMs

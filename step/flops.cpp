@@ -26,10 +26,29 @@ double layer_forward_flops_per_token(const Transformer& m) {
   return kFlopsPerMac * weights + attention_core_flops_per_token(m);
 }
 
+double moe_layer_forward_flops_per_token(const ModelSpec& s) {
+  const auto& m = s.model;
+  const double h = double(m.hidden), ad = double(m.attention_width()), kvd = double(m.kv_width());
+  const double attention = h * (ad + 2 * kvd) + ad * h;
+  const double router = h * double(s.moe.experts);
+  const double experts = double(s.moe.top_k + s.moe.shared_experts) * double(m.ffn_matrices()) * h *
+                         double(s.moe.expert_ffn);
+  return kFlopsPerMac * (attention + router + experts) + attention_core_flops_per_token(m);
+}
+
+namespace {
+// Every layer's forward FLOPs per token, dense and with experts.
+double layers_forward_flops_per_token(const ModelSpec& s) {
+  const double moe = double(moe_layers(s));
+  return (double(s.model.layers) - moe) * layer_forward_flops_per_token(s.model) +
+         (moe > 0 ? moe * moe_layer_forward_flops_per_token(s) : 0.0);
+}
+}  // namespace
+
 double model_flops(const ModelSpec& s) {
   const auto& m = s.model;
   const double logits = kFlopsPerMac * double(m.hidden) * double(m.vocabulary);
-  return tokens(s) * kPasses * (double(m.layers) * layer_forward_flops_per_token(m) + logits);
+  return tokens(s) * kPasses * (layers_forward_flops_per_token(s) + logits);
 }
 
 double hardware_flops(const ModelSpec& s) {
@@ -42,8 +61,7 @@ double hardware_flops(const ModelSpec& s) {
       again = attention_core_flops_per_token(m);
       break;
     case Recompute::full:
-      again = layer_forward_flops_per_token(m);
-      break;
+      return model_flops(s) + tokens(s) * layers_forward_flops_per_token(s);
   }
   return model_flops(s) + tokens(s) * double(m.layers) * again;
 }

@@ -15,6 +15,11 @@ namespace coconet::step {
 // (m = 2 for gelu and squared_relu, 3 for swiglu)
 // for the GEMMs with weights, 4 s a D for the scores and the context.
 [[nodiscard]] double layer_forward_flops_per_token(const Transformer& m);
+// A layer with experts (the moe section): the attention as above, the router
+// h x experts, and each token's top_k routed and every shared expert, 3 h
+// expert_ffn each (Megatron-LM's num_floating_point_operations counts MoE
+// layers so: the active experts, not the padded slots).
+[[nodiscard]] double moe_layer_forward_flops_per_token(const ModelSpec& s);
 
 // The step's FLOPs without recomputation: 3 passes (forward, dgrad, wgrad) of
 // every layer and of the logits GEMM, B s (3 l F_layer + 6 h V). For GPT

@@ -87,7 +87,7 @@ KernelChoices kernel_choices_of(const LayerBlock& b, const LayerShape& x) {
   return k;
 }
 
-LayerBlockPricer::LayerBlockPricer(const sim::Topology& t) : topology_(t) {}
+LayerBlockPricer::LayerBlockPricer(const sim::Topology& t) : topology_(t), moe_(t) {}
 
 const std::vector<model::Schedule>& LayerBlockPricer::schedules(const std::string& workload, const LayerShape& x,
                                                                 bool overlap) {

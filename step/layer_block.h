@@ -31,6 +31,7 @@
 #include "model/program.h"
 #include "model/schedule.h"
 #include "sim/topology.h"
+#include "step/moe_block.h"
 #include "step/spec.h"
 
 namespace coconet::step {
@@ -109,7 +110,10 @@ class LayerBlockPricer {
 
   [[nodiscard]] LayerBlock price(const LayerShape& x);
 
-  [[nodiscard]] int tuned() const { return int(cache_.size()); }  // distinct layers priced
+  [[nodiscard]] int tuned() const { return int(cache_.size()) + moe_.tuned(); }  // distinct layers priced
+  // The MoE programs' pricer on the same topology: an MoE layer is the
+  // attention of these programs and the experts of those (step/moe_block.h).
+  [[nodiscard]] MoeBlockPricer& moe() { return moe_; }
 
  private:
   using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, int, int, bool, bool,
@@ -126,6 +130,7 @@ class LayerBlockPricer {
   // per (workload, dtype, flash attention allowed, fused kernels allowed)
   std::map<std::tuple<std::string, int, bool, bool>, Programs> programs_;
   std::map<Key, LayerBlock> cache_;
+  MoeBlockPricer moe_;
 };
 
 }  // namespace coconet::step

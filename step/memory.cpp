@@ -66,24 +66,46 @@ double attention_state_bytes(const ModelSpec& s, const Layout& l, AttentionMemor
   return (m.traits().dropout ? kDropoutScoreBytes : kScoreBytes) * double(m.sequence) / l.cp * queries;
 }
 
-double full_layer_bytes(const ModelSpec& s, const Layout& l, bool drop_attention, AttentionMemory a) {
+// An MoE layer's MLP kept for the backward on one GPU (in place of the dense
+// MLP's 3 e sb f / t): the dispatched tokens the grouped GEMMs read (the
+// hottest expert's share: every expert padded to it), the gate, up and their
+// product at expert_ffn / etp, the combined outputs before the weighted sum,
+// the router's fp32 probabilities, and the shared experts as a dense SwiGLU
+// split over tp.
+constexpr double kRouterProbBytes = 4;
+double moe_mlp_bytes(const ModelSpec& s, const Layout& l) {
+  const Moe& m = s.moe;
+  const double e = kActivationBytes, h = double(s.model.hidden);
+  const double tokens = double(s.model.sequence) / l.cp * double(s.training.micro_batch) / l.tp * l.etp;
+  const double routed = tokens * double(m.top_k) * m.hottest_share();
+  const double experts = routed * e * (2 * h + kSwigluMlpTensors * double(m.expert_ffn) / l.etp);
+  const double router = tokens * double(m.experts) * kRouterProbBytes;
+  const double shared = kSwigluMlpTensors * e * tokens * l.tp / l.etp * double(m.shared_experts) *
+                        double(m.expert_ffn) / l.tp;
+  return experts + router + shared;
+}
+
+double full_layer_bytes(const ModelSpec& s, const Layout& l, bool drop_attention, AttentionMemory a,
+                        bool moe = false) {
   const auto& m = s.model;
   const double sb = double(m.sequence) / l.cp * double(s.training.micro_batch), e = kActivationBytes;
   const double h = double(m.hidden), ad = double(m.attention_width()), kvd = double(m.kv_width());
   const double t = l.tp;
   // 2 norm inputs, QKV and MLP inputs, and the two dropout masks of a family with dropout
   const double replicated = sb * h * (4 * e + (m.traits().dropout ? 2 * kMaskBytes : 0.0));
-  const double mlp = mlp_tensors(m.ffn_type) * e * sb * double(m.ffn);
+  const double mlp = moe ? 0.0 : mlp_tensors(m.ffn_type) * e * sb * double(m.ffn);
   const double split = e * sb * (ad + 2 * kvd) + e * sb * ad + mlp;
   const double scores = drop_attention ? 0.0 : attention_state_bytes(s, l, a);
-  if (s.parallel.sequence_parallel) return (replicated + split + scores) / t;
-  return replicated + (split + scores) / t;
+  const double experts = moe ? moe_mlp_bytes(s, l) : 0.0;
+  if (s.parallel.sequence_parallel) return (replicated + split + scores) / t + experts;
+  return replicated + (split + scores) / t + experts;
 }
 
 }  // namespace
 
 double stage_parameters(const ModelSpec& s, const Layout& l, int stage) {
-  const double layers = l.layers_of_stage(stage);
+  const double moe = moe_layers_of_stage(s, l, stage);
+  const double dense = l.layers_of_stage(stage) - moe;
   const double embedding = double(s.model.vocabulary) * double(s.model.hidden) / l.tp;
   // The first stage holds the embedding, the last the output layer (a copy of
   // the embedding when tied); one stage holding both holds one matrix when
@@ -91,23 +113,41 @@ double stage_parameters(const ModelSpec& s, const Layout& l, int stage) {
   double matrices = 0;
   if (l.pp == 1) matrices = s.model.tied_embeddings ? 1.0 : 2.0;
   else if (stage == 0 || stage == l.pp - 1) matrices = 1.0;
-  return layers * layer_parameters(s.model) / l.tp + matrices * embedding;
+  const double moe_dense = moe > 0 ? moe * moe_layer_dense_parameters(s) / l.tp : 0.0;
+  return dense * layer_parameters(s.model) / l.tp + moe_dense + matrices * embedding;
 }
 
-double stage_parameters(const ModelSpec& s, const Layout& l) {
-  double most = 0;
-  for (int stage = 0; stage < l.pp; ++stage) most = std::max(most, stage_parameters(s, l, stage));
-  return most;
+namespace {
+int largest_stage(const ModelSpec& s, const Layout& l) {
+  int best = 0;
+  double most = -1;
+  for (int stage = 0; stage < l.pp; ++stage) {
+    const double p = stage_parameters(s, l, stage) + stage_expert_parameters(s, l, stage);
+    if (p > most) most = p, best = stage;
+  }
+  return best;
+}
+}  // namespace
+
+double stage_parameters(const ModelSpec& s, const Layout& l) { return stage_parameters(s, l, largest_stage(s, l)); }
+
+double stage_expert_parameters(const ModelSpec& s, const Layout& l, int stage) {
+  const double moe = moe_layers_of_stage(s, l, stage);
+  return moe > 0 ? moe * expert_parameters(s) / (double(l.ep) * l.etp) : 0.0;
+}
+
+double stage_expert_parameters(const ModelSpec& s, const Layout& l) {
+  return stage_expert_parameters(s, l, largest_stage(s, l));
 }
 
 AttentionMemory allowed_attention_memory(const ModelSpec& s) {
   return s.training.flash_attention ? AttentionMemory::flash : AttentionMemory::scores;
 }
 
-double layer_activation_bytes(const ModelSpec& s, const Layout& l, AttentionMemory a) {
+double layer_activation_bytes(const ModelSpec& s, const Layout& l, AttentionMemory a, bool moe) {
   switch (s.parallel.recompute) {
-    case Recompute::none: return full_layer_bytes(s, l, false, a);
-    case Recompute::selective: return full_layer_bytes(s, l, true, a);
+    case Recompute::none: return full_layer_bytes(s, l, false, a, moe);
+    case Recompute::selective: return full_layer_bytes(s, l, true, a, moe);
     case Recompute::full: {
       const double sbh = double(s.model.sequence) / l.cp * double(s.training.micro_batch) * double(s.model.hidden);
       return 2.0 * sbh / (s.parallel.sequence_parallel ? l.tp : 1);
@@ -128,21 +168,32 @@ Memory memory_per_gpu(const ModelSpec& s, const Layout& l, const sim::Topology& 
   const double shards = double(l.dp) * l.cp;
   const int zero = s.parallel.zero;
   const double per_layer = layer_activation_bytes(s, l, a);
+  const double per_moe_layer = s.moe.on() ? layer_activation_bytes(s, l, a, true) : per_layer;
   double working = 0;  // full recomputation re-materialises one layer at a time
-  if (s.parallel.recompute == Recompute::full) working = full_layer_bytes(s, l, false, a);
+  if (s.parallel.recompute == Recompute::full) working = full_layer_bytes(s, l, false, a, s.moe.on());
   const double logits = kLogitBytes * double(s.model.sequence) / l.cp * double(s.training.micro_batch) *
                         double(s.model.vocabulary) / l.tp;
   // ZeRO 3 gathers one layer's parameters at a time for its forward or backward.
   const double gathered = zero >= 3 ? layer_parameters(s.model) / l.tp : 0.0;
+  // The routed experts are reduced and sharded over the expert data-parallel
+  // ranks (Megatron-core's distributed optimizer keeps a separate buffer for
+  // the expert parameters over the expert data-parallel group).
+  const double expert_shards = double(l.edp);
   double most = -1;
   for (int stage = 0; stage < l.pp; ++stage) {
     const double params = stage_parameters(s, l, stage);
-    const double weights = (params / (zero >= 3 ? shards : 1) + gathered) * model::bytes_of(s.training.dtype);
-    const double gradients = params * model::bytes_of(s.training.grad_dtype) / (zero >= 2 ? shards : 1);
-    const double optimizer = params * kAdamStateBytes / (zero >= 1 ? shards : 1);
+    const double experts = stage_expert_parameters(s, l, stage);
+    // A ZeRO stage's divisor of the dense and of the expert parameters.
+    const auto sharded = [&](int from) {
+      return params / (zero >= from ? shards : 1) + experts / (zero >= from ? expert_shards : 1);
+    };
+    const double weights = (sharded(3) + gathered) * model::bytes_of(s.training.dtype);
+    const double gradients = sharded(2) * model::bytes_of(s.training.grad_dtype);
+    const double optimizer = sharded(1) * kAdamStateBytes;
     const double chunks = chunks_in_flight(s.parallel.schedule, l.pp, l.virtual_stages, int(l.micro_batches), stage);
-    const double layers_per_chunk = double(l.layers_of_stage(stage)) / l.virtual_stages;
-    double activations = per_layer * layers_per_chunk * chunks + working;
+    const double moe = moe_layers_of_stage(s, l, stage);
+    const double stage_layer_bytes = per_layer * (l.layers_of_stage(stage) - moe) + per_moe_layer * moe;
+    double activations = stage_layer_bytes / l.virtual_stages * chunks + working;
     if (stage == l.pp - 1) activations += logits;
     const double total = weights + gradients + optimizer + activations;
     if (total <= most) continue;

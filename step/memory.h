@@ -36,12 +36,19 @@ struct Memory {
   [[nodiscard]] bool fits() const { return capacity_GB <= 0 || total_GB() <= usable_GB(); }
 };
 
-// Parameters held by one GPU of pipeline stage `stage` before ZeRO sharding:
-// its layers (layout.chunk_layers) over tp, and the embedding (first stage)
-// or the output layer (last stage).
+// Parameters held by one GPU of pipeline stage `stage` before ZeRO sharding,
+// those every data-parallel rank holds alike: its layers (layout.chunk_layers)
+// over tp (an MoE layer's attention, norms, router and shared experts), and the
+// embedding (first stage) or the output layer (last stage).
 [[nodiscard]] double stage_parameters(const ModelSpec& s, const Layout& l, int stage);
 // The most any stage holds (what the data-parallel reduction and memory are sized by).
 [[nodiscard]] double stage_parameters(const ModelSpec& s, const Layout& l);
+// The routed experts' parameters one GPU of `stage` holds: its MoE layers'
+// experts over ep x etp (reduced, and sharded by ZeRO, over the expert
+// data-parallel ranks); 0 for a dense model. The second: at the stage
+// stage_parameters(s, l) names.
+[[nodiscard]] double stage_expert_parameters(const ModelSpec& s, const Layout& l, int stage);
+[[nodiscard]] double stage_expert_parameters(const ModelSpec& s, const Layout& l);
 
 // How the attention core keeps what its backward needs: the s x s scores
 // materialised (softmax output, and GPT's dropout mask and output), or flash
@@ -57,7 +64,8 @@ enum class AttentionMemory { scores, flash };
 
 // Activation bytes one layer keeps for one micro-batch on one GPU (Korthikanti
 // Table 2), its tokens divided by cp under context parallelism.
-[[nodiscard]] double layer_activation_bytes(const ModelSpec& s, const Layout& l, AttentionMemory a);
+// An MoE layer (`moe`) keeps its experts' tensors in place of the dense MLP's.
+[[nodiscard]] double layer_activation_bytes(const ModelSpec& s, const Layout& l, AttentionMemory a, bool moe = false);
 
 [[nodiscard]] Memory memory_per_gpu(const ModelSpec& s, const Layout& l, const sim::Topology& t, AttentionMemory a);
 // With the attention the model allows (allowed_attention_memory): the search's

@@ -50,7 +50,7 @@ std::vector<bool> tp_overlap_choices(const ModelSpec& base, int tp, const Search
 
 // What a layout sets in the spec.
 struct Choice {
-  int dp, tp, cp, pp, virtual_stages, zero;
+  int dp, tp, cp, pp, virtual_stages, zero, ep, etp;
   CpComm cp_comm;
   PipeSchedule schedule;
   Recompute recompute;
@@ -67,6 +67,8 @@ void apply(const Choice& c, const ModelSpec& base, ModelSpec& s) {
   p.cp = c.cp;
   p.cp_comm = c.cp_comm;
   p.pp = c.pp;
+  p.ep = c.ep;
+  p.etp = c.etp;
   p.schedule = c.schedule;
   p.virtual_stages = c.virtual_stages;
   p.zero = c.zero;
@@ -170,6 +172,25 @@ std::vector<bool> fp8_choices(const ModelSpec& base, const sim::Topology& t, con
   return {false, true};
 }
 
+struct Experts {
+  int ep, etp;
+};
+
+// The expert layouts of a stage of tp x cp x dp ranks: ep (powers of two
+// dividing the experts) x etp (powers of two dividing tp and the expert ffn)
+// dividing the stage's ranks (Megatron-core's MoE parallel folding). A dense
+// model, or the search told to keep them: the spec's.
+std::vector<Experts> expert_choices(const ModelSpec& base, int tp, int stage_ranks, const SearchOptions& o) {
+  if (!base.moe.on() || !o.vary_ep) return {{base.parallel.ep, base.parallel.etp}};
+  std::vector<Experts> out;
+  for (int etp = 1; etp <= tp; etp *= 2) {
+    if (tp % etp != 0 || base.moe.expert_ffn % etp != 0) continue;
+    for (int ep = 1; ep <= base.moe.experts && std::int64_t(ep) * etp <= stage_ranks; ep *= 2)
+      if (base.moe.experts % ep == 0 && stage_ranks % (ep * etp) == 0) out.push_back({ep, etp});
+  }
+  return out;
+}
+
 void rule_out(SearchResult& res, std::string why) {
   if (res.indivisible++ == 0) res.indivisible_example = std::move(why);
 }
@@ -232,16 +253,17 @@ SearchResult search_layouts(const ModelSpec& base, const sim::Topology& t, const
             // The file's stage list belongs to its own pp and virtual stages; others are balanced.
             const bool own = pp == base.parallel.pp && sch.kind == base.parallel.schedule &&
                              sch.virtual_stages == base.parallel.virtual_stages;
-            for (Recompute rc : recomputes)
-              for (int zero : zeros)
-                for (bool sp : sequence_parallel_choices(base, tp, o))
-                  for (bool overlap : tp_overlap_choices(base, tp, o))
-                    for (bool fp8 : fp8s) {
-                      const Choice c{dp, tp, cp, pp, sch.virtual_stages, zero, cpc.comm, sch.kind,
-                                     rc, mb, fp8, own, sp, overlap};
-                      apply(c, base, s);
-                      try_layout(c, s, t, pricers, res, candidates);
-                    }
+            for (const Experts& ex : expert_choices(base, tp, tp * cp * dp, o))
+              for (Recompute rc : recomputes)
+                for (int zero : zeros)
+                  for (bool sp : sequence_parallel_choices(base, tp, o))
+                    for (bool overlap : tp_overlap_choices(base, tp, o))
+                      for (bool fp8 : fp8s) {
+                        const Choice c{dp,       tp, cp, pp,  sch.virtual_stages, zero, ex.ep, ex.etp, cpc.comm,
+                                       sch.kind, rc, mb, fp8, own,                sp,   overlap};
+                        apply(c, base, s);
+                        try_layout(c, s, t, pricers, res, candidates);
+                      }
           }
         }
       }

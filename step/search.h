@@ -5,7 +5,9 @@
 // balanced_stage_layers), dp (the GPUs left), micro-batch (powers of two dividing
 // the batch per pipeline), pipeline schedule (GPipe, 1F1B, interleaved with 2
 // or 4 virtual stages when pp > 1), ZeRO stage (0-3), recomputation (none,
-// selective, full) and sequence parallelism (on and off when tp > 1); layouts
+// selective, full) and sequence parallelism (on and off when tp > 1); with
+// experts, ep (powers of two dividing the experts) and etp (powers of two
+// dividing tp and the expert ffn) whose ep x etp divides tp x cp x dp; layouts
 // that do not fit in the GPUs' memory are dropped before they are priced
 // (memory is a formula of the layout, time needs the tuner); the rest ranked by step
 // time, exactly: each is priced with its pipeline's span bounded below, and
@@ -34,6 +36,7 @@ struct SearchOptions {
   bool vary_zero = true;         // false: the spec's ZeRO stage only
   bool vary_recompute = true;
   bool vary_sequence_parallel = true;
+  bool vary_ep = true;           // false: the spec's ep and etp only (a model with experts)
   bool vary_tp_overlap = false;  // true: tp_overlap both ways (an overlapped layer tunes every schedule: slower)
   // The GEMMs' precision: a bf16 or fp8 model also tries the other where the
   // GPU states an FP8 rate (gpu.tflops.fp8); false: the model's only.

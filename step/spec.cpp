@@ -122,9 +122,29 @@ CpComm parse_cp_comm(const std::string& s) {
   throw UserError(fmt::format("cp_comm '{}' is not one of ring, allgather", s));
 }
 
+std::string to_string(Router r) { return r == Router::capacity ? "capacity" : "dropless"; }
+
+Router parse_router(const std::string& s) {
+  if (s == "dropless") return Router::dropless;
+  if (s == "capacity") return Router::capacity;
+  throw UserError(fmt::format("router '{}' is not one of dropless, capacity", s));
+}
+
+std::string to_string(Dispatcher d) { return d == Dispatcher::deepep ? "deepep" : "alltoall"; }
+
+Dispatcher parse_dispatcher(const std::string& s) {
+  if (s == "alltoall") return Dispatcher::alltoall;
+  if (s == "deepep") return Dispatcher::deepep;
+  throw UserError(fmt::format("dispatcher '{}' is not one of alltoall, deepep", s));
+}
+
+double Moe::hottest_share() const {
+  return router == Router::capacity ? std::min(imbalance, capacity_factor) : imbalance;
+}
+
 bool is_model_key(const std::string& key) {
   const std::string first = key.substr(0, key.find('.'));
-  return first == "model" || first == "training" || first == "parallel" || first == "pipeline";
+  return first == "model" || first == "training" || first == "parallel" || first == "pipeline" || first == "moe";
 }
 
 namespace {
@@ -288,8 +308,8 @@ Training read_training(const Reader& r, const YAML::Node& root) {
 
 Parallelism read_parallel(const Reader& r, const YAML::Node& root) {
   const YAML::Node n = r.section(root, "parallel",
-                                 {"dp", "tp", "cp", "cp_comm", "pp", "schedule", "virtual_stages", "zero",
-                                  "recompute", "sequence_parallel", "tp_overlap", "bucket_MB", "dp_overlap"});
+                                 {"dp", "tp", "cp", "cp_comm", "pp", "ep", "etp", "schedule", "virtual_stages",
+                                  "zero", "recompute", "sequence_parallel", "tp_overlap", "bucket_MB", "dp_overlap"});
   Parallelism p;
   p.dp = n["dp"] ? r.gpus(n, "dp", -1) : 0;
   p.tp = r.gpus(n, "tp", 1);
@@ -297,6 +317,8 @@ Parallelism read_parallel(const Reader& r, const YAML::Node& root) {
   p.cp_comm = r.parsed(n, "cp_comm", CpComm::ring, parse_cp_comm);
   if (n["dp_overlap"]) p.dp_overlap = r.ctx().scalar<bool>(n["dp_overlap"], "parallel.dp_overlap");
   p.pp = r.gpus(n, "pp", 1);
+  p.ep = r.gpus(n, "ep", 1);
+  p.etp = n["etp"] ? r.gpus(n, "etp", -1) : 0;
   p.schedule = r.parsed(n, "schedule", PipeSchedule::one_f_one_b, parse_pipe_schedule);
   // Each virtual stage is a model chunk of every pipeline stage: more of them than layers leaves chunks empty everywhere.
   p.virtual_stages = int(r.count(n, "parallel", "virtual_stages", 1, kMaxLayers));
@@ -315,6 +337,74 @@ Parallelism read_parallel(const Reader& r, const YAML::Node& root) {
       r.ctx().fail(n["bucket_MB"], fmt::format("parallel.bucket_MB must be in (0, 1e6], got {}", p.bucket_MB));
   }
   return p;
+}
+
+// The optional moe section (spec.h Moe) and what it asks of the model and
+// the parallel layout that needs no cluster: the experts' programs are
+// SwiGLU (the llama family), top_k at most the experts, ep dividing the
+// experts, dense_layers below the layers.
+constexpr double kMaxFactor = 1e3;  // capacity_factor, imbalance: far past any router (GShard's 2, Switch's 1.25)
+
+double factor(const Reader& r, const YAML::Node& n, const char* key, double lo, double fallback) {
+  const YAML::Node v = n[key];
+  if (!v) return fallback;
+  const auto x = r.ctx().scalar<double>(v, fmt::format("moe.{}", key));
+  if (!(x >= lo) || x > kMaxFactor)
+    r.ctx().fail(v, fmt::format("moe.{} must be from {} to {}, got {}", key, lo, kMaxFactor, x));
+  return x;
+}
+
+void read_moe(const Reader& r, const YAML::Node& root, ModelSpec& s) {
+  const YAML::Node par = root["parallel"];
+  const YAML::Node n = root["moe"];
+  if (!n) {
+    // ep 1 is every dense model's; any other ep, or an etp, lays out experts there are none of.
+    if (s.parallel.ep > 1) r.ctx().fail(par["ep"], "parallel.ep needs a moe section (experts to lay out)");
+    if (par["etp"]) r.ctx().fail(par["etp"], "parallel.etp needs a moe section (experts to lay out)");
+    return;
+  }
+  r.ctx().require_map(n, "moe");
+  r.ctx().allow_keys(n, {"experts", "top_k", "expert_ffn", "shared_experts", "dense_layers", "router",
+                         "capacity_factor", "imbalance", "dispatcher", "max_nodes"},
+                     "moe");
+  Moe& m = s.moe;
+  m.experts = r.count(n, "moe", "experts");
+  m.top_k = r.count(n, "moe", "top_k");
+  m.expert_ffn = r.count(n, "moe", "expert_ffn", s.model.ffn);
+  const YAML::Node shared = n["shared_experts"], dense = n["dense_layers"];
+  m.shared_experts = shared ? r.ctx().scalar<std::int64_t>(shared, "moe.shared_experts") : 0;
+  if (m.shared_experts < 0 || m.shared_experts > m.experts)
+    r.ctx().fail(shared, fmt::format("moe.shared_experts must be from 0 to moe.experts = {}, got {}", m.experts,
+                                     m.shared_experts));
+  m.dense_layers = dense ? r.ctx().scalar<std::int64_t>(dense, "moe.dense_layers") : 0;
+  if (m.dense_layers < 0 || m.dense_layers >= s.model.layers)
+    r.ctx().fail(dense, fmt::format("moe.dense_layers must be from 0 to model.layers - 1 = {} (a layer at least "
+                                    "with experts), got {}", s.model.layers - 1, m.dense_layers));
+  m.router = r.parsed(n, "router", Router::dropless, parse_router);
+  m.capacity_factor = factor(r, n, "capacity_factor", 1.0 / double(m.experts), 1.0);
+  if (n["capacity_factor"] && m.router != Router::capacity)
+    r.ctx().fail(n["capacity_factor"], "moe.capacity_factor needs router: capacity (a dropless router keeps every "
+                                       "token)");
+  m.imbalance = factor(r, n, "imbalance", 1.0, 1.0);
+  m.dispatcher = r.parsed(n, "dispatcher", Dispatcher::alltoall, parse_dispatcher);
+  m.max_nodes = n["max_nodes"] ? int(r.count(n, "moe", "max_nodes", -1, model::kMaxGpus)) : 0;
+  if (m.max_nodes > 0 && m.dispatcher != Dispatcher::deepep)
+    r.ctx().fail(n["max_nodes"], "moe.max_nodes needs dispatcher: deepep (node-limited routing bounds the nodes a "
+                                 "token is sent to once each)");
+  if (m.top_k > m.experts)
+    r.ctx().fail(n["top_k"], fmt::format("moe.top_k = {} is more than moe.experts = {}: a token cannot pick more "
+                                         "experts than there are", m.top_k, m.experts));
+  if (s.model.family() != Family::llama)
+    r.ctx().fail(n, "a moe section needs model.ffn_type swiglu and norm rmsnorm: the experts' programs "
+                    "(workloads/moe_layer_*) are SwiGLU, the layer's attention the llama family's");
+  const auto& p = s.parallel;
+  const YAML::Node at = par["ep"] ? par["ep"] : par;
+  if (m.experts % p.ep != 0)
+    r.ctx().fail(at, fmt::format("parallel.ep = {} does not divide moe.experts = {}: each expert-parallel rank "
+                                 "holds a whole number of experts", p.ep, m.experts));
+  if (p.etp > 0 && m.expert_ffn % p.etp != 0)
+    r.ctx().fail(par["etp"], fmt::format("parallel.etp = {} does not divide moe.expert_ffn = {}", p.etp,
+                                         m.expert_ffn));
 }
 
 // The optional pipeline section: layers_per_stage, a list of whole numbers
@@ -364,7 +454,8 @@ ModelSpec parse_model(const std::string& yaml_text, const std::string& origin, c
   const model::YamlContext ctx{origin};
   YAML::Node root = ctx.load(yaml_text);
   ctx.require_map(root, "a model description");
-  ctx.allow_keys(root, {"name", "description", "model", "training", "parallel", "pipeline"}, "a model description");
+  ctx.allow_keys(root, {"name", "description", "model", "training", "parallel", "pipeline", "moe"},
+                 "a model description");
   for (const auto& [k, v] : overrides) apply_override(root, origin, k, v);
   const Reader r(ctx);
   ModelSpec s;
@@ -376,6 +467,9 @@ ModelSpec parse_model(const std::string& yaml_text, const std::string& origin, c
   s.parallel = read_parallel(r, root);
   s.where_parallel = ctx.where(root["parallel"]);
   s.where_layers_per_stage = s.where_parallel;
+  const YAML::Node par = root["parallel"];
+  s.where_ep = ctx.where(par["ep"] ? par["ep"] : par["etp"] ? par["etp"] : par);
+  read_moe(r, root, s);
   read_pipeline(ctx, root, s);
   s.where_global_batch = ctx.where(root["training"]["global_batch"]);
   return s;
@@ -445,6 +539,21 @@ Layout resolve_layout(const ModelSpec& s, const sim::Topology& t) {
                                   named(true), all, all > l.gpus ? "more than" : "not", l.gpus, t.nodes,
                                   t.node.gpus));
   }
+  if (s.moe.on()) {
+    // Megatron-core's MoE parallel folding (parallel.h Parallelism::ep).
+    l.ep = p.ep;
+    l.etp = p.etp > 0 ? p.etp : p.tp;
+    const std::int64_t stage_ranks = std::int64_t(p.tp) * p.cp * l.dp, expert_ranks = std::int64_t(l.ep) * l.etp;
+    if (stage_ranks % expert_ranks != 0)
+      throw UserError(fmt::format("{}: ep x etp = {} x {} = {} does not divide the {} ranks of a pipeline stage (tp x "
+                                  "cp x dp = {} x {} x {}) the experts are laid out over (Megatron-core's expert "
+                                  "data parallel size, tp x cp x dp / (ep x etp), must be whole)",
+                                  s.where_ep, l.ep, l.etp, expert_ranks, stage_ranks, p.tp, p.cp, l.dp));
+    l.edp = int(stage_ranks / expert_ranks);
+    if (s.moe.expert_ffn % l.etp != 0)
+      throw UserError(fmt::format("{}: etp = {} (tp unless parallel.etp says) does not divide moe.expert_ffn = {}",
+                                  s.where_ep, l.etp, s.moe.expert_ffn));
+  }
   if (p.cp > 1 && m.sequence % (2 * std::int64_t(p.cp)) != 0)
     throw UserError(fmt::format("{}: context parallelism cuts each sequence into 2 x cp = {} chunks (causal load "
                                 "balance): it must divide model.sequence = {}",
@@ -478,6 +587,14 @@ Layout resolve_layout(const ModelSpec& s, const sim::Topology& t) {
                                   "virtual_stages = {} entries summing to model.layers = {}",
                                   s.where_layers_per_stage, p.layers_per_stage.size(), sum, l.chunks(), m.layers));
     l.chunk_layers = p.layers_per_stage;
+  }
+  if (s.moe.on()) {
+    // The first moe.dense_layers layers (model order) are dense.
+    std::int64_t first = 0;
+    for (const int n : l.chunk_layers) {
+      l.chunk_moe_layers.push_back(int(std::max<std::int64_t>(0, first + n - std::max(first, s.moe.dense_layers))));
+      first += n;
+    }
   }
   if (p.sequence_parallel && (m.sequence / p.cp) % p.tp != 0)
     throw UserError(fmt::format("{}: sequence parallelism needs tp = {} to divide the sequence per context-parallel "
@@ -533,6 +650,35 @@ double layer_parameters(const Transformer& m) {
   const double weights = h * (ad + 2 * kvd) + ad * h + double(m.ffn_matrices()) * h * f + 2 * norm_parameters(m);
   const double biases = m.traits().biases ? (ad + 2 * kvd) + h + f + h : 0.0;
   return weights + biases;
+}
+
+std::int64_t moe_layers(const ModelSpec& s) { return s.moe.on() ? s.model.layers - s.moe.dense_layers : 0; }
+
+int moe_layers_of_chunk(const ModelSpec& s, const Layout& l, int chunk) {
+  if (!s.moe.on() || l.chunk_moe_layers.empty()) return 0;
+  return l.chunk_moe_layers[std::size_t(chunk)];
+}
+
+int moe_layers_of_stage(const ModelSpec& s, const Layout& l, int stage) {
+  int n = 0;
+  for (int c = 0; c < l.virtual_stages; ++c) n += moe_layers_of_chunk(s, l, c * l.pp + stage);
+  return n;
+}
+
+namespace {
+constexpr int kExpertMatrices = 3;  // SwiGLU: gate, up, down
+}  // namespace
+
+double expert_parameters(const ModelSpec& s) {
+  return double(s.moe.experts) * kExpertMatrices * double(s.model.hidden) * double(s.moe.expert_ffn);
+}
+
+double moe_layer_dense_parameters(const ModelSpec& s) {
+  const Transformer& m = s.model;
+  const double h = double(m.hidden);
+  const double attention = h * double(m.attention_width() + 2 * m.kv_width()) + double(m.attention_width()) * h;
+  const double shared = double(s.moe.shared_experts) * kExpertMatrices * h * double(s.moe.expert_ffn);
+  return attention + 2 * norm_parameters(m) + h * double(s.moe.experts) + shared;
 }
 
 double parameters(const Transformer& m) {

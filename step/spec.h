@@ -52,6 +52,18 @@ struct FamilyTraits {
 // their default); allgather, every rank gathering all K/V before attention
 // (Llama 3: Dubey et al. 2024, arXiv:2407.21783, section 3.3.2).
 enum class CpComm { ring, allgather };
+// How a mixture-of-experts router sizes each expert's tokens: dropless, every
+// routed token kept (the hottest expert gets tokens x top_k / experts x
+// imbalance); capacity, each expert keeps at most tokens x top_k / experts x
+// capacity_factor and drops the rest (Lepikhin et al. 2020, GShard; Fedus et
+// al. 2022, Switch Transformer, section 2.2).
+enum class Router { dropless, capacity };
+// How tokens reach their experts' ranks: alltoall, one NCCL all-to-all each
+// way (Megatron-core's alltoall dispatcher), every routed copy sent to its
+// expert's rank; deepep, DeepEP's (DeepSeek-V3, arXiv:2412.19437 section
+// 3.2.2) two hops, a token sent once over InfiniBand to each remote node it
+// targets and forwarded over NVLink there.
+enum class Dispatcher { alltoall, deepep };
 
 [[nodiscard]] std::string to_string(PipeSchedule s);  // gpipe, 1f1b, interleaved
 [[nodiscard]] std::string to_string(Recompute r);     // none, selective, full
@@ -64,6 +76,10 @@ enum class CpComm { ring, allgather };
 [[nodiscard]] Norm parse_norm(const std::string& s);         // throws UserError
 [[nodiscard]] std::string to_string(CpComm c);                // ring, allgather
 [[nodiscard]] CpComm parse_cp_comm(const std::string& s);     // throws UserError
+[[nodiscard]] std::string to_string(Router r);                // dropless, capacity
+[[nodiscard]] Router parse_router(const std::string& s);      // throws UserError
+[[nodiscard]] std::string to_string(Dispatcher d);            // alltoall, deepep
+[[nodiscard]] Dispatcher parse_dispatcher(const std::string& s);  // throws UserError
 
 // Limits of a model description, each checked (in 64-bit arithmetic) before
 // anything is sized or cast from the value it bounds.
@@ -99,6 +115,35 @@ struct Transformer {
   [[nodiscard]] int ffn_matrices() const { return ffn_type == FfnType::swiglu ? 3 : 2; }
 };
 
+// The `moe` section: a mixture of experts in place of the dense MLP in every
+// layer but the first `dense_layers` (DeepSeek-V3's 3). Each token's router
+// picks `top_k` of `experts` routed experts of `expert_ffn` columns (SwiGLU:
+// gate, up and down), plus `shared_experts` experts every token passes
+// through. `experts` 0: a dense model (no section).
+struct Moe {
+  std::int64_t experts = 0;
+  std::int64_t top_k = 0;
+  std::int64_t expert_ffn = 0;      // default model.ffn
+  std::int64_t shared_experts = 0;
+  std::int64_t dense_layers = 0;    // the first layers keep the dense MLP of model.ffn
+  Router router = Router::dropless;
+  double capacity_factor = 1.0;     // capacity router: an expert's slots over the mean tokens per expert
+  // The hottest expert's tokens over the mean (>= 1): with dropless routing
+  // it sets the expert GEMMs' and the all-to-all's time (the slowest rank
+  // waits for it).
+  double imbalance = 1.0;
+  Dispatcher dispatcher = Dispatcher::alltoall;
+  // Node-limited routing (DeepSeek-V3, arXiv:2412.19437, section 2.1.2): each
+  // token's experts on at most `max_nodes` nodes (needs the deepep
+  // dispatcher, whose traffic it bounds). 0: no limit.
+  int max_nodes = 0;
+
+  [[nodiscard]] bool on() const { return experts > 0; }
+  // The tokens the hottest expert computes per routed token of the mean:
+  // imbalance (dropless) or min(imbalance, capacity_factor) (capacity).
+  [[nodiscard]] double hottest_share() const;
+};
+
 struct Training {
   std::int64_t micro_batch = 1;
   std::int64_t global_batch = 0;
@@ -129,6 +174,15 @@ struct Parallelism {
   int cp = 1;  // context parallelism: each sequence split over cp ranks (2 cp chunks, causal balance)
   CpComm cp_comm = CpComm::ring;
   int pp = 1;
+  // Expert parallelism (the moe section's layers): experts over `ep` ranks,
+  // each expert's matrices over `etp` ranks (0: tp, Megatron-core's default);
+  // expert data parallelism is what is left, tp x cp x dp / (ep x etp)
+  // (Megatron-core's MoE parallel folding: initialize_model_parallel in
+  // megatron/core/parallel_state.py builds the expert groups over the same
+  // tp x cp x dp ranks of each pipeline stage, expert_data_parallel_size =
+  // world / (etp x ep x pp), an error when it does not divide).
+  int ep = 1;
+  int etp = 0;
   PipeSchedule schedule = PipeSchedule::one_f_one_b;
   int virtual_stages = 1;  // interleaved only: model chunks per GPU
   int zero = 0;            // 0-3
@@ -156,10 +210,12 @@ struct ModelSpec {
   Transformer model;
   Training training;
   Parallelism parallel;
+  Moe moe;
   // file:line:column of the keys resolve_layout's messages point at.
   std::string where_parallel;
   std::string where_global_batch;
   std::string where_layers_per_stage;  // the pipeline section's list, or the parallel section
+  std::string where_ep;                // parallel.ep (or etp), or the parallel section
 };
 
 // `--set parallel.tp=4` style overrides, applied on the YAML before the checks.
@@ -186,10 +242,15 @@ struct Layout {
   int cp = 1;
   int pp = 0;
   int virtual_stages = 1;
+  int ep = 1;   // expert parallel (1 without experts)
+  int etp = 1;  // expert tensor parallel
+  int edp = 1;  // expert data parallel: tp x cp x dp / (ep x etp)
   std::int64_t micro_batches = 0;  // per pipeline per step: global / (micro_batch x dp)
   // Transformer layers of each virtual stage, model order: virtual stage
   // k = chunk x pp + stage (pp x virtual_stages entries).
   std::vector<int> chunk_layers;
+  // Of each virtual stage's layers, those with experts (empty for a dense model).
+  std::vector<int> chunk_moe_layers;
   [[nodiscard]] int chunks() const { return pp * virtual_stages; }
   [[nodiscard]] int layers_of_stage(int stage) const;  // over its virtual stages
 };
@@ -202,7 +263,9 @@ struct Layout {
 // the embedding and the last only the output layer and the loss.
 [[nodiscard]] std::vector<int> balanced_stage_layers(std::int64_t layers, int chunks);
 
-// Checks the spec against a cluster of `t.total_gpus()` GPUs: dp x tp x cp x
+// Checks the spec against a cluster of `t.total_gpus()` GPUs: ep x etp
+// divides tp x cp x dp (the ranks of a pipeline stage the expert layout folds
+// over), etp divides the expert ffn; dp x tp x cp x
 // pp = GPUs, tp divides heads and kv_heads (Megatron-LM gives each TP rank whole
 // K/V groups: megatron/core/transformer/attention.py divides
 // num_query_groups by the TP size), 2 cp divides the sequence, pp is at most
@@ -225,6 +288,17 @@ struct Layout {
 // (gamma and beta of a LayerNorm, gamma of an RMSNorm), the biases of a
 // family that has them (gpt).
 [[nodiscard]] double layer_parameters(const Transformer& m);
+// Parameters of the routed experts of one MoE layer (experts x 3 h expert_ffn)
+// and the rest of it (the attention, norms, router h x experts and shared
+// experts' 3 h expert_ffn each); a dense model has no routed ones.
+[[nodiscard]] double expert_parameters(const ModelSpec& s);
+[[nodiscard]] double moe_layer_dense_parameters(const ModelSpec& s);
+// The layers with experts (layers less dense_layers; 0 for a dense model).
+[[nodiscard]] std::int64_t moe_layers(const ModelSpec& s);
+// Of virtual stage `chunk`'s layers (model order: the first dense_layers are
+// dense), those with experts; and over a pipeline stage's virtual stages.
+[[nodiscard]] int moe_layers_of_chunk(const ModelSpec& s, const Layout& l, int chunk);
+[[nodiscard]] int moe_layers_of_stage(const ModelSpec& s, const Layout& l, int stage);
 // One norm's parameters: 2h (LayerNorm gamma and beta) or h (RMSNorm gamma).
 [[nodiscard]] double norm_parameters(const Transformer& m);
 

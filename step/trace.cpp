@@ -2,7 +2,8 @@
 // times (StepReport::chunks), laid out as the composition lays them out.
 // Within a chunk step the kernels are one event, the TP collectives one event
 // after them and the exposed K/V exchange of context parallelism another (in
-// the layer they alternate; their sum is what the composition prices), and
+// the layer they alternate; their sum is what the composition prices), the
+// exposed all-to-alls of the MoE layers (dispatch and combine) another, and
 // the stage's send to its neighbour follows; the exposed data-parallel
 // reduction and the optimizer follow the stage's last backward.
 #include "step/trace.h"
@@ -41,14 +42,17 @@ void add_op(std::vector<TraceEvent>& out, const PlacedOp& p, const ChunkTimes& c
     t = add(out, event("forward " + what, "forward", TraceThread::compute, t, c.fwd_compute_us));
     t = add(out, event("TP forward " + what, "tp", TraceThread::communication, t, c.fwd_tp_us));
     t = add(out, event("K/V exchange forward " + what, "cp", TraceThread::communication, t, c.fwd_cp_us));
+    t = add(out, event("all-to-all forward " + what, "ep", TraceThread::communication, t, c.fwd_a2a_us));
     sends = !(p.stage == pp - 1 && ch == v - 1);
   } else {
     t = add(out, event("recompute " + what, "recompute", TraceThread::compute, t, c.recompute_us));
     t = add(out, event("TP recompute " + what, "tp", TraceThread::communication, t, c.recompute_tp_us));
     t = add(out, event("K/V exchange recompute " + what, "cp", TraceThread::communication, t, c.recompute_cp_us));
+    t = add(out, event("all-to-all recompute " + what, "ep", TraceThread::communication, t, c.recompute_a2a_us));
     t = add(out, event("backward " + what, "backward", TraceThread::compute, t, c.bwd_compute_us));
     t = add(out, event("TP backward " + what, "tp", TraceThread::communication, t, c.bwd_tp_us));
     t = add(out, event("K/V exchange backward " + what, "cp", TraceThread::communication, t, c.bwd_cp_us));
+    t = add(out, event("all-to-all backward " + what, "ep", TraceThread::communication, t, c.bwd_a2a_us));
     sends = !(p.stage == 0 && ch == 0);
   }
   // The send's slot is on every chunk step (the composition's count); the
@@ -147,6 +151,7 @@ std::string step_trace_json(const StepReport& r) {
       {"compute_us", b.compute_us},
       {"tp_comm_us", b.tp_comm_us},
       {"cp_comm_us", b.cp_comm_us},
+      {"ep_comm_us", b.ep_comm_us},
       {"pp_bubble_us", b.pp_bubble_us},
       {"pp_p2p_us", b.pp_p2p_us},
       {"dp_comm_us", b.dp_comm_us},

@@ -26,7 +26,7 @@ enum class TraceThread { compute = 0, communication = 1 };
 
 struct TraceEvent {
   std::string name;
-  std::string category;  // forward, recompute, backward, tp, pp_send, dp, optimizer
+  std::string category;  // forward, recompute, backward, tp, cp, ep (all-to-all), pp_send, dp, optimizer
   int stage = 0;
   TraceThread thread = TraceThread::compute;
   double start_us = 0;

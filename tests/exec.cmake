@@ -63,7 +63,9 @@ if(COCONET_HAVE_MPI AND COCONET_MPIEXEC)
     # 2 ranks; 7 rows and 5 columns re-sliced).
     # The layer programs `coconet step` prices: forward at the workload's
     # sizes and ragged ones (3 heads or K/V groups, 7 tokens over 2 ranks),
-    # backward at its (ragged) defaults.
+    # backward at its (ragged) defaults. The MoE programs at their sizes and
+    # skewed: 3 experts over 2 ranks, each padded to the hottest expert's 7
+    # slots (more than the mean 6 x 2 / 3 = 4), ragged over the ranks.
     foreach(case "transformer_layer" "transformer_layer --set B=1 --set NH=3 --set D=3"
                  "megatron_layer_fwd" "megatron_layer_bwd"
                  "megatron_layer_sp_fwd --set B=1 --set S=7 --set NH=3 --set D=3 --set F=10"
@@ -76,6 +78,9 @@ if(COCONET_HAVE_MPI AND COCONET_MPIEXEC)
                  "nemotron_layer_fwd --set B=1 --set S=7 --set KV=3 --set G=2 --set GQ=4 --set D=3 --set H=10 --set F=10"
                  "nemotron_layer_sp_fwd --set B=1 --set S=7 --set KV=3 --set G=2 --set GQ=4 --set D=3 --set H=10 --set F=10"
                  "nemotron_layer_sp_bwd"
+                 "moe_layer_fwd" "moe_layer_bwd"
+                 "moe_layer_fwd --set E=3 --set S=7 --set T=6 --set F=3"
+                 "moe_layer_bwd --set E=3 --set S=7 --set T=6 --set F=3"
                  "${COCONET_SOURCE_ROOT}/tests/workloads/alltoall_ulysses.yaml"
                  "${COCONET_SOURCE_ROOT}/tests/workloads/alltoall_ulysses.yaml --set S=7 --set H=5"
                  "${COCONET_SOURCE_ROOT}/tests/workloads/adam_mean.yaml"

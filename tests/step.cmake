@@ -39,6 +39,21 @@ rc=$?; echo \"$out\"; echo \"exit $rc\"")
   set_tests_properties(step.cli.nemotron_prices_its_programs PROPERTIES
                        PASS_REGULAR_EXPRESSION "squared_relu, layernorm, embeddings untied; layer programs nemotron_layer_sp_fwd and nemotron_layer_sp_bwd\n# kernels: attention flash \\(forward and backward\\); element-wise fused kernels \\(forward and backward\\)"
                        ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT}")
+  # Impossible expert layouts through the command (issue 32): exit 2, the file and line named.
+  foreach(case "ep_not_dividing_experts|--set parallel.ep=3|mixtral-8x7b.yaml:[0-9]+:[0-9]+: parallel.ep = 3 does not divide moe.experts = 8"
+               "ep_not_fitting_a_stage|--set parallel.pp=8|mixtral-8x7b.yaml:[0-9]+:[0-9]+: ep x etp = 8 x 1 = 8 does not divide the 4 ranks of a pipeline stage"
+               "top_k_above_experts|--set moe.top_k=9|mixtral-8x7b.yaml:[0-9]+:[0-9]+: moe.top_k = 9 is more than moe.experts = 8")
+    string(REPLACE "|" ";" parts "${case}")
+    list(GET parts 0 name)
+    list(GET parts 1 set)
+    list(GET parts 2 expect)
+    add_test(NAME step.cli.moe_${name}_exits_2
+             COMMAND sh -c "out=$($<TARGET_FILE:coconet> step mixtral-8x7b --nodes 4 ${set} 2>&1); \
+rc=$?; echo \"$out\"; echo \"exit $rc\"")
+    set_tests_properties(step.cli.moe_${name}_exits_2 PROPERTIES
+                         PASS_REGULAR_EXPRESSION "${expect}[^\n]*\nexit 2"
+                         ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT}")
+  endforeach()
 endif()
 # Kernel choices (model/kernel_fusion.h): fused kernels, flash attention, FP8 GEMMs.
 add_executable(test_kernel_fusion ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_kernel_fusion.cpp)
@@ -49,4 +64,15 @@ gtest_discover_tests(test_kernel_fusion TEST_PREFIX "sched." DISCOVERY_TIMEOUT 6
 add_executable(test_step_references ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_step_references.cpp)
 target_link_libraries(test_step_references PRIVATE coconet_step yaml-cpp GTest::gtest_main coconet_warnings)
 gtest_discover_tests(test_step_references TEST_PREFIX "step." DISCOVERY_TIMEOUT 120
+                     PROPERTIES ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT}")
+# Mixtures of experts (issue 32): the moe section, expert parallelism, the
+# MoE layer's pricing, memory and search.
+add_executable(test_step_moe ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_step_moe.cpp)
+target_link_libraries(test_step_moe PRIVATE coconet_step GTest::gtest_main coconet_warnings)
+gtest_discover_tests(test_step_moe TEST_PREFIX "step." DISCOVERY_TIMEOUT 60
+                     PROPERTIES ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT}")
+# Published MoE steps (validation/reference/moe-steps.yaml): Qwen3-235B-A22B on 256 H100.
+add_executable(test_step_moe_references ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_step_moe_references.cpp)
+target_link_libraries(test_step_moe_references PRIVATE coconet_step yaml-cpp GTest::gtest_main coconet_warnings)
+gtest_discover_tests(test_step_moe_references TEST_PREFIX "step." DISCOVERY_TIMEOUT 120
                      PROPERTIES ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT}")

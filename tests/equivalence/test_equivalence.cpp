@@ -217,6 +217,30 @@ INSTANTIATE_TEST_SUITE_P(Workloads, EquivalenceLlamaLayer,
                                            "llama_layer_sp_bwd"),
                          [](const auto& info) { return info.param; });
 
+// The MoE programs (workloads/moe_layer_*.yaml; issue 32): router, dispatch
+// and combine all-to-alls, grouped SwiGLU GEMMs over each rank's experts, the
+// weighted sum, forward and backward. Every schedule equals the program for P
+// in {1, 2, 4}: experts the ranks divide and do not (3 over 2 and 4), slots
+// per expert ragged over the ranks (5, 7) and a skewed distribution (every
+// expert padded to the hottest one's slots, S above T K / E).
+class EquivalenceMoeLayer : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(EquivalenceMoeLayer, EveryScheduleOfTheMoeProgram) {
+  const Program p = workload(GetParam());
+  const auto schedules = with_kernel_choices(enumerate_schedules(p));
+  EXPECT_GT(schedules.size(), 1u);
+  constexpr int kRanks[] = {1, 2, 4};
+  expect_every_schedule_equal(
+      p, schedules,
+      {Bindings{{"T", 8}, {"H", 6}, {"E", 4}, {"K", 2}, {"S", 4}, {"F", 5}},
+       Bindings{{"T", 6}, {"H", 4}, {"E", 3}, {"K", 2}, {"S", 5}, {"F", 3}},
+       Bindings{{"T", 8}, {"H", 4}, {"E", 8}, {"K", 2}, {"S", 7}, {"F", 2}}},
+      kRanks);
+}
+
+INSTANTIATE_TEST_SUITE_P(Workloads, EquivalenceMoeLayer, ::testing::Values("moe_layer_fwd", "moe_layer_bwd"),
+                         [](const auto& info) { return info.param; });
+
 // The sequence-parallel Llama programs compute the tensor-parallel ones' outputs.
 TEST(EquivalenceLlamaLayer, SequenceParallelEqualsTensorParallel) {
   const Bindings sizes{{"B", 1}, {"S", 4}, {"H", 4}, {"KV", 2}, {"G", 2}, {"GQ", 4}, {"D", 2}, {"F", 8}};

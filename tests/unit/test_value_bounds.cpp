@@ -44,7 +44,8 @@ Program retyped(Program p, DType t) {
 // {1, 2, 4, 6}. The layer programs publish no sizes of their own (their
 // defaults are test sizes, `coconet step` prices them at a model's shapes
 // without running them): their defaults, and the Megatron layers at GPT-2
-// 8.3B's shapes (H = 3072 as 32 heads of 96, F = 4H, S = 1024, B = 8).
+// 8.3B's shapes (H = 3072 as 32 heads of 96, F = 4H, S = 1024, B = 8); the
+// MoE programs (likewise priced, not run, at a model's shapes) their defaults.
 struct Published {
   std::string workload;
   std::vector<Bindings> sizes;  // overrides of the defaults; {} is the defaults
@@ -75,6 +76,8 @@ std::vector<Published> published() {
       {"nemotron_layer_bwd", {{}}},
       {"nemotron_layer_sp_bwd", {{}}},
       {"transformer_layer", {{}}},
+      {"moe_layer_fwd", {{}}},
+      {"moe_layer_bwd", {{}}},
   };
 }
 

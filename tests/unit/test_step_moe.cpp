@@ -1,0 +1,318 @@
+// Mixtures of experts in `coconet step` (issue 32): the moe section and
+// parallel.ep / etp parse, and each impossible value or layout names its
+// file:line; Megatron-core's expert layout (expert data parallelism is what
+// is left of tp x cp x dp); an MoE layer priced through the MoE programs
+// (the exposed all-to-all its own line, the hottest expert setting the
+// time, one rank paying no all-to-all); expert memory divided by ep x etp
+// and ZeRO over the expert data-parallel ranks; the search over ep and etp.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "model/error.h"
+#include "sim/topology.h"
+#include "step/compose.h"
+#include "step/flops.h"
+#include "step/memory.h"
+#include "step/moe_block.h"
+#include "step/search.h"
+#include "step/spec.h"
+#include "step/trace.h"
+
+namespace coconet::step {
+namespace {
+
+// Line numbers matter to the error tests: experts on line 13, top_k 14,
+// router 16, parallel 20, ep 22.
+const char* const kMoe = R"(name: tiny-moe
+model:
+  layers: 4
+  hidden: 1024
+  heads: 16
+  kv_heads: 4
+  ffn: 2816
+  ffn_type: swiglu
+  norm: rmsnorm
+  sequence: 2048
+  vocabulary: 32000
+moe:
+  experts: 8
+  top_k: 2
+  expert_ffn: 1408
+  router: dropless
+training:
+  micro_batch: 1
+  global_batch: 32
+parallel:
+  tp: 2
+  ep: 4
+)";
+
+sim::Topology h100(int nodes) {
+  return sim::load_topology("dgx-h100", {{"nodes", std::to_string(nodes)}});
+}
+
+std::string error_of(const std::string& yaml, const Overrides& o = {}, int nodes = 1) {
+  try {
+    (void)resolve_layout(parse_model(yaml, "moe.yaml", o), h100(nodes));
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST(StepMoeKeys, TheSectionParsesWithItsDefaults) {
+  const ModelSpec s = parse_model(kMoe, "moe.yaml");
+  EXPECT_EQ(s.moe.experts, 8);
+  EXPECT_EQ(s.moe.top_k, 2);
+  EXPECT_EQ(s.moe.expert_ffn, 1408);
+  EXPECT_EQ(s.moe.shared_experts, 0);
+  EXPECT_EQ(s.moe.dense_layers, 0);
+  EXPECT_EQ(s.moe.router, Router::dropless);
+  EXPECT_DOUBLE_EQ(s.moe.imbalance, 1.0);
+  EXPECT_EQ(s.parallel.ep, 4);
+  EXPECT_EQ(s.parallel.etp, 0);
+  EXPECT_EQ(moe_layers(s), 4);
+  const ModelSpec c = parse_model(kMoe, "moe.yaml",
+                                  {{"moe.router", "capacity"},
+                                   {"moe.capacity_factor", "1.25"},
+                                   {"moe.imbalance", "2"},
+                                   {"moe.dense_layers", "1"}});
+  EXPECT_DOUBLE_EQ(c.moe.hottest_share(), 1.25);  // the capacity caps the hottest expert
+  EXPECT_EQ(moe_layers(c), 3);
+}
+
+TEST(StepMoeKeys, EachImpossibleValueNamesItsLine) {
+  const std::string topk = error_of(kMoe, {{"moe.top_k", "9"}});
+  EXPECT_TRUE(has(topk, "moe.yaml:14:")) << topk;
+  EXPECT_TRUE(has(topk, "moe.top_k = 9 is more than moe.experts = 8")) << topk;
+  const std::string ep = error_of(kMoe, {{"parallel.ep", "3"}});
+  EXPECT_TRUE(has(ep, "moe.yaml:22:")) << ep;
+  EXPECT_TRUE(has(ep, "parallel.ep = 3 does not divide moe.experts = 8")) << ep;
+  const std::string router = error_of(kMoe, {{"moe.router", "greedy"}});
+  EXPECT_TRUE(has(router, "moe.yaml:16:")) << router;
+  EXPECT_TRUE(has(router, "not one of dropless, capacity")) << router;
+  const std::string cf = error_of(kMoe, {{"moe.capacity_factor", "1.5"}});
+  EXPECT_TRUE(has(cf, "needs router: capacity")) << cf;
+  const std::string imb = error_of(kMoe, {{"moe.imbalance", "0.5"}});
+  EXPECT_TRUE(has(imb, "moe.imbalance must be from 1")) << imb;
+  const std::string dense = error_of(kMoe, {{"moe.dense_layers", "4"}});
+  EXPECT_TRUE(has(dense, "moe.dense_layers must be from 0 to model.layers - 1 = 3")) << dense;
+  const std::string shared = error_of(kMoe, {{"moe.shared_experts", "-1"}});
+  EXPECT_TRUE(has(shared, "moe.shared_experts must be from 0")) << shared;
+  const std::string unknown = error_of(kMoe, {{"moe.experts_per_rank", "2"}});
+  EXPECT_TRUE(has(unknown, "experts_per_rank")) << unknown;
+  const std::string gpt = error_of(
+      kMoe, {{"model.ffn_type", "gelu"}, {"model.norm", "layernorm"}, {"model.kv_heads", "16"}});
+  EXPECT_TRUE(has(gpt, "a moe section needs model.ffn_type swiglu")) << gpt;
+  const std::string etp = error_of(kMoe, {{"parallel.etp", "3"}});
+  EXPECT_TRUE(has(etp, "parallel.etp = 3 does not divide moe.expert_ffn = 1408")) << etp;
+}
+
+TEST(StepMoeKeys, ExpertParallelismNeedsExperts) {
+  std::string dense = kMoe;
+  dense.erase(dense.find("moe:"), dense.find("training:") - dense.find("moe:"));
+  const std::string e = error_of(dense);
+  EXPECT_TRUE(has(e, "parallel.ep needs a moe section")) << e;
+  EXPECT_EQ(error_of(dense, {{"parallel.ep", "1"}}), "");
+}
+
+// Megatron-core's MoE parallel folding: the experts' ep x etp ranks fold
+// over the tp x cp x dp ranks of a pipeline stage; expert data parallelism is
+// what is left, and must be whole.
+TEST(StepMoeLayout, ExpertDataParallelismIsWhatIsLeft) {
+  const Layout l = resolve_layout(parse_model(kMoe, "moe.yaml"), h100(1));  // 8 GPUs: dp 4 x tp 2
+  EXPECT_EQ(l.ep, 4);
+  EXPECT_EQ(l.etp, 2);  // tp unless parallel.etp says
+  EXPECT_EQ(l.edp, 1);
+  const Layout one =
+      resolve_layout(parse_model(kMoe, "moe.yaml", {{"parallel.etp", "1"}}), h100(1));
+  EXPECT_EQ(one.edp, 2);
+  // ep 8 x etp 2 = 16 ranks do not fit the 8 of a stage (tp 2 x dp 4); file:line of parallel.ep.
+  const std::string e = error_of(kMoe, {{"parallel.ep", "8"}});
+  EXPECT_TRUE(has(e, "moe.yaml:22:")) << e;
+  EXPECT_TRUE(has(e, "ep x etp = 8 x 2 = 16 does not divide the 8 ranks of a pipeline stage")) << e;
+  // With a pipeline of 2 a stage has 4 ranks: ep 4 x etp 2 does not fit either.
+  const std::string pp = error_of(kMoe, {{"parallel.pp", "2"}});
+  EXPECT_TRUE(has(pp, "does not divide the 4 ranks of a pipeline stage")) << pp;
+  EXPECT_EQ(error_of(kMoe, {{"parallel.pp", "2"}, {"parallel.etp", "1"}}), "");
+}
+
+// ---- pricing ------------------------------------------------------------------------
+
+StepReport priced(const Overrides& o, int nodes = 1) {
+  return predict_step(parse_model(kMoe, "moe.yaml", o), h100(nodes));
+}
+
+// The dispatch and combine all-to-alls are their own line of the breakdown,
+// part of the step time; on one expert-parallel rank none runs.
+TEST(StepMoePricing, TheExposedAllToAllIsItsOwnLine) {
+  const StepReport r = priced({{"parallel.etp", "1"}});
+  EXPECT_GT(r.breakdown.ep_comm_us, 0);
+  EXPECT_GT(r.moe_layer.fwd_a2a_us, 0);
+  EXPECT_GT(r.moe_layer.bwd_a2a_us, 0);
+  EXPECT_NEAR(r.breakdown.total_us(), r.step_us, 1e-6 * r.step_us);
+  EXPECT_EQ(r.breakdown.ep_comm_us, double(r.layout.micro_batches) * r.layout.layers_of_stage(0) *
+                                        (r.moe_layer.fwd_a2a_us + r.moe_layer.bwd_a2a_us));
+  EXPECT_FALSE(r.moe_fwd_schedule.empty());
+  const StepReport one = priced({{"parallel.ep", "1"}, {"parallel.etp", "1"}});
+  EXPECT_EQ(one.breakdown.ep_comm_us, 0);
+  EXPECT_EQ(one.moe_layer.fwd_a2a_us, 0);
+}
+
+// Across nodes the all-to-all goes over the NICs: ep 16 over two nodes
+// exposes more per layer than ep 8 within one.
+TEST(StepMoePricing, AnAllToAllAcrossNodesCostsMore) {
+  const Overrides o{{"moe.experts", "16"}, {"parallel.etp", "1"}, {"parallel.tp", "1"}};
+  Overrides in = o, across = o;
+  in.emplace_back("parallel.ep", "8");
+  across.emplace_back("parallel.ep", "16");
+  const StepReport a = priced(in, 2), b = priced(across, 2);
+  EXPECT_GT(b.moe_layer.fwd_a2a_us, 2 * a.moe_layer.fwd_a2a_us);
+}
+
+// The hottest expert sets the time: an imbalance of 2 doubles its slots,
+// raising the grouped GEMMs and the all-to-all; a capacity router caps it.
+TEST(StepMoePricing, TheHottestExpertSetsTheTime) {
+  const StepReport even = priced({{"parallel.etp", "1"}});
+  const StepReport skew = priced({{"parallel.etp", "1"}, {"moe.imbalance", "2"}});
+  EXPECT_GT(skew.moe_layer.fwd_gemm_us,
+            1.5 * (even.moe_layer.fwd_gemm_us - even.layer.fwd_gemm_us));
+  EXPECT_GT(skew.moe_layer.fwd_a2a_us, 1.5 * even.moe_layer.fwd_a2a_us);
+  EXPECT_GT(skew.step_us, even.step_us);
+  const StepReport capped = priced({{"parallel.etp", "1"},
+                                    {"moe.imbalance", "2"},
+                                    {"moe.router", "capacity"},
+                                    {"moe.capacity_factor", "1"}});
+  EXPECT_NEAR(capped.moe_layer.fwd_a2a_us, even.moe_layer.fwd_a2a_us,
+              1e-9 * even.moe_layer.fwd_a2a_us);
+}
+
+// The MoE programs' sizes: each rank's tokens (micro-batch x sequence / tp),
+// the hottest expert's slots, the expert ffn over etp.
+TEST(StepMoePricing, TheProgramsAreBoundToTheStepsShapes) {
+  const ModelSpec s =
+      parse_model(kMoe, "moe.yaml", {{"parallel.etp", "1"}, {"moe.imbalance", "1.5"}});
+  const MoeShape x = step_moe_shape(s, resolve_layout(s, h100(1)));
+  EXPECT_EQ(x.tokens, 2048 / 2 * 4);         // s / tp per rank, over ep 4
+  EXPECT_EQ(x.slots, 4096 * 2 / 8 * 3 / 2);  // T K / E x 1.5
+  EXPECT_EQ(x.ffn, 1408);
+  EXPECT_EQ(x.ep, 4);
+}
+
+// Dense layers (moe.dense_layers) are priced as a dense model's.
+TEST(StepMoePricing, DenseLayersArePricedAsToday) {
+  const StepReport r = priced({{"parallel.etp", "1"}, {"moe.dense_layers", "1"}});
+  ASSERT_EQ(r.chunks.size(), 1u);
+  const ChunkTimes& c = r.chunks[0];
+  EXPECT_NEAR(c.fwd_a2a_us, 3 * r.moe_layer.fwd_a2a_us, 1e-9 * c.fwd_a2a_us);
+  EXPECT_GT(r.layer.fwd_gemm_us, 0);
+}
+
+// ---- memory -------------------------------------------------------------------------
+
+// The routed experts' weights, gradients and optimizer state are divided by
+// ep x etp; ZeRO shards them over the expert data-parallel ranks.
+TEST(StepMoeMemory, ExpertsAreDividedByEpTimesEtpAndShardedOverExpertDp) {
+  const sim::Topology t = h100(1);
+  const ModelSpec s4 = parse_model(kMoe, "moe.yaml", {{"parallel.etp", "1"}});
+  const ModelSpec s2 = parse_model(kMoe, "moe.yaml", {{"parallel.etp", "1"}, {"parallel.ep", "2"}});
+  const Layout l4 = resolve_layout(s4, t), l2 = resolve_layout(s2, t);
+  EXPECT_DOUBLE_EQ(stage_expert_parameters(s4, l4), 4 * 8 * 3.0 * 1024 * 1408 / 4);
+  EXPECT_DOUBLE_EQ(stage_expert_parameters(s2, l2), 2 * stage_expert_parameters(s4, l4));
+  // ZeRO 1: the optimizer state of the experts over expert dp (2 at ep 4, 4 at ep 2).
+  const ModelSpec z =
+      parse_model(kMoe, "moe.yaml", {{"parallel.etp", "1"}, {"parallel.zero", "1"}});
+  const Layout lz = resolve_layout(z, t);
+  const Memory m = memory_per_gpu(z, lz, t);
+  const double expected =
+      (stage_parameters(z, lz) / lz.dp + stage_expert_parameters(z, lz) / lz.edp) * 12 / 1e9;
+  EXPECT_NEAR(m.optimizer_GB, expected, 1e-9);
+  // Dispatched activations: an MoE layer keeps more than the dense layer of the same ffn at
+  // top_k 2.
+  EXPECT_GT(layer_activation_bytes(s4, l4, AttentionMemory::flash, true), 0);
+}
+
+// FLOPs count each token's top_k experts (and the router), not every expert.
+TEST(StepMoeFlops, ModelFlopsCountTheActiveExperts) {
+  const ModelSpec s = parse_model(kMoe, "moe.yaml");
+  const ModelSpec k1 = parse_model(kMoe, "moe.yaml", {{"moe.top_k", "1"}});
+  const double per_token_expert = 2.0 * 3 * 1024 * 1408;
+  EXPECT_NEAR(moe_layer_forward_flops_per_token(s) - moe_layer_forward_flops_per_token(k1),
+              per_token_expert, 1e-6);
+}
+
+// ---- the search ---------------------------------------------------------------------
+
+// --search tries ep and etp: the best layouts fit and some use ep > 1.
+TEST(StepMoeSearch, TheSearchTriesExpertLayouts) {
+  SearchOptions o;
+  o.vary_micro_batch = false;
+  o.vary_cp = false;
+  o.vary_precision = false;
+  o.keep = 20;
+  const SearchResult r = search_layouts(parse_model(kMoe, "moe.yaml"), h100(1), o);
+  ASSERT_FALSE(r.best.empty());
+  bool some_ep = false, some_etp = false;
+  for (const StepReport& b : r.best) {
+    EXPECT_TRUE(b.memory.fits());
+    EXPECT_EQ(8 % b.layout.ep, 0);
+    EXPECT_EQ((b.layout.tp * b.layout.cp * b.layout.dp) % (b.layout.ep * b.layout.etp), 0);
+    some_ep = some_ep || b.layout.ep > 1;
+    some_etp = some_etp || b.layout.etp != b.layout.tp;
+  }
+  EXPECT_TRUE(some_ep);
+  (void)some_etp;
+}
+
+// --trace draws each chunk step's exposed all-to-all on the communication
+// thread: over the slowest stage they add up to the breakdown's line, and the
+// trace still ends at the step time.
+TEST(StepMoeTrace, TheAllToAllIsDrawnAndAddsUpToItsLine) {
+  const StepReport r = priced({{"parallel.etp", "1"}, {"parallel.pp", "2"}, {"parallel.ep", "2"}});
+  double a2a = 0, end = 0;
+  for (const TraceEvent& e : step_trace_events(r)) {
+    if (e.category == std::string("ep") && e.stage == r.slowest_stage) a2a += e.dur_us;
+    end = std::max(end, e.start_us + e.dur_us);
+  }
+  EXPECT_GT(a2a, 0);
+  EXPECT_NEAR(a2a, r.breakdown.ep_comm_us, 1e-6 * a2a);
+  EXPECT_NEAR(end, r.step_us, 1e-6 * end);
+}
+
+// The deepep dispatcher: over an expert-parallel group of 4 nodes each token
+// crosses InfiniBand once per remote node it targets (fewer bytes than the
+// all-to-all's copy per expert), fewer with node-limited routing
+// (moe.max_nodes); on one node it prices as the all-to-all.
+TEST(StepMoePricing, DeepEpSendsATokenOncePerRemoteNodeAndMaxNodesLimitsThem) {
+  const Overrides o{{"moe.experts", "32"}, {"moe.top_k", "8"},    {"parallel.etp", "1"},
+                    {"parallel.tp", "1"},  {"parallel.ep", "32"}, {"training.global_batch", "64"}};
+  Overrides deepep = o, four = o, one = o;
+  deepep.emplace_back("moe.dispatcher", "deepep");
+  four.emplace_back("moe.dispatcher", "deepep");
+  four.emplace_back("moe.max_nodes", "4");
+  one.emplace_back("moe.dispatcher", "deepep");
+  one.emplace_back("moe.max_nodes", "1");
+  const StepReport all = priced(o, 4), dedup = priced(deepep, 4), limited4 = priced(four, 4),
+                   limited1 = priced(one, 4);
+  EXPECT_LT(dedup.moe_layer.fwd_a2a_us, all.moe_layer.fwd_a2a_us);
+  EXPECT_EQ(limited4.moe_layer.fwd_a2a_us,
+            dedup.moe_layer.fwd_a2a_us);  // 4 nodes: no tighter than the group
+  EXPECT_LT(limited1.moe_layer.fwd_a2a_us, limited4.moe_layer.fwd_a2a_us);
+  EXPECT_GT(limited1.moe_layer.fwd_a2a_us, 0);
+  const StepReport node = priced({{"parallel.etp", "1"}, {"moe.dispatcher", "deepep"}});
+  const StepReport free = priced({{"parallel.etp", "1"}});
+  EXPECT_EQ(node.moe_layer.fwd_a2a_us, free.moe_layer.fwd_a2a_us);
+  const std::string alone = error_of(kMoe, {{"moe.max_nodes", "2"}});
+  EXPECT_TRUE(has(alone, "moe.max_nodes needs dispatcher: deepep")) << alone;
+  const std::string bad = error_of(kMoe, {{"moe.dispatcher", "deepep"}, {"moe.max_nodes", "0"}});
+  EXPECT_TRUE(has(bad, "moe.max_nodes must be a whole number from 1")) << bad;
+}
+
+}  // namespace
+}  // namespace coconet::step
