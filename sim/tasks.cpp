@@ -66,7 +66,8 @@ bool computes(const plan::Work& w) {
          std::any_of(w.costly.begin(), w.costly.end(), [](double n) { return n > 0; });
 }
 
-Task elementwise_task(const plan::Work& w, const Context& ctx, double share, int calls) {
+// `describe`: write the task's detail (the resolution's trials are priced, never shown).
+Task elementwise_task(const plan::Work& w, const Context& ctx, double share, int calls, bool describe = true) {
   const Topology& t = ctx.topology;
   Task k;
   k.is_compute = true;
@@ -75,13 +76,14 @@ Task elementwise_task(const plan::Work& w, const Context& ctx, double share, int
   k.work_us = elementwise_body_us(t, bytes, weighted_flops(t, w) * share);
   k.demand_GBps[int(Resource::hbm)] = demand(bytes, k.work_us, capacity_GBps(ctx, Resource::hbm));
   const bool math_bound = k.work_us > transfer_us(bytes, t.gpu.hbm_effective_GBps()) * (1 + 1e-9);
-  k.detail = fmt::format("{} over {}, {}", bytes_text(bytes), memory_word(t),
-                         math_bound ? "FLOP-bound" : memory_word(t) + "-bound");
+  if (describe)
+    k.detail = fmt::format("{} over {}, {}", bytes_text(bytes), memory_word(t),
+                           math_bound ? "FLOP-bound" : memory_word(t) + "-bound");
   return k;
 }
 
 // `calls` GEMMs share the chunk's rows (one per range of rows the rank holds).
-Task gemm_task(const plan::Gemm& g, const Context& ctx, double share, int calls) {
+Task gemm_task(const plan::Gemm& g, const Context& ctx, double share, int calls, bool describe = true) {
   const Topology& t = ctx.topology;
   Task k;
   k.is_gemm = true;
@@ -96,6 +98,7 @@ Task gemm_task(const plan::Gemm& g, const Context& ctx, double share, int calls)
     k.work_us += calls * fp8_cast_body_us(t, double(part.m) * double(part.k));
   }
   k.demand_GBps[int(Resource::hbm)] = demand(k.gemm.bytes(), k.work_us, capacity_GBps(ctx, Resource::hbm));
+  if (!describe) return k;
   k.detail = fmt::format("{}[{}x{}]x[{}x{}] {}, {} tiles on {} {}",
                          k.gemm.batch > 1 ? fmt::format("{} x ", k.gemm.batch) : "", k.gemm.m, k.gemm.k, k.gemm.k, k.gemm.n,
                          k.gemm.fp8 ? "fp8 (cast from " + model::to_string(k.gemm.dtype) + ")" : model::to_string(k.gemm.dtype),
@@ -107,15 +110,16 @@ Task gemm_task(const plan::Gemm& g, const Context& ctx, double share, int calls)
 // element-wise kernel by its bytes and FLOPs, a flash-attention kernel by
 // its GEMMs' FLOPs at the GPU's flash-attention efficiency or its bytes,
 // whichever takes longer.
-Task kernel_task(const plan::Kernel& kn, const Context& ctx, double share) {
+Task kernel_task(const plan::Kernel& kn, const Context& ctx, double share, bool describe = true) {
   const Topology& t = ctx.topology;
-  Task k = elementwise_task(kn.work, ctx, share, 1);
+  Task k = elementwise_task(kn.work, ctx, share, 1, describe);
   if (kn.attention_flops <= 0) return k;
   const double bytes = kn.work.hbm_bytes * share;
   const double peak = t.gpu.gemm_tflops(kn.dtype) * t.gpu.flash_efficiency();
   const double math = kn.attention_flops * share / (peak * kFlopsPerTflopsUs);
   k.work_us = std::max(math, transfer_us(bytes, t.gpu.hbm_effective_GBps()));
   k.demand_GBps[int(Resource::hbm)] = demand(bytes, k.work_us, capacity_GBps(ctx, Resource::hbm));
+  if (!describe) return k;
   k.detail = fmt::format("flash attention: {:.3g} GFLOP at {:.0f}% of {} {:.0f} TFLOP/s, {} over {}",
                          kn.attention_flops * share / 1e9, 100 * t.gpu.flash_efficiency(), model::to_string(kn.dtype),
                          t.gpu.gemm_tflops(kn.dtype), bytes_text(bytes), memory_word(t));
@@ -226,6 +230,7 @@ Task comm_task(const plan::Work& w, const plan::FusedForm* form, const Context& 
     units_per_channel = std::max(units_per_channel, sms_per_channel(t, c.op, where));
     const bool local = one_rank(r);
     crosses = crosses || !local;
+    if (how.trial) continue;  // a trial of the resolution is priced, never shown
     detail += fmt::format("{}{} {} ", detail.empty() ? "" : ", ", model::to_string(c.op), bytes_text(bytes));
     if (local) detail += c.in_place ? "on one rank, in place: nothing" : "on one rank: a local copy";
     else
@@ -263,7 +268,7 @@ Task comm_task(const plan::Work& w, const plan::FusedForm* form, const Context& 
   k.demand_GBps[int(Resource::nvlink)] = demand(traffic.nvlink, k.work_us, capacity_GBps(ctx, Resource::nvlink));
   k.demand_GBps[int(Resource::network)] = demand(traffic.network, k.work_us, capacity_GBps(ctx, Resource::network));
   k.demand_GBps[int(Resource::hbm)] = demand(hbm, k.work_us, capacity_GBps(ctx, Resource::hbm));
-  k.detail = detail + ", " + (crosses ? link_bound(t, link) : memory_word(t) + "-bound");
+  if (!how.trial) k.detail = detail + ", " + (crosses ? link_bound(t, link) : memory_word(t) + "-bound");
   return k;
 }
 
@@ -272,17 +277,18 @@ Task launch_task(const plan::StepPlan& p, const plan::Unit& u, const plan::Op& o
   const double share = plan::chunk_share(u, chunk);
   const int calls = op.calls.at(std::size_t(chunk));
   if (calls == 0) return Task{};  // this chunk holds no rows of the op's value on rank 0: nothing is called
-  if (op.kernel) return kernel_task(*op.kernel, ctx, share);
+  const bool describe = how.trial == nullptr;
+  if (op.kernel) return kernel_task(*op.kernel, ctx, share, describe);
   if (op.kernel_op >= 0) return Task{};  // priced in its kernel stage's first op
   switch (op.cls) {
     case plan::OpClass::collective:
     case plan::OpClass::fused:
       return comm_task(op.work, op.fused ? &*op.fused : nullptr, ctx, how, chunk == 0 || !p.caps.resident_overlap,
                        share, calls);
-    case plan::OpClass::matmul: return gemm_task(*op.work.gemm, ctx, share, calls);
+    case plan::OpClass::matmul: return gemm_task(*op.work.gemm, ctx, share, calls, describe);
     case plan::OpClass::elementwise:
     case plan::OpClass::norm:
-    case plan::OpClass::rowreduce: return elementwise_task(op.work, ctx, share, calls);
+    case plan::OpClass::rowreduce: return elementwise_task(op.work, ctx, share, calls, describe);
   }
   throw InternalError("launch_task: unknown op class");
 }
@@ -484,7 +490,7 @@ class TaskBuilder {
         k.chunks = u.chunks;
         k.stream = int(op.stream);
         k.name = chunk_name(op.code, l.chunk, u.chunks);
-        if (u.chunks > 1 && k.is_comm) k.detail += fmt::format(" per chunk of {}", u.chunks);
+        if (u.chunks > 1 && k.is_comm && !k.detail.empty()) k.detail += fmt::format(" per chunk of {}", u.chunks);
         k.rank = on.empty() ? -1 : on.front();
         k.peer = to.empty() ? -1 : to.front();
         // A receiving class that also sends (a send within a group) is counted once, as a sender.

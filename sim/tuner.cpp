@@ -101,8 +101,12 @@ Candidate best_setting(const model::Schedule& s, int index, const Context& ctx, 
           }
         }
     if (!improved) continue;
-    p.knobs = best.knobs;  // the analytic model on the same plan, at the best knobs so far
-    resolve_collectives(p, ctx, classes);
+    // The analytic model on the same plan, at the best knobs so far (the plan
+    // holds their resolution already when they were the last simulated).
+    if (!(p.knobs == best.knobs)) {
+      p.knobs = best.knobs;
+      resolve_collectives(p, ctx, classes);
+    }
     best.analytic_us = predict_analytic(p, ctx).time_us;
   }
   return best;
