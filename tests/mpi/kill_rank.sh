@@ -1,7 +1,7 @@
 #!/bin/sh
 # The dead-rank test of a real `coconet run --ranks N` job: starts COMMAND
 # (coconet, which starts mpirun and watches it), waits until mpirun has started
-# its rank processes and they have run for a moment, SIGKILLs one of them, and
+# its rank processes and one has reached a stage, SIGKILLs it after SETTLE_S, and
 # passes when the whole job then exits non-zero within BOUND seconds (no rank
 # left hanging in a collective) with coconet's message naming the rank, the
 # signal and the stage it was running. With MODE `none` nothing is killed: the
@@ -24,8 +24,20 @@ while [ $i -lt 200 ]; do  # up to 20 s for mpirun to start its ranks
   sleep 0.1; i=$((i + 1))
 done
 [ -n "$ranks" ] || { cat "$log"; echo "FAIL: mpirun (pid $job) started no rank processes"; kill -9 "$job"; exit 1; }
-sleep "$settle"
 victim=$(printf '%s\n' "$ranks" | tail -n 1)
+# Up to 60 s for the victim to reach its first stage (its setup, inputs and
+# reference, takes seconds on a loaded machine; a rank killed before it says
+# only "started"): its status file, in the folder the supervisor hands every
+# rank (COCONET_RANK_STATUS_DIR, exec/rank_status.h), names the stage.
+if [ "$mode" = kill ]; then
+  dir=$(tr '\0' '\n' <"/proc/$victim/environ" 2>/dev/null | sed -n 's/^COCONET_RANK_STATUS_DIR=//p')
+  rank=$(tr '\0' '\n' <"/proc/$victim/environ" 2>/dev/null | sed -n 's/^OMPI_COMM_WORLD_RANK=//p')
+  i=0
+  while [ -n "$dir" ] && [ $i -lt 600 ] && ! grep -q ", stage " "$dir/rank-$rank" 2>/dev/null; do
+    sleep 0.1; i=$((i + 1))
+  done
+fi
+sleep "$settle"
 if [ "$mode" = kill ]; then
   kill -0 "$job" 2>/dev/null || { cat "$log"; echo "FAIL: the job ended before a rank could be killed"; exit 1; }
   kill -9 "$victim" && echo "killed rank process $victim (children of mpirun $job: $(echo $ranks))"

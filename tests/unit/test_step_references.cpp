@@ -6,7 +6,9 @@
 // recomputation, against the peak of the precision used: FP8's for FP8
 // runs; for the models listed in `flops_kv_as_queries`, the source's count of
 // K and V as wide as the queries), is printed; the step time must be within
-// the file's tolerance.
+// the file's tolerance. Meta's Llama 3 405B rows (Table 4,
+// validation/reference/meta-llama3-405b.yaml) are held by their model TFLOP/s
+// per GPU on Meta's cluster, llama3-h100-roce.
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
@@ -125,6 +127,69 @@ TEST(StepReferences, RowsOutsideToleranceAreOutside) {
         << r.step_s << ": move it to held";
     std::printf("%-14s %-4s %5d GPUs: step %6.2f s (published %5.2f, %+5.1f%%), outside the tolerance\n",
                 r.model.c_str(), r.precision.c_str(), r.gpus, step_s, r.step_s, 100 * (step_s / r.step_s - 1));
+  }
+}
+
+// ---- Meta's Llama 3 405B (Dubey et al. 2024, Table 4) ----------------------
+// validation/reference/meta-llama3-405b.yaml: model TFLOP/s per GPU of each
+// row laid out as Meta describes it, on Meta's cluster (llama3-h100-roce).
+
+struct MetaRow {
+  int gpus, tp, cp, pp, dp;
+  std::int64_t seq;
+  double tflops;
+};
+
+MetaRow meta_row(const YAML::Node& n) {
+  return {n[0].as<int>(), n[1].as<int>(), n[2].as<int>(), n[3].as<int>(), n[4].as<int>(), n[5].as<std::int64_t>(),
+          n[6].as<double>()};
+}
+
+YAML::Node meta_reference() {
+  return YAML::LoadFile(model::data_root() + "/validation/reference/meta-llama3-405b.yaml");
+}
+
+step::StepReport predict_meta(const YAML::Node& ref, const MetaRow& r) {
+  const std::int64_t sequences = ref["tokens_per_step"].as<std::int64_t>() / r.seq;
+  const step::Overrides o{{"model.sequence", std::to_string(r.seq)},
+                          {"training.global_batch", std::to_string(sequences)},
+                          {"parallel.tp", std::to_string(r.tp)},
+                          {"parallel.cp", std::to_string(r.cp)},
+                          {"parallel.cp_comm", "allgather"},
+                          {"parallel.pp", std::to_string(r.pp)},
+                          {"parallel.dp", std::to_string(r.dp)},
+                          {"parallel.zero", "1"},
+                          {"parallel.recompute", "none"}};
+  const int nodes = r.gpus / ref["gpus_per_node"].as<int>();
+  const sim::Topology t = sim::load_topology(ref["topology"].as<std::string>(), {{"nodes", std::to_string(nodes)}});
+  return step::predict_step(step::load_model("llama3-405b", o), t);
+}
+
+TEST(StepReferences, MetaLlama3RowsAreWithinTolerance) {
+  const YAML::Node ref = meta_reference();
+  const double tolerance = ref["tolerance"].as<double>();
+  ASSERT_GT(ref["held"].size(), 0u);
+  for (const auto& n : ref["held"]) {
+    const MetaRow r = meta_row(n);
+    const step::StepReport p = predict_meta(ref, r);
+    EXPECT_EQ(p.layout.dp * p.layout.tp * p.layout.cp * p.layout.pp, r.gpus);
+    EXPECT_NEAR(p.model_tflops_per_gpu / r.tflops, 1.0, tolerance)
+        << r.gpus << " GPUs: predicted " << p.model_tflops_per_gpu << " TFLOP/s, published " << r.tflops;
+    std::printf("llama3-405b (Meta) %5d GPUs cp %2d: %6.1f TFLOP/s (published %3.0f, %+5.1f%%)\n", r.gpus, r.cp,
+                p.model_tflops_per_gpu, r.tflops, 100 * (p.model_tflops_per_gpu / r.tflops - 1));
+  }
+}
+
+TEST(StepReferences, MetaLlama3RowsOutsideToleranceAreOutside) {
+  const YAML::Node ref = meta_reference();
+  const double tolerance = ref["tolerance"].as<double>();
+  for (const auto& n : ref["outside_tolerance"]) {
+    const MetaRow r = meta_row(n);
+    const double tflops = predict_meta(ref, r).model_tflops_per_gpu;
+    EXPECT_GT(std::abs(tflops / r.tflops - 1.0), tolerance)
+        << r.gpus << " GPUs: predicted " << tflops << " TFLOP/s, published " << r.tflops << ": move it to held";
+    std::printf("llama3-405b (Meta) %5d GPUs cp %2d: %6.1f TFLOP/s (published %3.0f, %+5.1f%%), outside the tolerance\n",
+                r.gpus, r.cp, tflops, r.tflops, 100 * (tflops / r.tflops - 1));
   }
 }
 
