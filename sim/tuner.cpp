@@ -14,6 +14,7 @@
 
 #include <fmt/core.h>
 
+#include "plan/step_plan.h"
 #include "sim/resolve.h"
 
 namespace coconet::sim {
@@ -54,7 +55,9 @@ Candidate best_setting(const model::Schedule& s, int index, const Context& ctx, 
                        int& evaluated) {
   model::Schedule one = s;
   one.knobs.chunks = 1;
-  const plan::StepPlan unchunked = lower_for(one, ctx);
+  // Lowered without resolving: every setting below resolves the plan itself.
+  const auto lower = [&] { return plan::lower(one, ctx.sizes, ctx.ranks, ctx.capabilities()); };
+  const plan::StepPlan unchunked = lower();
   // A chunk holds at least one row: choices past the fewest rows of a chunked
   // unit are skipped. An overlap group runs in at least two chunks: in one it
   // overlaps nothing and runs as its stages in sequence, which the schedule
@@ -81,7 +84,7 @@ Candidate best_setting(const model::Schedule& s, int index, const Context& ctx, 
   for (int chunks : choices) {
     one.knobs.chunks = chunks;
     // Lowered once per chunk count: the other knobs do not change the plan, only its pricing.
-    plan::StepPlan p = chunks == 1 ? unchunked : lower_for(one, ctx);
+    plan::StepPlan p = chunks == 1 ? unchunked : lower();
     bool improved = false;
     std::set<std::vector<plan::CollectiveChoice>, ChoicesLess> seen;  // the resolutions simulated
     for (Algo a : space.algos)
