@@ -13,6 +13,7 @@
 #include "sim/context.h"
 #include "sim/tuner.h"
 #include "step/spec.h"
+#include "step/tuned_pass.h"
 
 namespace coconet::step {
 
@@ -132,26 +133,13 @@ LayerPass LayerBlockPricer::tune(const std::string& workload, const LayerShape& 
     }
     return p;
   };
-  if (x.tp == 1) {
-    // No TP group: no collective runs. The candidates (unoverlapped: their
-    // stages run one after another) cost their computation alone.
-    std::optional<LayerPass> best;
-    for (const sim::Candidate& c : r.ranked) {
-      LayerPass p = compute_of(c);
-      p.time_us = p.gemm_us + p.elementwise_us;
-      if (!best || p.time_us < best->time_us) best = p;
-    }
-    return *best;
-  }
-  LayerPass p = compute_of(r.ranked.front());
-  // Compute stages that ran beside a collective count as hidden, not twice.
-  const double compute = p.gemm_us + p.elementwise_us;
-  if (compute > p.time_us && compute > 0) {
-    p.gemm_us *= p.time_us / compute;
-    p.elementwise_us *= p.time_us / compute;
-    p.attention_us *= p.time_us / compute;
-  }
-  return p;
+  // No TP group (tp 1): no collective runs; the candidates (unoverlapped:
+  // their stages run one after another) cost their computation alone.
+  return tuned_pass<LayerPass>(r.ranked, x.tp == 1, compute_of, [](LayerPass& p, double f) {
+    p.gemm_us *= f;
+    p.elementwise_us *= f;
+    p.attention_us *= f;
+  });
 }
 
 LayerBlock LayerBlockPricer::price(const LayerShape& x) {

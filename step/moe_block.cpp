@@ -12,6 +12,7 @@
 #include "sim/collective.h"
 #include "sim/context.h"
 #include "sim/tuner.h"
+#include "step/tuned_pass.h"
 
 namespace coconet::step {
 
@@ -98,23 +99,11 @@ MoePass MoeBlockPricer::tune(const std::string& workload, const MoeShape& x) {
     }
     return p;
   };
-  if (x.ep == 1) {
-    // One rank: no all-to-all runs; a schedule costs its computation.
-    std::optional<MoePass> best;
-    for (const sim::Candidate& c : r.ranked) {
-      MoePass p = compute_of(c);
-      p.time_us = p.gemm_us + p.elementwise_us;
-      if (!best || p.time_us < best->time_us) best = p;
-    }
-    return *best;
-  }
-  MoePass p = compute_of(r.ranked.front());
-  const double compute = p.gemm_us + p.elementwise_us;
-  if (compute > p.time_us && compute > 0) {
-    p.gemm_us *= p.time_us / compute;
-    p.elementwise_us *= p.time_us / compute;
-  }
-  return p;
+  // One rank (ep 1): no all-to-all runs; a schedule costs its computation.
+  return tuned_pass<MoePass>(r.ranked, x.ep == 1, compute_of, [](MoePass& p, double f) {
+    p.gemm_us *= f;
+    p.elementwise_us *= f;
+  });
 }
 
 MoeBlock MoeBlockPricer::price(const MoeShape& x) {
