@@ -124,7 +124,8 @@ TEST(Resolve, PricingReadsThePlanAndNeverChooses) {
   const double resolved_us = simulate(plan, ctx).time_us;
   plan::Op& op = plan.ops.at(std::size_t(comm_op(plan).id));
   for (plan::Collective& c : op.work.collectives) c.chosen.front() = nccl_default(ctx, op, c);
-  const Task& t = task_of(make_tasks(plan, ctx), op.id);
+  const std::vector<Task> tasks = make_tasks(plan, ctx);
+  const Task& t = task_of(tasks, op.id);
   EXPECT_EQ(t.sms_held, ctx.topology.nccl.channels * ctx.topology.nccl.sms_per_channel);
   EXPECT_GT(simulate(plan, ctx).time_us, resolved_us)
       << "NCCL's default priced as the plan now says: slower";
