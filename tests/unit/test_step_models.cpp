@@ -21,9 +21,13 @@
 #include "step/flops.h"
 #include "step/search.h"
 #include "step/spec.h"
+#include "step_test_model.h"
 
 namespace coconet::step {
 namespace {
+
+using testing::h100;
+using testing::has;
 
 // A small Llama-style model with every new key written (line numbers matter
 // to the error tests: kv_heads is on line 6, ffn_type 8, norm 9, tied 10).
@@ -47,10 +51,6 @@ parallel:
   tp: 2
 )";
 
-sim::Topology h100(int nodes) {
-  return sim::load_topology("dgx-h100", {{"nodes", std::to_string(nodes)}});
-}
-
 std::string error_of(const std::string& yaml, const Overrides& o = {}, int nodes = 1) {
   try {
     (void)predict_step(parse_model(yaml, "tiny.yaml", o), h100(nodes));
@@ -58,10 +58,6 @@ std::string error_of(const std::string& yaml, const Overrides& o = {}, int nodes
     return e.what();
   }
   return "";
-}
-
-bool has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 // ---- the keys -----------------------------------------------------------------------

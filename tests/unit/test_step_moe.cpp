@@ -18,10 +18,14 @@
 #include "step/moe_block.h"
 #include "step/search.h"
 #include "step/spec.h"
+#include "step_test_model.h"
 #include "step/trace.h"
 
 namespace coconet::step {
 namespace {
+
+using testing::h100;
+using testing::has;
 
 // Line numbers matter to the error tests: experts on line 13, top_k 14,
 // router 16, parallel 20, ep 22.
@@ -49,10 +53,6 @@ parallel:
   ep: 4
 )";
 
-sim::Topology h100(int nodes) {
-  return sim::load_topology("dgx-h100", {{"nodes", std::to_string(nodes)}});
-}
-
 std::string error_of(const std::string& yaml, const Overrides& o = {}, int nodes = 1) {
   try {
     (void)resolve_layout(parse_model(yaml, "moe.yaml", o), h100(nodes));
@@ -60,10 +60,6 @@ std::string error_of(const std::string& yaml, const Overrides& o = {}, int nodes
     return e.what();
   }
   return "";
-}
-
-bool has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 TEST(StepMoeKeys, TheSectionParsesWithItsDefaults) {
