@@ -19,6 +19,7 @@
 #include "step/compose.h"
 #include "step/search.h"
 #include "step/trace.h"
+#include "validation/progress.h"
 
 namespace coconet::cli {
 
@@ -141,7 +142,23 @@ void print_detail(const step::StepReport& r, const sim::Topology& t, const step:
 
 void run(const Args& a) {
   if (a.trace) model::check_output_file(*a.trace, "--trace");  // before any work
-  const StepOutcome o = run_step(a.request);
+  StepRequest request = a.request;
+  // A search takes seconds to minutes: its progress on stderr (a bar on a
+  // terminal, a line every validation::kProgressLinePeriodS elsewhere).
+  std::optional<validation::Progress> progress;
+  if (request.search) {
+    progress.emplace(validation::progress_style(), 0);
+    request.search_progress = [&progress](int done, int total, const std::string& what) {
+      if (done == 0) {  // the first pair begins: the total is known
+        progress->grow(total);
+        progress->note(what);
+      } else {
+        progress->step(what);  // one pair done; `what` is the next (or the laying out)
+      }
+    };
+  }
+  const StepOutcome o = run_step(request);
+  if (progress) progress->finish();
   const sim::Topology& t = o.topology;
   if (a.trace) {
     model::write_file_safely(*a.trace, step::step_trace_json(o.reports.front()), "--trace");

@@ -157,6 +157,7 @@ StepOutcome run_step(const StepRequest& a) {
   step::SearchOptions opts;
   opts.keep = a.top;
   opts.vary_tp_overlap = a.search_tp_overlap;
+  opts.progress = a.search_progress;
   step::SearchResult r = step::search_layouts(o.spec, o.topology, opts);
   if (r.best.empty())
     throw UserError(fmt::format("{} on {} x {} GPUs: no layout fits: {}", o.spec.name, o.topology.nodes,

@@ -3,6 +3,7 @@
 // MODEL` and the Python module (python/) price steps and build their results.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,6 +27,9 @@ struct StepRequest {
   bool search = false;
   bool search_tp_overlap = false;
   int top = 5;
+  // The search's progress (step::SearchOptions::progress): the command draws
+  // it on stderr; empty elsewhere (compare, the Python module).
+  std::function<void(int done, int total, const std::string& what)> search_progress;
 };
 
 struct StepOutcome {

@@ -224,14 +224,24 @@ SearchResult search_layouts(const ModelSpec& base, const sim::Topology& t, const
   const std::vector<bool> fp8s = fp8_choices(base, t, o);
   std::vector<Candidate> candidates;
   ModelSpec s = base;
+  const auto tp_divides = [&](int tp) {
+    return base.model.heads % tp == 0 && base.model.kv_heads % tp == 0 && gpus % tp == 0;
+  };
+  int pairs = 0, begun = 0;  // (tp, cp) pairs to search, and begun
+  for (int tp : tps)
+    if (tp_divides(tp)) pairs += int(cp_choices(base, tp, gpus, o).size());
   for (int tp : tps) {
-    if (base.model.heads % tp != 0 || base.model.kv_heads % tp != 0 || gpus % tp != 0) {
+    if (!tp_divides(tp)) {
       rule_out(res, fmt::format("tp = {} does not divide model.heads = {}, model.kv_heads = {} and the {} GPUs", tp,
                                 base.model.heads, base.model.kv_heads, gpus));
       continue;
     }
     for (const Cp& cpc : cp_choices(base, tp, gpus, o)) {
       const int cp = cpc.cp;
+      if (o.progress)
+        o.progress(begun, pairs, fmt::format("tp {} cp {} ({}), {} layouts priced so far", tp, cp, to_string(cpc.comm),
+                                             candidates.size()));
+      ++begun;
       std::vector<int> pps{base.parallel.pp};
       if (o.vary_pp) {
         pps.clear();
@@ -270,6 +280,8 @@ SearchResult search_layouts(const ModelSpec& base, const sim::Topology& t, const
     }
   }
   res.priced = int(candidates.size());
+  if (o.progress)
+    o.progress(pairs, pairs, fmt::format("laying out the fastest of the {} layouts that fit", candidates.size()));
   res.best = lay_out_best(candidates, base, t, pricers, std::size_t(std::max(0, o.keep)), res.laid_out);
   res.tuned_blocks = pricers.dp.tuned();
   res.tuned_layers = pricers.layers.tuned();

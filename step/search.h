@@ -41,6 +41,11 @@ struct SearchOptions {
   // The GEMMs' precision: a bf16 or fp8 model also tries the other where the
   // GPU states an FP8 rate (gpu.tflops.fp8); false: the model's only.
   bool vary_precision = true;
+  // Told as the search goes (a command's progress line): `done` of `total`
+  // (tp, cp) pairs sized and priced, with `what` naming the pair begun; then
+  // once with done == total before the candidates that can still win are
+  // laid out. Empty: nothing is told.
+  std::function<void(int done, int total, const std::string& what)> progress;
 };
 
 struct SearchResult {

@@ -274,6 +274,31 @@ TEST(StepSearch, ALayoutThatFitsOnlyWithZeroIsFound) {
   }
 }
 
+// The search tells its progress: every (tp, cp) pair as it begins, counted
+// from 0 against one total, then once at the total before laying out.
+TEST(StepSearch, ProgressCountsEveryPairAndEndsAtTheTotal) {
+  const ModelSpec s = load_model("llama3.1-8b");
+  const sim::Topology t = sim::load_topology("dgx-h100", {{"nodes", "2"}});
+  std::vector<std::pair<int, int>> told;
+  std::string last;
+  SearchOptions o;
+  o.vary_precision = false;
+  o.progress = [&](int done, int total, const std::string& what) {
+    told.emplace_back(done, total);
+    last = what;
+  };
+  const SearchResult r = search_layouts(s, t, o);
+  ASSERT_FALSE(r.best.empty());
+  ASSERT_GE(told.size(), 3u);  // tp 1, 2, 4, 8 with cp 1 at least, then the laying out
+  const int total = told.front().second;
+  EXPECT_EQ(int(told.size()), total + 1);
+  for (std::size_t i = 0; i < told.size(); ++i) {
+    EXPECT_EQ(told[i].first, int(i));
+    EXPECT_EQ(told[i].second, total);
+  }
+  EXPECT_NE(last.find("laying out"), std::string::npos) << last;
+}
+
 TEST(StepSearch, GpipeIsNeverFasterThan1F1BAndAppearsWhereAsked) {
   const ModelSpec s = parse_model(kSmall, "small.yaml");
   const sim::Topology t = a100(2);
