@@ -239,8 +239,8 @@ SearchResult search_layouts(const ModelSpec& base, const sim::Topology& t, const
     for (const Cp& cpc : cp_choices(base, tp, gpus, o)) {
       const int cp = cpc.cp;
       if (o.progress)
-        o.progress(begun, pairs, fmt::format("tp {} cp {} ({}), {} layouts priced so far", tp, cp, to_string(cpc.comm),
-                                             candidates.size()));
+        o.progress(begun, pairs, fmt::format("tp {} cp {}{}, {} layouts priced so far", tp, cp,
+                                             cp > 1 ? " (" + to_string(cpc.comm) + ")" : "", candidates.size()));
       ++begun;
       std::vector<int> pps{base.parallel.pp};
       if (o.vary_pp) {
