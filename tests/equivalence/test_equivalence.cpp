@@ -191,12 +191,32 @@ INSTANTIATE_TEST_SUITE_P(Workloads, EquivalenceLayer,
                                            "megatron_layer_sp_bwd"),
                          [](const auto& info) { return info.param; });
 
+// A family's sequence-parallel layer programs (<family>_layer_sp_{fwd,bwd})
+// compute its tensor-parallel ones' outputs at `sizes` for P in {1, 2, 4}.
+void expect_sequence_parallel_equals_tensor_parallel(const std::string& family, const Bindings& sizes) {
+  for (const char* pass : {"fwd", "bwd"}) {
+    const Program tp = workload(family + "_layer_" + pass);
+    const Program sp = workload(family + "_layer_sp_" + pass);
+    const Bindings b = tp.bind(sizes);
+    for (int ranks : {1, 2, 4}) {
+      SCOPED_TRACE(fmt::format("{} P={}", sp.name, ranks));
+      const State expected = interpret(tp, ranks, b, make_inputs(tp, ranks, b));
+      const State actual = interpret(sp, ranks, b, make_inputs(sp, ranks, b));
+      const auto mismatches = compare_outputs(tp, expected, actual, ranks);
+      EXPECT_TRUE(mismatches.empty()) << describe(mismatches);
+    }
+  }
+}
+
 // The Llama layer programs (workloads/llama_layer_*.yaml; issue 29): RMSNorm,
 // the QKV GEMM of (NH + 2 KV) D columns, the attention core per K/V group
 // (a group's G query heads stacked along the rows), SwiGLU, and their
-// backward, tensor and sequence parallel. Every schedule equals the program
-// for P in {1, 2, 4}, with K/V groups the ranks do not divide (3 over 2 and 4)
-// and groups of 1 (multi-head), 2 and 3 query heads.
+// backward, tensor and sequence parallel; and the Nemotron-4 ones
+// (workloads/nemotron_layer_*.yaml), the same grouped-query layer with
+// LayerNorm and a squared-ReLU MLP (max(u, 0) squared; its backward 2 r dg).
+// Every schedule, with the kernel choices, equals the program for P in
+// {1, 2, 4}, with K/V groups the ranks do not divide (3 over 2 and 4) and
+// groups of 1 (multi-head), 2 and 3 query heads.
 class EquivalenceLlamaLayer : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(EquivalenceLlamaLayer, EveryScheduleOfTheLayerProgram) {
@@ -214,7 +234,8 @@ TEST_P(EquivalenceLlamaLayer, EveryScheduleOfTheLayerProgram) {
 
 INSTANTIATE_TEST_SUITE_P(Workloads, EquivalenceLlamaLayer,
                          ::testing::Values("llama_layer_fwd", "llama_layer_bwd", "llama_layer_sp_fwd",
-                                           "llama_layer_sp_bwd"),
+                                           "llama_layer_sp_bwd", "nemotron_layer_fwd", "nemotron_layer_bwd",
+                                           "nemotron_layer_sp_fwd", "nemotron_layer_sp_bwd"),
                          [](const auto& info) { return info.param; });
 
 // The MoE programs (workloads/moe_layer_*.yaml; issue 32): router, dispatch
@@ -241,66 +262,11 @@ TEST_P(EquivalenceMoeLayer, EveryScheduleOfTheMoeProgram) {
 INSTANTIATE_TEST_SUITE_P(Workloads, EquivalenceMoeLayer, ::testing::Values("moe_layer_fwd", "moe_layer_bwd"),
                          [](const auto& info) { return info.param; });
 
-// The sequence-parallel Llama programs compute the tensor-parallel ones' outputs.
+// The sequence-parallel Llama and Nemotron programs compute the tensor-parallel ones' outputs.
 TEST(EquivalenceLlamaLayer, SequenceParallelEqualsTensorParallel) {
   const Bindings sizes{{"B", 1}, {"S", 4}, {"H", 4}, {"KV", 2}, {"G", 2}, {"GQ", 4}, {"D", 2}, {"F", 8}};
-  for (const auto& [tp_name, sp_name] : {std::pair{"llama_layer_fwd", "llama_layer_sp_fwd"},
-                                         std::pair{"llama_layer_bwd", "llama_layer_sp_bwd"}}) {
-    const Program tp = workload(tp_name);
-    const Program sp = workload(sp_name);
-    const Bindings b = tp.bind(sizes);
-    for (int ranks : {1, 2, 4}) {
-      SCOPED_TRACE(fmt::format("{} P={}", sp_name, ranks));
-      const State expected = interpret(tp, ranks, b, make_inputs(tp, ranks, b));
-      const State actual = interpret(sp, ranks, b, make_inputs(sp, ranks, b));
-      const auto mismatches = compare_outputs(tp, expected, actual, ranks);
-      EXPECT_TRUE(mismatches.empty()) << describe(mismatches);
-    }
-  }
-}
-
-// The Nemotron-4 layer programs (workloads/nemotron_layer_*.yaml): LayerNorm,
-// the QKV GEMM of (NH + 2 KV) D columns, the attention core per K/V group,
-// the squared-ReLU MLP (max(u, 0) squared; its backward 2 r dg), and their
-// backward, tensor and sequence parallel. Every schedule, with the kernel
-// choices, equals the program for P in {1, 2, 4}, with K/V groups the ranks
-// do not divide (3 over 2 and 4) and groups of 1, 2 and 3 query heads.
-class EquivalenceNemotronLayer : public ::testing::TestWithParam<std::string> {};
-
-TEST_P(EquivalenceNemotronLayer, EveryScheduleOfTheLayerProgram) {
-  const Program p = workload(GetParam());
-  const auto schedules = with_kernel_choices(enumerate_schedules(p));
-  EXPECT_GT(schedules.size(), 4u);
-  constexpr int kRanks[] = {1, 2, 4};
-  expect_every_schedule_equal(
-      p, schedules,
-      {Bindings{{"B", 1}, {"S", 3}, {"H", 6}, {"KV", 3}, {"G", 1}, {"GQ", 3}, {"D", 2}, {"F", 9}},
-       Bindings{{"B", 1}, {"S", 3}, {"H", 6}, {"KV", 3}, {"G", 2}, {"GQ", 4}, {"D", 2}, {"F", 9}},
-       Bindings{{"B", 2}, {"S", 4}, {"H", 8}, {"KV", 2}, {"G", 3}, {"GQ", 5}, {"D", 2}, {"F", 16}}},
-      kRanks);
-}
-
-INSTANTIATE_TEST_SUITE_P(Workloads, EquivalenceNemotronLayer,
-                         ::testing::Values("nemotron_layer_fwd", "nemotron_layer_bwd", "nemotron_layer_sp_fwd",
-                                           "nemotron_layer_sp_bwd"),
-                         [](const auto& info) { return info.param; });
-
-// The sequence-parallel Nemotron programs compute the tensor-parallel ones' outputs.
-TEST(EquivalenceNemotronLayer, SequenceParallelEqualsTensorParallel) {
-  const Bindings sizes{{"B", 1}, {"S", 4}, {"H", 4}, {"KV", 2}, {"G", 2}, {"GQ", 4}, {"D", 2}, {"F", 8}};
-  for (const auto& [tp_name, sp_name] : {std::pair{"nemotron_layer_fwd", "nemotron_layer_sp_fwd"},
-                                         std::pair{"nemotron_layer_bwd", "nemotron_layer_sp_bwd"}}) {
-    const Program tp = workload(tp_name);
-    const Program sp = workload(sp_name);
-    const Bindings b = tp.bind(sizes);
-    for (int ranks : {1, 2, 4}) {
-      SCOPED_TRACE(fmt::format("{} P={}", sp_name, ranks));
-      const State expected = interpret(tp, ranks, b, make_inputs(tp, ranks, b));
-      const State actual = interpret(sp, ranks, b, make_inputs(sp, ranks, b));
-      const auto mismatches = compare_outputs(tp, expected, actual, ranks);
-      EXPECT_TRUE(mismatches.empty()) << describe(mismatches);
-    }
-  }
+  for (const char* family : {"llama", "nemotron"})
+    expect_sequence_parallel_equals_tensor_parallel(family, sizes);
 }
 
 // Sequence parallelism changes where values live, not what they are: the
@@ -309,19 +275,7 @@ TEST(EquivalenceNemotronLayer, SequenceParallelEqualsTensorParallel) {
 // {1, 2, 4}; and a program with one collective taken out does not.
 TEST(EquivalenceLayer, SequenceParallelEqualsTensorParallel) {
   const Bindings sizes{{"B", 1}, {"S", 4}, {"NH", 2}, {"D", 2}, {"F", 8}};
-  for (const auto& [tp_name, sp_name] : {std::pair{"megatron_layer_fwd", "megatron_layer_sp_fwd"},
-                                         std::pair{"megatron_layer_bwd", "megatron_layer_sp_bwd"}}) {
-    const Program tp = workload(tp_name);
-    const Program sp = workload(sp_name);
-    const Bindings b = tp.bind(sizes);
-    for (int ranks : {1, 2, 4}) {
-      SCOPED_TRACE(fmt::format("{} P={}", sp_name, ranks));
-      const State expected = interpret(tp, ranks, b, make_inputs(tp, ranks, b));
-      const State actual = interpret(sp, ranks, b, make_inputs(sp, ranks, b));
-      const auto mismatches = compare_outputs(tp, expected, actual, ranks);
-      EXPECT_TRUE(mismatches.empty()) << describe(mismatches);
-    }
-  }
+  expect_sequence_parallel_equals_tensor_parallel("megatron", sizes);
   // The forward without its second allreduce (y2's partial sums used as they
   // are) differs from the program from 2 ranks on: the comparison can fail.
   Program partial = workload("megatron_layer_fwd");
