@@ -35,6 +35,7 @@
 #include "exec/backend.h"
 #include "exec/launch.h"
 #include "exec/mpi_session.h"
+#include "exec/nccl_tuner/nccl_ids.h"
 #include "exec/rank_status.h"
 #include "exec/runtime.h"
 #include "exec/watchdog.h"
@@ -421,26 +422,6 @@ void print_rows(const std::vector<Printed>& rows, const RunArgs& a, int ranks, i
   print(t, a.format);
 }
 
-// NCCL's names of an algorithm and a protocol (its NCCL_ALGO and NCCL_PROTO
-// values); none for hierarchical, which is three NCCL calls, not an NCCL
-// algorithm, or for auto.
-const char* nccl_name(model::Algo a) {
-  switch (a) {
-    case model::Algo::ring: return "Ring";
-    case model::Algo::tree: return "Tree";
-    case model::Algo::nvls: return "NVLS";
-    default: return nullptr;
-  }
-}
-const char* nccl_name(model::Proto p) {
-  switch (p) {
-    case model::Proto::ll: return "LL";
-    case model::Proto::ll128: return "LL128";
-    case model::Proto::simple: return "Simple";
-    default: return nullptr;
-  }
-}
-
 // The choices of every collective call the jobs' schedules make: with a
 // topology, each schedule's plan resolved on it (sim/resolve.h, as the
 // prediction priced it); without, what each schedule's knobs pin (auto
@@ -491,10 +472,10 @@ void set_nccl_knobs(const std::vector<Job>& jobs, const std::optional<sim::Topol
   const bool one_proto = all([](const plan::CollectiveChoice& c) { return c.proto; });
   const bool one_channels = all([](const plan::CollectiveChoice& c) { return c.channels; });
   const plan::CollectiveChoice& c = calls.front();
-  if (one_algo && nccl_name(c.algo)) setenv("NCCL_ALGO", nccl_name(c.algo), 1);
+  if (one_algo && exec::nccl_tuner::nccl_env_name(c.algo)) setenv("NCCL_ALGO", exec::nccl_tuner::nccl_env_name(c.algo), 1);
   if (one_algo && c.algo == model::Algo::hierarchical)
     fmt::print(stderr, "coconet: algo hierarchical has no NCCL_ALGO value; NCCL chooses its own\n");
-  if (one_proto && nccl_name(c.proto)) setenv("NCCL_PROTO", nccl_name(c.proto), 1);
+  if (one_proto && exec::nccl_tuner::nccl_env_name(c.proto)) setenv("NCCL_PROTO", exec::nccl_tuner::nccl_env_name(c.proto), 1);
   if (one_channels && c.channels > 0) {
     const std::string n = std::to_string(c.channels);
     setenv("NCCL_MIN_NCHANNELS", n.c_str(), 1);
