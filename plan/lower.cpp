@@ -366,6 +366,7 @@ class Lowering {
     for (const auto& [name, bytes] : reads) k.work.hbm_bytes += bytes;
     // The scores' GEMM again when the probabilities are recomputed (as large as the largest here).
     if (recompute) flops += largest;
+    k.attention_backward = recompute;
     k.attention_flops = flops * (mask == model::kCausalMask ? model::kCausalShare : 1.0);
     return k;
   }

@@ -96,6 +96,7 @@ struct Kernel {
   // share of the blocks, the probabilities recomputed in a backward); 0 for
   // a fused element-wise kernel.
   double attention_flops = 0;
+  bool attention_backward = false;  // a flash kernel's backward (the probabilities recomputed from Q and K)
   model::DType dtype = model::DType::f16;  // its GEMMs' operands
 };
 

@@ -115,13 +115,14 @@ Task kernel_task(const plan::Kernel& kn, const Context& ctx, double share, bool 
   Task k = elementwise_task(kn.work, ctx, share, 1, describe);
   if (kn.attention_flops <= 0) return k;
   const double bytes = kn.work.hbm_bytes * share;
-  const double peak = t.gpu.gemm_tflops(kn.dtype) * t.gpu.flash_efficiency();
+  const double efficiency = kn.attention_backward ? t.gpu.flash_bwd_efficiency() : t.gpu.flash_efficiency();
+  const double peak = t.gpu.gemm_tflops(kn.dtype) * efficiency;
   const double math = kn.attention_flops * share / (peak * kFlopsPerTflopsUs);
   k.work_us = std::max(math, transfer_us(bytes, t.gpu.hbm_effective_GBps()));
   k.demand_GBps[int(Resource::hbm)] = demand(bytes, k.work_us, capacity_GBps(ctx, Resource::hbm));
   if (!describe) return k;
-  k.detail = fmt::format("flash attention: {:.3g} GFLOP at {:.0f}% of {} {:.0f} TFLOP/s, {} over {}",
-                         kn.attention_flops * share / 1e9, 100 * t.gpu.flash_efficiency(), model::to_string(kn.dtype),
+  k.detail = fmt::format("flash attention{}: {:.3g} GFLOP at {:.0f}% of {} {:.0f} TFLOP/s, {} over {}",
+                         kn.attention_backward ? " backward" : "", kn.attention_flops * share / 1e9, 100 * efficiency, model::to_string(kn.dtype),
                          t.gpu.gemm_tflops(kn.dtype), bytes_text(bytes), memory_word(t));
   return k;
 }

@@ -224,7 +224,7 @@ GpuSpec read_gpu(const Reader& r, const YAML::Node& root) {
   const YAML::Node n = r.section(root, "", "gpu",
                                  {"model", "sms", "hbm_GBps", "hbm_efficiency", "tflops",
                                   "gemm_efficiency", "gemm_tile", "launch_us", "memory_GB", "reserved_GB", "gemm_operand_GBps",
-                                  "copy", "op_flops", "attention_efficiency"});
+                                  "copy", "op_flops", "attention_efficiency", "attention_bwd_efficiency"});
   GpuSpec g;
   g.model = r.value<std::string>(n, "gpu", "model");
   g.sms = r.positive_int(n, "gpu", "sms");
@@ -238,6 +238,7 @@ GpuSpec read_gpu(const Reader& r, const YAML::Node& root) {
   if (tf["fp8"]) g.tflops_fp8 = r.positive(tf, "gpu.tflops", "fp8");  // optional: `coconet step`'s FP8 GEMMs
   g.gemm_efficiency = r.fraction(n, "gpu", "gemm_efficiency");
   if (n["attention_efficiency"]) g.attention_efficiency = r.fraction(n, "gpu", "attention_efficiency");
+  if (n["attention_bwd_efficiency"]) g.attention_bwd_efficiency = r.fraction(n, "gpu", "attention_bwd_efficiency");
   const YAML::Node tile = r.section(n, "gpu", "gemm_tile", {"m", "n"});
   g.gemm_tile_m = r.positive_int(tile, "gpu.gemm_tile", "m");
   g.gemm_tile_n = r.positive_int(tile, "gpu.gemm_tile", "n");

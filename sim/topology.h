@@ -50,11 +50,15 @@ struct GpuSpec {
   std::optional<double> tflops_fp8;
   double gemm_efficiency = 0;  // achievable fraction of the tensor peak for large GEMMs
   // Optional `attention_efficiency`: the fraction of the tensor peak a flash
-  // attention kernel reaches (forward and backward; a published measurement
-  // of the GPU generation's kernel, model/kernel_fusion.h). Absent:
-  // gemm_efficiency.
+  // attention kernel's forward reaches (a published measurement of the GPU
+  // generation's kernel, model/kernel_fusion.h). Absent: gemm_efficiency.
+  // Optional `attention_bwd_efficiency`: its backward's (five GEMMs with the
+  // scores recomputed, dQ accumulated across key blocks: lower than the
+  // forward's). Absent: the forward's.
   std::optional<double> attention_efficiency;
+  std::optional<double> attention_bwd_efficiency;
   [[nodiscard]] double flash_efficiency() const { return attention_efficiency.value_or(gemm_efficiency); }
+  [[nodiscard]] double flash_bwd_efficiency() const { return attention_bwd_efficiency.value_or(flash_efficiency()); }
   int gemm_tile_m = 0;
   int gemm_tile_n = 0;
   double launch_us = 0;

@@ -176,6 +176,27 @@ double parameter_gradient_bytes(const Shapes& x, bool sp) {
   return (biases + norms) * e;
 }
 
+// Context parallelism: the programs priced a rank's s/cp queries against its
+// own s/cp keys; this is the attention to the other cp - 1 chunks' keys, one
+// block each, one launch per block and kernel. With the attention as a flash
+// kernel, causal load balancing (each rank holds chunks i and 2 cp - 1 - i of
+// 2 cp) gives every rank (s/cp) s / 2 query-key pairs, cp times the (s/cp)^2
+// / 2 of its own causal block, so the other blocks cost cp - 1 times the
+// kernel the program priced, and keep no scores. Materialised, each block's
+// scores are computed whole (the mask applied after): its GEMMs over the
+// other chunks' keys and their scores' softmax (and dropout) bytes.
+enum class Pass { fwd, bwd };
+Kernels cp_extra_attention(const sim::Topology& t, const Shapes& x, const LayerPass& own, Pass pass) {
+  const FamilyTraits& f = family_traits(x.family);
+  const double blocks = double(x.cp - 1);
+  if (own.flash_attention) return {blocks * own.attention_us, blocks * t.gpu.launch_us};
+  const double launches = blocks * attention_core_kernels(f) * t.gpu.launch_us;
+  const GemmPasses all = attention_core(t, x, x.seq, x.full_seq), mine = attention_core(t, x, x.seq, x.seq);
+  const double extra_ew = ew(t, attention_elementwise_bytes(x, x.full_seq) - attention_elementwise_bytes(x, x.seq));
+  if (pass == Pass::fwd) return {all.fwd - mine.fwd, extra_ew + launches};
+  return {all.bwd - mine.bwd, kBwdElementwiseFactor * extra_ew + launches};
+}
+
 struct LayerCompute {
   Kernels fwd;
   Kernels bwd;
@@ -213,15 +234,8 @@ LayerCompute layer_compute(const sim::Topology& t, const Shapes& x, const LayerB
   c.attention_fwd.elementwise_us =
       ew(t, attention_elementwise_bytes(x)) + attention_core_kernels(f) * launch;
   if (x.cp > 1) {
-    // The programs priced a rank's s/cp queries against its own s/cp keys; the
-    // attention to the other cp - 1 chunks' keys (one block each, causal load
-    // balance giving every rank the same share) is added: its GEMMs and its
-    // scores' softmax (and dropout) bytes, one launch per block and kernel.
-    const GemmPasses all = attention_core(t, x, x.seq, x.full_seq), own = attention_core(t, x, x.seq, x.seq);
-    const double extra_ew = ew(t, attention_elementwise_bytes(x, x.full_seq) - attention_elementwise_bytes(x, x.seq));
-    const double launches = double(x.cp - 1) * attention_core_kernels(f) * launch;
-    c.cp_extra_fwd = {all.fwd - own.fwd, extra_ew + launches};
-    c.cp_extra_bwd = {all.bwd - own.bwd, kBwdElementwiseFactor * extra_ew + launches};
+    c.cp_extra_fwd = cp_extra_attention(t, x, tuned.fwd, Pass::fwd);
+    c.cp_extra_bwd = cp_extra_attention(t, x, tuned.bwd, Pass::bwd);
   }
   return c;
 }

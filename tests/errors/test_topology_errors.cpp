@@ -260,5 +260,19 @@ TEST(TopologyErrors, Fp8Rate) {
   EXPECT_EQ(error_of(replace(shipped(), ", fp8: 1979}", "}")), "");
 }
 
+// gpu.attention_efficiency and attention_bwd_efficiency are optional
+// fractions; without the backward's the forward's is used.
+TEST(TopologyErrors, AttentionEfficiencies) {
+  const Topology t = parse_topology(shipped(), "t.yaml", {});
+  EXPECT_DOUBLE_EQ(t.gpu.flash_efficiency(), 0.62);
+  EXPECT_DOUBLE_EQ(t.gpu.flash_bwd_efficiency(), 0.565);
+  const std::string high = error_of(replace(shipped(), "attention_bwd_efficiency: 0.565", "attention_bwd_efficiency: 1.5"));
+  EXPECT_NE(high.find("t.yaml:16:"), std::string::npos) << high;
+  EXPECT_NE(high.find("gpu.attention_bwd_efficiency"), std::string::npos) << high;
+  EXPECT_NE(error_of(replace(shipped(), "attention_bwd_efficiency: 0.565", "attention_bwd_efficiency: 0")), "");
+  const std::string dropped = replace(shipped(), "attention_bwd_efficiency: 0.565", "");
+  EXPECT_DOUBLE_EQ(parse_topology(dropped, "t.yaml", {}).gpu.flash_bwd_efficiency(), 0.62);
+}
+
 }  // namespace
 }  // namespace coconet::sim
