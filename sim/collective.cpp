@@ -17,6 +17,8 @@
 
 #include "model/error.h"
 #include "sim/alltoall.h"
+#include "sim/collective_mpi.h"
+#include "sim/ring_features.h"
 #include "sim/units.h"
 
 namespace coconet::sim {
@@ -189,21 +191,32 @@ int floor_log2(int n) {
   return l;
 }
 
-CollectiveCost ring(const Env& e, Proto p) {
-  const int n = e.r.where.ranks;
-  const int nodes = e.r.where.nodes;
-  const bool ar = e.r.op == model::OpKind::allreduce;
-  const int steps = ar ? 2 * (n - 1) : n - 1;
-  const int inter = ar ? 2 * (nodes - 1) : nodes - 1;
-  CollectiveCost c{Algo::ring, p};
-  c.base_us = e.t.nccl.ring_base_us.at(p);
-  // One GPU per node: every step crosses the network, at the tree's per-step
-  // network latency (NCCL 2.28 tuning.cc: "with ppn=1 latencies are fully exposed").
+// The ring's constants with protocol `p` (sim/ring_features.h), its
+// reduction aside (with_reduction adds it). One GPU per node: every step
+// crosses the network, at the tree's per-step network latency (NCCL 2.28
+// tuning.cc: "with ppn=1 latencies are fully exposed").
+RingConstants ring_constants(const Env& e, Proto p) {
+  RingConstants k;
+  k.base_us = e.t.nccl.ring_base_us.at(p);
+  k.hop_us = e.t.node.hop_latency_us.at(p);
   const ProtoTable& net_hop = e.r.where.per_node == 1 ? e.t.network.tree_hop_latency_us : e.t.network.hop_latency_us;
-  c.hops_us = (steps - inter) * e.t.node.hop_latency_us.at(p) + inter * net_hop.at(p);
-  const double bus = e.ring_GBps(e.ring_bound_GBps(), p);
-  c.link_GBps = bus / bus_factor(e.r.op, n);
-  c.transfer_us = e.transfer_us(e.r.bytes * bus_factor(e.r.op, n), bus);
+  k.net_hop_us = net_hop.at(p);
+  k.link_GBps = e.ring_GBps(e.ring_bound_GBps(), p);
+  return k;
+}
+
+RingFeatures features_of(const CollectiveRequest& r) {
+  return ring_features(r.op, r.where.ranks, r.where.nodes, r.bytes, r.where.send_crosses_nodes);
+}
+
+CollectiveCost ring(const Env& e, Proto p) {
+  const RingConstants k = ring_constants(e, p);
+  const RingFeatures x = features_of(e.r);
+  CollectiveCost c{Algo::ring, p};
+  c.base_us = k.base_us;
+  c.hops_us = ring_hops_us(k, x);
+  c.link_GBps = k.link_GBps / bus_factor(e.r.op, e.r.where.ranks);
+  c.transfer_us = ring_transfer_us(k, x);
   c.bottleneck = e.ring_bottleneck();
   return c;
 }
@@ -308,80 +321,50 @@ CollectiveCost best_of(const Topology& t, const CollectiveRequest& r, const Env&
   return best;
 }
 
-// An op's own constants in one regime (nccl.per_op), when the topology has
-// them for this request: a collective at the calibrated rank count on one
-// node; a send (always two ranks, one step) on a one-node topology.
-const OpRegimes* op_regimes(const Topology& t, model::OpKind op, const Placement& where) {
-  if (!t.nccl.per_op) return nullptr;
-  const bool applies =
-      op == model::OpKind::send ? t.nodes == 1 : where.ranks == t.nccl.per_op->ranks && where.nodes == 1;
-  return applies ? t.nccl.per_op->find(op) : nullptr;
-}
-
-const OpConstants* op_constants(const Topology& t, const CollectiveRequest& r, bool large) {
-  const OpRegimes* g = op_regimes(t, r.op, r.where);
-  if (!g) return nullptr;
-  const std::optional<OpConstants>& c = large ? g->large : g->small;
-  return c ? &*c : nullptr;
-}
-
 }  // namespace
 
 double sms_per_channel(const Topology& t, model::OpKind op, const Placement& where) {
-  const OpRegimes* g = op_regimes(t, op, where);
+  const OpRegimes* g = own_regimes(t.nccl.per_op, op, where);
   return g && g->sms_per_channel ? *g->sms_per_channel : t.nccl.sms_per_channel;
 }
 
 namespace {
 
-// An op priced by its own constants: base + bytes x bus factor / link (the
-// base holds the steps' latency, the rate the reduction's cost), on the
-// algorithm and protocol asked for (MPI has one of each; `auto`: ring, simple).
-CollectiveCost op_cost(const OpConstants& own, const CollectiveRequest& r) {
-  CollectiveCost c{r.algo == Algo::auto_ ? Algo::ring : r.algo, r.proto == Proto::auto_ ? Proto::simple : r.proto};
-  c.base_us = own.base_latency_us;
-  c.link_GBps = own.link_GBps;
-  const double ranks = r.op == model::OpKind::send ? 2 : r.where.ranks;
-  c.transfer_us = sim::transfer_us(r.bytes * bus_factor(r.op, static_cast<int>(ranks)), own.link_GBps);
-  c.bottleneck = Link::nvlink;
-  return c;
-}
-
-// Below MPI's threshold (or with one regime): the op's own constants where the
-// topology has them, else the shared ones.
-CollectiveCost small_message_cost(const Topology& t, const CollectiveRequest& r, int channels) {
-  if (const OpConstants* own = op_constants(t, r, false)) return op_cost(*own, r);
-  return best_of(t, r, Env{t, r, channels});
-}
-
-// MPI's large-message regime (nccl.large_messages): the same formulas on the
-// topology with the second regime's constants (the op's own where nccl.per_op
-// has them), every algorithm and protocol alike, never below the first regime
-// of the same op at the threshold (the step goes up).
-CollectiveCost large_message_cost(const Topology& t, const CollectiveRequest& r, int channels) {
-  const LargeMessages& l = *t.nccl.large_messages;
-  const auto shared = [&] {
+// The MPI fit a cpu topology's keys state for `r` (sim/collective_mpi.h): its
+// shared ring constants are the simple protocol's ring on this placement
+// (the network's hop and bound across hosts; a send's own bound), the large
+// regime's the same with nccl.large_messages's values in place of the base
+// latencies, node hop latencies, link rates and reduction rate.
+MpiFit mpi_fit_of(const Topology& t, const CollectiveRequest& r, int channels) {
+  const auto shared = [&](const Topology& on) {
+    const Env e{on, r, channels};
+    RingConstants k = ring_constants(e, Proto::simple);
+    if (r.op == model::OpKind::send) {
+      k.net_hop_us = on.network.hop_latency_us.at(Proto::simple);
+      k.link_GBps = e.ring_GBps(r.where.send_crosses_nodes ? e.net_GBps() / r.where.per_node : e.intra_GBps(),
+                                Proto::simple);
+    }
+    k.reduce_GBps = on.nccl.reduce_GBps;
+    return k;
+  };
+  MpiFit f;
+  f.small = shared(t);
+  f.per_op = t.nccl.per_op;
+  const bool net = r.op == model::OpKind::send ? r.where.send_crosses_nodes : Env{t, r, channels}.ring_bottleneck() == Link::network;
+  f.bottleneck = net ? Link::network : Link::nvlink;
+  if (t.nccl.large_messages) {
+    const LargeMessages& l = *t.nccl.large_messages;
     Topology big = t;
-    big.nccl.large_messages.reset();
-    big.nccl.per_op.reset();
     const ProtoTable base{l.base_latency_us, l.base_latency_us, l.base_latency_us};
     const ProtoTable hop{l.hop_latency_us, l.hop_latency_us, l.hop_latency_us};
-    big.nccl.ring_base_us = big.nccl.tree_base_us = big.nccl.nvls_base_us = base;
+    big.nccl.ring_base_us = base;
     big.node.hop_latency_us = big.node.tree_hop_latency_us = hop;
     big.node.nvlink_link_GBps = big.node.nccl_link_GBps = l.link_GBps;
     big.nccl.reduce_GBps = l.reduce_GBps;
-    return best_of(big, r, Env{big, r, channels});
-  };
-  const OpConstants* own = op_constants(t, r, true);
-  CollectiveCost c = own ? op_cost(*own, r) : shared();
-  CollectiveRequest at = r;
-  at.bytes = l.from_bytes;
-  const double step_floor_us = small_message_cost(t, at, channels).time_us();
-  if (c.time_us() < step_floor_us) {  // the step's cost, as a fixed cost: exactly the floor, whatever the size
-    c.base_us = step_floor_us;
-    c.hops_us = c.transfer_us = c.reduce_us = 0;
+    f.large = shared(big);
+    f.from_bytes = l.from_bytes;
   }
-  return c;
+  return f;
 }
 
 // The cost at the measured latency level: the latency lowered by the
@@ -448,11 +431,12 @@ CollectiveCost predict_collective(const Topology& t, const CollectiveRequest& r)
           r.proto == Proto::auto_ ? "" : " with protocol " + model::to_string(r.proto), r.where.ranks,
           r.where.nodes, t.name));
   }
-  // The second regime of an MPI topology past its threshold; chosen by the
-  // tuning table, as NCCL chooses, and timed at the measured latency level.
-  const bool large = t.nccl.large_messages && r.bytes >= t.nccl.large_messages->from_bytes;
-  CollectiveCost c = at_measured_level(t.nccl.latency_correction_us, large ? large_message_cost(t, r, channels)
-                                                                       : small_message_cost(t, r, channels));
+  // NCCL's tuning table on a GPU, the MPI fit on a CPU (its all-to-all, which
+  // calibration does not fit, by the pairwise model of sim/alltoall.h on the
+  // topology's constants); timed at the measured latency level.
+  CollectiveCost c = at_measured_level(t.nccl.latency_correction_us, t.device == Device::cpu && r.op != model::OpKind::alltoall
+                                                                         ? mpi_cost(mpi_fit_of(t, r, channels), r)
+                                                                         : best_of(t, r, Env{t, r, channels}));
   c.channels = channels;
   return c;
 }

@@ -5,11 +5,9 @@
 #include "sim/units.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace coconet::sim {
-
-namespace {
-}  // namespace
 
 namespace {
 constexpr double kFp8Bytes = 1;  // an FP8 (E4M3 or E5M2) element
@@ -33,10 +31,18 @@ double fp8_cast_body_us(const Topology& t, double elements) {
   return elementwise_body_us(t, kCastBytes * elements, elements);
 }
 
+double roofline_us(double bytes, double bytes_per_us, double flops, double flops_per_us) {
+  return std::max(bytes / bytes_per_us, flops / flops_per_us);
+}
+
+double gemm_flops_us(double flops, double flops_per_us) { return flops / flops_per_us; }
+
+double gemm_operands_us(double bytes, double operand_GBps) {
+  return operand_GBps > 0 && std::isfinite(operand_GBps) ? bytes / (operand_GBps * kBytesPerGBpsUs) : 0.0;
+}
+
 double elementwise_body_us(const Topology& t, double hbm_bytes, double flops) {
-  const double mem = hbm_bytes / (t.gpu.hbm_effective_GBps() * kBytesPerGBpsUs);
-  const double math = flops / (t.gpu.tflops_f32 * kFlopsPerTflopsUs);
-  return std::max(mem, math);
+  return roofline_us(hbm_bytes, t.gpu.hbm_effective_GBps() * kBytesPerGBpsUs, flops, t.gpu.tflops_f32 * kFlopsPerTflopsUs);
 }
 
 std::int64_t gemm_tiles(const Topology& t, const GemmShape& g) {
@@ -49,12 +55,10 @@ double gemm_body_us(const Topology& t, const GemmShape& g, int sms) {
   if (g.m <= 0 || g.n <= 0 || g.k <= 0 || g.batch <= 0) return 0.0;
   sms = std::clamp(sms, 1, t.gpu.sms);
   const double per_sm = gemm_peak_tflops(t, g) * t.gpu.gemm_efficiency / t.gpu.sms;
-  const double tile_us = 2.0 * t.gpu.gemm_tile_m * t.gpu.gemm_tile_n * double(g.k) / (per_sm * kFlopsPerTflopsUs);
+  const double tile_us = gemm_flops_us(2.0 * t.gpu.gemm_tile_m * t.gpu.gemm_tile_n * double(g.k), per_sm * kFlopsPerTflopsUs);
   const std::int64_t waves = (gemm_tiles(t, g) + sms - 1) / sms;
   const double mem = g.bytes() / (t.gpu.hbm_effective_GBps() * kBytesPerGBpsUs);
-  const double operand_GBps = t.gpu.gemm_operand_GBps(g.dtype);
-  const double operands = operand_GBps > 0 ? g.bytes() / (operand_GBps * kBytesPerGBpsUs) : 0.0;
-  return std::max(double(waves) * tile_us, mem) + operands;
+  return std::max(double(waves) * tile_us, mem) + gemm_operands_us(g.bytes(), t.gpu.gemm_operand_GBps(g.dtype));
 }
 
 }  // namespace coconet::sim

@@ -29,6 +29,17 @@ struct GemmShape {
   [[nodiscard]] double bytes() const;
 };
 
+// The three terms every compute price is made of (the simulator's and
+// calibration's fits alike, validation/fit.h); rates per microsecond or GB/s.
+// A body bound by memory or arithmetic: bytes at `bytes_per_us` or FLOPs at
+// `flops_per_us`, whichever takes longer.
+[[nodiscard]] double roofline_us(double bytes, double bytes_per_us, double flops, double flops_per_us);
+// A GEMM's arithmetic at `flops_per_us`.
+[[nodiscard]] double gemm_flops_us(double flops, double flops_per_us);
+// A GEMM's operands read and written at `operand_GBps` beside its arithmetic
+// (gpu.gemm_operand_GBps, the cpu backend's); 0 when it is not finite and positive.
+[[nodiscard]] double gemm_operands_us(double bytes, double operand_GBps);
+
 // Time of the kernel body (no launch): max(bytes over HBM, FLOPs over f32 peak).
 [[nodiscard]] double elementwise_body_us(const Topology& t, double hbm_bytes, double flops);
 // A GEMM's tensor-core peak: gpu.tflops.fp8 for an FP8 GEMM (a UserError

@@ -12,6 +12,7 @@
 
 #include "model/error.h"
 #include "sim/collective.h"
+#include "sim/compute.h"
 #include "sim/units.h"
 
 namespace coconet::validation {
@@ -62,9 +63,7 @@ std::vector<double> fit_relative_nonnegative(const std::vector<std::vector<doubl
 }
 
 double elementwise_model_us(const ElementwiseFit& f, double bytes, double flops) {
-  const double mem = f.GBps > 0 ? bytes / (f.GBps * kBytesPerGBpsUs) : 0.0;
-  const double math = f.GFLOPs > 0 ? flops / (f.GFLOPs * sim::kFlopsPerGflopsUs) : 0.0;
-  return f.launch_us + std::max(mem, math);
+  return f.launch_us + sim::roofline_us(bytes, f.GBps * kBytesPerGBpsUs, flops, f.GFLOPs * sim::kFlopsPerGflopsUs);
 }
 
 ElementwiseFit fit_elementwise(const std::vector<ElementwiseSample>& s) {
@@ -121,29 +120,18 @@ GemmFit fit_gemm(const std::vector<GemmSample>& s, double launch_us) {
 }
 
 double gemm_model_us(const GemmFit& f, double launch_us, double flops, double bytes) {
-  const double operands = std::isfinite(f.operand_GBps) ? bytes / (f.operand_GBps * kBytesPerGBpsUs) : 0.0;
-  return launch_us + flops / (f.GFLOPs * sim::kFlopsPerGflopsUs) + operands;
+  return launch_us + sim::gemm_flops_us(flops, f.GFLOPs * sim::kFlopsPerGflopsUs) +
+         sim::gemm_operands_us(bytes, f.operand_GBps);
 }
 
-int ring_steps(const std::string& op, int ranks) {
-  if (op == "allreduce") return 2 * (ranks - 1);
-  if (op == "reducescatter" || op == "allgather") return ranks - 1;
-  if (op == "send") return 1;
-  throw UserError(fmt::format("no ring model for collective '{}'", op));
+sim::RingFeatures features_of(const std::string& op, double bytes, int ranks) {
+  return sim::ring_features(sim::parse_coll_op(op), ranks, 1, bytes);
 }
 
-double ring_bus_factor(const std::string& op, int ranks) { return sim::bus_factor(sim::parse_coll_op(op), ranks); }
-
-double ring_reduce_factor(const std::string& op, int ranks) {
-  return sim::reduce_factor(sim::parse_coll_op(op), ranks);
-}
+sim::RingConstants ring_constants(const CollectiveFit& f) { return {f.base_us, f.hop_us, f.hop_us, f.GBps, f.reduce_GBps}; }
 
 double collective_model_us(const CollectiveFit& f, const std::string& op, double bytes, int ranks) {
-  const double reduce = f.reduce_GBps > 0 && std::isfinite(f.reduce_GBps)
-                            ? sim::transfer_us(bytes * ring_reduce_factor(op, ranks), f.reduce_GBps)
-                            : 0.0;
-  return f.base_us + ring_steps(op, ranks) * f.hop_us + sim::transfer_us(bytes * ring_bus_factor(op, ranks), f.GBps) +
-         reduce;
+  return sim::ring_us(ring_constants(f), features_of(op, bytes, ranks));
 }
 
 double relative_residual(const std::vector<double>& predicted, const std::vector<double>& measured) {
@@ -178,8 +166,8 @@ CollectiveFit fit_collectives(const std::vector<CollectiveSample>& s, bool need_
   std::vector<std::vector<double>> a;
   std::vector<double> y;
   for (const auto& c : s) {
-    a.push_back({1.0, double(ring_steps(c.op, c.ranks)), c.bytes * ring_bus_factor(c.op, c.ranks),
-                 c.bytes * ring_reduce_factor(c.op, c.ranks)});
+    const sim::RingFeatures x = features_of(c.op, c.bytes, c.ranks);
+    a.push_back({1.0, x.steps(), x.bus_bytes, x.reduced_bytes});
     y.push_back(c.measured_us);
   }
   const auto x = fit_relative_nonnegative(a, y);

@@ -3,20 +3,22 @@
 // latencies and millisecond transfers weigh alike, and keeps every constant
 // non-negative (an active-set loop over a handful of unknowns).
 //
-// The formulas are the cost model's own (sim/compute.h, sim/collective.h) on
-// one node with one channel:
+// The models are the simulator's own, evaluated through its functions (no
+// formula is written here): element-wise kernels by sim::roofline_us, GEMMs by
+// sim::gemm_flops_us and sim::gemm_operands_us, collectives by the ring's
+// features and constants (sim/ring_features.h) and MPI's regimes and
+// per-operation constants (sim/collective_mpi.h), on one node with one channel:
 //   element-wise kernel: t = launch + max(bytes / bandwidth, flops / rate)
 //   GEMM:                t = launch + flops / gemm_rate + bytes / operand_rate
-//   ring collective:     t = base + steps x hop + bytes x bus_factor / link_bandwidth
-//                            + bytes x reduce_factor / reduce_rate
-// where steps is 2(n-1) for allreduce, n-1 for reduce-scatter and all-gather, 1 for a send,
-// and reduce_factor (n-1)/n for the reducing collectives (allreduce, reduce-scatter), else 0.
+//   ring collective:     t = base + steps x hop + bus bytes / link + reduced bytes / reduce_rate
 #pragma once
 
 #include <functional>
 #include <limits>
 #include <string>
 #include <vector>
+
+#include "sim/ring_features.h"
 
 namespace coconet::validation {
 
@@ -81,10 +83,10 @@ struct CollectiveFit {
   double reduce_GBps = 0;  // rate a rank combines received data (infinite: free)
 };
 
-// Ring steps of `op` on `ranks` ranks; its nccl-tests bus factor and reduced share (sim/collective.h, by name).
-[[nodiscard]] int ring_steps(const std::string& op, int ranks);
-[[nodiscard]] double ring_bus_factor(const std::string& op, int ranks);
-[[nodiscard]] double ring_reduce_factor(const std::string& op, int ranks);
+// The ring's features of a sample (sim::ring_features on one node; the op by name).
+[[nodiscard]] sim::RingFeatures features_of(const std::string& op, double bytes, int ranks);
+// The fit's constants as the simulator's (the network hop as the node's: one node).
+[[nodiscard]] sim::RingConstants ring_constants(const CollectiveFit& f);
 // `need_rate`: throw when the samples show no cost per byte (else the link rate is infinite).
 [[nodiscard]] CollectiveFit fit_collectives(const std::vector<CollectiveSample>& s, bool need_rate = true);
 [[nodiscard]] double collective_model_us(const CollectiveFit& f, const std::string& op, double bytes, int ranks);

@@ -6,20 +6,15 @@
 #include <map>
 #include <set>
 
+#include "sim/collective_mpi.h"
 #include "sim/units.h"
 
 namespace coconet::validation {
 
-const OpFit* PerOpFit::find(const std::string& op, int r, bool large) const {
-  if (r != ranks && op != "send") return nullptr;  // a send is two ranks, one step, whatever the group
-  const auto it = ops.find(op);
-  if (it == ops.end()) return nullptr;
-  const std::optional<OpFit>& f = large ? it->second.large : it->second.small;
-  return f ? &*f : nullptr;
-}
+sim::OpConstants op_constants(const OpFit& f) { return {f.base_us, f.GBps}; }
 
 double op_model_us(const OpFit& f, const std::string& op, double bytes, int ranks) {
-  return f.base_us + sim::transfer_us(bytes * ring_bus_factor(op, ranks), f.GBps);
+  return sim::own_op_us(op_constants(f), features_of(op, bytes, ranks));
 }
 
 std::optional<OpFit> fit_op(const std::vector<CollectiveSample>& s) {
@@ -30,7 +25,7 @@ std::optional<OpFit> fit_op(const std::vector<CollectiveSample>& s) {
   std::vector<double> y;
   for (const auto& c : s) {
     // The second unknown is 1 / GBps: microseconds per thousand bus bytes.
-    a.push_back({1.0, c.bytes * ring_bus_factor(c.op, c.ranks) / sim::kBytesPerGBpsUs});
+    a.push_back({1.0, features_of(c.op, c.bytes, c.ranks).bus_bytes / sim::kBytesPerGBpsUs});
     y.push_back(c.measured_us);
   }
   const std::vector<double> x = fit_relative_nonnegative(a, y);

@@ -6,7 +6,7 @@
 // ring's step count is fixed per op, so base and hop latency are collinear, and
 // so are the link and the reduction rate: what the samples identify per op and
 // regime is a fixed cost and a cost per byte,
-//   t = base + bytes x bus factor / GBps       (sim/collective.h's bus factor)
+//   t = base + bytes x bus factor / GBps       (sim::own_op_us, sim/collective_mpi.h)
 // fitted by fit.h's non-negative relative least squares. An op with fewer
 // distinct sizes than these two constants in a regime has none there and
 // takes the shared constants (validation/fit_regimes.h).
@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/topology.h"
 #include "validation/fit.h"
 
 namespace coconet::validation {
@@ -35,12 +36,13 @@ struct OpRegimesFit {
 struct PerOpFit {
   int ranks = 0;                              // the rank count the constants hold at (a send's: any); 0: none fitted
   std::map<std::string, OpRegimesFit> ops;    // by op name ("allreduce", ...)
-  [[nodiscard]] const OpFit* find(const std::string& op, int ranks, bool large) const;
 };
 
 // Distinct sample sizes an op needs in a regime for its own constants.
 inline constexpr std::size_t kOpConstants = 2;
 
+// The fit's constants as the simulator's (sim::OpConstants) and its time (sim::own_op_us).
+[[nodiscard]] sim::OpConstants op_constants(const OpFit& f);
 [[nodiscard]] double op_model_us(const OpFit& f, const std::string& op, double bytes, int ranks);
 
 // One op's constants from its samples (all of one op and rank count); empty

@@ -11,6 +11,8 @@
 
 #include <fmt/core.h>
 
+#include "sim/collective_mpi.h"
+
 namespace coconet::validation {
 
 namespace {
@@ -64,20 +66,33 @@ std::optional<CollectiveRegimes> best_split(const std::vector<CollectiveSample>&
 
 }  // namespace
 
-namespace {
-
-double small_regime_us(const CollectiveRegimes& f, const std::string& op, double bytes, int ranks) {
-  if (const OpFit* own = f.per_op.find(op, ranks, false)) return op_model_us(*own, op, bytes, ranks);
-  return collective_model_us(f.small, op, bytes, ranks);
+sim::MpiFit mpi_fit(const CollectiveRegimes& f) {
+  sim::MpiFit m;
+  m.small = ring_constants(f.small);
+  if (f.large) {
+    m.large = ring_constants(*f.large);
+    m.from_bytes = f.threshold_bytes;
+  }
+  if (f.per_op.ranks > 0) {
+    sim::PerOp p;
+    p.ranks = f.per_op.ranks;
+    for (const auto& [op, g] : f.per_op.ops) {
+      sim::OpRegimes r;
+      if (g.small) r.small = op_constants(*g.small);
+      if (g.large) r.large = op_constants(*g.large);
+      p.ops.emplace_back(sim::parse_coll_op(op), r);
+    }
+    m.per_op = std::move(p);
+  }
+  return m;
 }
 
-}  // namespace
-
 double regimes_model_us(const CollectiveRegimes& f, const std::string& op, double bytes, int ranks) {
-  if (!f.large || bytes < f.threshold_bytes) return small_regime_us(f, op, bytes, ranks);
-  const OpFit* own = f.per_op.find(op, ranks, true);
-  return std::max(own ? op_model_us(*own, op, bytes, ranks) : collective_model_us(*f.large, op, bytes, ranks),
-                  small_regime_us(f, op, f.threshold_bytes, ranks));
+  sim::CollectiveRequest r;
+  r.op = sim::parse_coll_op(op);
+  r.bytes = bytes;
+  r.where = sim::Placement{ranks, 1, ranks};
+  return sim::mpi_cost(mpi_fit(f), r).time_us();
 }
 
 CollectiveRegimes fit_collective_regimes(const std::vector<CollectiveSample>& s,

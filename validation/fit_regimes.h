@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/collective_mpi.h"
 #include "validation/fit.h"
 #include "validation/fit_per_op.h"
 
@@ -30,10 +31,12 @@ struct CollectiveRegimes {
   PerOpFit per_op;
 };
 
-// The model's time: the small regime below the threshold, from it on the large
-// one but never less than the small regime at the threshold (a step up, never
-// down: time stays non-decreasing in size), as sim/collective.cpp prices it;
-// in each regime the op's own constants where `per_op` has them.
+// The fit as the simulator's MPI model (sim/collective_mpi.h).
+[[nodiscard]] sim::MpiFit mpi_fit(const CollectiveRegimes& f);
+// The model's time, sim::mpi_cost of mpi_fit(f) on one node: the small regime
+// below the threshold, from it on the large one but never less than the small
+// regime at the threshold (a step up, never down), in each regime the op's own
+// constants where `per_op` has them.
 [[nodiscard]] double regimes_model_us(const CollectiveRegimes& f, const std::string& op, double bytes, int ranks);
 
 // The sum of squared relative errors of `f`'s model (regimes_model_us) over `s`:

@@ -14,6 +14,7 @@
 #include "model/catalog.h"
 #include "model/error.h"
 #include "sim/collective.h"
+#include "sim/ring_features.h"
 #include "sim/topology.h"
 
 namespace coconet::sim {
@@ -571,6 +572,55 @@ TEST(Pods, StridedGroupStatesItsPods) {
   EXPECT_NEAR(network_transfer_us(pods, model::OpKind::allreduce, dp, Algo::ring) /
                   network_transfer_us(flat, model::OpKind::allreduce, dp, Algo::ring),
               7.0 / 2, 1e-9);
+}
+
+}  // namespace
+}  // namespace coconet::sim
+
+namespace coconet::sim {
+namespace {
+
+// The ring's features (sim/ring_features.h): the steps that cross the network
+// are the node boundaries the ring passes (twice for an allreduce), a send's
+// one step crosses when its peer is on another node.
+TEST(RingFeatures, StepsSplitAtTheNodeBoundaries) {
+  const RingFeatures ar = ring_features(model::OpKind::allreduce, 16, 2, 1600);
+  EXPECT_DOUBLE_EQ(ar.inter_steps, 2);
+  EXPECT_DOUBLE_EQ(ar.intra_steps, 28);
+  EXPECT_DOUBLE_EQ(ar.bus_bytes, 3000);
+  EXPECT_DOUBLE_EQ(ar.reduced_bytes, 1500);
+  const RingFeatures ag = ring_features(model::OpKind::allgather, 16, 4, 1600);
+  EXPECT_DOUBLE_EQ(ag.inter_steps, 3);
+  EXPECT_DOUBLE_EQ(ag.intra_steps, 12);
+  EXPECT_DOUBLE_EQ(ag.reduced_bytes, 0);
+  EXPECT_DOUBLE_EQ(ring_features(model::OpKind::send, 2, 2, 100, true).inter_steps, 1);
+  EXPECT_DOUBLE_EQ(ring_features(model::OpKind::send, 2, 1, 100, false).intra_steps, 1);
+  const RingConstants k{10, 1, 5, 2, 4};
+  // 10 + 28 x 1 + 2 x 5 + 3000 B at 2 GB/s (1.5 us) + 1500 B at 4 GB/s (0.375 us).
+  EXPECT_DOUBLE_EQ(ring_us(k, ar), 10 + 28 + 10 + 1.5 + 0.375);
+}
+
+// A cpu topology's collectives are MPI's fit (sim/collective_mpi.h): NCCL's
+// algorithms and protocols are reported as asked and priced alike (MPI runs
+// its own), where a GPU topology prices each its own way.
+TEST(CollectiveCostModels, MpiPricesItsOwnAlgorithmWhateverIsAsked) {
+  const Topology cpu = load_topology("cpu-local");
+  const Placement two = place(cpu, 2);
+  for (double bytes : {1024.0, 1048576.0}) {
+    const CollectiveCost ring = predict_collective(cpu, {model::OpKind::allreduce, bytes, two, Algo::ring, Proto::simple});
+    const CollectiveCost tree = predict_collective(cpu, {model::OpKind::allreduce, bytes, two, Algo::tree, Proto::ll});
+    EXPECT_DOUBLE_EQ(tree.time_us(), ring.time_us()) << bytes;
+    EXPECT_EQ(tree.algo, Algo::tree);
+    EXPECT_EQ(tree.proto, Proto::ll);
+    const CollectiveCost any = predict_collective(cpu, {model::OpKind::allreduce, bytes, two});
+    EXPECT_EQ(any.algo, Algo::ring);
+    EXPECT_EQ(any.proto, Proto::simple);
+    EXPECT_DOUBLE_EQ(any.time_us(), ring.time_us());
+  }
+  const Topology gpu = load_topology("dgx-h100");
+  const Placement eight = place(gpu, 8);
+  EXPECT_NE(predict_collective(gpu, {model::OpKind::allreduce, 1 << 20, eight, Algo::tree, Proto::ll}).time_us(),
+            predict_collective(gpu, {model::OpKind::allreduce, 1 << 20, eight, Algo::ring, Proto::simple}).time_us());
 }
 
 }  // namespace

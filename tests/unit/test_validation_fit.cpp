@@ -119,12 +119,16 @@ TEST(ValidationFit, CollectivesRecoverRing) {
   EXPECT_NEAR(f.hop_us, 2.0, 1e-6);
   EXPECT_NEAR(f.GBps, 3.0, 1e-6);
   EXPECT_NEAR(f.reduce_GBps, 0.5, 1e-6);
-  EXPECT_DOUBLE_EQ(ring_reduce_factor("allgather", 4), 0.0);
-  EXPECT_DOUBLE_EQ(ring_reduce_factor("reducescatter", 4), 0.75);
-  // nccl-tests conventions: allreduce moves 2(n-1)/n of its buffer, in 2(n-1) steps.
-  EXPECT_EQ(ring_steps("allreduce", 4), 6);
-  EXPECT_DOUBLE_EQ(ring_bus_factor("allgather", 4), 0.75);
-  EXPECT_THROW((void)ring_steps("alltoall", 4), UserError);
+  // The samples' features are the simulator's ring (nccl-tests' conventions):
+  // allreduce moves 2(n-1)/n of its buffer in 2(n-1) steps and combines (n-1)/n.
+  const sim::RingFeatures ar = features_of("allreduce", 1000, 4);
+  EXPECT_DOUBLE_EQ(ar.steps(), 6);
+  EXPECT_DOUBLE_EQ(ar.bus_bytes, 1500);
+  EXPECT_DOUBLE_EQ(ar.reduced_bytes, 750);
+  EXPECT_DOUBLE_EQ(features_of("allgather", 1000, 4).reduced_bytes, 0.0);
+  EXPECT_DOUBLE_EQ(features_of("reducescatter", 1000, 4).reduced_bytes, 750);
+  EXPECT_DOUBLE_EQ(features_of("send", 1000, 4).steps(), 1);
+  EXPECT_THROW((void)features_of("gather", 1000, 4), UserError);
 }
 
 TEST(ValidationFit, FreeReductionsFitAsUnbounded) {
