@@ -17,6 +17,7 @@
 #include "step/pipeline.h"
 #include "step/search.h"
 #include "step/spec.h"
+#include "step_independent.h"
 #include "step_test_model.h"
 
 namespace coconet::step {
@@ -71,8 +72,7 @@ TEST(StepStages, LayersThatDoNotDivideThePipelineAreLaidOut) {
   EXPECT_EQ(r.slowest_stage, 1);  // 4 layers and the output layer
   EXPECT_EQ(r.stage_layers(), 4);
   EXPECT_NEAR(r.stage_fwd_us, r.chunks[1].fwd_us(), 1e-9);
-  EXPECT_NEAR(r.breakdown.total_us(), r.step_us, 1e-9 * r.step_us);
-  EXPECT_GE(r.breakdown.pp_bubble_us, 0);
+  testing::expect_step_is_its_laid_out_pipeline(r, "7 layers over 2 stages");
 }
 
 TEST(StepStages, AnExplicitListIsUsedAndCheckedWithItsLine) {
@@ -130,11 +130,10 @@ TEST(StepStages, TheLaidOutSpanIsTheClosedFormWhenStagesAreAlike) {
                                 l.virtual_stages, int(m), f, b);
     const double per_mb = v * (1.7 + 3.1);
     EXPECT_NEAR(span, m * per_mb + (l.pp - 1) / v * per_mb, 1e-9 * span);
-    // The step's bubble is what its span holds beyond the slowest stage and the sends.
-    EXPECT_NEAR(r.breakdown.pp_bubble_us,
-                r.pipeline_span_us - m * (r.stage_fwd_us + r.stage_bwd_us) - r.breakdown.pp_p2p_us, 1e-6);
-    EXPECT_GE(r.breakdown.pp_bubble_us, 0);
-    EXPECT_NEAR(r.step_us, r.pipeline_span_us + r.breakdown.dp_comm_us + r.breakdown.optimizer_us, 1e-6 * r.step_us);
+    // The step's own stages laid out here: its time is that span and the
+    // exposed data-parallel time; its bubble what the span holds beyond the
+    // slowest stage and the sends.
+    testing::expect_step_is_its_laid_out_pipeline(r, to_string(r.spec.parallel.schedule));
   }
 }
 
