@@ -4,7 +4,11 @@
 // predicts end to end.
 #include <algorithm>
 #include <limits>
+#include <algorithm>
+#include <cmath>
+#include <limits>
 #include <map>
+#include <vector>
 
 #include <fmt/core.h>
 #include <gtest/gtest.h>
@@ -85,6 +89,28 @@ TEST(Tuner, TuneSpaceIsNeverWorseThanPredictSpace) {
   const TuneResult fine = tune(schedules, ctx, tune_space(ctx.topology));
   EXPECT_LE(fine.ranked.front().time_us, coarse.ranked.front().time_us * (1 + 1e-9));
   EXPECT_GT(fine.evaluated, coarse.evaluated);
+}
+
+// A space none of whose settings applies (NVLS alone across 16 nodes, which
+// NVLS does not reach) prices no schedule: each is ranked, unpriced, at an
+// infinite time, and the first is one of them (the ranking used to rotate
+// from past its end when no time was finite).
+TEST(Tuner, ASpaceThatAppliesNowhereRanksEveryScheduleUnpriced) {
+  const model::Program p = workload("sgd");
+  const Context ctx{load_topology("dgx2-v100", {{"nodes", "16"}}), 256, p.params};
+  const auto schedules = model::enumerate_schedules(p);
+  const TuneResult r = tune(schedules, ctx, KnobSpace{{1}, {model::Algo::nvls}, {model::Proto::auto_}, {0}});
+  ASSERT_EQ(r.ranked.size(), schedules.size());
+  std::vector<int> seen;
+  for (const Candidate& c : r.ranked) {
+    EXPECT_TRUE(std::isinf(c.time_us)) << c.name;
+    seen.push_back(c.schedule);
+  }
+  std::sort(seen.begin(), seen.end());
+  for (std::size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i], int(i));
+  EXPECT_EQ(r.evaluated, 0);
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(model::predicted_best(std::vector<double>{inf, inf, inf}, std::vector<std::size_t>{3, 1, 2}), 1u);
 }
 
 // An overlap group in one chunk is its stages in sequence, a schedule listed
