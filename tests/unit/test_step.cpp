@@ -135,8 +135,9 @@ TEST(StepCompose, BreakdownAddsUpAndFlopsFollowEquation3) {
   EXPECT_GT(r.breakdown.pp_bubble_us, 0);
   EXPECT_GT(r.breakdown.dp_comm_us, 0);
   const double B = 64, sq = 1024, l = 8, h = 1024, V = 32000;
-  EXPECT_DOUBLE_EQ(r.eq3_flops, 96 * B * sq * l * h * h * (1 + sq / (6 * h) + V / (16 * l * h)));
-  EXPECT_NEAR(r.eq3_tflops_per_gpu, r.eq3_flops / (r.step_us * 1e-6) / 8 / 1e12, 1e-9);
+  const double eq3 = 96 * B * sq * l * h * h * (1 + sq / (6 * h) + V / (16 * l * h));
+  EXPECT_DOUBLE_EQ(r.eq3_flops, eq3);
+  EXPECT_NEAR(r.eq3_tflops_per_gpu, eq3 / (r.step_us * 1e-6) / 8 / 1e12, 1e-9);
   // The model's count and MFU: no recomputation, 72 for 96, V/(12lh) for V/(16lh);
   // MFU against the bf16 peak (the step's dtype; 312 on an A100).
   const double no_recompute = 72 * B * sq * l * h * h * (1 + sq / (6 * h) + V / (12 * l * h));
