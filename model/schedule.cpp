@@ -330,7 +330,8 @@ std::vector<std::size_t> predicted_alike(std::span<const double> times) {
   if (times.empty()) return alike;
   const double fastest = *std::min_element(times.begin(), times.end());
   for (std::size_t i = 0; i < times.size(); ++i)
-    if (times[i] - fastest <= kPredictedAlike * std::abs(fastest)) alike.push_back(i);
+    // times[i] == fastest: infinite times (none priced) are alike too, where the difference is NaN.
+    if (times[i] == fastest || times[i] - fastest <= kPredictedAlike * std::abs(fastest)) alike.push_back(i);
   return alike;
 }
 

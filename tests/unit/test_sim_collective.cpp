@@ -199,17 +199,33 @@ TEST(CollectiveModel, MoreNodesNeverFaster) {
 }
 
 // Among NCCL's algorithms: hierarchical is three NCCL calls, not one of them.
+// `auto` is the fastest supported choice the test finds by trying each one
+// by name: the same time (neither above it nor below it) and, where one
+// choice is strictly fastest, the same algorithm and protocol.
 TEST(CollectiveModel, AutoIsTheFastestChoice) {
   const Topology t = load_topology("dgx-h100");
+  int strict = 0;
   for (const Placement& where : {nodes_of(1, 8), nodes_of(4, 8), nodes_of(64, 8)})
     for (double bytes : {1e3, 1e6, 1e9}) {
-      const double best = predict_collective(t, {model::OpKind::allreduce, bytes, where}).time_us();
+      const CollectiveCost best = predict_collective(t, {model::OpKind::allreduce, bytes, where});
+      double fastest = std::numeric_limits<double>::infinity();
+      std::vector<std::pair<Algo, Proto>> at_fastest;
       for (Algo a : {Algo::ring, Algo::tree, Algo::nvls})
         for (Proto p : {Proto::ll, Proto::ll128, Proto::simple}) {
           if (!supported(t, model::OpKind::allreduce, where, a, p)) continue;
-          EXPECT_LE(best, predict_collective(t, {model::OpKind::allreduce, bytes, where, a, p}).time_us() + 1e-9);
+          const double us = predict_collective(t, {model::OpKind::allreduce, bytes, where, a, p}).time_us();
+          if (us < fastest) fastest = us, at_fastest.clear();
+          if (us == fastest) at_fastest.emplace_back(a, p);
         }
+      const std::string what = std::to_string(where.nodes) + " nodes, " + std::to_string(bytes) + " bytes";
+      EXPECT_DOUBLE_EQ(best.time_us(), fastest) << what;
+      if (at_fastest.size() == 1) {
+        ++strict;
+        EXPECT_EQ(best.algo, at_fastest.front().first) << what;
+        EXPECT_EQ(best.proto, at_fastest.front().second) << what;
+      }
     }
+  EXPECT_GT(strict, 0);
 }
 
 TEST(CollectiveModel, NcclTestsBusFactors) {

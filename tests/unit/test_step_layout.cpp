@@ -8,6 +8,7 @@
 
 #include <numeric>
 #include <string>
+#include <vector>
 
 #include "model/error.h"
 #include "sim/collective.h"
@@ -17,6 +18,7 @@
 #include "step/pipeline.h"
 #include "step/search.h"
 #include "step/spec.h"
+#include "step_independent.h"
 #include "step_test_model.h"
 
 namespace coconet::step {
@@ -71,8 +73,7 @@ TEST(StepStages, LayersThatDoNotDivideThePipelineAreLaidOut) {
   EXPECT_EQ(r.slowest_stage, 1);  // 4 layers and the output layer
   EXPECT_EQ(r.stage_layers(), 4);
   EXPECT_NEAR(r.stage_fwd_us, r.chunks[1].fwd_us(), 1e-9);
-  EXPECT_NEAR(r.breakdown.total_us(), r.step_us, 1e-9 * r.step_us);
-  EXPECT_GE(r.breakdown.pp_bubble_us, 0);
+  testing::expect_step_is_its_laid_out_pipeline(r, "7 layers over 2 stages");
 }
 
 TEST(StepStages, AnExplicitListIsUsedAndCheckedWithItsLine) {
@@ -130,11 +131,10 @@ TEST(StepStages, TheLaidOutSpanIsTheClosedFormWhenStagesAreAlike) {
                                 l.virtual_stages, int(m), f, b);
     const double per_mb = v * (1.7 + 3.1);
     EXPECT_NEAR(span, m * per_mb + (l.pp - 1) / v * per_mb, 1e-9 * span);
-    // The step's bubble is what its span holds beyond the slowest stage and the sends.
-    EXPECT_NEAR(r.breakdown.pp_bubble_us,
-                r.pipeline_span_us - m * (r.stage_fwd_us + r.stage_bwd_us) - r.breakdown.pp_p2p_us, 1e-6);
-    EXPECT_GE(r.breakdown.pp_bubble_us, 0);
-    EXPECT_NEAR(r.step_us, r.pipeline_span_us + r.breakdown.dp_comm_us + r.breakdown.optimizer_us, 1e-6 * r.step_us);
+    // The step's own stages laid out here: its time is that span and the
+    // exposed data-parallel time; its bubble what the span holds beyond the
+    // slowest stage and the sends.
+    testing::expect_step_is_its_laid_out_pipeline(r, to_string(r.spec.parallel.schedule));
   }
 }
 
@@ -160,7 +160,7 @@ TEST(StepContext, CpDividesActivationsAndPricesTheKvExchangeThroughSim) {
   EXPECT_EQ(ring.layout.cp, 2);
   EXPECT_LT(ring.memory.activations_GB, 0.6 * one.memory.activations_GB);  // s / cp tokens (the logits too)
   EXPECT_GT(ag.breakdown.cp_comm_us, 0);
-  EXPECT_GE(ring.breakdown.cp_comm_us, 0);
+  EXPECT_GT(ring.breakdown.cp_comm_us, 0);  // on DGX A100 the send outlasts the block
   EXPECT_DOUBLE_EQ(one.breakdown.cp_comm_us, 0);
   // The all-gather's forward is the allgather of 2 cp chunks of K/V over the CP group, tp apart, as sim prices it.
   const sim::Topology t = a100(1);
@@ -169,12 +169,30 @@ TEST(StepContext, CpDividesActivationsAndPricesTheKvExchangeThroughSim) {
   req.bytes = 2.0 /*micro-batch*/ * 512 * 2 * (16 / 2) * 64 * 2 /*bf16*/ * 2;
   req.where = sim::place_strided(t, 2, 2);
   EXPECT_NEAR(ag.layer.fwd_cp_us, sim::predict_collective(t, req).time_us(), 1e-9);
-  // The ring hides its sends behind the attention blocks: never more exposed than the sends themselves.
+  // The ring hides its sends behind the attention blocks: what it leaves
+  // exposed is the send (K/V forward, K/V and their gradients backward, to
+  // the rank tp apart) less a block of attention, which the links do not
+  // change. With 12, 2 and 1 NVLink links the send, priced here, grows
+  // from 23 us to 119 us forward; the exposed time grows by the same amount
+  // and the hidden part stays one positive block.
   sim::CollectiveRequest send;
   send.op = model::OpKind::send;
   send.bytes = req.bytes / 2;
-  send.where = sim::place_send(t, 2);
-  EXPECT_LE(ring.layer.fwd_cp_us, sim::predict_collective(t, send).time_us() + 1e-9);
+  std::vector<double> hidden_fwd, hidden_bwd;
+  for (const char* links : {"12", "2", "1"}) {
+    const sim::Topology tl = sim::load_topology("dgx-a100", {{"nodes", "1"}, {"node.nvlink_links", links}});
+    const StepReport r = predict_step(
+        parse_model(kSmall, "small.yaml", {{"parallel.dp", "1"}, {"parallel.cp", "2"}, {"parallel.pp", "2"}}), tl);
+    send.where = sim::place_send(tl, 2);
+    sim::CollectiveRequest both = send;
+    both.bytes = 2 * send.bytes;
+    hidden_fwd.push_back(sim::predict_collective(tl, send).time_us() - r.layer.fwd_cp_us);
+    hidden_bwd.push_back(sim::predict_collective(tl, both).time_us() - r.layer.bwd_cp_us);
+  }
+  for (const auto* hidden : {&hidden_fwd, &hidden_bwd}) {
+    EXPECT_GT(hidden->front(), 1.0);
+    for (double h : *hidden) EXPECT_NEAR(h, hidden->front(), 1e-6);
+  }
   // The model's FLOPs do not change; each GPU's layer does half the queries.
   EXPECT_DOUBLE_EQ(ring.model_flops, one.model_flops);
   EXPECT_LT(ring.layer.fwd_gemm_us, one.layer.fwd_gemm_us);
