@@ -507,6 +507,28 @@ MoeLayer moe_layer_times(const ModelSpec& s, const Layout& l, const sim::Topolog
                          weights_grad + kBwdElementwiseFactor * shared_ew;
   m.bwd_tp_us = c.bwd_tp_us;
   m.bwd_a2a_us = (a2a_pass >= 0 ? a2a_pass : e.bwd.a2a_us()) + etp_us;
+  if (s.moe.a2a_overlap && s.parallel.schedule != PipeSchedule::gpipe) {
+    // The 1F1B all-to-all overlap (spec.h Moe::a2a_overlap): the forward of
+    // one micro-batch and the backward of another as one merged schedule of
+    // four pairs, each a communication beside a computation of the other
+    // pass (DeepSeek-V3, arXiv:2412.19437, section 3.2.1 and figure 4):
+    // the forward's attention beside the backward's combine, its dispatch
+    // beside the backward's MLP, its MLP beside the backward's dispatch, its
+    // combine beside the backward's attention. A pass's all-to-all time is
+    // its dispatch and combine, half each; each is exposed by what it takes
+    // beyond the computation it runs beside. Every pass is priced as paired,
+    // the pipeline's warm-up forwards and cool-down backwards too (an
+    // optimistic bound: (pp - 1) v of the stage's m v passes each way are
+    // not). GPipe pairs none (a search's GPipe layouts keep them exposed).
+    const double attn_fwd = c.fwd.gemm_us + c.cp_extra_fwd.gemm_us + c.fwd.elementwise_us + c.cp_extra_fwd.elementwise_us;
+    const double attn_bwd = c.bwd.gemm_us + c.cp_extra_bwd.gemm_us + c.bwd.elementwise_us + c.cp_extra_bwd.elementwise_us;
+    const double mlp_fwd = m.fwd_gemm_us + m.fwd_elementwise_us - attn_fwd;
+    const double mlp_bwd = m.bwd_gemm_us + m.bwd_elementwise_us - attn_bwd;
+    const auto beyond = [](double comm, double compute) { return std::max(0.0, comm - compute); };
+    const double fwd_half = m.fwd_a2a_us / 2, bwd_half = m.bwd_a2a_us / 2;
+    m.fwd_a2a_us = beyond(fwd_half, mlp_bwd) + beyond(fwd_half, attn_bwd);
+    m.bwd_a2a_us = beyond(bwd_half, attn_fwd) + beyond(bwd_half, mlp_fwd);
+  }
   const CpExchange kv = cp_exchange(t, x, l, s.parallel.cp_comm, c);
   m.fwd_cp_us = kv.fwd_us;
   m.bwd_cp_us = kv.bwd_us;

@@ -365,7 +365,7 @@ void read_moe(const Reader& r, const YAML::Node& root, ModelSpec& s) {
   }
   r.ctx().require_map(n, "moe");
   r.ctx().allow_keys(n, {"experts", "top_k", "expert_ffn", "shared_experts", "dense_layers", "router",
-                         "capacity_factor", "imbalance", "dispatcher", "max_nodes"},
+                         "capacity_factor", "imbalance", "dispatcher", "max_nodes", "a2a_overlap"},
                      "moe");
   Moe& m = s.moe;
   m.experts = r.count(n, "moe", "experts");
@@ -391,6 +391,11 @@ void read_moe(const Reader& r, const YAML::Node& root, ModelSpec& s) {
   if (m.max_nodes > 0 && m.dispatcher != Dispatcher::deepep)
     r.ctx().fail(n["max_nodes"], "moe.max_nodes needs dispatcher: deepep (node-limited routing bounds the nodes a "
                                  "token is sent to once each)");
+  if (n["a2a_overlap"]) m.a2a_overlap = r.ctx().scalar<bool>(n["a2a_overlap"], "moe.a2a_overlap");
+  if (m.a2a_overlap && s.parallel.schedule == PipeSchedule::gpipe)
+    r.ctx().fail(n["a2a_overlap"], "moe.a2a_overlap needs a 1F1B schedule (parallel.schedule 1f1b or interleaved): "
+                                   "GPipe runs every forward before any backward, so no forward has a backward "
+                                   "beside it to hide its all-to-alls behind");
   if (m.top_k > m.experts)
     r.ctx().fail(n["top_k"], fmt::format("moe.top_k = {} is more than moe.experts = {}: a token cannot pick more "
                                          "experts than there are", m.top_k, m.experts));

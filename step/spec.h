@@ -137,6 +137,11 @@ struct Moe {
   // token's experts on at most `max_nodes` nodes (needs the deepep
   // dispatcher, whose traffic it bounds). 0: no limit.
   int max_nodes = 0;
+  // Megatron-core's 1F1B all-to-all overlap (--overlap-moe-expert-parallel-comm,
+  // the Megatron-MoE-ModelZoo's "1F1B A2A overlap"): the forward of one
+  // micro-batch and the backward of another run as one merged schedule on two
+  // streams, each pass's all-to-alls beside the other pass's compute.
+  bool a2a_overlap = false;
 
   [[nodiscard]] bool on() const { return experts > 0; }
   // The tokens the hottest expert computes per routed token of the mean:

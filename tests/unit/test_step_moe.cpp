@@ -313,3 +313,44 @@ TEST(StepMoePricing, DeepEpSendsATokenOncePerRemoteNodeAndMaxNodesLimitsThem) {
 
 }  // namespace
 }  // namespace coconet::step
+
+namespace coconet::step {
+namespace {
+
+// The 1F1B all-to-all overlap (moe.a2a_overlap): each half of a pass's
+// all-to-all is exposed only beyond the other micro-batch's computation it
+// is paired with, so the exposure falls, never below what the two passes'
+// all-to-alls take beyond both passes' computation; on a slow network some
+// stays exposed. GPipe, which pairs no forward with a backward, is refused.
+TEST(StepMoePricing, TheOneF1BOverlapHidesTheAllToAllBehindTheOtherPass) {
+  const Overrides base{{"moe.experts", "16"}, {"parallel.etp", "1"}, {"parallel.tp", "1"}, {"parallel.ep", "16"}};
+  const auto pair = [&](const sim::Topology& t) {
+    Overrides on = base, off = base;
+    on.emplace_back("moe.a2a_overlap", "true");
+    return std::make_pair(predict_step(parse_model(kMoe, "moe.yaml", off), t),
+                          predict_step(parse_model(kMoe, "moe.yaml", on), t));
+  };
+  const auto exposed = [](const StepReport& r) { return r.moe_layer.fwd_a2a_us + r.moe_layer.bwd_a2a_us; };
+  const auto compute = [](const StepReport& r) {
+    return r.moe_layer.fwd_gemm_us + r.moe_layer.fwd_elementwise_us + r.moe_layer.bwd_gemm_us +
+           r.moe_layer.bwd_elementwise_us;
+  };
+  for (const char* nic_Gbps : {"400", "4"}) {
+    const sim::Topology t = sim::load_topology("dgx-h100", {{"nodes", "2"}, {"network.nic_Gbps", nic_Gbps}});
+    const auto [off, on] = pair(t);
+    ASSERT_GT(exposed(off), 0) << nic_Gbps;
+    EXPECT_LT(exposed(on), exposed(off)) << nic_Gbps;
+    EXPECT_GE(exposed(on), std::max(0.0, exposed(off) - compute(off)) - 1e-9) << nic_Gbps;
+    EXPECT_LT(on.step_us, off.step_us) << nic_Gbps;
+    EXPECT_DOUBLE_EQ(compute(on), compute(off)) << nic_Gbps;
+    testing::expect_step_is_its_laid_out_pipeline(on, "a2a overlap");
+  }
+  const sim::Topology slow = sim::load_topology("dgx-h100", {{"nodes", "2"}, {"network.nic_Gbps", "4"}});
+  EXPECT_GT(exposed(pair(slow).second), 0);  // 100x slower NICs: more all-to-all than compute to hide it
+  const std::string gpipe =
+      error_of(std::string(kMoe) + "  pp: 2\n  schedule: gpipe\n", {{"moe.a2a_overlap", "true"}});
+  EXPECT_TRUE(has(gpipe, "moe.a2a_overlap") && has(gpipe, "1F1B")) << gpipe;
+}
+
+}  // namespace
+}  // namespace coconet::step

@@ -74,7 +74,8 @@ double predicted_s(const std::string& model, int gpus, const Row& r) {
                           {"parallel.zero", r.fsdp ? "3" : "1"},
                           {"parallel.sequence_parallel", "true"},
                           {"parallel.recompute", r.recompute == "full" ? "full" : "none"},
-                          {"moe.dispatcher", r.dispatcher == "DeepEP" ? "deepep" : "alltoall"}};
+                          {"moe.dispatcher", r.dispatcher == "DeepEP" ? "deepep" : "alltoall"},
+                          {"moe.a2a_overlap", r.note.find("A2A overlap") != std::string::npos ? "true" : "false"}};
   const sim::Topology t =
       sim::load_topology("dgx-h100", {{"nodes", std::to_string(gpus / kGpusPerNode)}});
   return step::predict_step(step::load_model(model, o), t).step_us / 1e6;
