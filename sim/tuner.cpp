@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -52,7 +53,7 @@ struct ChoicesLess {
   }
 };
 
-Candidate best_setting(const model::Schedule& s, const plan::StepPlan& unchunked, int index, const Context& ctx,
+Candidate best_setting(const model::Schedule& s, plan::StepPlan& unchunked, int index, const Context& ctx,
                        const KnobSpace& space, const TuneOptions& o, int& evaluated) {
   // Lowered without resolving: every setting below resolves the plan itself.
   const auto lower_in = [&](int chunks) {
@@ -83,9 +84,12 @@ Candidate best_setting(const model::Schedule& s, const plan::StepPlan& unchunked
   Candidate best{index, s.name(), s.knobs, std::numeric_limits<double>::infinity()};
   const std::vector<RankClass> classes = rank_classes(ctx.topology, unchunked.ranks_per_group, unchunked.groups,
                                                       ctx.rank_mode);
+  std::optional<plan::StepPlan> chunked_plan;
   for (int chunks : choices) {
-    // Lowered once per chunk count: the other knobs do not change the plan, only its pricing.
-    plan::StepPlan p = chunks == 1 ? unchunked : lower_in(chunks);
+    // Lowered once per chunk count: the other knobs do not change the plan,
+    // only its pricing. In one chunk, the plan given (resolved in place: each
+    // resolution below rewrites every choice, so what it held before is never read).
+    plan::StepPlan& p = chunks == 1 ? unchunked : chunked_plan.emplace(lower_in(chunks));
     bool improved = false;
     std::set<std::vector<plan::CollectiveChoice>, ChoicesLess> seen;  // the resolutions simulated
     for (Algo a : space.algos)
@@ -130,10 +134,11 @@ std::vector<plan::StepPlan> lower_unchunked(const std::vector<model::Schedule>& 
 }
 
 TuneResult tune(const std::vector<model::Schedule>& schedules, const Context& ctx, const KnobSpace& space) {
-  return tune(schedules, lower_unchunked(schedules, ctx), ctx, space);
+  std::vector<plan::StepPlan> unchunked = lower_unchunked(schedules, ctx);
+  return tune(schedules, unchunked, ctx, space);
 }
 
-TuneResult tune(const std::vector<model::Schedule>& schedules, const std::vector<plan::StepPlan>& unchunked,
+TuneResult tune(const std::vector<model::Schedule>& schedules, std::vector<plan::StepPlan>& unchunked,
                 const Context& ctx, const KnobSpace& space, const TuneOptions& o) {
   if (unchunked.size() != schedules.size())
     throw InternalError(fmt::format("tune: {} schedules with {} lowered plans", schedules.size(), unchunked.size()));

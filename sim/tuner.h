@@ -58,9 +58,12 @@ struct TuneOptions {
 
 // tune, with `unchunked` = lower_unchunked(schedules, c) for a context `c`
 // with ctx's sizes, ranks and capabilities: the same result as tune(schedules,
-// ctx, space) (with analytic_us 0 when o.analytic is false).
+// ctx, space) (with analytic_us 0 when o.analytic is false). The plans are
+// resolved in place, not copied: afterwards each holds the last setting
+// tried. They can be tuned again, in any such context: resolution rewrites
+// every collective choice and the knobs before a plan is priced.
 [[nodiscard]] TuneResult tune(const std::vector<model::Schedule>& schedules,
-                              const std::vector<plan::StepPlan>& unchunked, const Context& ctx,
+                              std::vector<plan::StepPlan>& unchunked, const Context& ctx,
                               const KnobSpace& space, const TuneOptions& o = {});
 
 // One line naming the stage that dominates a candidate's time, e.g.

@@ -110,7 +110,7 @@ const std::vector<model::Schedule>& LayerBlockPricer::schedules(const std::strin
   return overlap ? it->second.all : it->second.unoverlapped;
 }
 
-const std::vector<plan::StepPlan>& LayerBlockPricer::lowered(const std::string& workload, const LayerShape& x,
+std::vector<plan::StepPlan>& LayerBlockPricer::lowered(const std::string& workload, const LayerShape& x,
                                                               const std::vector<model::Schedule>& schedules,
                                                               const sim::Context& ctx) {
   LowerKey key{int(x.dtype), x.flash_attention, x.fused_kernels, on_tp_group(x.tp_overlap, x.tp), ctx.sizes, x.tp};

@@ -134,7 +134,7 @@ class LayerBlockPricer {
   // the last shape's kept per workload, so that the shape's twin in the other
   // GEMM precision (fp8 changes the pricing, not the plans; the search tries
   // the two one after the other) is not lowered again.
-  [[nodiscard]] const std::vector<plan::StepPlan>& lowered(const std::string& workload, const LayerShape& x,
+  [[nodiscard]] std::vector<plan::StepPlan>& lowered(const std::string& workload, const LayerShape& x,
                                                           const std::vector<model::Schedule>& schedules,
                                                           const sim::Context& ctx);
 
