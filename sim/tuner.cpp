@@ -125,10 +125,15 @@ Candidate best_setting(const model::Schedule& s, plan::StepPlan& unchunked, int 
 std::vector<plan::StepPlan> lower_unchunked(const std::vector<model::Schedule>& schedules, const Context& ctx) {
   std::vector<plan::StepPlan> out;
   out.reserve(schedules.size());
+  const plan::Capabilities caps = ctx.capabilities();
   for (const model::Schedule& s : schedules) {
+    if (s.knobs.chunks == 1) {  // as it is: no copy of its program
+      out.push_back(plan::lower(s, ctx.sizes, ctx.ranks, caps));
+      continue;
+    }
     model::Schedule one = s;
     one.knobs.chunks = 1;
-    out.push_back(plan::lower(one, ctx.sizes, ctx.ranks, ctx.capabilities()));
+    out.push_back(plan::lower(one, ctx.sizes, ctx.ranks, caps));
   }
   return out;
 }
