@@ -168,6 +168,7 @@ struct Choosing {
   int chunk = 0;
   const model::Knobs* trial = nullptr;
   std::vector<plan::CollectiveChoice>* taken = nullptr;
+  bool describe = true;  // false: no task's detail is written (a resolution's kernels are priced, never shown)
 };
 
 // The resolved choice of `c` for `chunk`, as the plan states it.
@@ -277,7 +278,7 @@ Task launch_task(const plan::StepPlan& p, const plan::Unit& u, const plan::Op& o
   const double share = plan::chunk_share(u, chunk);
   const int calls = op.calls.at(std::size_t(chunk));
   if (calls == 0) return Task{};  // this chunk holds no rows of the op's value on rank 0: nothing is called
-  const bool describe = how.trial == nullptr;
+  const bool describe = how.trial == nullptr && how.describe;
   if (op.kernel) return kernel_task(*op.kernel, ctx, share, describe);
   if (op.kernel_op >= 0) return Task{};  // priced in its kernel stage's first op
   switch (op.cls) {
@@ -537,7 +538,7 @@ class TaskBuilder {
         const auto key = std::make_tuple(op.id, l.chunk, s);
         auto it = kernels_.find(key);
         if (it == kernels_.end())
-          it = kernels_.emplace(key, launch_task(p_, u, op, l.chunk, context(s), Choosing{l.chunk})).first;
+          it = kernels_.emplace(key, launch_task(p_, u, op, l.chunk, context(s), Choosing{l.chunk, nullptr, nullptr, resolving_ == nullptr})).first;
         one({c}, {}, it->second);
       }
     }
