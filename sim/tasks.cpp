@@ -387,10 +387,12 @@ double unit_span_us(std::span<const Task> tasks, int first_id) {
 // and the compute beside them together, not each collective's by its own
 // time), and writes what each collective took under it into the plan.
 class TaskBuilder {
-  // A launch's tasks: the one on each class (-1: none there), and all of them.
+  // A launch's tasks: the one on each class (-1: none there), and all of
+  // them; launched in the unit being built when `build` is build_'s count.
   struct Launched {
     std::vector<int> on;
     std::vector<int> tasks;
+    unsigned build = 0;
   };
 
  public:
@@ -404,6 +406,8 @@ class TaskBuilder {
     }
     gated_ = classes.size() > slots_of_.size();  // not one class per group: join units through a gate
     first_sync_ = first_exchange(p);
+    for (const plan::Unit& u : p.units) max_chunks_ = std::max(max_chunks_, u.chunks);
+    launched_.resize(p.ops.size() * std::size_t(max_chunks_));
   }
 
   std::vector<Task> run() {
@@ -473,12 +477,16 @@ class TaskBuilder {
   std::vector<int> build_unit(int unit, const model::Knobs* trial) {
     const plan::Unit& u = p_.units[std::size_t(unit)];
     last_on_.assign(classes_.size() * 2, -1);  // (class, stream) -> task
-    std::map<std::pair<int, int>, Launched> launched;  // (op, chunk) -> its tasks
+    ++build_;  // every launch of launched_ from an earlier build (a unit, or a trial of it) is stale
     std::vector<int> mine;
     const int gate = gated_ && !previous_unit_.empty() ? add_gate(unit, u.first_stage) : -1;
     for (const plan::Launch& l : plan::issue_order(p_, u)) {
       const plan::Op& op = p_.op(l.op);
-      Launched& done = launched[{op.id, l.chunk}];
+      Launched& done = launched_[launch_index(op.id, l.chunk)];
+      if (done.build != build_) {
+        done.tasks.clear();
+        done.build = build_;
+      }
       done.on.assign(classes_.size(), -1);
       const bool joint = op.cls == plan::OpClass::collective || op.cls == plan::OpClass::fused ||
                          op.dest_group >= 0;
@@ -508,7 +516,7 @@ class TaskBuilder {
             int& last = last_on_[std::size_t(c) * 2 + std::size_t(k.stream)];
             if (last >= 0) k.after.push_back(last);
             last = id;
-            for (int producer : op.producers) add_producer(k, launched, producer, l.chunk, c);
+            for (int producer : op.producers) add_producer(k, producer, l.chunk, c);
             done.on[std::size_t(c)] = id;
           }
         done.tasks.push_back(id);
@@ -547,15 +555,22 @@ class TaskBuilder {
 
   // A wait on the producer's same chunk on class `c`; a producer that did not
   // run on `c` (another group's op) is waited for wherever it ran.
-  static void add_producer(Task& k, const std::map<std::pair<int, int>, Launched>& launched, int producer,
-                           int chunk, int c) {
-    const auto it = launched.find({producer, chunk});
-    if (it == launched.end()) return;
-    if (it->second.on[std::size_t(c)] >= 0) {
-      k.after.push_back(it->second.on[std::size_t(c)]);
+  void add_producer(Task& k, int producer, int chunk, int c) const {
+    const Launched& it = launched_[launch_index(producer, chunk)];
+    if (it.build != build_) return;  // not launched in this unit
+    if (it.on[std::size_t(c)] >= 0) {
+      k.after.push_back(it.on[std::size_t(c)]);
       return;
     }
-    k.after.insert(k.after.end(), it->second.tasks.begin(), it->second.tasks.end());
+    k.after.insert(k.after.end(), it.tasks.begin(), it.tasks.end());
+  }
+
+  // The slot of launched_ of (op, chunk): op-major, max_chunks_ per op.
+  [[nodiscard]] std::size_t launch_index(int op, int chunk) const {
+    if (op < 0 || std::size_t(op) >= p_.ops.size() || chunk < 0 || chunk >= max_chunks_)
+      throw InternalError(fmt::format("sim: launch of op {} chunk {} outside the plan's {} ops of {} chunks", op,
+                                      chunk, p_.ops.size(), max_chunks_));
+    return std::size_t(op) * std::size_t(max_chunks_) + std::size_t(chunk);
   }
 
   // The join of the unit before: one task without work that every task
@@ -583,6 +598,9 @@ class TaskBuilder {
   bool gated_ = false;
   std::pair<int, int> first_sync_{-1, -1};  // (op, chunk) paying nccl.step_sync_us
   std::vector<int> last_on_;
+  int max_chunks_ = 1;               // the most chunks of any unit
+  std::vector<Launched> launched_;   // (op, chunk) -> its tasks, kept across builds (their vectors reused)
+  unsigned build_ = 0;               // units (and trials of one) built so far
   std::vector<Task> tasks_;
   std::vector<int> previous_unit_;
 };

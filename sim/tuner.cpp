@@ -81,7 +81,8 @@ Candidate best_setting(const model::Schedule& s, plan::StepPlan& unchunked, int 
       if (c >= 2 && c <= max_chunks) choices.push_back(c);
   }
   if (choices.empty()) choices.push_back(1);
-  Candidate best{index, s.name(), s.knobs, std::numeric_limits<double>::infinity()};
+  // The plan's name is the schedule's (plan::lower names it so), made once when it was lowered.
+  Candidate best{index, unchunked.schedule, s.knobs, std::numeric_limits<double>::infinity()};
   const std::vector<RankClass> classes = rank_classes(ctx.topology, unchunked.ranks_per_group, unchunked.groups,
                                                       ctx.rank_mode);
   std::optional<plan::StepPlan> chunked_plan;
