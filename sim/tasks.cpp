@@ -337,6 +337,15 @@ std::vector<model::Knobs> unit_choices(const plan::StepPlan& p, const plan::Unit
   const model::Knobs& k = p.knobs;
   std::vector<model::Knobs> out = {k};
   if (!std::any_of(u.ops.begin(), u.ops.end(), [&](int id) { return calls_collectives(p.op(id)); })) return out;
+  // On one rank every collective is local under every setting (collective_cost
+  // records it so): the settings would all resolve the unit alike.
+  const bool local = ctx.placement().ranks <= 1 && std::none_of(u.ops.begin(), u.ops.end(), [&](int id) {
+                       const plan::Op& op = p.op(id);
+                       return op.dest_group >= 0 ||
+                              std::any_of(op.work.collectives.begin(), op.work.collectives.end(),
+                                          [](const plan::Collective& c) { return c.op == model::OpKind::send; });
+                     });
+  if (local) return out;
   using model::Algo;
   using model::Proto;
   const std::vector<Algo> algos = k.algo == Algo::auto_
