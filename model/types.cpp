@@ -41,7 +41,12 @@ std::int64_t Dim::eval(const Bindings& b) const {
     if (it == b.end())
       throw UserError(fmt::format("size '{}' has no value: give it in params or with --set {}=VALUE",
                                   s, s));
-    v = checked_mul(v, it->second, fmt::format("dimension {}", str()));
+    // The message is formatted only for a product that overflows (checked_mul then throws):
+    // the lowering evaluates dimensions in its inner loops.
+    std::int64_t next = 0;
+    if (v < 0 || it->second < 0 || __builtin_mul_overflow(v, it->second, &next))
+      next = checked_mul(v, it->second, fmt::format("dimension {}", str()));
+    v = next;
   }
   return v;
 }

@@ -169,6 +169,7 @@ struct Choosing {
   int chunk = 0;
   const model::Knobs* trial = nullptr;
   std::vector<plan::CollectiveChoice>* taken = nullptr;
+  bool describe = true;  // false: no task's detail is written (a resolution's kernels are priced, never shown)
 };
 
 // The resolved choice of `c` for `chunk`, as the plan states it.
@@ -278,7 +279,7 @@ Task launch_task(const plan::StepPlan& p, const plan::Unit& u, const plan::Op& o
   const double share = plan::chunk_share(u, chunk);
   const int calls = op.calls.at(std::size_t(chunk));
   if (calls == 0) return Task{};  // this chunk holds no rows of the op's value on rank 0: nothing is called
-  const bool describe = how.trial == nullptr;
+  const bool describe = how.trial == nullptr && how.describe;
   if (op.kernel) return kernel_task(*op.kernel, ctx, share, describe);
   if (op.kernel_op >= 0) return Task{};  // priced in its kernel stage's first op
   switch (op.cls) {
@@ -337,6 +338,15 @@ std::vector<model::Knobs> unit_choices(const plan::StepPlan& p, const plan::Unit
   const model::Knobs& k = p.knobs;
   std::vector<model::Knobs> out = {k};
   if (!std::any_of(u.ops.begin(), u.ops.end(), [&](int id) { return calls_collectives(p.op(id)); })) return out;
+  // On one rank every collective is local under every setting (collective_cost
+  // records it so): the settings would all resolve the unit alike.
+  const bool local = ctx.placement().ranks <= 1 && std::none_of(u.ops.begin(), u.ops.end(), [&](int id) {
+                       const plan::Op& op = p.op(id);
+                       return op.dest_group >= 0 ||
+                              std::any_of(op.work.collectives.begin(), op.work.collectives.end(),
+                                          [](const plan::Collective& c) { return c.op == model::OpKind::send; });
+                     });
+  if (local) return out;
   using model::Algo;
   using model::Proto;
   const std::vector<Algo> algos = k.algo == Algo::auto_
@@ -387,10 +397,12 @@ double unit_span_us(std::span<const Task> tasks, int first_id) {
 // and the compute beside them together, not each collective's by its own
 // time), and writes what each collective took under it into the plan.
 class TaskBuilder {
-  // A launch's tasks: the one on each class (-1: none there), and all of them.
+  // A launch's tasks: the one on each class (-1: none there), and all of
+  // them; launched in the unit being built when `build` is build_'s count.
   struct Launched {
     std::vector<int> on;
     std::vector<int> tasks;
+    unsigned build = 0;
   };
 
  public:
@@ -404,6 +416,8 @@ class TaskBuilder {
     }
     gated_ = classes.size() > slots_of_.size();  // not one class per group: join units through a gate
     first_sync_ = first_exchange(p);
+    for (const plan::Unit& u : p.units) max_chunks_ = std::max(max_chunks_, u.chunks);
+    launched_.resize(p.ops.size() * std::size_t(max_chunks_));
   }
 
   std::vector<Task> run() {
@@ -473,12 +487,16 @@ class TaskBuilder {
   std::vector<int> build_unit(int unit, const model::Knobs* trial) {
     const plan::Unit& u = p_.units[std::size_t(unit)];
     last_on_.assign(classes_.size() * 2, -1);  // (class, stream) -> task
-    std::map<std::pair<int, int>, Launched> launched;  // (op, chunk) -> its tasks
+    ++build_;  // every launch of launched_ from an earlier build (a unit, or a trial of it) is stale
     std::vector<int> mine;
     const int gate = gated_ && !previous_unit_.empty() ? add_gate(unit, u.first_stage) : -1;
     for (const plan::Launch& l : plan::issue_order(p_, u)) {
       const plan::Op& op = p_.op(l.op);
-      Launched& done = launched[{op.id, l.chunk}];
+      Launched& done = launched_[launch_index(op.id, l.chunk)];
+      if (done.build != build_) {
+        done.tasks.clear();
+        done.build = build_;
+      }
       done.on.assign(classes_.size(), -1);
       const bool joint = op.cls == plan::OpClass::collective || op.cls == plan::OpClass::fused ||
                          op.dest_group >= 0;
@@ -508,7 +526,7 @@ class TaskBuilder {
             int& last = last_on_[std::size_t(c) * 2 + std::size_t(k.stream)];
             if (last >= 0) k.after.push_back(last);
             last = id;
-            for (int producer : op.producers) add_producer(k, launched, producer, l.chunk, c);
+            for (int producer : op.producers) add_producer(k, producer, l.chunk, c);
             done.on[std::size_t(c)] = id;
           }
         done.tasks.push_back(id);
@@ -538,7 +556,7 @@ class TaskBuilder {
         const auto key = std::make_tuple(op.id, l.chunk, s);
         auto it = kernels_.find(key);
         if (it == kernels_.end())
-          it = kernels_.emplace(key, launch_task(p_, u, op, l.chunk, context(s), Choosing{l.chunk})).first;
+          it = kernels_.emplace(key, launch_task(p_, u, op, l.chunk, context(s), Choosing{l.chunk, nullptr, nullptr, resolving_ == nullptr})).first;
         one({c}, {}, it->second);
       }
     }
@@ -547,15 +565,22 @@ class TaskBuilder {
 
   // A wait on the producer's same chunk on class `c`; a producer that did not
   // run on `c` (another group's op) is waited for wherever it ran.
-  static void add_producer(Task& k, const std::map<std::pair<int, int>, Launched>& launched, int producer,
-                           int chunk, int c) {
-    const auto it = launched.find({producer, chunk});
-    if (it == launched.end()) return;
-    if (it->second.on[std::size_t(c)] >= 0) {
-      k.after.push_back(it->second.on[std::size_t(c)]);
+  void add_producer(Task& k, int producer, int chunk, int c) const {
+    const Launched& it = launched_[launch_index(producer, chunk)];
+    if (it.build != build_) return;  // not launched in this unit
+    if (it.on[std::size_t(c)] >= 0) {
+      k.after.push_back(it.on[std::size_t(c)]);
       return;
     }
-    k.after.insert(k.after.end(), it->second.tasks.begin(), it->second.tasks.end());
+    k.after.insert(k.after.end(), it.tasks.begin(), it.tasks.end());
+  }
+
+  // The slot of launched_ of (op, chunk): op-major, max_chunks_ per op.
+  [[nodiscard]] std::size_t launch_index(int op, int chunk) const {
+    if (op < 0 || std::size_t(op) >= p_.ops.size() || chunk < 0 || chunk >= max_chunks_)
+      throw InternalError(fmt::format("sim: launch of op {} chunk {} outside the plan's {} ops of {} chunks", op,
+                                      chunk, p_.ops.size(), max_chunks_));
+    return std::size_t(op) * std::size_t(max_chunks_) + std::size_t(chunk);
   }
 
   // The join of the unit before: one task without work that every task
@@ -583,6 +608,9 @@ class TaskBuilder {
   bool gated_ = false;
   std::pair<int, int> first_sync_{-1, -1};  // (op, chunk) paying nccl.step_sync_us
   std::vector<int> last_on_;
+  int max_chunks_ = 1;               // the most chunks of any unit
+  std::vector<Launched> launched_;   // (op, chunk) -> its tasks, kept across builds (their vectors reused)
+  unsigned build_ = 0;               // units (and trials of one) built so far
   std::vector<Task> tasks_;
   std::vector<int> previous_unit_;
 };

@@ -9,11 +9,13 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <set>
 #include <tuple>
 
 #include <fmt/core.h>
 
+#include "model/error.h"
 #include "plan/step_plan.h"
 #include "sim/resolve.h"
 
@@ -51,13 +53,14 @@ struct ChoicesLess {
   }
 };
 
-Candidate best_setting(const model::Schedule& s, int index, const Context& ctx, const KnobSpace& space,
-                       int& evaluated) {
-  model::Schedule one = s;
-  one.knobs.chunks = 1;
+Candidate best_setting(const model::Schedule& s, plan::StepPlan& unchunked, int index, const Context& ctx,
+                       const KnobSpace& space, const TuneOptions& o, int& evaluated) {
   // Lowered without resolving: every setting below resolves the plan itself.
-  const auto lower = [&] { return plan::lower(one, ctx.sizes, ctx.ranks, ctx.capabilities()); };
-  const plan::StepPlan unchunked = lower();
+  const auto lower_in = [&](int chunks) {
+    model::Schedule one = s;
+    one.knobs.chunks = chunks;
+    return plan::lower(one, ctx.sizes, ctx.ranks, ctx.capabilities());
+  };
   // A chunk holds at least one row: choices past the fewest rows of a chunked
   // unit are skipped. An overlap group runs in at least two chunks: in one it
   // overlaps nothing and runs as its stages in sequence, which the schedule
@@ -78,13 +81,16 @@ Candidate best_setting(const model::Schedule& s, int index, const Context& ctx, 
       if (c >= 2 && c <= max_chunks) choices.push_back(c);
   }
   if (choices.empty()) choices.push_back(1);
-  Candidate best{index, s.name(), s.knobs, std::numeric_limits<double>::infinity()};
+  // The plan's name is the schedule's (plan::lower names it so), made once when it was lowered.
+  Candidate best{index, unchunked.schedule, s.knobs, std::numeric_limits<double>::infinity()};
   const std::vector<RankClass> classes = rank_classes(ctx.topology, unchunked.ranks_per_group, unchunked.groups,
                                                       ctx.rank_mode);
+  std::optional<plan::StepPlan> chunked_plan;
   for (int chunks : choices) {
-    one.knobs.chunks = chunks;
-    // Lowered once per chunk count: the other knobs do not change the plan, only its pricing.
-    plan::StepPlan p = chunks == 1 ? unchunked : lower();
+    // Lowered once per chunk count: the other knobs do not change the plan,
+    // only its pricing. In one chunk, the plan given (resolved in place: each
+    // resolution below rewrites every choice, so what it held before is never read).
+    plan::StepPlan& p = chunks == 1 ? unchunked : chunked_plan.emplace(lower_in(chunks));
     bool improved = false;
     std::set<std::vector<plan::CollectiveChoice>, ChoicesLess> seen;  // the resolutions simulated
     for (Algo a : space.algos)
@@ -103,7 +109,7 @@ Candidate best_setting(const model::Schedule& s, int index, const Context& ctx, 
             improved = true;
           }
         }
-    if (!improved) continue;
+    if (!improved || !o.analytic) continue;
     // The analytic model on the same plan, at the best knobs so far (the plan
     // holds their resolution already when they were the last simulated).
     if (!(p.knobs == best.knobs)) {
@@ -117,10 +123,34 @@ Candidate best_setting(const model::Schedule& s, int index, const Context& ctx, 
 
 }  // namespace
 
+std::vector<plan::StepPlan> lower_unchunked(const std::vector<model::Schedule>& schedules, const Context& ctx) {
+  std::vector<plan::StepPlan> out;
+  out.reserve(schedules.size());
+  const plan::Capabilities caps = ctx.capabilities();
+  for (const model::Schedule& s : schedules) {
+    if (s.knobs.chunks == 1) {  // as it is: no copy of its program
+      out.push_back(plan::lower(s, ctx.sizes, ctx.ranks, caps));
+      continue;
+    }
+    model::Schedule one = s;
+    one.knobs.chunks = 1;
+    out.push_back(plan::lower(one, ctx.sizes, ctx.ranks, caps));
+  }
+  return out;
+}
+
 TuneResult tune(const std::vector<model::Schedule>& schedules, const Context& ctx, const KnobSpace& space) {
+  std::vector<plan::StepPlan> unchunked = lower_unchunked(schedules, ctx);
+  return tune(schedules, unchunked, ctx, space);
+}
+
+TuneResult tune(const std::vector<model::Schedule>& schedules, std::vector<plan::StepPlan>& unchunked,
+                const Context& ctx, const KnobSpace& space, const TuneOptions& o) {
+  if (unchunked.size() != schedules.size())
+    throw InternalError(fmt::format("tune: {} schedules with {} lowered plans", schedules.size(), unchunked.size()));
   TuneResult out;
   for (std::size_t i = 0; i < schedules.size(); ++i)
-    out.ranked.push_back(best_setting(schedules[i], int(i), ctx, space, out.evaluated));
+    out.ranked.push_back(best_setting(schedules[i], unchunked[i], int(i), ctx, space, o, out.evaluated));
   std::stable_sort(out.ranked.begin(), out.ranked.end(),
                    [](const Candidate& a, const Candidate& b) { return a.time_us < b.time_us; });
   // First: the one model::predicted_best names (of equal predictions, the fewest stages).

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "model/schedule.h"
+#include "plan/step_plan.h"
 #include "sim/simulator.h"
 #include "sim/context.h"
 
@@ -40,6 +41,30 @@ struct TuneResult {
 
 [[nodiscard]] TuneResult tune(const std::vector<model::Schedule>& schedules, const Context& ctx,
                               const KnobSpace& space);
+
+// Each schedule lowered for the context's sizes, ranks and backend
+// capabilities in one chunk, unresolved: what tune lowers first. Contexts
+// that differ only in how a plan is priced (the topology's rates,
+// Context::fp8_gemms) lower alike, so a caller tuning the same schedules at
+// the same sizes in several of them lowers once (step/layer_block.h).
+[[nodiscard]] std::vector<plan::StepPlan> lower_unchunked(const std::vector<model::Schedule>& schedules,
+                                                          const Context& ctx);
+
+struct TuneOptions {
+  // false: Candidate::analytic_us is left 0 (a caller that reads only the
+  // simulated times skips the analytic model).
+  bool analytic = true;
+};
+
+// tune, with `unchunked` = lower_unchunked(schedules, c) for a context `c`
+// with ctx's sizes, ranks and capabilities: the same result as tune(schedules,
+// ctx, space) (with analytic_us 0 when o.analytic is false). The plans are
+// resolved in place, not copied: afterwards each holds the last setting
+// tried. They can be tuned again, in any such context: resolution rewrites
+// every collective choice and the knobs before a plan is priced.
+[[nodiscard]] TuneResult tune(const std::vector<model::Schedule>& schedules,
+                              std::vector<plan::StepPlan>& unchunked, const Context& ctx,
+                              const KnobSpace& space, const TuneOptions& o = {});
 
 // One line naming the stage that dominates a candidate's time, e.g.
 // "AR takes 71% (allreduce 671 MB ring/simple, network-bound)".

@@ -110,12 +110,28 @@ const std::vector<model::Schedule>& LayerBlockPricer::schedules(const std::strin
   return overlap ? it->second.all : it->second.unoverlapped;
 }
 
+std::vector<plan::StepPlan>& LayerBlockPricer::lowered(const std::string& workload, const LayerShape& x,
+                                                              const std::vector<model::Schedule>& schedules,
+                                                              const sim::Context& ctx) {
+  LowerKey key{int(x.dtype), x.flash_attention, x.fused_kernels, on_tp_group(x.tp_overlap, x.tp), ctx.sizes, x.tp};
+  Lowered& last = lowered_[workload];
+  if (last.plans.empty() || !(last.key == key)) {
+    last.plans = sim::lower_unchunked(schedules, ctx);
+    last.key = std::move(key);
+    ++lowerings_;
+  }
+  return last.plans;
+}
+
 LayerPass LayerBlockPricer::tune(const std::string& workload, const LayerShape& x) {
   sim::Context ctx{topology_, x.tp, layer_bindings(x), std::nullopt};
   ctx.fused_kernels = true;  // as Megatron-LM runs a kernel stage: one kernel
   ctx.fp8_gemms = x.fp8;
   const bool overlap = on_tp_group(x.tp_overlap, x.tp);
-  const sim::TuneResult r = sim::tune(schedules(workload, x, overlap), ctx, sim::predict_space());
+  const std::vector<model::Schedule>& all = schedules(workload, x, overlap);
+  sim::TuneOptions no_analytic;
+  no_analytic.analytic = false;  // a pass reads the simulated times only
+  const sim::TuneResult r = sim::tune(all, lowered(workload, x, all, ctx), ctx, sim::predict_space(), no_analytic);
   if (r.ranked.empty()) throw InternalError("the tuner ranked no schedule of the " + workload + " workload");
   auto compute_of = [](const sim::Candidate& c) {
     LayerPass p;

@@ -30,6 +30,8 @@
 
 #include "model/program.h"
 #include "model/schedule.h"
+#include "plan/step_plan.h"
+#include "sim/context.h"
 #include "sim/topology.h"
 #include "step/moe_block.h"
 #include "step/spec.h"
@@ -111,6 +113,9 @@ class LayerBlockPricer {
   [[nodiscard]] LayerBlock price(const LayerShape& x);
 
   [[nodiscard]] int tuned() const { return int(cache_.size()) + moe_.tuned(); }  // distinct layers priced
+  // How many times a program's schedules were lowered (the dense layers'; at
+  // most twice per layer tuned: an fp8 twin reuses its twin's plans).
+  [[nodiscard]] int lowerings() const { return lowerings_; }
   // The MoE programs' pricer on the same topology: an MoE layer is the
   // attention of these programs and the experts of those (step/moe_block.h).
   [[nodiscard]] MoeBlockPricer& moe() { return moe_; }
@@ -125,11 +130,27 @@ class LayerBlockPricer {
   [[nodiscard]] const std::vector<model::Schedule>& schedules(const std::string& workload, const LayerShape& x,
                                                               bool overlap);
   [[nodiscard]] LayerPass tune(const std::string& workload, const LayerShape& x);
+  // The schedules of `workload` lowered at `x`'s sizes, tp, dtype and kernels:
+  // the last shape's kept per workload, so that the shape's twin in the other
+  // GEMM precision (fp8 changes the pricing, not the plans; the search tries
+  // the two one after the other) is not lowered again.
+  [[nodiscard]] std::vector<plan::StepPlan>& lowered(const std::string& workload, const LayerShape& x,
+                                                          const std::vector<model::Schedule>& schedules,
+                                                          const sim::Context& ctx);
 
   sim::Topology topology_;
   // per (workload, dtype, flash attention allowed, fused kernels allowed)
   std::map<std::tuple<std::string, int, bool, bool>, Programs> programs_;
   std::map<Key, LayerBlock> cache_;
+  // What a lowering depends on besides the workload: its schedules (dtype,
+  // flash attention and fused kernels allowed, TP overlap), its sizes and tp.
+  using LowerKey = std::tuple<int, bool, bool, bool, model::Bindings, int>;
+  struct Lowered {
+    LowerKey key;
+    std::vector<plan::StepPlan> plans;
+  };
+  std::map<std::string, Lowered> lowered_;  // per workload: the last shape's
+  int lowerings_ = 0;                       // schedule lists lowered (a test's count of reuse)
   MoeBlockPricer moe_;
 };
 

@@ -481,6 +481,66 @@ TEST(StepLayerBlock, TheLayerIsTheTunersBestScheduleOfTheLayerPrograms) {
   EXPECT_DOUBLE_EQ(direct.ranked.front().time_us, as_written.fwd.time_us);
 }
 
+// Every field of a pass, exactly (the times compared as doubles, not near).
+void expect_same_pass(const LayerPass& a, const LayerPass& b, const std::string& what) {
+  EXPECT_EQ(a.schedule, b.schedule) << what;
+  EXPECT_EQ(a.time_us, b.time_us) << what;
+  EXPECT_EQ(a.gemm_us, b.gemm_us) << what;
+  EXPECT_EQ(a.elementwise_us, b.elementwise_us) << what;
+  EXPECT_EQ(a.attention_us, b.attention_us) << what;
+  EXPECT_EQ(a.flash_attention, b.flash_attention) << what;
+  EXPECT_EQ(a.fused_kernels, b.fused_kernels) << what;
+}
+
+// The pricer keeps the last shape's lowered plans per program and tunes them
+// again (resolved in place) for a shape that lowers alike: its fp8 twin. Each
+// shape, priced in a sequence that reuses plans where the key matches and
+// must not where any of sizes, tp, sequence parallelism, TP overlap or the
+// kernels allowed differ, prices exactly as a pricer of its own that lowers
+// it afresh; the twin does not lower again.
+TEST(StepLayerBlock, ReusedPlansPriceExactlyAsAFreshLowering) {
+  const sim::Topology t = sim::load_topology("dgx-h100", {{"nodes", "1"}});
+  const auto fp8 = [](LayerShape x) {
+    x.fp8 = true;
+    return x;
+  };
+  const auto micro_batch = [](LayerShape x, std::int64_t b) {
+    x.micro_batch = b;
+    return x;
+  };
+  LayerShape no_kernels = gpt_layer(4, false, false);
+  no_kernels.flash_attention = no_kernels.fused_kernels = false;
+  const std::vector<std::pair<std::string, LayerShape>> sequence = {
+      {"tp 4", gpt_layer(4, false, false)},
+      {"tp 4 fp8 (reuses)", fp8(gpt_layer(4, false, false))},
+      {"tp 2 fp8", fp8(gpt_layer(2, false, false))},
+      {"tp 2 fp8, micro-batch 2", fp8(micro_batch(gpt_layer(2, false, false), 2))},
+      {"tp 2 micro-batch 2 (reuses)", micro_batch(gpt_layer(2, false, false), 2)},
+      {"tp 2 sequence parallel", gpt_layer(2, true, false)},
+      {"tp 2 TP overlap", gpt_layer(2, false, true)},
+      {"tp 2 TP overlap fp8 (reuses)", fp8(gpt_layer(2, false, true))},
+      {"tp 4 without the kernel choices", no_kernels},
+      {"tp 1", gpt_layer(1, false, false)},
+      {"tp 1 fp8 (reuses)", fp8(gpt_layer(1, false, false))},
+  };
+  LayerBlockPricer reusing(t);
+  int reused = 0;
+  for (const auto& [what, x] : sequence) {
+    const int before = reusing.lowerings();
+    const LayerBlock b = reusing.price(x);
+    if (reusing.lowerings() == before) ++reused;
+    LayerBlockPricer fresh(t);
+    const LayerBlock f = fresh.price(x);
+    expect_same_pass(b.fwd, f.fwd, what + ", forward");
+    expect_same_pass(b.bwd, f.bwd, what + ", backward");
+  }
+  EXPECT_EQ(reused, 4);  // the four marked "reuses": both programs' plans kept
+  EXPECT_EQ(reusing.lowerings(), 2 * (int(sequence.size()) - 4));
+  // fp8 changes the prices the reused plans give.
+  LayerBlockPricer p(t);
+  EXPECT_NE(p.price(gpt_layer(4, false, false)).fwd.gemm_us, p.price(fp8(gpt_layer(4, false, false))).fwd.gemm_us);
+}
+
 TEST(StepLayerBlock, TheStepSaysWhichSchedulesItChoseAndTpOverlapIsAModelKey) {
   const sim::Topology t = a100(2);
   const StepReport off = predict_step(parse_model(kSmall, "s"), t);
