@@ -3,11 +3,12 @@
 // Design notes
 // - A row of the block is processed in tiles (1024 or 4096 elements, by the
 //   program: tile_for); each instruction is one loop over the tile, so the
-//   dispatch cost is paid once per tile. The operator is dispatched outside its loop (one instantiation
-//   of model/ops.h's definition per operator), so the loops vectorise:
-//   arithmetic, comparisons, selects and sqrt (the library is built without
-//   errno for math and without FP contraction, kernels/cpu.cmake); exp, log,
-//   tanh, pow and the dropout hash stay one call per element.
+//   dispatch cost is paid once per tile. The operator is dispatched
+//   outside its loop (one instantiation of model/ops.h's definition per
+//   operator), so the loops vectorise: arithmetic, comparisons, selects
+//   and sqrt (the library is built without errno for math and without FP
+//   contraction, kernels/cpu.cmake); exp, log, tanh, pow and the dropout
+//   hash stay one call per element.
 // - Rounding to f16/bf16 (casts, stores) converts whole tiles
 //   (kernels/cpu_convert.cpp), with the values of half.h.
 // - A block whose operands are all contiguous (or broadcast) across rows is
@@ -36,7 +37,8 @@ namespace {
 
 // Elements per tile, chosen per call (tile_for): 1024 (4 KiB of f32 a run)
 // keeps a short program's runs in L1; 4096 pays each instruction's fixed
-// cost a tile (dispatch, loop set-up: some 40 cycles) over four times as
+// cost a tile (dispatch, loop set-up: some 40 cycles, estimated from Adam
+// in cache with 256- and 1024-element tiles) over four times as
 // many elements. Measured at 16M elements, 2026-12-05, as shares of STREAM's
 // triad with 1024 / 4096: Adam's 29 instructions 0.39-0.41 / 0.50-0.51;
 // `y = x * 2` in f32 0.78-0.87 / 1.01 and the triad 0.69-0.78 / 0.90-0.93
