@@ -1,18 +1,27 @@
 // Tile-at-a-time interpreter of ElementwiseProgram for the cpu backend.
 //
 // Design notes
-// - A row of the block is processed in tiles of kTile elements; each
-//   instruction is one loop over the tile, so the dispatch cost is paid once
-//   per tile. The operator is dispatched outside its loop (one instantiation
-//   of model/ops.h's definition per operator), so the loops vectorise:
-//   arithmetic, comparisons, selects and sqrt (the library is built without
-//   errno for math and without FP contraction, kernels/cpu.cmake); exp, log,
-//   tanh, pow and the dropout hash stay one call per element.
+// - A row of the block is processed in tiles (1024 or 4096 elements, by the
+//   program: tile_for); each instruction is one loop over the tile, so the
+//   dispatch cost is paid once per tile. The operator is dispatched
+//   outside its loop (one instantiation of model/ops.h's definition per
+//   operator), so the loops vectorise: arithmetic, comparisons, selects
+//   and sqrt (the library is built without errno for math and without FP
+//   contraction, kernels/cpu.cmake); exp, log, tanh, pow and the dropout
+//   hash stay one call per element.
 // - Rounding to f16/bf16 (casts, stores) converts whole tiles
 //   (kernels/cpu_convert.cpp), with the values of half.h.
 // - A block whose operands are all contiguous (or broadcast) across rows is
 //   flattened into one long row first, so 1-D tensors (rows x 1 blocks) run
 //   as long tiles too.
+// - Passes over a tile are what a program costs once its data is in cache,
+//   so the engine saves them where the values allow: an f32 output is
+//   computed straight into its buffer (no run, no copy; make_plan checks
+//   that no later load reads what it overwrites); a product of a run and a
+//   scalar is left for the add, subtract, multiply or divide that consumes
+//   it, which computes it in its own loop (the same two roundings); a 16-bit
+//   input loaded several times is converted once a tile. Adam's three
+//   updates (f16 gradient, f32 state) went from 18 passes a tile to 8.
 #include "kernels/cpu_elementwise.h"
 
 #include <algorithm>
@@ -26,11 +35,21 @@
 namespace coconet::kernels {
 namespace {
 
-// Elements per tile: 4 KiB of f32 per register, so a short program's runs
-// stay in L1 and L2, long enough that each operand streams 4 KiB at a time
-// (measured at 16M elements: a triad as a program at 0.41 of STREAM's triad
-// with 256, 0.71 with 1024, 0.51 with 4096).
-constexpr std::int64_t kTile = 1024;
+// Elements per tile, chosen per call (tile_for): 1024 (4 KiB of f32 a run)
+// keeps a short program's runs in L1; 4096 pays each instruction's fixed
+// cost a tile (dispatch, loop set-up: some 40 cycles, estimated from Adam
+// in cache with 256- and 1024-element tiles) over four times as
+// many elements. Measured at 16M elements, 2026-12-05, as shares of STREAM's
+// triad with 1024 / 4096: Adam's 29 instructions 0.39-0.41 / 0.50-0.51;
+// `y = x * 2` in f32 0.78-0.87 / 1.01 and the triad 0.69-0.78 / 0.90-0.93
+// (no run kept: they write their outputs directly); but `y = x * 2` in f16
+// 0.34-0.76 / 0.35 and bf16 0.41-0.44 / 0.30 (a converted input and an
+// output run, 32 KiB of runs at 4096, leave L1).
+constexpr std::int64_t kShortTile = 1024;
+constexpr std::int64_t kLongTile = 4096;
+constexpr std::int64_t kTile = kLongTile;  // the most a tile holds
+// A program this long takes the long tile whatever its runs.
+constexpr std::size_t kLongProgram = 16;
 
 bool flattenable(const model::Access& a, std::int64_t cols) { return a.row_stride == cols * a.col_stride; }
 
@@ -53,15 +72,21 @@ model::Block flatten(const model::Block& b, std::span<CpuOperand> ins, std::span
 }
 
 // A value on the program's stack, for one tile: a run of f32 (a register of
-// the pool, or a contiguous f32 input read in place) or one scalar (a
-// constant, or an operation of constants, applied without filling a run).
+// the pool, or a contiguous f32 input read in place), one scalar (a
+// constant, or an operation of constants, applied without filling a run),
+// or a run times a scalar not yet computed (`scaled`: run[t] * scalar, done
+// inside the loop of the add, subtract, multiply or divide that consumes
+// it, which saves a pass over the tile; computed into a run for any other
+// consumer).
 struct Value {
   const float* run = nullptr;
   float scalar = 0.0f;
+  bool scaled = false;
   [[nodiscard]] bool is_scalar() const { return run == nullptr; }
 };
 
-// The registers of one thread: kMaxStack + kMaxOutputs runs of kTile f32.
+// The registers of one thread: kMaxStack + kMaxOutputs runs of kTile f32
+// (a short tile uses the start of each).
 // Stack depth d writes into the run it owns; a store hands that run to the
 // output slot and takes the slot's old one (a swap, no copy).
 // Each run padded by one cache line so that runs, and the 4 KiB-aligned
@@ -72,28 +97,31 @@ constexpr std::int64_t kRunStride = kTile + 16;
 
 struct Registers {
   std::array<std::array<float, kRunStride>, model::kMaxStack + model::kMaxOutputs> pool;
+  // Inputs converted to f32 in this tile (16-bit or strided ones), each
+  // converted once however often the program loads it.
+  std::array<std::array<float, kRunStride>, model::kMaxInputs> converted_pool;
+  std::array<bool, model::kMaxInputs> converted{};
   std::array<int, model::kMaxStack> stack_run{};
   std::array<int, model::kMaxOutputs> out_run{};
   std::array<Value, model::kMaxStack> stack{};
-  std::array<bool, model::kMaxOutputs> read_back{};  // of the program running: outputs it loads again
+  // This tile's place in each output written directly (nullptr: the output
+  // goes through its run and store_f32).
+  std::array<float*, model::kMaxOutputs> out_direct{};
   Registers() {
     for (int d = 0; d < model::kMaxStack; ++d) stack_run[static_cast<std::size_t>(d)] = d;
     for (int s = 0; s < model::kMaxOutputs; ++s) out_run[static_cast<std::size_t>(s)] = model::kMaxStack + s;
   }
   float* owned(int depth) { return pool[static_cast<std::size_t>(stack_run[static_cast<std::size_t>(depth)])].data(); }
   float* out(std::size_t slot) { return pool[static_cast<std::size_t>(out_run[slot])].data(); }
+  // Where output `slot`'s value for this tile is, for a load_output.
+  const float* out_value(std::size_t slot) { return out_direct[slot] != nullptr ? out_direct[slot] : out(slot); }
+  float* converted_run(std::size_t slot) { return converted_pool[slot].data(); }
   Value& at(int depth) { return stack[static_cast<std::size_t>(depth)]; }
 };
 
-// The run of `v` for n elements, a scalar filled into depth's own run.
-const float* as_run(Registers& r, int depth, const Value& v, std::int64_t n) {
-  if (!v.is_scalar()) return v.run;
-  float* d = r.owned(depth);
-  std::fill_n(d, n, v.scalar);
-  return d;
-}
-
-// Operand readers the loops are instantiated with: a run, or one scalar.
+// Operand readers the loops are instantiated with: a run, one scalar, or a
+// run times a scalar. Multiplication commutes in IEEE arithmetic (NaN
+// payloads aside, which need only stay NaN), so s * x and x * s are one kind.
 struct Run {
   const float* p;
   float operator[](std::int64_t t) const { return p[t]; }
@@ -102,6 +130,33 @@ struct Scalar {
   float s;
   float operator[](std::int64_t) const { return s; }
 };
+struct Scaled {
+  const float* p;
+  float s;
+  float operator[](std::int64_t t) const { return p[t] * s; }
+};
+
+// The run of `v` for n elements: a scalar filled, or a scaled run computed,
+// into depth's own run.
+const float* as_run(Registers& r, int depth, const Value& v, std::int64_t n) {
+  float* d = r.owned(depth);
+  if (v.scaled) {
+    const Scaled x{v.run, v.scalar};
+    for (std::int64_t t = 0; t < n; ++t) d[t] = x[t];
+    return d;
+  }
+  if (!v.is_scalar()) return v.run;
+  std::fill_n(d, n, v.scalar);
+  return d;
+}
+
+// The value at `depth` with a scaled run computed: what every consumer but
+// the four arithmetic operations reads.
+Value settled(Registers& r, int depth, std::int64_t n) {
+  Value& v = r.at(depth);
+  if (v.scaled) v = Value{as_run(r, depth, v, n), 0.0f};
+  return v;
+}
 
 // One loop per operator and operand kind, the operator fixed at compile
 // time: model/ops.h's definition with its switch folded away, so the loop
@@ -116,8 +171,25 @@ void binary_loop(float* d, A a, B b, std::int64_t n) {
   for (std::int64_t t = 0; t < n; ++t) d[t] = model::apply_binary(Op, a[t], b[t]);
 }
 
+// The operations that read a scaled run inside their loop.
+template <model::BinaryOp Op>
+constexpr bool reads_scaled =
+    Op == model::BinaryOp::add || Op == model::BinaryOp::sub || Op == model::BinaryOp::mul || Op == model::BinaryOp::div;
+
+template <model::BinaryOp Op, typename A>
+void binary_then(float* d, A a, const Value& b, std::int64_t n) {
+  if (b.scaled) return binary_loop<Op>(d, a, Scaled{b.run, b.scalar}, n);
+  if (b.is_scalar()) return binary_loop<Op>(d, a, Scalar{b.scalar}, n);
+  binary_loop<Op>(d, a, Run{b.run}, n);
+}
+
 template <model::BinaryOp Op>
 void binary_values(float* d, const Value& a, const Value& b, std::int64_t n) {
+  if constexpr (reads_scaled<Op>) {
+    if (a.scaled) return binary_then<Op>(d, Scaled{a.run, a.scalar}, b, n);
+    if (b.scaled && a.is_scalar()) return binary_loop<Op>(d, Scalar{a.scalar}, Scaled{b.run, b.scalar}, n);
+    if (b.scaled) return binary_loop<Op>(d, Run{a.run}, Scaled{b.run, b.scalar}, n);
+  }
   if (a.is_scalar()) return binary_loop<Op>(d, Scalar{a.scalar}, Run{b.run}, n);
   if (b.is_scalar()) return binary_loop<Op>(d, Run{a.run}, Scalar{b.scalar}, n);
   binary_loop<Op>(d, Run{a.run}, Run{b.run}, n);
@@ -167,9 +239,22 @@ void dropout_run(const model::Instr& in, const model::Block& b, std::int64_t i, 
   for (std::int64_t t = 0; t < n; ++t) d[t] = model::dropout(a[t], in.value, in.seed, b.global_index(i, j0 + t));
 }
 
-// Pushes input `op` for the tile: read in place when contiguous f32, else
-// converted into the depth's own run.
-void load(Registers& r, int depth, const CpuOperand& op, std::int64_t i, std::int64_t j0, std::int64_t n) {
+// How one call runs the program, decided once from the program and the
+// operands: which outputs a later statement reads back, and which f32
+// outputs the program writes straight into their buffers (`into[pc]`: the
+// output slot instruction pc computes into, -1 for its own run).
+struct Plan {
+  std::array<bool, model::kMaxOutputs> read_back{};
+  std::array<bool, model::kMaxInputs> loaded_again{};  // inputs the program loads more than once
+  std::array<bool, model::kMaxOutputs> direct{};
+  std::vector<int> into;
+};
+
+// Pushes input `slot` for the tile: read in place when contiguous f32, else
+// converted: into the input's own run, once a tile, when loaded again;
+// else into depth's own run (one run fewer in L1).
+void load(Registers& r, int depth, std::size_t slot, bool again, const CpuOperand& op, std::int64_t i,
+          std::int64_t j0, std::int64_t n) {
   const std::int64_t first = op.access.at(i, j0);
   if (op.dtype == model::DType::f32 && op.access.col_stride == 1) {
     r.at(depth) = Value{reinterpret_cast<const float*>(op.data) + first, 0.0f};
@@ -181,15 +266,23 @@ void load(Registers& r, int depth, const CpuOperand& op, std::int64_t i, std::in
     r.at(depth) = Value{nullptr, v};
     return;
   }
-  float* d = r.owned(depth);
-  load_f32(op.data, op.dtype, first, op.access.col_stride, n, d);
+  float* d = again ? r.converted_run(slot) : r.owned(depth);
+  if (!again || !r.converted[slot]) load_f32(op.data, op.dtype, first, op.access.col_stride, n, d);
+  r.converted[slot] = true;
   r.at(depth) = Value{d, 0.0f};
 }
 
-// Pops the top into output `slot`, rounded to its dtype where the program
-// reads it back: the top's run is handed over when the top owns it, else copied.
+// Pops the top into output `slot`. Written directly: the top is the output's
+// place already (its producer computed into it), else copied there.
+// Through a run: the top's run is handed over when the top owns it, else
+// copied; rounded to its dtype where the program reads it back (else
+// store_f32 rounds it).
 void store(Registers& r, int depth, std::size_t slot, model::DType t, bool read_back, std::int64_t n) {
-  const Value v = r.at(depth);
+  const Value v = settled(r, depth, n);
+  if (float* to = r.out_direct[slot]; to != nullptr) {
+    if (v.run != to) std::copy_n(as_run(r, depth, v, n), n, to);
+    return;
+  }
   float* own = r.owned(depth);
   if (v.run == own) {
     std::swap(r.stack_run[static_cast<std::size_t>(depth)], r.out_run[slot]);
@@ -197,38 +290,65 @@ void store(Registers& r, int depth, std::size_t slot, model::DType t, bool read_
     const float* src = as_run(r, depth, v, n);
     std::copy_n(src, n, r.out(slot));
   }
-  // A later statement reads the stored value; else store_f32 rounds it.
   if (read_back) round_f32(t, n, r.out(slot));
 }
 
-void run_instr(const model::ElementwiseProgram& p, std::span<const CpuOperand> ins, const model::Block& b, std::int64_t i,
-               std::int64_t j0, std::int64_t n, const model::Instr& in, int& top, Registers& r) {
+bool reads_scaled_run(model::BinaryOp op) {
+  using B = model::BinaryOp;
+  return op == B::add || op == B::sub || op == B::mul || op == B::div;
+}
+
+// Whether a product of a run and a scalar is left as a scaled run: the run
+// must outlive the depth above (a run computed there is overwritten by the
+// next push).
+bool defers(model::BinaryOp op, const Value& a, const Value& c, const float* above) {
+  if (op != model::BinaryOp::mul || a.scaled || c.scaled || a.is_scalar() == c.is_scalar()) return false;
+  return (a.is_scalar() ? c.run : a.run) != above;
+}
+
+// One instruction over the tile. `to`: where a computed result goes (the
+// depth's own run, or an output's place when the next instruction stores it
+// there).
+void run_instr(const model::ElementwiseProgram& p, const Plan& plan, std::span<const CpuOperand> ins,
+               const model::Block& b, std::int64_t i, std::int64_t j0, std::int64_t n, const model::Instr& in,
+               float* into, int& top, Registers& r) {
+  // The result's run at depth d: the output's place, else the depth's own.
+  const auto to = [&](int d) { return into != nullptr ? into : r.owned(d); };
   switch (in.code) {
-    case model::OpCode::load: return load(r, ++top, ins[static_cast<std::size_t>(in.slot)], i, j0, n);
+    case model::OpCode::load: {
+      const auto slot = static_cast<std::size_t>(in.slot);
+      return load(r, ++top, slot, plan.loaded_again[slot], ins[slot], i, j0, n);
+    }
     case model::OpCode::load_output:
-      r.at(++top) = Value{r.out(static_cast<std::size_t>(in.slot)), 0.0f};
+      r.at(++top) = Value{r.out_value(static_cast<std::size_t>(in.slot)), 0.0f};
       return;
     case model::OpCode::constant: r.at(++top) = Value{nullptr, in.value}; return;
     case model::OpCode::unary: {
-      const Value a = r.at(top);
+      const Value a = settled(r, top, n);
       const auto op = static_cast<model::UnaryOp>(in.op);
       if (a.is_scalar()) {
         r.at(top) = Value{nullptr, model::apply_unary(op, a.scalar)};
       } else {
-        unary_run(op, r.owned(top), a.run, n);
-        r.at(top) = Value{r.owned(top), 0.0f};
+        unary_run(op, to(top), a.run, n);
+        r.at(top) = Value{to(top), 0.0f};
       }
       return;
     }
     case model::OpCode::binary: {
       --top;
-      const Value a = r.at(top), c = r.at(top + 1);
       const auto op = static_cast<model::BinaryOp>(in.op);
+      if (!reads_scaled_run(op)) {
+        settled(r, top, n);
+        settled(r, top + 1, n);
+      }
+      const Value a = r.at(top), c = r.at(top + 1);
       if (a.is_scalar() && c.is_scalar()) {
         r.at(top) = Value{nullptr, model::apply_binary(op, a.scalar, c.scalar)};
+      } else if (into == nullptr && defers(op, a, c, r.owned(top + 1))) {
+        r.at(top) = a.is_scalar() ? Value{c.run, a.scalar, true} : Value{a.run, c.scalar, true};
       } else {
-        binary_run(op, r.owned(top), a, c, n);
-        r.at(top) = Value{r.owned(top), 0.0f};
+        binary_run(op, to(top), a, c, n);
+        r.at(top) = Value{to(top), 0.0f};
       }
       return;
     }
@@ -237,17 +357,17 @@ void run_instr(const model::ElementwiseProgram& p, std::span<const CpuOperand> i
       const float* c = as_run(r, top, r.at(top), n);
       const float* a = as_run(r, top + 1, r.at(top + 1), n);
       const float* e = as_run(r, top + 2, r.at(top + 2), n);
-      select_run(r.owned(top), c, a, e, n);
-      r.at(top) = Value{r.owned(top), 0.0f};
+      select_run(to(top), c, a, e, n);
+      r.at(top) = Value{to(top), 0.0f};
       return;
     }
     case model::OpCode::round: {
-      const Value a = r.at(top);
+      const Value a = settled(r, top, n);
       if (a.is_scalar()) {
         r.at(top) = Value{nullptr, model::round_to(in.dtype, a.scalar)};
         return;
       }
-      float* d = r.owned(top);
+      float* d = to(top);
       if (a.run != d) std::copy_n(a.run, n, d);
       round_f32(in.dtype, n, d);
       r.at(top) = Value{d, 0.0f};
@@ -255,13 +375,13 @@ void run_instr(const model::ElementwiseProgram& p, std::span<const CpuOperand> i
     }
     case model::OpCode::dropout: {
       const float* a = as_run(r, top, r.at(top), n);
-      dropout_run(in, b, i, j0, r.owned(top), a, n);
-      r.at(top) = Value{r.owned(top), 0.0f};
+      dropout_run(in, b, i, j0, to(top), a, n);
+      r.at(top) = Value{to(top), 0.0f};
       return;
     }
     case model::OpCode::store: {
       const auto slot = static_cast<std::size_t>(in.slot);
-      store(r, top--, slot, p.output_types[slot], r.read_back[slot], n);
+      store(r, top--, slot, p.output_types[slot], plan.read_back[slot], n);
       return;
     }
   }
@@ -269,13 +389,122 @@ void run_instr(const model::ElementwiseProgram& p, std::span<const CpuOperand> i
 
 // One tile through the program, then its outputs stored: the unit of work,
 // cloned per x86 level with every loop inside (kernels/cpu_clones.h).
-COCONET_CPU_CLONES void run_tile(const model::ElementwiseProgram& p, std::span<const CpuOperand> ins,
+COCONET_CPU_CLONES void run_tile(const model::ElementwiseProgram& p, const Plan& plan, std::span<const CpuOperand> ins,
                                  std::span<const CpuOperand> outs, const model::Block& b, std::int64_t i,
                                  std::int64_t j0, std::int64_t n, Registers& r) {
-  int top = -1;
-  for (const model::Instr& in : p.code) run_instr(p, ins, b, i, j0, n, in, top, r);
+  r.converted.fill(false);
   for (std::size_t k = 0; k < outs.size(); ++k)
-    store_f32(outs[k].data, outs[k].dtype, outs[k].access.at(i, j0), outs[k].access.col_stride, n, r.out(k));
+    r.out_direct[k] = plan.direct[k] ? reinterpret_cast<float*>(outs[k].data) + outs[k].access.at(i, j0) : nullptr;
+  int top = -1;
+  for (std::size_t pc = 0; pc < p.code.size(); ++pc) {
+    const int slot = plan.into[pc];
+    float* into = slot >= 0 ? r.out_direct[static_cast<std::size_t>(slot)] : nullptr;
+    run_instr(p, plan, ins, b, i, j0, n, p.code[pc], into, top, r);
+  }
+  for (std::size_t k = 0; k < outs.size(); ++k)
+    if (!plan.direct[k])
+      store_f32(outs[k].data, outs[k].dtype, outs[k].access.at(i, j0), outs[k].access.col_stride, n, r.out(k));
+}
+
+// The bytes an operand covers over the block, [lo, hi).
+struct ByteRange {
+  std::uintptr_t lo = 0, hi = 0;
+  [[nodiscard]] bool overlaps(const ByteRange& o) const { return lo < o.hi && o.lo < hi; }
+};
+
+ByteRange bytes_of(const CpuOperand& o, const model::Block& b) {
+  const auto base = reinterpret_cast<std::uintptr_t>(o.data);
+  const auto size = static_cast<std::int64_t>(model::bytes_of(o.dtype));
+  std::int64_t lo = o.access.at(0, 0), hi = lo;
+  for (std::int64_t corner : {o.access.at(0, b.cols - 1), o.access.at(b.rows - 1, 0), o.access.at(b.rows - 1, b.cols - 1)}) {
+    lo = std::min(lo, corner);
+    hi = std::max(hi, corner);
+  }
+  return {base + static_cast<std::uintptr_t>(lo * size), base + static_cast<std::uintptr_t>((hi + 1) * size)};
+}
+
+bool same_elements(const CpuOperand& a, const CpuOperand& o) {
+  return a.data == o.data && a.dtype == o.dtype && a.access.base == o.access.base &&
+         a.access.row_stride == o.access.row_stride && a.access.col_stride == o.access.col_stride;
+}
+
+// Whether the store at `pc` may write output `out` in place of a run: what
+// it writes is never read again as an input, except element for element by
+// loads before it (an update in place: each element read, then written).
+bool may_write_directly(const model::ElementwiseProgram& p, std::size_t pc, const CpuOperand& out,
+                        std::span<const CpuOperand> ins, const model::Block& b) {
+  if (out.dtype != model::DType::f32 || out.access.col_stride != 1) return false;
+  const ByteRange written = bytes_of(out, b);
+  for (std::size_t k = 0; k < p.code.size(); ++k) {
+    if (p.code[k].code != model::OpCode::load) continue;
+    const CpuOperand& in = ins[static_cast<std::size_t>(p.code[k].slot)];
+    if (!written.overlaps(bytes_of(in, b))) continue;
+    if (k > pc || !same_elements(in, out)) return false;
+  }
+  return true;
+}
+
+bool computes(model::OpCode c) {
+  using C = model::OpCode;
+  return c == C::unary || c == C::binary || c == C::select || c == C::round || c == C::dropout;
+}
+
+// The stack's depth after each instruction (-1 when empty).
+int depth_after(const model::Instr& in, int top) {
+  using C = model::OpCode;
+  switch (in.code) {
+    case C::load:
+    case C::load_output:
+    case C::constant: return top + 1;
+    case C::binary:
+    case C::store: return top - 1;
+    case C::select: return top - 2;
+    default: return top;
+  }
+}
+
+// Decides the plan. An output is written directly where each of its stores
+// empties the stack (no loaded value outlives the write) and the buffers allow it.
+// Fills `plan` (reused across calls: no allocation once its vector has grown).
+void make_plan(Plan& plan, const model::ElementwiseProgram& p, std::span<const CpuOperand> ins, std::span<const CpuOperand> outs,
+               const model::Block& b) {
+  plan.read_back.fill(false);
+  plan.loaded_again.fill(false);
+  plan.direct.fill(false);
+  plan.into.assign(p.code.size(), -1);
+  for (std::size_t k = 0; k < outs.size(); ++k) plan.direct[k] = true;
+  std::array<bool, model::kMaxInputs> seen{};
+  int top = -1;
+  for (std::size_t pc = 0; pc < p.code.size(); ++pc) {
+    const model::Instr& in = p.code[pc];
+    top = depth_after(in, top);
+    const auto slot = static_cast<std::size_t>(in.slot);
+    if (in.code == model::OpCode::load_output) plan.read_back[slot] = true;
+    if (in.code == model::OpCode::load) {
+      plan.loaded_again[slot] = plan.loaded_again[slot] || seen[slot];
+      seen[slot] = true;
+    }
+    if (in.code == model::OpCode::store)
+      plan.direct[slot] = plan.direct[slot] && top == -1 && may_write_directly(p, pc, outs[slot], ins, b);
+  }
+  for (std::size_t pc = 1; pc < p.code.size(); ++pc) {
+    const model::Instr& in = p.code[pc];
+    if (in.code == model::OpCode::store && plan.direct[static_cast<std::size_t>(in.slot)] && computes(p.code[pc - 1].code))
+      plan.into[pc - 1] = in.slot;
+  }
+}
+
+// The tile for a call (see kShortTile): long for a long program, or for one
+// whose operands are all f32 read and written in place (no conversion runs,
+// no output runs); short otherwise.
+std::int64_t tile_for(const model::ElementwiseProgram& p, std::span<const CpuOperand> ins,
+                      std::span<const CpuOperand> outs) {
+  if (p.code.size() >= kLongProgram) return kLongTile;
+  const auto in_place = [](const CpuOperand& o) {
+    return o.dtype == model::DType::f32 && (o.access.col_stride == 1 || o.access.col_stride == 0);
+  };
+  return std::all_of(ins.begin(), ins.end(), in_place) && std::all_of(outs.begin(), outs.end(), in_place) ? kLongTile
+                                                                                                          : kShortTile;
 }
 
 }  // namespace
@@ -287,16 +516,17 @@ void cpu_elementwise(const model::ElementwiseProgram& program, std::span<const C
   std::vector<CpuOperand> ins(inputs.begin(), inputs.end());
   std::vector<CpuOperand> outs(outputs.begin(), outputs.end());
   const model::Block b = flatten(block, ins, outs);
+  if (b.rows <= 0 || b.cols <= 0) return;
+  thread_local Plan plan;
+  make_plan(plan, program, ins, outs, b);
   // Per thread (the cpu backend also runs programs on its communication
   // thread), allocated once: no allocation per call.
   thread_local const auto regs = std::make_unique<Registers>();
-  regs->read_back.fill(false);
-  for (const model::Instr& in : program.code)
-    if (in.code == model::OpCode::load_output) regs->read_back[static_cast<std::size_t>(in.slot)] = true;
+  const std::int64_t tile = tile_for(program, ins, outs);
   for (std::int64_t i = 0; i < b.rows; ++i) {
-    for (std::int64_t j0 = 0; j0 < b.cols; j0 += kTile) {
-      const std::int64_t n = std::min(kTile, b.cols - j0);
-      run_tile(program, ins, outs, b, i, j0, n, *regs);
+    for (std::int64_t j0 = 0; j0 < b.cols; j0 += tile) {
+      const std::int64_t n = std::min(tile, b.cols - j0);
+      run_tile(program, plan, ins, outs, b, i, j0, n, *regs);
     }
   }
 }

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -294,6 +296,115 @@ TEST(CpuElementwise, EveryOperationBitForBitAsTheOneElementEvaluator) {
   EXPECT_LT(nans, int(kN));
 }
 
+
+// Storage for one operand of the tests below: `n` elements of `t` holding a
+// pattern with negatives, fractions and zeros, shifted by `seed` so that
+// operands differ.
+struct Stored {
+  model::DType t = model::DType::f32;
+  std::vector<std::uint16_t> half;
+  std::vector<float> full;
+  Stored(model::DType dtype, std::size_t n, std::size_t seed) : t(dtype) {
+    const auto x = [seed](std::size_t i) {
+      return 0.25f * float(int((i + 7 * seed) % 29) - 14) + 0.001f * float((i + seed) % 7);
+    };
+    if (t == model::DType::f32) {
+      full.resize(n);
+      for (std::size_t i = 0; i < n; ++i) full[i] = x(i);
+    } else {
+      half.resize(n);
+      for (std::size_t i = 0; i < n; ++i) half[i] = t == model::DType::f16 ? model::float_to_f16(x(i)) : model::float_to_bf16(x(i));
+    }
+  }
+  std::byte* bytes() { return t == model::DType::f32 ? reinterpret_cast<std::byte*>(full.data()) : reinterpret_cast<std::byte*>(half.data()); }
+  [[nodiscard]] float at(std::size_t i) const {
+    if (t == model::DType::f32) return full[i];
+    return t == model::DType::f16 ? model::f16_to_float(half[i]) : model::bf16_to_float(half[i]);
+  }
+};
+
+// Runs `stmts` over n contiguous elements and compares every output with the
+// one-element evaluator, bit for bit (NaN as NaN). `over`: output name ->
+// input name whose buffer it is written into (the input's values as they
+// were before the call are what the evaluator reads). An input named z is
+// broadcast (its element 0 everywhere). Returns the count of differing elements.
+int differences(const std::vector<model::ElementwiseStmt>& stmts, const std::map<std::string, model::DType>& inputs,
+                std::size_t n, const std::map<std::string, std::string>& over = {}) {
+  const auto p = model::compile_elementwise(stmts, inputs, {});
+  std::map<std::string, Stored> in;
+  for (const auto& [name, t] : inputs) in.emplace(name, Stored(t, n, in.size() + 1));
+  std::map<std::string, Stored> before = in;
+  std::vector<CpuOperand> ins, outs;
+  for (const auto& name : p.input_names) ins.push_back({in.at(name).bytes(), in.at(name).t, {0, 0, name == "z" ? 0 : 1}});
+  std::map<std::string, Stored> out;
+  for (std::size_t k = 0; k < p.output_names.size(); ++k) {
+    const std::string& name = p.output_names[k];
+    const auto it = over.find(name);
+    Stored& s = it != over.end() ? in.at(it->second) : out.emplace(name, Stored(p.output_types[k], n, 0)).first->second;
+    EXPECT_EQ(s.t, p.output_types[k]) << name;
+    outs.push_back({s.bytes(), s.t, {0, 0, 1}});
+  }
+  cpu_elementwise(p, ins, outs, model::Block{1, std::int64_t(n), 0, 0, std::int64_t(n)});
+  int differ = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    float want[model::kMaxOutputs] = {};
+    const auto load = [&](int slot) {
+      const std::string& name = p.input_names[std::size_t(slot)];
+      return before.at(name).at(name == "z" ? 0 : i);
+    };
+    model::eval_element(p.code.data(), int(p.code.size()), p.output_types.data(), load, i, want);
+    for (std::size_t k = 0; k < p.output_names.size(); ++k) {
+      const std::string& name = p.output_names[k];
+      const auto it = over.find(name);
+      const float got = it != over.end() ? in.at(it->second).at(i) : out.at(name).at(i);
+      const bool same = (std::isnan(got) && std::isnan(want[k])) || model::float_bits(got) == model::float_bits(want[k]);
+      differ += same ? 0 : 1;
+    }
+  }
+  return differ;
+}
+
+std::vector<model::ElementwiseStmt> parsed(const std::vector<std::pair<std::string, std::string>>& text, model::DType t) {
+  std::vector<model::ElementwiseStmt> stmts;
+  for (const auto& [name, expr] : text) stmts.push_back({name, model::parse_expr(expr), t});
+  return stmts;
+}
+
+// The engine's shortcuts, bit for bit as the one-element evaluator, at sizes
+// of one short tile, of several long tiles with a ragged last one, and in
+// between: f32 outputs computed straight into their buffers, also over an
+// input updated in place; an output written over an input that a later
+// statement loads again (which must go through a run, or the later load
+// reads the new values); a product with a scalar left for its consumer to
+// compute (add, subtract, multiply, divide, both operands scaled), computed
+// first for any other consumer (max, sqrt, select, a cast, a store), and not
+// left over a run the next push overwrites (`z * sqrt(x) + sqrt(y)`, z a
+// broadcast scalar);
+// 16-bit inputs loaded several times (converted once a tile).
+TEST(CpuElementwise, DirectOutputsAndScaledRunsBitForBitAsTheOneElementEvaluator) {
+  using model::DType;
+  const std::map<std::string, DType> f32_inputs{{"x", DType::f32}, {"y", DType::f32}, {"z", DType::f32}};
+  const std::map<std::string, DType> mixed{{"x", DType::f32}, {"y", DType::f32}, {"g", DType::f16}, {"h", DType::bf16}};
+  for (const std::size_t n : {std::size_t{1000}, std::size_t{4096 * 2 + 333}, std::size_t{5000}}) {
+    SCOPED_TRACE(n);
+    EXPECT_EQ(differences(parsed({{"a", "z * sqrt(x) + sqrt(y)"}, {"b", "x * 2 + y * 3"}, {"c", "(x * 2) / (y * 0.5) - 1"}},
+                                 DType::f32), f32_inputs, n), 0);
+    EXPECT_EQ(differences(parsed({{"a", "max(x * 2, y)"}, {"b", "sqrt(abs(y * 0.25))"}, {"c", "select(x > 0, x * 2, y)"},
+                                  {"d", "cast(x * 3, bf16) - (y * 7 < 1)"}, {"e", "x * 0.1"}},
+                                 DType::f32), f32_inputs, n), 0);
+    // f16 / bf16 outputs and inputs, a scaled run stored through a run.
+    EXPECT_EQ(differences(parsed({{"a", "g * g + g * 0.5"}, {"b", "h * 3"}, {"c", "0.001 * g * g + h"}}, DType::bf16), mixed, n), 0);
+    EXPECT_EQ(differences(parsed({{"a", "g * 0.7"}, {"b", "x + 0.5 * g"}}, DType::f16), mixed, n), 0);
+    // Adam's updates (a long program) with the state updated in place.
+    const auto adam = parsed({{"m1", "0.9 * m + 0.1 * g"}, {"v1", "0.999 * v + 0.001 * g * g"},
+                              {"w1", "w - 0.001 * m1 / (sqrt(v1) + 0.00000001)"}}, DType::f32);
+    const std::map<std::string, DType> state{{"g", DType::f16}, {"m", DType::f32}, {"v", DType::f32}, {"w", DType::f32}};
+    EXPECT_EQ(differences(adam, state, n), 0);
+    EXPECT_EQ(differences(adam, state, n, {{"m1", "m"}, {"v1", "v"}, {"w1", "w"}}), 0);
+    // `a` lands in y's buffer, which `b` (a later statement) loads again.
+    EXPECT_EQ(differences(parsed({{"a", "x * 3 + 1"}, {"b", "y - 0.5 * x"}}, DType::f32), f32_inputs, n, {{"a", "y"}}), 0);
+  }
+}
 
 // Every GEMM level this CPU runs (kernels/cpu_gemm.h) at a blocked size with
 // ragged edges, strided operands and output: small-integer products are
