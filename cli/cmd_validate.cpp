@@ -63,7 +63,7 @@ Table metrics_table(const validation::Metrics& m) {
   t.add({std::string("mape_pct"), m.mape_pct});
   t.add({std::string("max_error_pct"), m.max_error_pct});
   t.add({std::string("spearman"), m.spearman ? *m.spearman : 0.0});
-  t.add({std::string("top1_agreement"), m.top1_agreement});
+  t.add({std::string("top1_agreement"), m.fastest_in_predicted_set});
   t.add({std::string("regret_pct"), m.regret_pct});
   t.add({std::string("mean_regret_pct"), m.mean_regret_pct});
   return t;

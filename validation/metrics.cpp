@@ -52,18 +52,18 @@ PointMetrics point_metrics(const PointKey& key, std::span<const ResultRow> rows)
   const ResultRow& mbest = fastest(rows, false);
   m.predicted_best = pbest.schedule;
   m.measured_best = mbest.schedule;
-  m.top1_pick = pbest.measured.median_us <= mbest.measured.median_us;
+  m.top1_strict = pbest.measured.median_us <= mbest.measured.median_us;
   std::vector<double> predicted;
   for (const auto& r : rows) predicted.push_back(r.predicted_us);
   for (const std::size_t i : model::predicted_alike(predicted)) {
     m.predicted_best_set.push_back(rows[i].schedule);
-    m.top1 = m.top1 || rows[i].measured.median_us <= mbest.measured.median_us;
+    m.fastest_in_predicted_set = m.fastest_in_predicted_set || rows[i].measured.median_us <= mbest.measured.median_us;
   }
   m.regret_pct = (pbest.measured.median_us / mbest.measured.median_us - 1.0) * kPercent;
   std::vector<MedianEstimate> est;
   for (const auto& r : rows) est.push_back(r.measured.estimate());
   for (const std::size_t i : measured_best_set(est)) m.measured_best_set.push_back(rows[i].schedule);
-  m.top1_in_set = m.top1_pick || std::find(m.measured_best_set.begin(), m.measured_best_set.end(), pbest.schedule) !=
+  m.top1_in_set = m.top1_strict || std::find(m.measured_best_set.begin(), m.measured_best_set.end(), pbest.schedule) !=
                                 m.measured_best_set.end();
   m.decided = decided(est, static_cast<std::size_t>(&pbest - rows.data()));
   const Interval pick = pbest.measured.estimate().ci, best = mbest.measured.estimate().ci;
@@ -186,8 +186,8 @@ Metrics compute_metrics(std::span<const ResultRow> rows) {
     if (!pm.decided) ++m.undecided_points;
     m.regret_ci.lo = std::max(m.regret_ci.lo, pm.regret_ci.lo);
     m.regret_ci.hi = std::max(m.regret_ci.hi, pm.regret_ci.hi);
-    if (pm.top1) ++agree;
-    if (pm.top1_pick) ++pick_agrees;
+    if (pm.fastest_in_predicted_set) ++agree;
+    if (pm.top1_strict) ++pick_agrees;
     else {
       ++disagree;
       regret_sum += pm.regret_pct;
@@ -200,8 +200,8 @@ Metrics compute_metrics(std::span<const ResultRow> rows) {
     m.per_point.push_back(std::move(pm));
   }
   m.points = static_cast<int>(m.per_point.size());
-  m.top1_agreement = static_cast<double>(agree) / m.points;
-  m.top1_pick = static_cast<double>(pick_agrees) / m.points;
+  m.fastest_in_predicted_set = static_cast<double>(agree) / m.points;
+  m.top1_strict = static_cast<double>(pick_agrees) / m.points;
   m.top1_in_set = static_cast<double>(in_set) / m.points;
   m.mean_regret_pct = disagree ? regret_sum / disagree : 0.0;
   if (with_rho) m.spearman = rho_sum / with_rho;

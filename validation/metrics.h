@@ -1,7 +1,9 @@
 // How well predictions match measurements: per-row error, MAPE and the worst
 // error over all rows; per (workload, size) point the Spearman rank correlation
 // of predicted and measured times over its schedules, whether the predicted
-// best is the measured best (top-1, strictly: the fastest median), whether it
+// best is the measured best (top-1, strict: the pick itself has the fastest
+// median), whether the fastest median is the pick's or a schedule's priced
+// alike with it (ties on the predicted side counted), whether the pick
 // is inside the measured-best set (the schedules statistically tied with the
 // fastest, validation/stats.h), and the regret of trusting the prediction
 // (measured time of the predicted best over the measured best, minus one).
@@ -32,12 +34,12 @@ struct PointMetrics {
   std::string predicted_best;
   std::string measured_best;
   std::vector<std::string> predicted_best_set;  // the predicted best and every schedule predicted alike with it (model::kPredictedAlike)
-  bool top1 = false;                     // strict: a schedule of predicted_best_set has the fastest median
-  bool top1_pick = false;                // the predicted best itself has the fastest median
+  bool fastest_in_predicted_set = false;  // a schedule of predicted_best_set has the fastest median (predicted ties counted)
+  bool top1_strict = false;             // top-1, strict: the predicted best itself has the fastest median
   std::vector<std::string> measured_best_set;  // the fastest first, then every schedule tied with it
   bool top1_in_set = false;              // the predicted best is in measured_best_set
   bool decided = true;                   // the tied schedules' and the pick's intervals are narrow (stats.h decided())
-  double regret_pct = 0;                 // of the predicted best: 0 when top1_pick
+  double regret_pct = 0;                 // of the predicted best: 0 when top1_strict
   Interval regret_ci;                    // regret with the pick's and the best's medians in their intervals
   std::optional<double> spearman;
   double mape_pct = 0;
@@ -53,8 +55,8 @@ struct Metrics {
   double max_error_pct = 0;   // largest |error| over rows
   std::optional<double> spearman;  // mean over the points where it is defined
   Interval mape_ci;           // MAPE with every median in its interval
-  double top1_agreement = 0;  // fraction of points whose predicted-best set holds the measured best (strict)
-  double top1_pick = 0;       // fraction of points whose predicted best itself is the measured best
+  double fastest_in_predicted_set = 0;  // fraction of points whose predicted-best set holds the fastest median
+  double top1_strict = 0;     // top-1, strict: fraction of points whose predicted best itself is the measured best
   double top1_in_set = 0;     // fraction of points whose predicted best is in the measured-best set
   int undecided_points = 0;   // points whose intervals stayed too wide to decide (stats.h decided())
   double regret_pct = 0;      // the largest regret over the points (0 when all agree)

@@ -62,14 +62,14 @@ TEST(ValidationMetrics, StrictTopOneCountsWhatThePredictionsCannotTellApart) {
   EXPECT_EQ(p.predicted_best, "fuse(A-B)");
   EXPECT_EQ(p.predicted_best_set, (std::vector<std::string>{"A-B", "fuse(A-B)", "A-B-C"}));
   EXPECT_EQ(predicted_text(p), "fuse(A-B) (alike: A-B, A-B-C)");
-  EXPECT_TRUE(p.top1);
-  EXPECT_FALSE(p.top1_pick);
+  EXPECT_TRUE(p.fastest_in_predicted_set);
+  EXPECT_FALSE(p.top1_strict);
   EXPECT_NEAR(p.regret_pct, 0.5, 1e-9);
-  EXPECT_DOUBLE_EQ(m.top1_agreement, 1.0);
-  EXPECT_DOUBLE_EQ(m.top1_pick, 0.0);
+  EXPECT_DOUBLE_EQ(m.fastest_in_predicted_set, 1.0);
+  EXPECT_DOUBLE_EQ(m.top1_strict, 0.0);
   rows[2].predicted_us = 101;  // 1% slower: a prediction that was wrong
   const PointMetrics q = compute_metrics(rows).per_point[0];
-  EXPECT_FALSE(q.top1);
+  EXPECT_FALSE(q.fastest_in_predicted_set);
   EXPECT_EQ(q.predicted_best_set, (std::vector<std::string>{"A-B", "fuse(A-B)"}));
   EXPECT_EQ(predicted_text(q), "fuse(A-B) (alike: A-B)");
 }
@@ -127,14 +127,14 @@ TEST(ValidationMetrics, AggregatesHandComputed) {
   EXPECT_NEAR(m.max_error_pct, e4, 1e-9);
   EXPECT_EQ(m.points, 2);
   EXPECT_EQ(m.rows, 4);
-  EXPECT_DOUBLE_EQ(m.top1_agreement, 0.5);
+  EXPECT_DOUBLE_EQ(m.fastest_in_predicted_set, 0.5);
   EXPECT_NEAR(m.regret_pct, 10.0, 1e-9);
   EXPECT_NEAR(m.mean_regret_pct, 10.0, 1e-9);
   // Spearman per point: point 1 same order (1), point 2 reversed (-1); mean 0.
   ASSERT_TRUE(m.spearman.has_value());
   EXPECT_NEAR(*m.spearman, 0.0, 1e-12);
   ASSERT_EQ(m.per_point.size(), 2u);
-  EXPECT_TRUE(m.per_point[0].top1);
+  EXPECT_TRUE(m.per_point[0].fastest_in_predicted_set);
   EXPECT_EQ(m.per_point[1].predicted_best, "B");
   EXPECT_EQ(m.per_point[1].measured_best, "A");
   EXPECT_NEAR(m.per_point[0].speedup_predicted, 100.0 / 90.0, 1e-12);
@@ -147,7 +147,7 @@ TEST(ValidationMetrics, PerfectPredictionsScorePerfectly) {
                                  row("w", "N=1", "C", 70, 70)};
   const Metrics m = compute_metrics(rows);
   EXPECT_DOUBLE_EQ(m.mape_pct, 0);
-  EXPECT_DOUBLE_EQ(m.top1_agreement, 1);
+  EXPECT_DOUBLE_EQ(m.fastest_in_predicted_set, 1);
   EXPECT_DOUBLE_EQ(m.regret_pct, 0);
   EXPECT_DOUBLE_EQ(*m.spearman, 1);
 }
@@ -156,7 +156,7 @@ TEST(ValidationMetrics, PerfectPredictionsScorePerfectly) {
 TEST(ValidationMetrics, WrongPickIsCaught) {
   std::vector<ResultRow> rows = {row("w", "N=1", "A", 10, 100, true), row("w", "N=1", "B", 50, 50)};
   const Metrics m = compute_metrics(rows);
-  EXPECT_DOUBLE_EQ(m.top1_agreement, 0);
+  EXPECT_DOUBLE_EQ(m.fastest_in_predicted_set, 0);
   EXPECT_DOUBLE_EQ(m.regret_pct, 100);
 }
 
@@ -180,10 +180,10 @@ TEST(ValidationMetrics, PickTiedWithTheFastestIsInTheMeasuredBestSet) {
                                        noisy("C", 150, 140, 135, 146)};
   const Metrics m = compute_metrics(rows);
   const auto& p = m.per_point.at(0);
-  EXPECT_FALSE(p.top1);
+  EXPECT_FALSE(p.fastest_in_predicted_set);
   EXPECT_TRUE(p.top1_in_set);
   EXPECT_EQ(p.measured_best_set, (std::vector<std::string>{"A", "B"}));
-  EXPECT_DOUBLE_EQ(m.top1_agreement, 0.0);
+  EXPECT_DOUBLE_EQ(m.fastest_in_predicted_set, 0.0);
   EXPECT_DOUBLE_EQ(m.top1_in_set, 1.0);
   EXPECT_NEAR(p.regret_pct, 3.0, 1e-9);
   // Regret interval: [max(0, 99/106 - 1), 108/95 - 1].
