@@ -39,7 +39,7 @@
 #include "exec/rank_status.h"
 #include "exec/runtime.h"
 #include "exec/watchdog.h"
-#include "model/assign.h"
+#include "model/set_flag.h"
 #include "model/enumerate.h"
 #include "model/catalog.h"
 #include "model/error.h"

@@ -16,7 +16,7 @@
 #include "cli/json_out.h"
 #include "cli/messages.h"
 #include "cli/workload_args.h"
-#include "model/assign.h"
+#include "model/set_flag.h"
 #include "model/catalog.h"
 #include "model/enumerate.h"
 #include "model/error.h"

@@ -12,7 +12,7 @@
 #include "cli/json_out.h"
 #include "cli/messages.h"
 #include "cli/step_results.h"
-#include "model/assign.h"
+#include "model/set_flag.h"
 #include "model/error.h"
 #include "model/safe_write.h"
 #include "sim/topology.h"

@@ -15,7 +15,7 @@
 #include "cli/format.h"
 #include "cli/json_out.h"
 #include "cli/messages.h"
-#include "model/assign.h"
+#include "model/set_flag.h"
 #include "model/error.h"
 #include "plan/capabilities.h"
 

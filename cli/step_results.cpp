@@ -4,7 +4,7 @@
 #include <fmt/core.h>
 
 #include "cli/json_out.h"
-#include "model/assign.h"
+#include "model/set_flag.h"
 #include "model/error.h"
 #include "step/search.h"
 

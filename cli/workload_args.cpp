@@ -1,7 +1,7 @@
 // Workload loading with --set overrides.
 #include "cli/workload_args.h"
 
-#include "model/assign.h"
+#include "model/set_flag.h"
 #include "model/catalog.h"
 #include "model/parse.h"
 

@@ -1,7 +1,7 @@
 // Points: an experiment, or one named workload, expanded into what predict,
 // tune, simulate, run and validate each work on (one program at one value of
 // every size, on so many ranks per process group), so that every command
-// applies the same defaults, the same `--set` rules (model/assign.h) and
+// applies the same defaults, the same `--set` rules (model/set_flag.h) and
 // prints the same size labels.
 //
 // Defaults, in order (the README's "Points"):
@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "model/assign.h"
+#include "model/set_flag.h"
 #include "model/experiment.h"
 #include "model/program.h"
 

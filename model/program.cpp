@@ -7,7 +7,7 @@
 
 #include <fmt/core.h>
 
-#include "model/assign.h"
+#include "model/set_flag.h"
 #include "model/error.h"
 #include "model/limits.h"
 #include "model/yaml_util.h"

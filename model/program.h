@@ -117,7 +117,7 @@ struct Program {
 };
 
 // Sets a size or a scalar parameter by name, as `--set NAME=VALUE` does, by
-// the rules of model/assign.h; throws UserError naming the known sizes and
+// the rules of model/set_flag.h; throws UserError naming the known sizes and
 // scalars when `name` is neither, or when the value breaks the rules.
 void override_value(Program& p, const std::string& name, const std::string& value);
 

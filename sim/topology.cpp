@@ -14,7 +14,7 @@
 
 #include <fmt/core.h>
 
-#include "model/assign.h"
+#include "model/set_flag.h"
 #include "model/catalog.h"
 #include "model/error.h"
 #include "model/expr.h"

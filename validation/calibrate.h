@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "exec/backend.h"
-#include "model/assign.h"
+#include "model/set_flag.h"
 #include "sim/topology.h"
 #include "validation/calibrated_range.h"
 #include "validation/fit.h"

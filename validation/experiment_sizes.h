@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "model/assign.h"
+#include "model/set_flag.h"
 #include "plan/capabilities.h"
 #include "validation/microbench.h"
 

@@ -8,7 +8,7 @@
 #include <fmt/core.h>
 #include <yaml-cpp/yaml.h>
 
-#include "model/assign.h"
+#include "model/set_flag.h"
 #include "model/catalog.h"
 #include "model/yaml_util.h"
 #include "model/enumerate.h"

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "exec/backend.h"
-#include "model/assign.h"
+#include "model/set_flag.h"
 #include "validation/metrics.h"
 #include "validation/microbench.h"
 #include "validation/progress.h"
@@ -44,7 +44,7 @@ struct ValidateOptions {
   std::string commit;                           // the build's source commit, recorded in inputs/commit.txt
   std::optional<int> iters;                     // instead of the experiment's
   std::optional<int> warmup;
-  model::Assignments sets;                      // --set sizes and scalars (model/assign.h rules)
+  model::Assignments sets;                      // --set sizes and scalars (model/set_flag.h rules)
   MicroOptions calibration{5, 1, true};         // when calibrating on the spot: the quick sweep
   double budget_s = kDefaultBudgetS;            // time for extra rounds on undecided points, whole run
   double wait_s = kDefaultWaitS;                // time to wait out slow spells, whole run

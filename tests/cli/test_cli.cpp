@@ -1,5 +1,5 @@
 // The `coconet` command as a user runs it: exit codes, every `--format json`
-// output parses, the `--set` rules (model/assign.h), the defaults every command
+// output parses, the `--set` rules (model/set_flag.h), the defaults every command
 // shares (model/points.h), every command example of the README, and one
 // predicted time across predict, simulate, run and validate. Each test starts
 // the built binary (COCONET_BINARY) with posix_spawn and reads its stdout,

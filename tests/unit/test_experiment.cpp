@@ -2,7 +2,7 @@
 // the expansion into points.
 #include <gtest/gtest.h>
 
-#include "model/assign.h"
+#include "model/set_flag.h"
 #include "model/catalog.h"
 #include "model/error.h"
 #include "model/experiment.h"

@@ -1,6 +1,6 @@
 // `--set` values: exact counts (with K/M/G = 2^10/2^20/2^30 and exact decimal
 // notation), finite scalars, and the split between topology and workload names.
-#include "model/assign.h"
+#include "model/set_flag.h"
 
 #include <fmt/core.h>
 
