@@ -136,6 +136,17 @@ struct Env {
   [[nodiscard]] Link ring_bottleneck() const {
     return multi_node() && net_GBps() < intra_GBps() ? Link::network : Link::nvlink;
   }
+  // A send's bound: NVLink inside a node, else its share of the NICs (a
+  // one-node CPU topology has no network: its sends stay in shared memory).
+  [[nodiscard]] bool send() const { return r.op == model::OpKind::send; }
+  [[nodiscard]] double send_bound_GBps() const {
+    return r.where.send_crosses_nodes ? net_GBps() / r.where.per_node : intra_GBps();
+  }
+  // The link that bounds a ring or a send.
+  [[nodiscard]] Link bottleneck() const {
+    if (send()) return r.where.send_crosses_nodes ? Link::network : Link::nvlink;
+    return ring_bottleneck();
+  }
   // NCCL's bus bandwidth is nChannels x the bandwidth of one channel of its
   // graph (tuning.cc: busBw = nChannels * bw): the default channels share the
   // bound, fewer reach their part of it, more cannot pass it.
@@ -191,27 +202,24 @@ int floor_log2(int n) {
   return l;
 }
 
-// The ring's constants with protocol `p` (sim/ring_features.h), its
-// reduction aside (with_reduction adds it). One GPU per node: every step
-// crosses the network, at the tree's per-step network latency (NCCL 2.28
-// tuning.cc: "with ppn=1 latencies are fully exposed").
+// The constants of a ring, or of a send (a ring of one step), with protocol
+// `p` (sim/ring_features.h), its reduction aside (with_reduction adds it).
+// A ring with one GPU per node crosses the network at every step, at the
+// tree's per-step network latency (NCCL 2.28 tuning.cc: "with ppn=1
+// latencies are fully exposed"); a send at the network's hop latency.
 RingConstants ring_constants(const Env& e, Proto p) {
   RingConstants k;
   k.base_us = e.t.nccl.ring_base_us.at(p);
   k.hop_us = e.t.node.hop_latency_us.at(p);
-  const ProtoTable& net_hop = e.r.where.per_node == 1 ? e.t.network.tree_hop_latency_us : e.t.network.hop_latency_us;
-  k.net_hop_us = net_hop.at(p);
-  k.link_GBps = e.ring_GBps(e.ring_bound_GBps(), p);
+  const bool tree_hop = !e.send() && e.r.where.per_node == 1;
+  k.net_hop_us = (tree_hop ? e.t.network.tree_hop_latency_us : e.t.network.hop_latency_us).at(p);
+  k.link_GBps = e.ring_GBps(e.send() ? e.send_bound_GBps() : e.ring_bound_GBps(), p);
   return k;
-}
-
-RingFeatures features_of(const CollectiveRequest& r) {
-  return ring_features(r.op, r.where.ranks, r.where.nodes, r.bytes, r.where.send_crosses_nodes);
 }
 
 CollectiveCost ring(const Env& e, Proto p) {
   const RingConstants k = ring_constants(e, p);
-  const RingFeatures x = features_of(e.r);
+  const RingFeatures x = ring_features(e.r);
   CollectiveCost c{Algo::ring, p};
   c.base_us = k.base_us;
   c.hops_us = ring_hops_us(k, x);
@@ -276,14 +284,14 @@ CollectiveCost hierarchical(const Env& e, Proto p) {
 // One rank to its peer: over NVLink inside a node, else over its share of the
 // NICs. A one-node CPU topology has no network: its sends stay in shared memory.
 CollectiveCost send(const Env& e, Proto p) {
-  const bool net = e.r.where.send_crosses_nodes;
+  const RingConstants k = ring_constants(e, p);
+  const RingFeatures x = ring_features(e.r);
   CollectiveCost c{Algo::ring, p};
-  c.base_us = e.t.nccl.ring_base_us.at(p);
-  c.hops_us = net ? e.t.network.hop_latency_us.at(p) : e.t.node.hop_latency_us.at(p);
-  const double bound = net ? e.net_GBps() / e.r.where.per_node : e.intra_GBps();
-  c.link_GBps = e.ring_GBps(bound, p);
-  c.transfer_us = e.transfer_us(e.r.bytes, c.link_GBps);
-  c.bottleneck = net ? Link::network : Link::nvlink;
+  c.base_us = k.base_us;
+  c.hops_us = ring_hops_us(k, x);
+  c.link_GBps = k.link_GBps;
+  c.transfer_us = ring_transfer_us(k, x);
+  c.bottleneck = e.bottleneck();
   return c;
 }
 
@@ -331,27 +339,20 @@ double sms_per_channel(const Topology& t, model::OpKind op, const Placement& whe
 namespace {
 
 // The MPI fit a cpu topology's keys state for `r` (sim/collective_mpi.h): its
-// shared ring constants are the simple protocol's ring on this placement
-// (the network's hop and bound across hosts; a send's own bound), the large
+// shared ring constants are the simple protocol's ring (or send) on this
+// placement, the large
 // regime's the same with nccl.large_messages's values in place of the base
 // latencies, node hop latencies, link rates and reduction rate.
 MpiFit mpi_fit_of(const Topology& t, const CollectiveRequest& r, int channels) {
   const auto shared = [&](const Topology& on) {
-    const Env e{on, r, channels};
-    RingConstants k = ring_constants(e, Proto::simple);
-    if (r.op == model::OpKind::send) {
-      k.net_hop_us = on.network.hop_latency_us.at(Proto::simple);
-      k.link_GBps = e.ring_GBps(r.where.send_crosses_nodes ? e.net_GBps() / r.where.per_node : e.intra_GBps(),
-                                Proto::simple);
-    }
+    RingConstants k = ring_constants(Env{on, r, channels}, Proto::simple);
     k.reduce_GBps = on.nccl.reduce_GBps;
     return k;
   };
   MpiFit f;
   f.small = shared(t);
   f.per_op = t.nccl.per_op;
-  const bool net = r.op == model::OpKind::send ? r.where.send_crosses_nodes : Env{t, r, channels}.ring_bottleneck() == Link::network;
-  f.bottleneck = net ? Link::network : Link::nvlink;
+  f.bottleneck = Env{t, r, channels}.bottleneck();
   if (t.nccl.large_messages) {
     const LargeMessages& l = *t.nccl.large_messages;
     Topology big = t;

@@ -7,10 +7,6 @@ namespace coconet::sim {
 
 namespace {
 
-RingFeatures features_of(const CollectiveRequest& r) {
-  return ring_features(r.op, r.where.ranks, r.where.nodes, r.bytes, r.where.send_crosses_nodes);
-}
-
 // MPI runs its own algorithm: the request's choice reported back, auto as ring and simple.
 CollectiveCost as_asked(const CollectiveRequest& r) {
   return {r.algo == model::Algo::auto_ ? model::Algo::ring : r.algo,
@@ -39,8 +35,8 @@ CollectiveCost ring_cost(const RingConstants& k, const CollectiveRequest& r, con
 
 // Below the threshold (or with one regime): the op's own constants where the fit has them, else the shared ones.
 CollectiveCost small_cost(const MpiFit& f, const CollectiveRequest& r) {
-  const RingFeatures x = features_of(r);
-  const OpRegimes* own = own_regimes(f, r.op, r.where);
+  const RingFeatures x = ring_features(r);
+  const OpRegimes* own = own_regimes(f.per_op, r.op, r.where);
   if (own && own->small) return own_cost(*own->small, r, x);
   return ring_cost(f.small, r, x, f.bottleneck);
 }
@@ -54,19 +50,15 @@ const OpRegimes* own_regimes(const std::optional<PerOp>& per_op, model::OpKind o
   return applies ? per_op->find(op) : nullptr;
 }
 
-const OpRegimes* own_regimes(const MpiFit& f, model::OpKind op, const Placement& where) {
-  return own_regimes(f.per_op, op, where);
-}
-
 double own_op_us(const OpConstants& c, const RingFeatures& f) {
   return c.base_latency_us + transfer_us(f.bus_bytes, c.link_GBps);
 }
 
 CollectiveCost mpi_cost(const MpiFit& f, const CollectiveRequest& r) {
   if (!f.large || r.bytes < f.from_bytes) return small_cost(f, r);
-  const OpRegimes* own = own_regimes(f, r.op, r.where);
-  CollectiveCost c = own && own->large ? own_cost(*own->large, r, features_of(r))
-                                       : ring_cost(*f.large, r, features_of(r), f.bottleneck);
+  const OpRegimes* own = own_regimes(f.per_op, r.op, r.where);
+  CollectiveCost c = own && own->large ? own_cost(*own->large, r, ring_features(r))
+                                       : ring_cost(*f.large, r, ring_features(r), f.bottleneck);
   CollectiveRequest at = r;
   at.bytes = f.from_bytes;
   const double step_floor_us = small_cost(f, at).time_us();

@@ -37,7 +37,6 @@ struct MpiFit {
 // at the calibrated rank count on one node, a send within a node.
 [[nodiscard]] const OpRegimes* own_regimes(const std::optional<PerOp>& per_op, model::OpKind op,
                                            const Placement& where);
-[[nodiscard]] const OpRegimes* own_regimes(const MpiFit& f, model::OpKind op, const Placement& where);
 
 // An op's own constants at work: base + bus bytes / link.
 [[nodiscard]] double own_op_us(const OpConstants& c, const RingFeatures& f);

@@ -22,6 +22,10 @@ RingFeatures ring_features(model::OpKind op, int ranks, int nodes, double bytes,
   return f;
 }
 
+RingFeatures ring_features(const CollectiveRequest& r) {
+  return ring_features(r.op, r.where.ranks, r.where.nodes, r.bytes, r.where.send_crosses_nodes);
+}
+
 double ring_hops_us(const RingConstants& c, const RingFeatures& f) {
   return f.intra_steps * c.hop_us + f.inter_steps * c.net_hop_us;
 }

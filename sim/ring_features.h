@@ -17,6 +17,7 @@
 #include <limits>
 
 #include "model/schedule.h"
+#include "sim/collective.h"
 
 namespace coconet::sim {
 
@@ -32,6 +33,8 @@ struct RingFeatures {
 // send is one step, across the network when `send_crosses_nodes`.
 [[nodiscard]] RingFeatures ring_features(model::OpKind op, int ranks, int nodes, double bytes,
                                          bool send_crosses_nodes = false);
+// The features of a request (its op, size and placement).
+[[nodiscard]] RingFeatures ring_features(const CollectiveRequest& r);
 
 struct RingConstants {
   double base_us = 0;     // paid once a collective
