@@ -172,9 +172,12 @@ void binary_loop(float* d, A a, B b, std::int64_t n) {
 }
 
 // The operations that read a scaled run inside their loop.
+constexpr bool reads_scaled_run(model::BinaryOp op) {
+  using B = model::BinaryOp;
+  return op == B::add || op == B::sub || op == B::mul || op == B::div;
+}
 template <model::BinaryOp Op>
-constexpr bool reads_scaled =
-    Op == model::BinaryOp::add || Op == model::BinaryOp::sub || Op == model::BinaryOp::mul || Op == model::BinaryOp::div;
+constexpr bool reads_scaled = reads_scaled_run(Op);
 
 template <model::BinaryOp Op, typename A>
 void binary_then(float* d, A a, const Value& b, std::int64_t n) {
@@ -291,11 +294,6 @@ void store(Registers& r, int depth, std::size_t slot, model::DType t, bool read_
     std::copy_n(src, n, r.out(slot));
   }
   if (read_back) round_f32(t, n, r.out(slot));
-}
-
-bool reads_scaled_run(model::BinaryOp op) {
-  using B = model::BinaryOp;
-  return op == B::add || op == B::sub || op == B::mul || op == B::div;
 }
 
 // Whether a product of a run and a scalar is left as a scaled run: the run
