@@ -36,6 +36,7 @@
 #include "exec/launch.h"
 #include "exec/mpi_session.h"
 #include "exec/nccl_tuner/nccl_ids.h"
+#include "exec/nccl_tuner/per_call.h"
 #include "exec/rank_status.h"
 #include "exec/runtime.h"
 #include "exec/watchdog.h"
@@ -208,6 +209,8 @@ std::vector<Job> prepare_jobs(const RunArgs& a, exec::RunOptions& options, int w
   options.iters = a.iters > 0 ? a.iters : e.iters;
   options.warmup = a.warmup >= 0 ? a.warmup : e.warmup;
   options.interpreter_limit = a.interpreter_limit;
+  if (topology && a.backend == "cuda")  // each plan's calls as the prediction resolved them (choose_per_call)
+    options.resolve = sim::resolve_on(*topology, plan::BackendKind::cuda);
   std::vector<Job> jobs;
   for (auto& pt : model::expand(e, point_options(sets.workload, topology, world_size))) {
     jobs.push_back(Job{std::move(pt), {}, {}, {}, std::nullopt, {}});
@@ -442,15 +445,29 @@ std::vector<plan::CollectiveChoice> call_choices(const std::vector<Job>& jobs,
   return out;
 }
 
+// Whether a cuda job's collective calls take the plan's choices call by call:
+// with a topology to resolve the plans on (RunOptions::resolve, set by
+// prepare_jobs) and coconet's NCCL tuner plugin, which NCCL_TUNER_PLUGIN
+// then names (set here unless the user named it) and the backend tells each
+// call's choice (exec/nccl_tuner/per_call.h). False, with a note where the
+// calls would have needed it, when NCCL_TUNER_PLUGIN names another plugin or
+// no plugin was built: the job-wide environment (set_nccl_knobs) applies.
+bool choose_per_call(const std::optional<sim::Topology>& topology) {
+  if (!topology) return false;
+  std::string why_not;
+  if (exec::nccl_tuner::name_plugin(why_not)) return true;
+  fmt::print(stderr, "coconet: {}; each collective's choice is set for the whole job instead of call by call\n",
+             why_not);
+  return false;
+}
+
 // The NCCL environment of a cuda job (its documented NCCL_ALGO, NCCL_PROTO,
 // NCCL_MIN/MAX_NCHANNELS), derived from the choices its plans resolve to
 // (call_choices). NCCL reads it once per communicator: one setting for the
 // whole job. Where the calls' choices differ, only what they all share is
 // set and a note names the choices; NCCL then chooses the rest per call by
-// its own rule. Each call's own choice is plan::Collective::chosen (one per
-// chunk) in the plan the executor runs: what a per-call mechanism (NCCL's
-// tuner plugin) is to apply; the cuda backend applies no per-call choice yet.
-// Schedules that pin different knobs cannot share one job.
+// its own rule. Used where the calls cannot take their own choices
+// (choose_per_call). Schedules that pin different knobs cannot share one job.
 void set_nccl_knobs(const std::vector<Job>& jobs, const std::optional<sim::Topology>& topology) {
   std::optional<model::Knobs> first;
   for (const auto& j : jobs)
@@ -626,8 +643,9 @@ void run_command(const RunArgs& a) {
   }
   if (a.backend == "cuda") {
     exec::RunOptions checked;
-    set_nccl_knobs(prepare_jobs(a, checked, expected_world_size(a)),
-                   run_topology(a, model::split_sets(a.sets).topology));
+    const auto jobs = prepare_jobs(a, checked, expected_world_size(a));
+    const auto topology = run_topology(a, model::split_sets(a.sets).topology);
+    if (!choose_per_call(topology)) set_nccl_knobs(jobs, topology);
   }
   auto backend = exec::make_backend(a.backend);
   exec::RunOptions options;

@@ -25,6 +25,7 @@
 #endif
 #ifdef COCONET_VALIDATION_HAVE_RUN
 #include "exec/backend.h"
+#include "exec/nccl_tuner/per_call.h"
 #include "exec/mpi_session.h"
 #include "exec/launch.h"
 #include "validation/launch.h"
@@ -129,6 +130,11 @@ void validate_command(const ValidateArgs& a) {
     exec::check_cores(std::max(a.ranks, 1), a.oversubscribe, a.ranks <= 1);
     validation::check_validate_inputs(o, std::max(a.ranks, 1));  // reported once, before any rank starts
     if (a.ranks > 1) validation::run_under_mpirun(a.ranks, plan::parse_backend(a.backend));
+  }
+  if (a.backend == "cuda") {  // each collective call as the prediction resolved it (validation/validate.cpp)
+    std::string why_not;
+    if (!exec::nccl_tuner::name_plugin(why_not))
+      fmt::print(stderr, "coconet: {}; NCCL makes its own choice for each collective call\n", why_not);
   }
   auto backend = exec::make_backend(a.backend);
   int unverified = 0;

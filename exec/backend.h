@@ -115,6 +115,16 @@
 //     (pipeline stages: position r of group g talks to position r of g+1).
 //   f16/bf16 reductions: summed in f32 and rounded back; say how in the
 //     implementation (MPI has no 16-bit float type).
+//   choose_collectives(choices): before issuing a launch whose op has
+//     collectives, the executor hands over what the plan resolved for them
+//     (plan::launch_choices: algorithm, protocol and channels, one per
+//     collective of the op, in order). The n-th call of a kind in the launch
+//     runs the n-th choice of that kind, counting round (a fused op's pieces
+//     call the op's collectives again, in the same order). A backend that
+//     can apply a choice per call does (cuda: NCCL's tuner plugin,
+//     exec/nccl_tuner/per_call.h); the default ignores them (MPI has no such
+//     choice: the cpu backend's run reports the knobs that do not apply).
+//     Empty: the backend's own choice for every call of the launch.
 //
 // Host-side helpers over the whole world (blocking, for the runtime's
 // bookkeeping, never timed)
@@ -148,6 +158,7 @@
 #include "model/input_pattern.h"
 #include "model/program.h"
 #include "plan/capabilities.h"
+#include "plan/step_plan.h"
 #include "model/types.h"
 
 namespace coconet::exec {
@@ -290,6 +301,7 @@ class Backend {
   virtual void alltoall(std::span<const Block2d> send, std::span<const Block2d> recv) = 0;
   virtual void send(View in, int peer) = 0;
   virtual void recv(View out, int peer) = 0;
+  virtual void choose_collectives(std::span<const plan::CallChoice> /*choices*/) {}
 
   virtual void barrier() = 0;
   virtual void host_allreduce(std::span<double> values, ReduceOp op) = 0;

@@ -342,6 +342,7 @@ void Executor::run_unit(const plan::Unit& u) {
       if (producer.involves(group) && producer.stream != op.stream)
         backend_.wait(stream_of(op), events[static_cast<std::size_t>(p)][c]);
     }
+    if (!op.work.collectives.empty()) backend_.choose_collectives(plan::launch_choices(op, l.chunk));
     RanLaunch ran{l.op, l.chunk, {}};
     const double start_us = recorder_ ? backend_.now_us() : 0.0;
     if (op.cls == plan::OpClass::fused) {

@@ -71,6 +71,15 @@ StepShares shares_of_step(Backend& backend, std::vector<double> unit_us, double 
   return step_shares(terms, n, common);
 }
 
+// The plan `schedule` runs as: lowered for the backend, then resolved where
+// the options say how.
+plan::StepPlan plan_for(const Backend& backend, const model::Schedule& schedule, const model::Bindings& sizes,
+                        const RunOptions& options) {
+  plan::StepPlan p = lower_for(backend, schedule, sizes);
+  if (options.resolve) options.resolve(p);
+  return p;
+}
+
 }  // namespace
 
 plan::StepPlan lower_for(const Backend& backend, const model::Schedule& schedule, const model::Bindings& sizes) {
@@ -82,7 +91,7 @@ References compute_references(Backend& backend, const model::Program& program, c
   References refs;
   refs.inputs = model::choose_inputs(program, sizes, backend.ranks_per_group());
   {
-    Executor ex(backend, lower_for(backend, model::initial_schedule(program), sizes), options.seed,
+    Executor ex(backend, plan_for(backend, model::initial_schedule(program), sizes, options), options.seed,
                 refs.inputs.ranges);
     (void)ex.run_step();
     refs.program = read_outputs(ex);
@@ -98,7 +107,7 @@ RunRow run_schedule(Backend& backend, const model::Schedule& schedule, const mod
   row.sizes = sizes;
   row.schedule = schedule.name();
   row.ranks = backend.world_size();
-  Executor ex(backend, lower_for(backend, schedule, sizes), options.seed, refs.inputs.ranges);
+  Executor ex(backend, plan_for(backend, schedule, sizes, options), options.seed, refs.inputs.ranges);
   const auto names = ex.unit_names();
   std::vector<double> steps;
   std::vector<std::vector<double>> units(names.size());

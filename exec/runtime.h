@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,6 +31,12 @@ struct RunOptions {
   int warmup = 2;
   std::uint64_t seed = 1;
   std::int64_t interpreter_limit = kDefaultInterpreterLimit;
+  // Resolves each plan's collective choices before it runs (sim's
+  // resolve_collectives on the run's topology, which `coconet run` passes
+  // for the cuda backend); the backend then applies them call by call
+  // (Backend::choose_collectives). Unset: plans run unresolved and the
+  // backend makes its own choices.
+  std::function<void(plan::StepPlan&)> resolve;
 };
 
 struct StageTime {

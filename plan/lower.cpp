@@ -533,6 +533,14 @@ Gemm Gemm::part(double share, int calls) const {
   return g;
 }
 
+std::vector<CallChoice> launch_choices(const Op& op, int chunk) {
+  std::vector<CallChoice> out;
+  const auto k = static_cast<std::size_t>(chunk);
+  for (const Collective& c : op.work.collectives)
+    if (k < c.chosen.size() && c.chosen[k].concrete() && !c.chosen[k].local) out.push_back({c.op, c.chosen[k]});
+  return out;
+}
+
 double chunk_share(const Unit& u, int chunk) {
   if (u.chunks <= 1 || u.rows <= 0) return 1.0;
   return double(model::slice_extent(u.rows, u.chunks, chunk).size) / double(u.rows);

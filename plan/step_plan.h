@@ -53,6 +53,15 @@ struct CollectiveChoice {
 };
 [[nodiscard]] std::string to_string(const CollectiveChoice& c);  // "ring/ll128 x16", "local"
 
+// The resolved choice of one collective a launch calls, with its kind: what
+// the executor hands the backend before the launch's calls
+// (exec::Backend::choose_collectives).
+struct CallChoice {
+  model::OpKind op = model::OpKind::allreduce;
+  CollectiveChoice choice;
+  friend bool operator==(const CallChoice&, const CallChoice&) = default;
+};
+
 // One collective call of an op (a send included), by statement.
 struct Collective {
   model::OpKind op = model::OpKind::allreduce;
@@ -184,6 +193,12 @@ struct StepPlan {
 // (so the head's latency hides behind that work) and on the compute stream
 // after the comm stream's queued work otherwise.
 [[nodiscard]] Stream fused_program_stream(const StepPlan& p, const Launch& l);
+
+// The resolved choices of the collectives launch (op, chunk) calls, in the
+// op's order (a fused op: its head's, then its gathers'; each piece of the
+// launch calls them in that order again); calls on one rank left out. Empty
+// for an unresolved plan or an op without collectives.
+[[nodiscard]] std::vector<CallChoice> launch_choices(const Op& op, int chunk);
 
 // The share of an op's work that chunk `chunk` of unit `u` carries (rows of
 // the chunk over the unit's rows; 1 for an unchunked unit).

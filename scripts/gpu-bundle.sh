@@ -13,6 +13,8 @@
 #                      with rpath $ORIGIN, so their own needs resolve inside lib/
 #                      without LD_LIBRARY_PATH (Debian's Open MPI libraries carry
 #                      RUNPATHs to this machine's system folders)
+#   BUNDLE/lib/libcoconet_nccl_tuner.so   NCCL's tuner plugin that gives each
+#                      collective call the plan's choice (`coconet run` finds it there)
 #   BUNDLE/run.sh      the launcher: run.sh PROGRAM ARGS... finds the image's NCCL,
 #                      cuBLAS and CUDA runtime (scripts/gpu_env.py) and runs PROGRAM
 #   BUNDLE/gpu_env.py, manifest.json   (scripts/gpu-check.sh runs from the repository);
@@ -157,6 +159,13 @@ cublas_h="$(dirname "$(sed -n 's/^CUDAToolkit_BIN_DIR:PATH=//p' "${build}/CMakeC
 cublas_major=$(awk '/^#define CUBLAS_VER_MAJOR / {print $3}' "${cublas_h}")
 [ -n "${cublas_major}" ] || { echo "gpu-bundle: no CUBLAS_VER_MAJOR in ${cublas_h}" >&2; exit 1; }
 from_image+=("libcublas.so.${cublas_major}" "libcublasLt.so.${cublas_major}")
+# NCCL's tuner plugin that gives each collective call the plan's choice
+# (exec/nccl_tuner/): `coconet run --backend cuda` names it in
+# NCCL_TUNER_PLUGIN from lib/ beside the program.
+plugin="${build}/exec/libcoconet_nccl_tuner.so"
+[ -f "${plugin}" ] || { echo "gpu-bundle: the NCCL tuner plugin was not built (no ${plugin})" >&2; exit 1; }
+strip --strip-unneeded -o "${bundle}/lib/libcoconet_nccl_tuner.so" "${plugin}"
+patchelf --force-rpath --set-rpath '$ORIGIN' "${bundle}/lib/libcoconet_nccl_tuner.so"
 cp "${root}/scripts/gpu_env.py" "${bundle}/"
 cat >"${bundle}/run.sh" <<'LAUNCHER'
 #!/usr/bin/env bash

@@ -24,6 +24,7 @@
 // rows may differ. A call on one rank is `local`.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "plan/step_plan.h"
@@ -48,6 +49,12 @@ inline constexpr int kChannelSpread = 2;
 void resolve_collectives(plan::StepPlan& p, const Context& ctx);
 void resolve_collectives(plan::StepPlan& p, const Context& ctx,
                          const std::vector<RankClass>& classes);
+
+// Resolves a plan the executor runs on `topology` for `backend` (its groups
+// and sizes as lowered): what exec::RunOptions::resolve takes, so that a run
+// applies the choices its prediction priced (`coconet run` and `validate`
+// on the cuda backend).
+[[nodiscard]] std::function<void(plan::StepPlan&)> resolve_on(Topology topology, plan::BackendKind backend);
 
 // Whether the algorithm and protocol `k` pins can be run by some collective
 // of `p` (true when neither is pinned). A setting for which it is false

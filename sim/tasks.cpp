@@ -11,6 +11,7 @@
 #include <map>
 #include <span>
 #include <tuple>
+#include <utility>
 
 #include <fmt/core.h>
 
@@ -664,6 +665,12 @@ void resolve_collectives(plan::StepPlan& p, const Context& ctx, const std::vecto
 
 void resolve_collectives(plan::StepPlan& p, const Context& ctx) {
   resolve_collectives(p, ctx, rank_classes(ctx.topology, p.ranks_per_group, p.groups, ctx.rank_mode));
+}
+
+std::function<void(plan::StepPlan&)> resolve_on(Topology topology, plan::BackendKind backend) {
+  return [t = std::move(topology), backend](plan::StepPlan& p) {
+    resolve_collectives(p, Context{t, p.ranks_per_group, p.sizes, backend});
+  };
 }
 
 bool pins_apply(const plan::StepPlan& p, const Context& ctx, const model::Knobs& k) {

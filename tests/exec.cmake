@@ -11,7 +11,9 @@ gtest_discover_tests(test_exec_kernels TEST_PREFIX "exec.")
 # it answers each call of a resolved plan with the plan's choice. No GPU.
 if(TARGET coconet_sim)
   add_executable(test_nccl_tuner_plugin ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_nccl_tuner_plugin.cpp)
-  target_link_libraries(test_nccl_tuner_plugin PRIVATE coconet_sim ${CMAKE_DL_LIBS} GTest::gtest_main coconet_warnings)
+  target_link_libraries(test_nccl_tuner_plugin PRIVATE coconet_sim coconet_exec ${CMAKE_DL_LIBS} GTest::gtest_main
+                        coconet_warnings)
+  target_include_directories(test_nccl_tuner_plugin PRIVATE ${PROJECT_SOURCE_DIR})
   target_compile_definitions(test_nccl_tuner_plugin PRIVATE
                              COCONET_NCCL_TUNER_PLUGIN="$<TARGET_FILE:coconet_nccl_tuner>")
   add_dependencies(test_nccl_tuner_plugin coconet_nccl_tuner)

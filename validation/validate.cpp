@@ -640,7 +640,9 @@ Validation run_validation(exec::Backend& backend, const ValidateOptions& o, Prog
   Loaded l = load_jobs(o, world);
   const TopologyChoice topo = choose_topology(backend, o, progress);
   progress.grow(static_cast<int>(l.jobs.size()));
-  const exec::RunOptions ro = run_options(o, l.experiment);
+  exec::RunOptions ro = run_options(o, l.experiment);
+  if (backend.capabilities().backend == plan::BackendKind::cuda)  // NCCL's tuner plugin applies them (cmd_validate)
+    ro.resolve = sim::resolve_on(topo.topology, plan::BackendKind::cuda);
   Validation v;
   ReportData& d = v.report;
   std::vector<std::vector<Predicted>> preds;

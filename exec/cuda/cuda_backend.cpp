@@ -52,6 +52,7 @@
 #include "exec/cuda/nccl_watchdog.h"
 #include "exec/fused_call.h"
 #include "exec/mpi_session.h"
+#include "exec/nccl_tuner/per_call.h"
 #include "kernels/cuda/alltoall.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/collectives.h"
@@ -323,26 +324,33 @@ class CudaBackend final : public Backend {
 
   // ---- communication
 
+  void choose_collectives(std::span<const plan::CallChoice> choices) override { per_call_.choose(choices); }
+
   void allreduce(View in, View out, ReduceOp op) override {
+    before_call(model::OpKind::allreduce, in.count, out.count, in.buffer);
     COCONET_NCCL_CHECK(ncclAllReduce(address(in), address(out), count(in), type(in),
                                      kc::nccl_op(op), group_, comm_));
   }
 
   void reduce_scatter(std::span<const View> parts, View out, ReduceOp op) override {
+    before_call(model::OpKind::reducescatter, total_count(parts), out.count, out.buffer);
     kc::reduce_scatter(group_, to_parts(parts), part(out), dtype_of(out.buffer), op, position(),
                        comm_);
   }
 
   void allgather(View in, std::span<const View> parts) override {
+    before_call(model::OpKind::allgather, in.count, total_count(parts), in.buffer);
     kc::allgather(group_, part(in), to_parts(parts), dtype_of(in.buffer), position(), comm_);
   }
 
   void broadcast(View in, View out, int root) override {
+    before_call(model::OpKind::broadcast, in.count, out.count, out.buffer);
     COCONET_NCCL_CHECK(
         ncclBroadcast(address(in), address(out), count(out), type(out), root, group_, comm_));
   }
 
   void reduce(View in, View out, ReduceOp op, int root) override {
+    before_call(model::OpKind::reduce, in.count, out.count, in.buffer);
     void* recv = position() == root ? address(out) : address(in);
     COCONET_NCCL_CHECK(
         ncclReduce(address(in), recv, count(in), type(in), kc::nccl_op(op), root, group_, comm_));
@@ -417,6 +425,21 @@ class CudaBackend final : public Backend {
   }
 
  private:
+  // Tells NCCL's tuner plugin the plan's choice for the collective about to
+  // be called (exec/nccl_tuner/per_call.h). A reduce-scatter or all-gather
+  // of ragged parts runs as grouped reduces or broadcasts
+  // (kernels/cuda/collectives.h): NCCL asks about those calls, which the
+  // plan's choice for the whole collective does not name, and chooses them
+  // itself.
+  void before_call(model::OpKind kind, std::int64_t sent, std::int64_t received, BufferId b) {
+    (void)per_call_.before_call(kind, sent, received, kc::storage_bytes(dtype_of(b)));
+  }
+  static std::int64_t total_count(std::span<const View> parts) {
+    std::int64_t n = 0;
+    for (const View& v : parts) n += v.count;
+    return n;
+  }
+
   void select_device() {
     int devices = 0;
     COCONET_CUDA_CHECK(cudaGetDeviceCount(&devices));
@@ -621,6 +644,9 @@ class CudaBackend final : public Backend {
   }
 
   bool mpi_ = false;  // false: one rank, no MPI (nccl_bootstrap.h)
+  // The plan's choice of each collective call, told to NCCL's tuner plugin
+  // when NCCL_TUNER_PLUGIN names coconet's (`coconet run` sets it).
+  nccl_tuner::PerCallChoices per_call_ = nccl_tuner::PerCallChoices::from_environment();
   int rank_ = 0;
   int size_ = 1;
   int groups_ = 1;

@@ -12,10 +12,10 @@
 // whose choice NCCL does not offer for it (its cost table entry ignored),
 // keeps NCCL's own choice.
 //
-// Not yet wired: the cuda backend does not load the plugin or call
-// coconet_tuner_expect (the executor's plan is lowered without a topology,
-// so it holds no resolved choice); today the job-wide environment of
-// cli/cmd_run.cpp set_nccl_knobs applies.
+// The cuda backend tells it through exec/nccl_tuner/per_call.h, from the
+// choices the executor hands it for each launch (Backend::choose_collectives)
+// of a plan resolved on the run's topology (`coconet run` and `validate`
+// with --backend cuda, which name the plugin in NCCL_TUNER_PLUGIN).
 #pragma once
 
 #include <cstddef>

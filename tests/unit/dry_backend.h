@@ -2,12 +2,18 @@
 // every call and remembers the fused calls it was given. One instance
 // stands for one world rank, so a test can drive the executor as every rank
 // of a job in one process and read back what each rank issued
-// (Executor::ran()), without MPI and in microseconds.
+// (Executor::ran()), without MPI and in microseconds. act_like_nccl makes
+// its collective calls do what the cuda backend does around its NCCL calls.
 #pragma once
 
+#include <cstddef>
+#include <functional>
+#include <optional>
 #include <vector>
 
 #include "exec/backend.h"
+#include "exec/fused_call.h"
+#include "exec/nccl_tuner/per_call.h"
 
 namespace coconet::exec::testing {
 
@@ -46,11 +52,29 @@ class DryBackend final : public Backend {
   void matmul(const MatmulArgs&) override {}
   void norm(View, View, bool) override {}
   void row_reduce(View, View, std::int64_t, ReduceOp) override {}
-  void allreduce(View, View, ReduceOp) override {}
-  void reduce_scatter(std::span<const View>, View, ReduceOp) override {}
-  void allgather(View, std::span<const View>) override {}
-  void broadcast(View, View, int) override {}
-  void reduce(View, View, ReduceOp, int) override {}
+  void allreduce(View in, View out, ReduceOp) override { nccl_call(model::OpKind::allreduce, in.count, out.count, in); }
+  void reduce_scatter(std::span<const View> parts, View out, ReduceOp) override {
+    nccl_call(model::OpKind::reducescatter, total(parts), out.count, out);
+  }
+  void allgather(View in, std::span<const View> parts) override {
+    nccl_call(model::OpKind::allgather, in.count, total(parts), in);
+  }
+  void broadcast(View in, View out, int) override { nccl_call(model::OpKind::broadcast, in.count, out.count, out); }
+  void reduce(View in, View out, ReduceOp, int) override { nccl_call(model::OpKind::reduce, in.count, out.count, in); }
+  void choose_collectives(std::span<const plan::CallChoice> choices) override {
+    if (nccl_) nccl_->per_call->choose(choices);
+  }
+
+  // What the cuda backend does around its NCCL calls (exec/cuda/cuda_backend.cpp):
+  // each collective call first tells `per_call` the plan's choice for it, then
+  // `asked` gets the call's kind and the size NCCL states it at (NCCL's question
+  // to its tuner plugin); a fused call runs its pieces through run_fused
+  // (exec/fused_call.h), as the cuda backend does where one LSA kernel cannot.
+  struct NcclLike {
+    nccl_tuner::PerCallChoices* per_call = nullptr;
+    std::function<void(model::OpKind, std::size_t)> asked;
+  };
+  void act_like_nccl(NcclLike n) { nccl_ = std::move(n); }
   void alltoall(std::span<const Block2d>, std::span<const Block2d>) override {}
   void send(View, int) override {}
   void recv(View, int) override {}
@@ -58,10 +82,24 @@ class DryBackend final : public Backend {
   void host_allreduce(std::span<double>, ReduceOp) override {}
   [[noreturn]] void abort_job(int) override { std::abort(); }
 
-  void fused(const FusedCall& call) override { fused_.push_back(call); }
+  void fused(const FusedCall& call) override {
+    fused_.push_back(call);
+    if (nccl_) run_fused(*this, call);
+  }
   [[nodiscard]] const std::vector<FusedCall>& fused_calls() const { return fused_; }
 
  private:
+  void nccl_call(model::OpKind kind, std::int64_t sent, std::int64_t received, View v) {
+    if (!nccl_) return;
+    const std::size_t bytes = nccl_->per_call->before_call(kind, sent, received, model::bytes_of(dtype_of(v.buffer)));
+    if (nccl_->asked) nccl_->asked(kind, bytes);
+  }
+  static std::int64_t total(std::span<const View> parts) {
+    std::int64_t n = 0;
+    for (const View& v : parts) n += v.count;
+    return n;
+  }
+
   int rank_ = 0;
   int size_ = 1;
   int p_ = 1;
@@ -70,6 +108,7 @@ class DryBackend final : public Backend {
   std::int64_t events_ = 0;
   std::int64_t available_ = std::int64_t{1} << 40;
   std::vector<FusedCall> fused_;
+  std::optional<NcclLike> nccl_;
 };
 
 }  // namespace coconet::exec::testing

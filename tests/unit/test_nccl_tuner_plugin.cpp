@@ -4,22 +4,29 @@
 // cheapest entry of NCCL's cost table, and the channels), whatever NCCL's
 // own table would pick; a call it was not told of keeps NCCL's choice. The
 // plan is the one sim.Resolve.* resolves to 32 channels where NCCL would
-// use 16.
+// use 16. The executor hands each launch's choices to the backend, which
+// tells the plugin before each NCCL call (exec/nccl_tuner/per_call.h), so
+// NCCL's question for every call the executor issues gets the plan's answer.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "exec/executor.h"
 #include "exec/nccl_tuner/nccl_ids.h"
+#include "exec/nccl_tuner/per_call.h"
 #include "exec/nccl_tuner/tuner_plugin.h"
 #include "model/catalog.h"
 #include "model/enumerate.h"
 #include "model/parse.h"
 #include "sim/tasks.h"
+#include "sim/resolve.h"
 #include "sim/topology.h"
+#include "tests/unit/dry_backend.h"
 
 namespace coconet::exec::nccl_tuner {
 namespace {
@@ -33,6 +40,15 @@ struct TunerV4 {  // NCCL's tuner interface v4, as the plugin exports it
 };
 
 constexpr int kAlgos = 7, kProtos = 3;  // NCCL 2.28's table: 7 algorithms x 3 protocols
+
+// The plan sim.Resolve.* resolves to 32 channels where NCCL would use 16.
+plan::StepPlan resolved_adam() {
+  const model::Program p = model::load_program(model::resolve_workload("adam"));
+  const sim::Context ctx{
+      sim::load_topology("dgx-h100", {{"nodes", "1"}, {"nccl.channel_GBps", "20"}}), 8,
+      p.bind({{"N", std::int64_t(1) << 22}})};
+  return sim::lower_for(model::find_schedule(p, "fuse(RS-C-AG)"), ctx);
+}
 
 class Plugin : public ::testing::Test {
  protected:
@@ -85,11 +101,7 @@ class Plugin : public ::testing::Test {
 };
 
 TEST_F(Plugin, ReturnsThePlansChoiceForEachCall) {
-  const model::Program p = model::load_program(model::resolve_workload("adam"));
-  const sim::Context ctx{
-      sim::load_topology("dgx-h100", {{"nodes", "1"}, {"nccl.channel_GBps", "20"}}), 8,
-      p.bind({{"N", std::int64_t(1) << 22}})};
-  const plan::StepPlan plan = sim::lower_for(model::find_schedule(p, "fuse(RS-C-AG)"), ctx);
+  const plan::StepPlan plan = resolved_adam();
   // Each call as the executor issues it: its NCCL function, its size, the plan's choice of its
   // chunk.
   struct Call {
@@ -123,6 +135,72 @@ TEST_F(Plugin, ReturnsThePlansChoiceForEachCall) {
   EXPECT_EQ(ask(4, 4096).channels, 16);
   clear_();
   EXPECT_EQ(ask(calls.front().coll, calls.front().bytes).channels, 16);
+}
+
+TEST_F(Plugin, EveryCallTheExecutorIssuesRunsThePlansChoice) {
+  const plan::StepPlan plan = resolved_adam();
+  const std::vector<plan::CollectiveChoice> planned = sim::choices_of(plan);
+  ASSERT_FALSE(planned.empty());
+  PerCallChoices per_call(COCONET_NCCL_TUNER_PLUGIN);
+  ASSERT_TRUE(per_call.active()) << per_call.why_inactive();
+  testing::DryBackend rank0(0, 8, plan.caps);
+  rank0.set_groups(plan.groups);
+  struct Asked {
+    model::OpKind kind;
+    Answer answer;
+  };
+  std::vector<Asked> asked;
+  rank0.act_like_nccl({&per_call, [&](model::OpKind kind, std::size_t bytes) {
+                         asked.push_back({kind, ask(coll_id(kind), bytes)});
+                       }});
+  Executor ex(rank0, plan, 1);
+  (void)ex.run_step();
+  int rs = 0, ag = 0;
+  for (const Asked& a : asked) {
+    (a.kind == model::OpKind::reducescatter ? rs : ag) += 1;
+    const plan::CollectiveChoice got{a.answer.algo == algo_id(model::Algo::ring) ? model::Algo::ring : model::Algo::auto_,
+                                     a.answer.proto == proto_id(model::Proto::ll128) ? model::Proto::ll128
+                                                                                    : model::Proto::auto_,
+                                     a.answer.channels, false};
+    EXPECT_NE(std::find(planned.begin(), planned.end(), got), planned.end())
+        << model::to_string(a.kind) << " ran " << a.answer.algo << "/" << a.answer.proto << " x" << a.answer.channels;
+    EXPECT_EQ(a.answer.channels, 32) << "the plan's 32 channels, not NCCL's 16";
+  }
+  EXPECT_GT(rs, 0);
+  EXPECT_GT(ag, rs) << "the update's three all-gathers per piece";
+}
+
+// The n-th call of a kind in a launch takes the n-th choice of that kind,
+// counting round: a fused op's pieces call its collectives again in order.
+TEST_F(Plugin, CallsOfAKindTakeTheirChoicesInOrderRoundAgain) {
+  PerCallChoices per_call(COCONET_NCCL_TUNER_PLUGIN);
+  ASSERT_TRUE(per_call.active()) << per_call.why_inactive();
+  const plan::CollectiveChoice a{model::Algo::ring, model::Proto::ll, 4, false};
+  const plan::CollectiveChoice b{model::Algo::tree, model::Proto::simple, 8, false};
+  const std::vector<plan::CallChoice> launch{{model::OpKind::allgather, a}, {model::OpKind::allgather, b}};
+  per_call.choose(launch);
+  const int ag = coll_id(model::OpKind::allgather);
+  for (int piece = 0; piece < 2; ++piece) {
+    const std::size_t first = per_call.before_call(model::OpKind::allgather, 1000, 8000, 2);
+    EXPECT_EQ(first, 16000u) << "NCCL states an all-gather at its output";
+    EXPECT_EQ(ask(ag, first).channels, 4);
+    const std::size_t second = per_call.before_call(model::OpKind::allgather, 1001, 8008, 2);
+    const Answer b_answer = ask(ag, second);
+    EXPECT_EQ(b_answer.algo, algo_id(model::Algo::tree));
+    EXPECT_EQ(b_answer.channels, 8);
+  }
+  // A kind the launch has no choice for, and a new launch without choices: NCCL's own.
+  EXPECT_EQ(ask(coll_id(model::OpKind::allreduce), per_call.before_call(model::OpKind::allreduce, 64, 64, 4)).channels,
+            16);
+  per_call.choose({});
+  EXPECT_EQ(ask(ag, 16000).channels, 16) << "what an earlier launch told is forgotten";
+}
+
+TEST(PerCallChoices, SaysWhyItCannotApplyChoices) {
+  EXPECT_FALSE(PerCallChoices("").active());
+  const PerCallChoices missing("/nonexistent/libcoconet_nccl_tuner.so");
+  EXPECT_FALSE(missing.active());
+  EXPECT_NE(missing.why_inactive().find("cannot load"), std::string::npos) << missing.why_inactive();
 }
 
 }  // namespace
