@@ -6,7 +6,7 @@
 // - Does fusing pay? adam's fuse(RS-C-AG)+asSlice(m,v), one fused op, against
 //   RS-C-AG+asSlice(m,v), the same stages one after another, at N = 2^24 on
 //   2 ranks: the step's median time and the bytes of state each touches per
-//   parameter (counted call by call by the executor, exec/traffic.h).
+//   parameter (counted call by call by the executor, exec/bytes_touched.h).
 //
 // Run under mpirun with 2 ranks (`cmake --build build --target bench_exec`
 // does it): every rank runs the same fixed number of iterations (an

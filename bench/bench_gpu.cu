@@ -31,7 +31,7 @@
 #include "kernels/cuda/fused_allreduce.h"
 #include "kernels/cuda/fused_program_lsa.h"
 #include "kernels/cuda/gemm.h"
-#include "kernels/cuda/launch.h"
+#include "kernels/cuda/grid.h"
 #include "kernels/cuda/optimizer.h"
 
 namespace kc = coconet::kernels::cuda;

@@ -4,8 +4,8 @@ if(TARGET coconet_exec AND COCONET_HAVE_MPI AND COCONET_MPIEXEC)
   add_executable(coconet_bench_exec ${CMAKE_CURRENT_SOURCE_DIR}/bench_exec.cpp)
   target_link_libraries(coconet_bench_exec PRIVATE coconet_exec benchmark::benchmark coconet_warnings)
   # The ranks pinned one to a core, as `coconet run --ranks 2` places them
-  # (exec::binding_for), with the --bind-to value read from exec/launch.h.
-  file(STRINGS ${PROJECT_SOURCE_DIR}/exec/launch.h _pinned REGEX "kPinnedBinding = \"")
+  # (exec::binding_for), with the --bind-to value read from exec/mpirun.h.
+  file(STRINGS ${PROJECT_SOURCE_DIR}/exec/mpirun.h _pinned REGEX "kPinnedBinding = \"")
   string(REGEX REPLACE ".*kPinnedBinding = \"([^\"]+)\".*" "\\1" _pinned "${_pinned}")
   set(_bench_mpi_flags ${COCONET_MPI_FLAGS})
   list(FIND _bench_mpi_flags "--bind-to" _bind_at)

@@ -23,8 +23,8 @@
 #include "validation/calibrate.h"
 #include "validation/experiment_sizes.h"
 #include "plan/capabilities.h"
-#include "exec/launch.h"
-#include "validation/launch.h"
+#include "exec/mpirun.h"
+#include "validation/mpirun.h"
 #endif
 
 namespace coconet::cli {

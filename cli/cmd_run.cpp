@@ -33,7 +33,7 @@
 #include "cli/messages.h"
 #include "cli/knob_args.h"
 #include "exec/backend.h"
-#include "exec/launch.h"
+#include "exec/mpirun.h"
 #include "exec/mpi_session.h"
 #include "exec/nccl_tuner/nccl_ids.h"
 #include "exec/nccl_tuner/per_call.h"
@@ -54,7 +54,7 @@
 #include "sim/tasks.h"
 #include "sim/topology.h"
 #include "sim/tuner.h"
-#include "validation/launch.h"
+#include "validation/mpirun.h"
 #include "validation/machine_identity.h"
 #include "validation/progress.h"
 

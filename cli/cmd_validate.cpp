@@ -27,8 +27,8 @@
 #include "exec/backend.h"
 #include "exec/nccl_tuner/per_call.h"
 #include "exec/mpi_session.h"
-#include "exec/launch.h"
-#include "validation/launch.h"
+#include "exec/mpirun.h"
+#include "validation/mpirun.h"
 #include "validation/spell_guard.h"
 #include "validation/validate.h"
 #endif

@@ -31,8 +31,8 @@ StreamKind stream_of(const plan::Op& op) {
 
 class OpRunner {
  public:
-  OpRunner(Backend& b, const plan::StepPlan& plan, const RankValues& values, const plan::Unit& u, Traffic& traffic)
-      : b_(b), plan_(plan), values_(values), unit_(u), traffic_(traffic) {}
+  OpRunner(Backend& b, const plan::StepPlan& plan, const RankValues& values, const plan::Unit& u, BytesTouched& touched)
+      : b_(b), plan_(plan), values_(values), unit_(u), touched_(touched) {}
 
   // Runs `op` on `chunk`, appending the elements of each backend call to `calls`.
   void run(const plan::Op& op, int chunk, std::vector<std::int64_t>& calls) {
@@ -44,7 +44,7 @@ class OpRunner {
       case plan::OpClass::norm: {
         const auto& x = values_.at(s.operands.front());
         call(x.local_numel());
-        traffic_.view(whole(x));
+        touched_.view(whole(x));
         return b_.norm(whole(x), View{values_.at(s.name).buffer, 0, 1}, x.type.layout.is_sliced());
       }
       case plan::OpClass::rowreduce: return row_reduce(s, chunk);
@@ -61,8 +61,8 @@ class OpRunner {
   // Records a collective call reading `in` and writing `out`.
   void both(View in, View out) {
     call(in.count);
-    traffic_.view(in);
-    traffic_.view(out);
+    touched_.view(in);
+    touched_.view(out);
   }
 
   // Chunk `chunk` of a value with `rows` global rows (plan/rows.h).
@@ -99,7 +99,7 @@ class OpRunner {
         outs.push_back(Operand{v.buffer, {(r.begin - v.row_begin) * v.local_cols, folded ? cols : v.local_cols, 1}});
       }
       call(block.rows * block.cols);
-      traffic_.elementwise(ins, outs, block);
+      touched_.elementwise(ins, outs, block);
       b_.elementwise(*op.program, ins, outs, block, StreamKind::compute);
     }
   }
@@ -141,7 +141,7 @@ class OpRunner {
         args.m = (r.end - r.begin) * dims_between(a, 1, a.rank() - 1);
       }
       call(args.out.count);
-      for (const View& v : {args.a, args.b, args.out}) traffic_.view(v);
+      for (const View& v : {args.a, args.b, args.out}) touched_.view(v);
       b_.matmul(args);
     }
   }
@@ -196,8 +196,8 @@ class OpRunner {
         }
         const auto& mine = rs[static_cast<std::size_t>(values_.position())];
         call(in);
-        for (const auto& v : parts) traffic_.view(v);
-        traffic_.view(rows_view(y, mine.begin, mine.end));
+        for (const auto& v : parts) touched_.view(v);
+        touched_.view(rows_view(y, mine.begin, mine.end));
         b_.reduce_scatter(parts, rows_view(y, mine.begin, mine.end), s.reduce);
         return;
       }
@@ -210,7 +210,7 @@ class OpRunner {
         const auto& mine = rs[static_cast<std::size_t>(values_.position())];
         const View in = rows_view(x, mine.begin, mine.end);
         call(in.count);
-        traffic_.allgather(in, parts);
+        touched_.allgather(in, parts);
         b_.allgather(in, parts);
         return;
       }
@@ -219,8 +219,8 @@ class OpRunner {
         if (unit_.chunks != 1) throw InternalError("alltoall '" + s.name + "' in a chunked unit");
         const auto blocks = alltoall_blocks(x, y, values_.ranks_per_group(), values_.position());
         call(x.local_numel());
-        traffic_.view(whole(x));
-        traffic_.view(whole(y));
+        touched_.view(whole(x));
+        touched_.view(whole(y));
         b_.alltoall(blocks.send, blocks.recv);
         return;
       }
@@ -229,13 +229,13 @@ class OpRunner {
         if (x.here)
           for (const auto& r : local_ranges(x, chunk, unit_.slice_mode)) {
             call((r.end - r.begin) * x.local_cols);
-            traffic_.view(rows_view(x, r.begin, r.end));
+            touched_.view(rows_view(x, r.begin, r.end));
             b_.send(rows_view(x, r.begin, r.end), b_.world_rank() + p);
           }
         if (y.here)
           for (const auto& r : local_ranges(y, chunk, unit_.slice_mode)) {
             call((r.end - r.begin) * y.local_cols);
-            traffic_.view(rows_view(y, r.begin, r.end));
+            touched_.view(rows_view(y, r.begin, r.end));
             b_.recv(rows_view(y, r.begin, r.end), b_.world_rank() - p);
           }
         return;
@@ -253,7 +253,7 @@ class OpRunner {
   const plan::StepPlan& plan_;
   const RankValues& values_;
   const plan::Unit& unit_;
-  Traffic& traffic_;
+  BytesTouched& touched_;
   std::vector<std::int64_t>* calls_ = nullptr;
 };
 
@@ -265,7 +265,7 @@ Executor::Executor(Backend& backend, plan::StepPlan plan, std::uint64_t seed,
       plan_(std::move(plan)),
       values_(plan_.program, plan_.sizes, backend.ranks_per_group(), backend.group(), backend.position(),
               fused_scratch_values(plan_)),
-      traffic_(backend) {
+      touched_(backend) {
   COCONET_ASSERT(backend.ranks_per_group() == plan_.ranks_per_group && plan_.groups == backend.world_size() /
                                                                                          backend.ranks_per_group(),
                  "the plan was lowered for other groups than the backend has (call set_groups first)");
@@ -273,7 +273,7 @@ Executor::Executor(Backend& backend, plan::StepPlan plan, std::uint64_t seed,
   for (const auto& op : plan_.ops) {
     if (!op.fused) continue;
     auto calls = build_fused_calls(backend_, plan_, op, values_);
-    for (BufferId b : calls.scratch) traffic_.add_scratch(b);
+    for (BufferId b : calls.scratch) touched_.add_scratch(b);
     fused_calls_.emplace(op.id, std::move(calls));
   }
   if (!inputs) inputs = model::choose_inputs(plan_.program, plan_.sizes, plan_.ranks_per_group).ranges;
@@ -332,7 +332,7 @@ void Executor::run_unit(const plan::Unit& u) {
   const int group = backend_.group();
   std::vector<std::vector<Event>> events(plan_.ops.size());
   for (int id : u.ops) events[static_cast<std::size_t>(id)].resize(static_cast<std::size_t>(u.chunks));
-  OpRunner runner(backend_, plan_, values_, u, traffic_);
+  OpRunner runner(backend_, plan_, values_, u, touched_);
   for (const plan::Launch& l : plan::issue_order(plan_, u)) {
     const plan::Op& op = plan_.op(l.op);
     if (!op.involves(group)) continue;
@@ -349,7 +349,7 @@ void Executor::run_unit(const plan::Unit& u) {
       const FusedCall& call = fused_calls_.at(l.op).chunks.at(c);
       for (const auto& piece : call.passes.front().pieces)
         for (const auto& h : piece.heads) ran.elements.push_back(h.kind == HeadCall::Kind::recv ? h.out.count : head_elements(h));
-      traffic_.fused(call);
+      touched_.fused(call);
       backend_.fused(call);
     } else {
       runner.run(op, l.chunk, ran.elements);
@@ -362,7 +362,7 @@ void Executor::run_unit(const plan::Unit& u) {
 
 std::vector<double> Executor::run_step() {
   ran_.clear();
-  traffic_.reset();
+  touched_.reset();
   std::vector<double> times;
   step_start_us_ = backend_.now_us();
   for (const auto& u : plan_.units) {

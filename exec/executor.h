@@ -28,7 +28,7 @@
 #include "exec/fused_builder.h"
 #include "exec/launch_recorder.h"
 #include "exec/rank_values.h"
-#include "exec/traffic.h"
+#include "exec/bytes_touched.h"
 #include "model/input_pattern.h"
 #include "plan/step_plan.h"
 
@@ -66,8 +66,8 @@ class Executor {
   [[nodiscard]] const plan::StepPlan& plan() const { return plan_; }
   [[nodiscard]] const RankValues& values() const { return values_; }
   // Bytes of the program's values the last step's backend calls read and
-  // wrote on this rank (exec/traffic.h).
-  [[nodiscard]] std::int64_t bytes_touched() const { return traffic_.bytes(); }
+  // wrote on this rank (exec/bytes_touched.h).
+  [[nodiscard]] std::int64_t bytes_touched() const { return touched_.bytes(); }
   // The launches of the last step, in the order this rank issued them.
   [[nodiscard]] const std::vector<RanLaunch>& ran() const { return ran_; }
   // Records every launch's start and end into `r` from now on (nullptr: stop);
@@ -88,7 +88,7 @@ class Executor {
   plan::StepPlan plan_;
   double step_start_us_ = 0;
   RankValues values_;
-  Traffic traffic_;
+  BytesTouched touched_;
   std::map<int, FusedOpCalls> fused_calls_;  // by op id
   std::vector<RanLaunch> ran_;
   LaunchRecorder* recorder_ = nullptr;  // not owned; optional

@@ -31,7 +31,7 @@ void ensure_mpi() {
   int provided = 0;
   MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
   session().initialised_here = true;
-  note_rank_status({"started"});  // the supervisor's sign that this rank of the job came up (exec/launch.h)
+  note_rank_status({"started"});  // the supervisor's sign that this rank of the job came up (exec/mpirun.h)
   if (provided < MPI_THREAD_MULTIPLE)
     throw UserError(
         "this MPI library does not provide MPI_THREAD_MULTIPLE, which the cpu backend needs for "

@@ -23,7 +23,7 @@ void finalize_mpi();
 
 // True when this process was started by mpirun/mpiexec (Open MPI, MPICH or
 // PMIx): read from the environment, so a build without MPI has it too
-// (defined in exec/launch.cpp).
+// (defined in exec/mpirun.cpp).
 [[nodiscard]] bool launched_by_mpirun();
 
 }  // namespace coconet::exec

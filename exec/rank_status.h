@@ -1,6 +1,6 @@
 // What each rank of a job that coconet started is running, noted in a file
 // per rank in the folder the supervising coconet names ($COCONET_RANK_STATUS_DIR,
-// exec/launch.h), so that when a rank dies of a signal the supervisor can say
+// exec/mpirun.h), so that when a rank dies of a signal the supervisor can say
 // which rank, which signal and what it was running. Outside such a job the
 // notes cost nothing.
 #pragma once

@@ -57,7 +57,7 @@ struct RunRow {
   std::string mismatch;  // the first differing element when !verified
   std::string checked_against;  // "program", "program+interpreter"
   // Bytes of the program's values one step's backend calls read and wrote,
-  // on the rank that touched the most (exec/traffic.h).
+  // on the rank that touched the most (exec/bytes_touched.h).
   std::int64_t bytes_touched = 0;
 };
 

@@ -8,6 +8,7 @@
 #include <fmt/core.h>
 
 #include "model/set_flag.h"
+#include "model/enum_names.h"
 #include "model/error.h"
 #include "model/limits.h"
 #include "model/yaml_util.h"
@@ -40,13 +41,9 @@ bool is_communication(OpKind k) { return is_collective(k) || k == OpKind::send; 
 bool is_elementwise(OpKind k) { return k == OpKind::compute || k == OpKind::update; }
 
 std::string to_string(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::sum: return "sum";
-    case ReduceOp::max: return "max";
-    case ReduceOp::min: return "min";
-    case ReduceOp::mean: return "mean";
-  }
-  return "?";
+  static constexpr EnumName<ReduceOp> kReduceOps[] = {
+      {ReduceOp::sum, "sum"}, {ReduceOp::max, "max"}, {ReduceOp::min, "min"}, {ReduceOp::mean, "mean"}};
+  return std::string(name_of(kReduceOps, op));
 }
 
 const TensorDecl* Program::find_input(const std::string& n) const {

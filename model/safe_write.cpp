@@ -208,7 +208,7 @@ extern "C" void on_interrupt(int) {
 
 void remove_temporaries_on_interrupt(int exit_code) {
   g_interrupt_exit = exit_code;
-  // A rank of a job whose supervising coconet says "interrupted" once for all (exec/launch.h).
+  // A rank of a job whose supervising coconet says "interrupted" once for all (exec/mpirun.h).
   g_interrupt_quiet = std::getenv("COCONET_RANK_STATUS_DIR") != nullptr ? 1 : 0;
   struct sigaction sa {};
   sa.sa_handler = on_interrupt;

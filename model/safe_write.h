@@ -34,7 +34,7 @@ void remove_registered_temporaries() noexcept;
 // Installs a SIGINT/SIGTERM handler that removes the registered temporaries,
 // prints "coconet: interrupted" and ends the process with `exit_code` (130).
 // A rank of a job that a supervising coconet started (COCONET_RANK_STATUS_DIR
-// set, exec/launch.h) stays silent: the supervisor says it once.
+// set, exec/mpirun.h) stays silent: the supervisor says it once.
 void remove_temporaries_on_interrupt(int exit_code);
 
 }  // namespace coconet::model

@@ -22,6 +22,7 @@
 #include <optional>
 #include <type_traits>
 
+#include "model/enum_names.h"
 #include "model/error.h"
 #include "model/kernel_fusion.h"
 #include "model/transforms.h"
@@ -178,47 +179,27 @@ Directive make_directive(const std::string& op, const std::vector<std::string>& 
       fmt::format("unknown transformation '{}': use {}", op, EachDirective<Directive>::ops()));
 }
 
-std::string to_string(Algo a) {
-  switch (a) {
-    case Algo::auto_:
-      return "auto";
-    case Algo::ring:
-      return "ring";
-    case Algo::tree:
-      return "tree";
-    case Algo::nvls:
-      return "nvls";
-    case Algo::hierarchical:
-      return "hierarchical";
-  }
-  return "?";
-}
+namespace {
+constexpr EnumName<Algo> kAlgos[] = {{Algo::auto_, "auto"},
+                                     {Algo::ring, "ring"},
+                                     {Algo::tree, "tree"},
+                                     {Algo::nvls, "nvls"},
+                                     {Algo::hierarchical, "hierarchical"}};
+constexpr EnumName<Proto> kProtos[] = {
+    {Proto::auto_, "auto"}, {Proto::ll, "ll"}, {Proto::ll128, "ll128"}, {Proto::simple, "simple"}};
+}  // namespace
 
-std::string to_string(Proto p) {
-  switch (p) {
-    case Proto::auto_:
-      return "auto";
-    case Proto::ll:
-      return "ll";
-    case Proto::ll128:
-      return "ll128";
-    case Proto::simple:
-      return "simple";
-  }
-  return "?";
-}
+std::string to_string(Algo a) { return std::string(name_of(kAlgos, a)); }
+std::string to_string(Proto p) { return std::string(name_of(kProtos, p)); }
 
 Algo parse_algo(const std::string& s) {
-  for (Algo a : {Algo::auto_, Algo::ring, Algo::tree, Algo::nvls, Algo::hierarchical})
-    if (lower(s) == to_string(a)) return a;
-  throw UserError(
-      fmt::format("unknown algorithm '{}': use auto, ring, tree, nvls or hierarchical", s));
+  if (const auto a = value_named(kAlgos, lower(s))) return *a;
+  throw UserError(fmt::format("unknown algorithm '{}': use {}", s, names_or(kAlgos)));
 }
 
 Proto parse_proto(const std::string& s) {
-  for (Proto p : {Proto::auto_, Proto::ll, Proto::ll128, Proto::simple})
-    if (lower(s) == to_string(p)) return p;
-  throw UserError(fmt::format("unknown protocol '{}': use auto, ll, ll128 or simple", s));
+  if (const auto p = value_named(kProtos, lower(s))) return *p;
+  throw UserError(fmt::format("unknown protocol '{}': use {}", s, names_or(kProtos)));
 }
 
 std::string Stage::code(const Program& p) const {

@@ -6,25 +6,21 @@
 
 #include <fmt/core.h>
 
+#include "model/enum_names.h"
 #include "model/error.h"
 #include "model/limits.h"
 
 namespace coconet::model {
 
-std::string to_string(DType t) {
-  switch (t) {
-    case DType::f16: return "f16";
-    case DType::bf16: return "bf16";
-    case DType::f32: return "f32";
-  }
-  return "?";
-}
+namespace {
+constexpr EnumName<DType> kDTypes[] = {{DType::f16, "f16"}, {DType::bf16, "bf16"}, {DType::f32, "f32"}};
+}  // namespace
+
+std::string to_string(DType t) { return std::string(name_of(kDTypes, t)); }
 
 DType parse_dtype(const std::string& s) {
-  if (s == "f16") return DType::f16;
-  if (s == "bf16") return DType::bf16;
-  if (s == "f32") return DType::f32;
-  throw UserError(fmt::format("unknown dtype '{}': use f16, bf16 or f32", s));
+  if (const auto t = value_named(kDTypes, s)) return *t;
+  throw UserError(fmt::format("unknown dtype '{}': use {}", s, names_or(kDTypes)));
 }
 
 int bytes_of(DType t) { return t == DType::f32 ? 4 : 2; }

@@ -3,16 +3,20 @@
 
 #include <fmt/core.h>
 
+#include "model/enum_names.h"
 #include "model/error.h"
 
 namespace coconet::plan {
 
-std::string to_string(BackendKind b) { return b == BackendKind::cuda ? "cuda" : "cpu"; }
+namespace {
+constexpr model::EnumName<BackendKind> kBackends[] = {{BackendKind::cuda, "cuda"}, {BackendKind::cpu, "cpu"}};
+}  // namespace
+
+std::string to_string(BackendKind b) { return std::string(model::name_of(kBackends, b)); }
 
 BackendKind parse_backend(const std::string& name, const std::string& flag) {
-  if (name == "cuda") return BackendKind::cuda;
-  if (name == "cpu") return BackendKind::cpu;
-  throw UserError(fmt::format("{} {}: unknown backend; use cuda or cpu", flag, name));
+  if (const auto b = model::value_named(kBackends, name)) return *b;
+  throw UserError(fmt::format("{} {}: unknown backend; use {}", flag, name, model::names_or(kBackends)));
 }
 
 namespace {

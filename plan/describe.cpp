@@ -3,20 +3,16 @@
 
 #include <fmt/core.h>
 
+#include "model/enum_names.h"
 #include "plan/step_plan.h"
 
 namespace coconet::plan {
 
 std::string to_string(OpClass c) {
-  switch (c) {
-    case OpClass::elementwise: return "elementwise";
-    case OpClass::matmul: return "matmul";
-    case OpClass::norm: return "norm";
-    case OpClass::rowreduce: return "rowreduce";
-    case OpClass::collective: return "collective";
-    case OpClass::fused: return "fused";
-  }
-  return "?";
+  static constexpr model::EnumName<OpClass> kClasses[] = {
+      {OpClass::elementwise, "elementwise"}, {OpClass::matmul, "matmul"},         {OpClass::norm, "norm"},
+      {OpClass::rowreduce, "rowreduce"},     {OpClass::collective, "collective"}, {OpClass::fused, "fused"}};
+  return std::string(model::name_of(kClasses, c));
 }
 
 std::string to_string(Stream s) { return s == Stream::compute ? "compute" : "comm"; }

@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "model/catalog.h"
+#include "model/enum_names.h"
 #include "model/error.h"
 #include "model/yaml_util.h"
 
@@ -17,55 +18,38 @@ namespace coconet::step {
 
 namespace fs = std::filesystem;
 
-std::string to_string(PipeSchedule s) {
-  switch (s) {
-    case PipeSchedule::gpipe: return "gpipe";
-    case PipeSchedule::one_f_one_b: return "1f1b";
-    case PipeSchedule::interleaved: return "interleaved";
-  }
-  return "1f1b";
+namespace {
+
+constexpr model::EnumName<PipeSchedule> kPipeSchedules[] = {
+    {PipeSchedule::gpipe, "gpipe"}, {PipeSchedule::one_f_one_b, "1f1b"}, {PipeSchedule::interleaved, "interleaved"}};
+constexpr model::EnumName<Recompute> kRecomputes[] = {
+    {Recompute::none, "none"}, {Recompute::selective, "selective"}, {Recompute::full, "full"}};
+constexpr model::EnumName<FfnType> kFfnTypes[] = {
+    {FfnType::gelu, "gelu"}, {FfnType::swiglu, "swiglu"}, {FfnType::squared_relu, "squared_relu"}};
+constexpr model::EnumName<Norm> kNorms[] = {{Norm::layernorm, "layernorm"}, {Norm::rmsnorm, "rmsnorm"}};
+constexpr model::EnumName<Family> kFamilyNames[] = {
+    {Family::gpt, "gpt"}, {Family::llama, "llama"}, {Family::nemotron, "nemotron"}};
+constexpr model::EnumName<CpComm> kCpComms[] = {{CpComm::ring, "ring"}, {CpComm::allgather, "allgather"}};
+constexpr model::EnumName<Router> kRouters[] = {{Router::dropless, "dropless"}, {Router::capacity, "capacity"}};
+constexpr model::EnumName<Dispatcher> kDispatchers[] = {{Dispatcher::alltoall, "alltoall"},
+                                                        {Dispatcher::deepep, "deepep"}};
+
+// The value `s` names in `table`, or a UserError "<what> 's' is not one of <names>".
+template <typename E, std::size_t N>
+E parse_named(const model::EnumName<E> (&table)[N], const std::string& s, const char* what) {
+  if (const auto v = model::value_named(table, s)) return *v;
+  throw UserError(fmt::format("{} '{}' is not one of {}", what, s, model::names_of(table)));
 }
 
-std::string to_string(Recompute r) {
-  switch (r) {
-    case Recompute::none: return "none";
-    case Recompute::selective: return "selective";
-    case Recompute::full: return "full";
-  }
-  return "none";
-}
+}  // namespace
 
-PipeSchedule parse_pipe_schedule(const std::string& s) {
-  if (s == "gpipe") return PipeSchedule::gpipe;
-  if (s == "1f1b") return PipeSchedule::one_f_one_b;
-  if (s == "interleaved") return PipeSchedule::interleaved;
-  throw UserError(fmt::format("pipeline schedule '{}' is not one of gpipe, 1f1b, interleaved", s));
-}
-
-Recompute parse_recompute(const std::string& s) {
-  if (s == "none") return Recompute::none;
-  if (s == "selective") return Recompute::selective;
-  if (s == "full") return Recompute::full;
-  throw UserError(fmt::format("recompute '{}' is not one of none, selective, full", s));
-}
-
-std::string to_string(FfnType f) {
-  switch (f) {
-    case FfnType::gelu: return "gelu";
-    case FfnType::swiglu: return "swiglu";
-    case FfnType::squared_relu: return "squared_relu";
-  }
-  return "gelu";
-}
-std::string to_string(Norm n) { return n == Norm::rmsnorm ? "rmsnorm" : "layernorm"; }
-std::string to_string(Family f) {
-  switch (f) {
-    case Family::gpt: return "gpt";
-    case Family::llama: return "llama";
-    case Family::nemotron: return "nemotron";
-  }
-  return "gpt";
-}
+std::string to_string(PipeSchedule s) { return std::string(model::name_of(kPipeSchedules, s)); }
+std::string to_string(Recompute r) { return std::string(model::name_of(kRecomputes, r)); }
+PipeSchedule parse_pipe_schedule(const std::string& s) { return parse_named(kPipeSchedules, s, "pipeline schedule"); }
+Recompute parse_recompute(const std::string& s) { return parse_named(kRecomputes, s, "recompute"); }
+std::string to_string(FfnType f) { return std::string(model::name_of(kFfnTypes, f)); }
+std::string to_string(Norm n) { return std::string(model::name_of(kNorms, n)); }
+std::string to_string(Family f) { return std::string(model::name_of(kFamilyNames, f)); }
 
 namespace {
 
@@ -101,42 +85,14 @@ Family Transformer::family() const {
   return t != nullptr ? t->family : Family::gpt;
 }
 
-FfnType parse_ffn_type(const std::string& s) {
-  if (s == "gelu") return FfnType::gelu;
-  if (s == "swiglu") return FfnType::swiglu;
-  if (s == "squared_relu") return FfnType::squared_relu;
-  throw UserError(fmt::format("ffn_type '{}' is not one of gelu, swiglu, squared_relu", s));
-}
-
-Norm parse_norm(const std::string& s) {
-  if (s == "layernorm") return Norm::layernorm;
-  if (s == "rmsnorm") return Norm::rmsnorm;
-  throw UserError(fmt::format("norm '{}' is not one of layernorm, rmsnorm", s));
-}
-
-std::string to_string(CpComm c) { return c == CpComm::allgather ? "allgather" : "ring"; }
-
-CpComm parse_cp_comm(const std::string& s) {
-  if (s == "ring") return CpComm::ring;
-  if (s == "allgather") return CpComm::allgather;
-  throw UserError(fmt::format("cp_comm '{}' is not one of ring, allgather", s));
-}
-
-std::string to_string(Router r) { return r == Router::capacity ? "capacity" : "dropless"; }
-
-Router parse_router(const std::string& s) {
-  if (s == "dropless") return Router::dropless;
-  if (s == "capacity") return Router::capacity;
-  throw UserError(fmt::format("router '{}' is not one of dropless, capacity", s));
-}
-
-std::string to_string(Dispatcher d) { return d == Dispatcher::deepep ? "deepep" : "alltoall"; }
-
-Dispatcher parse_dispatcher(const std::string& s) {
-  if (s == "alltoall") return Dispatcher::alltoall;
-  if (s == "deepep") return Dispatcher::deepep;
-  throw UserError(fmt::format("dispatcher '{}' is not one of alltoall, deepep", s));
-}
+FfnType parse_ffn_type(const std::string& s) { return parse_named(kFfnTypes, s, "ffn_type"); }
+Norm parse_norm(const std::string& s) { return parse_named(kNorms, s, "norm"); }
+std::string to_string(CpComm c) { return std::string(model::name_of(kCpComms, c)); }
+CpComm parse_cp_comm(const std::string& s) { return parse_named(kCpComms, s, "cp_comm"); }
+std::string to_string(Router r) { return std::string(model::name_of(kRouters, r)); }
+Router parse_router(const std::string& s) { return parse_named(kRouters, s, "router"); }
+std::string to_string(Dispatcher d) { return std::string(model::name_of(kDispatchers, d)); }
+Dispatcher parse_dispatcher(const std::string& s) { return parse_named(kDispatchers, s, "dispatcher"); }
 
 double Moe::hottest_share() const {
   return router == Router::capacity ? std::min(imbalance, capacity_factor) : imbalance;

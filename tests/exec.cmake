@@ -28,10 +28,10 @@ add_executable(test_exec_memory ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_exec_memor
 target_link_libraries(test_exec_memory PRIVATE coconet_exec GTest::gtest_main coconet_warnings)
 gtest_discover_tests(test_exec_memory TEST_PREFIX "exec.")
 
-add_executable(test_exec_launch ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_exec_launch.cpp
+add_executable(test_exec_mpirun ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_exec_mpirun.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_exec_step_shares.cpp ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_exec_spread.cpp)
-target_link_libraries(test_exec_launch PRIVATE coconet_exec GTest::gtest_main coconet_warnings)
-gtest_discover_tests(test_exec_launch TEST_PREFIX "exec.")
+target_link_libraries(test_exec_mpirun PRIVATE coconet_exec GTest::gtest_main coconet_warnings)
+gtest_discover_tests(test_exec_mpirun TEST_PREFIX "exec.")
 
 if(COCONET_HAVE_MPI AND COCONET_MPIEXEC)
   add_executable(test_exec_mpi ${CMAKE_CURRENT_SOURCE_DIR}/mpi/test_exec_mpi.cpp)

@@ -1,7 +1,7 @@
 // Planning a fused call as one single-kernel launch (see lsa_fused_call.h).
 #include "exec/cuda/lsa_fused_call.h"
 
-#include "kernels/cuda/launch.h"
+#include "kernels/cuda/grid.h"
 
 namespace coconet::exec::cuda {
 namespace kc = coconet::kernels::cuda;

@@ -25,7 +25,7 @@
 
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/elementwise.h"
-#include "kernels/cuda/launch.h"
+#include "kernels/cuda/grid.h"
 #include "kernels/cuda/occupancy.h"
 #include "kernels/cuda/vec.cuh"
 #include "kernels/cuda/view.h"

@@ -5,7 +5,7 @@
 
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/fill.h"
-#include "kernels/cuda/launch.h"
+#include "kernels/cuda/grid.h"
 #include "kernels/cuda/occupancy.h"
 #include "kernels/cuda/vec.cuh"
 

@@ -168,8 +168,8 @@ void fused_program_lsa(const LsaComm& comm, const model::ElementwiseProgram& pro
                        std::span<const LsaOperand> inputs, std::span<const LsaOperand> outputs,
                        std::int64_t n, cudaStream_t stream, std::int64_t global_first) {
   const auto in_places = places(inputs), out_places = places(outputs);
-  const LsaLaunchPlan plan =
-      plan_lsa_launch(program, in_places, out_places, n, comm.lsa_size(), comm.lsa_rank());
+  const LsaShardPlan plan =
+      plan_lsa_shard(program, in_places, out_places, n, comm.lsa_size(), comm.lsa_rank());
   LsaProgramParams p{};
   p.reduced_slot = reduced_slot(in_places);
   for (std::size_t k = 0; k < program.code.size(); ++k) p.code[k] = program.code[k];

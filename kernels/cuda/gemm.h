@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "kernels/cuda/cublas_loader.h"
-#include "kernels/cuda/launch.h"
+#include "kernels/cuda/grid.h"
 #include "model/types.h"
 
 namespace coconet::kernels::cuda {

@@ -84,7 +84,7 @@ int reduced_slot(std::span<const LsaOperandPlace> inputs) {
   return -1;
 }
 
-LsaLaunchPlan plan_lsa_launch(const model::ElementwiseProgram& program,
+LsaShardPlan plan_lsa_shard(const model::ElementwiseProgram& program,
                               std::span<const LsaOperandPlace> inputs,
                               std::span<const LsaOperandPlace> outputs, std::int64_t n,
                               int lsa_size, int lsa_rank) {
@@ -93,7 +93,7 @@ LsaLaunchPlan plan_lsa_launch(const model::ElementwiseProgram& program,
                     std::to_string(lsa_rank) + " of " + std::to_string(lsa_size) +
                     " is not a valid split");
   check_roles(program, inputs, outputs);
-  LsaLaunchPlan p;
+  LsaShardPlan p;
   p.shard = shard_of(n, lsa_size, lsa_rank);
   p.vec_head = vector_head(program, inputs, outputs, p.shard.begin);
   return p;

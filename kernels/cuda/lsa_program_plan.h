@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <span>
 
-#include "kernels/cuda/launch.h"
+#include "kernels/cuda/grid.h"
 #include "model/elementwise_program.h"
 
 namespace coconet::kernels::cuda {
@@ -22,23 +22,23 @@ enum class LsaRole : std::uint8_t {
 // Where an operand's element 0 of this rank's shard lives, for the alignment
 // check: a local operand's address; a window operand's byte offset in its
 // window (window bases are aligned to NCCL_WIN_REQUIRED_ALIGNMENT, a
-// multiple of 16 bytes), which plan_lsa_launch computes from the shard.
+// multiple of 16 bytes), which plan_lsa_shard computes from the shard.
 struct LsaOperandPlace {
   LsaRole role = LsaRole::local;
   std::uintptr_t local_address =
       0;  // local: element 0 of the shard; gathered: an optional local copy (0: none)
 };
 
-struct LsaLaunchPlan {
+struct LsaShardPlan {
   Span1d shard;       // elements [begin, begin + size) of the full value this rank updates
   int vec_head = -1;  // scalar elements before the 16-byte groups; -1: every element scalar
 };
 
 // Checks the roles against the program (exactly one reduced input, no
 // reduced output, no gathered input, operand counts and limits) and
-// plans the launch for rank `lsa_rank` of `lsa_size` over `n` elements.
+// plans the shard of rank `lsa_rank` of `lsa_size` over `n` elements.
 // Throws UserError naming what is wrong.
-[[nodiscard]] LsaLaunchPlan plan_lsa_launch(const model::ElementwiseProgram& program,
+[[nodiscard]] LsaShardPlan plan_lsa_shard(const model::ElementwiseProgram& program,
                                             std::span<const LsaOperandPlace> inputs,
                                             std::span<const LsaOperandPlace> outputs,
                                             std::int64_t n, int lsa_size, int lsa_rank);

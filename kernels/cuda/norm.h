@@ -8,7 +8,7 @@
 
 #include <cstddef>
 
-#include "kernels/cuda/launch.h"
+#include "kernels/cuda/grid.h"
 #include "kernels/cuda/view.h"
 
 namespace coconet::kernels::cuda {

@@ -14,7 +14,7 @@
 #include <cmath>
 
 #include "kernels/cuda/check.h"
-#include "kernels/cuda/launch.h"
+#include "kernels/cuda/grid.h"
 #include "kernels/cuda/rowreduce.h"
 #include "kernels/cuda/vec.cuh"
 #include "model/error.h"

@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "kernels/cuda/launch.h"
+#include "kernels/cuda/grid.h"
 #include "model/types.h"
 
 namespace coconet::kernels::cuda {

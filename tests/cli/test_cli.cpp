@@ -1043,7 +1043,7 @@ TEST_F(Cli, RunChecksItsArgumentsBeforeStartingRanks) {
   EXPECT_TRUE(contains(pipeline.err, "multiple of 2")) << pipeline.all();
 }
 
-// An mpirun that cannot be executed: the supervised start (exec/launch.h)
+// An mpirun that cannot be executed: the supervised start (exec/mpirun.h)
 // says so, naming the path, and exits 2; nothing of the job is left.
 TEST_F(Cli, AnMpirunThatCannotStartIsNamed) {
   const Result r = run({"run", "sgd", "--ranks", "2", "--set", "N=64"}, {"COCONET_MPIRUN=/nonexistent/mpirun"});

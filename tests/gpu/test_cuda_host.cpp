@@ -25,7 +25,7 @@
 #include "kernels/cuda/epilogue.h"
 #include "kernels/cuda/fused_allreduce.h"
 #include "kernels/cuda/gemm.h"
-#include "kernels/cuda/launch.h"
+#include "kernels/cuda/grid.h"
 #include "kernels/cuda/optimizer.h"
 #include "model/error.h"
 #include "model/parse.h"

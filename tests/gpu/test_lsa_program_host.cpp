@@ -55,7 +55,7 @@ TEST(LsaProgramPlan, ShardFollowsTheSliceRule) {
   const auto p = momentum_program();
   const auto ins = input_places(p, kAligned);
   const std::vector<LsaOperandPlace> outs{{LsaRole::local, kAligned}, {LsaRole::gathered, 0}};
-  const auto r1 = kc::plan_lsa_launch(p, ins, outs, 37, 2, 1);
+  const auto r1 = kc::plan_lsa_shard(p, ins, outs, 37, 2, 1);
   EXPECT_EQ(r1.shard.begin, 19);
   EXPECT_EQ(r1.shard.size, 18);
   EXPECT_EQ(kc::reduced_slot(ins), int(std::find(p.input_names.begin(), p.input_names.end(), "g") -
@@ -69,16 +69,16 @@ TEST(LsaProgramPlan, VectorHeadAlignsEveryOperandOrNone) {
   const auto p = momentum_program();
   // Local f32 operands 12 bytes past a boundary: 5 elements (20 bytes) + 12 = 32.
   const std::vector<LsaOperandPlace> outs{{LsaRole::local, kAligned + 12}, {LsaRole::gathered, 0}};
-  EXPECT_EQ(kc::plan_lsa_launch(p, input_places(p, kAligned + 12), outs, 37, 2, 1).vec_head, 5);
+  EXPECT_EQ(kc::plan_lsa_shard(p, input_places(p, kAligned + 12), outs, 37, 2, 1).vec_head, 5);
   // Local operands on a boundary need a head that is a multiple of 4: no head of < 8 fits both.
   const std::vector<LsaOperandPlace> outs0{{LsaRole::local, kAligned}, {LsaRole::gathered, 0}};
-  EXPECT_EQ(kc::plan_lsa_launch(p, input_places(p, kAligned), outs0, 37, 2, 1).vec_head, -1);
+  EXPECT_EQ(kc::plan_lsa_shard(p, input_places(p, kAligned), outs0, 37, 2, 1).vec_head, -1);
   // Rank 0 starts at 0: no head.
-  EXPECT_EQ(kc::plan_lsa_launch(p, input_places(p, kAligned), outs0, 37, 2, 0).vec_head, 0);
+  EXPECT_EQ(kc::plan_lsa_shard(p, input_places(p, kAligned), outs0, 37, 2, 0).vec_head, 0);
   // A gathered output's local copy counts too.
   const std::vector<LsaOperandPlace> copy{{LsaRole::local, kAligned},
                                           {LsaRole::gathered, kAligned + 4}};
-  EXPECT_EQ(kc::plan_lsa_launch(p, input_places(p, kAligned), copy, 37, 2, 0).vec_head, -1);
+  EXPECT_EQ(kc::plan_lsa_shard(p, input_places(p, kAligned), copy, 37, 2, 0).vec_head, -1);
 }
 
 TEST(LsaProgramPlan, MisplacedRolesAreRefusedWithTheReason) {
@@ -88,7 +88,7 @@ TEST(LsaProgramPlan, MisplacedRolesAreRefusedWithTheReason) {
   auto refused = [&](std::vector<LsaOperandPlace> i, std::vector<LsaOperandPlace> o, std::int64_t n,
                      int size, int rank, const std::string& part) {
     try {
-      (void)kc::plan_lsa_launch(p, i, o, n, size, rank);
+      (void)kc::plan_lsa_shard(p, i, o, n, size, rank);
       ADD_FAILURE() << "accepted; expected a refusal naming '" << part << "'";
     } catch (const UserError& e) {
       EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();

@@ -1,5 +1,5 @@
 // Starting the ranks of `validate` and `calibrate`: outside mpirun, `--ranks N`
-// runs this same command line again as `mpirun -np N` (exec/launch.h, the
+// runs this same command line again as `mpirun -np N` (exec/mpirun.h, the
 // same relaunch as `coconet run`), telling the ranks whether the user's
 // stderr is a terminal so the progress bar shows there and nowhere else.
 #pragma once
@@ -7,7 +7,7 @@
 #include <functional>
 
 #include "exec/backend.h"
-#include "exec/launch.h"
+#include "exec/mpirun.h"
 #include "plan/capabilities.h"
 
 namespace coconet::validation {

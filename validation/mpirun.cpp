@@ -1,6 +1,6 @@
 // Starting and guarding the ranks of validate and calibrate; the relaunch
-// itself is exec's (exec/launch.h).
-#include "validation/launch.h"
+// itself is exec's (exec/mpirun.h).
+#include "validation/mpirun.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -9,7 +9,7 @@
 #include <fmt/core.h>
 #include <unistd.h>
 
-#include "exec/launch.h"
+#include "exec/mpirun.h"
 #include "model/error.h"
 #include "validation/progress.h"
 

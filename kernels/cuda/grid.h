@@ -1,4 +1,4 @@
-// Launch geometry shared by coconet's CUDA kernels, and the rank-slice rule on
+// Grid geometry (threads per block, blocks per grid) shared by coconet's CUDA kernels, and the rank-slice rule on
 // the device. Host-only code (tests, the backend) uses these too, so the
 // header needs no CUDA: it compiles with any C++20 compiler.
 //

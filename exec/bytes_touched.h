@@ -13,9 +13,9 @@
 
 namespace coconet::exec {
 
-class Traffic {
+class BytesTouched {
  public:
-  explicit Traffic(const Backend& b) : b_(b) {}
+  explicit BytesTouched(const Backend& b) : b_(b) {}
 
   void add_scratch(BufferId id) { scratch_.insert(id); }
   void reset() { bytes_ = 0; }

@@ -19,7 +19,7 @@
 //   initialised: a job where no rank does so within kFirstRankTimeoutS is
 //   ended, and an mpirun that exits 0 without a rank having started is a
 //   failed run ("no rank reported"), not a pass with no rows.
-#include "exec/launch.h"
+#include "exec/mpirun.h"
 
 #include <fcntl.h>
 #include <poll.h>

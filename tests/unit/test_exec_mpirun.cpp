@@ -1,4 +1,4 @@
-// The launcher's argument list (exec/launch.h): the flags a container needs, root only when root.
+// The launcher's argument list (exec/mpirun.h): the flags a container needs, root only when root.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -7,13 +7,13 @@
 
 #include <unistd.h>
 
-#include "exec/launch.h"
+#include "exec/mpirun.h"
 #include "model/error.h"
 
 namespace coconet::exec {
 namespace {
 
-// The launcher's argument list (exec/launch.h): the flags a container needs, root only when root.
+// The launcher's argument list (exec/mpirun.h): the flags a container needs, root only when root.
 TEST(Launch, MpirunArgumentsCarryTheContainerFlagsAndTheCommand) {
   const auto args = mpirun_arguments("/usr/bin/mpirun", 3, Binding::none, "/bin/coconet", {"run", "sgd"}, false);
   const std::vector<std::string> head{"/usr/bin/mpirun", "-np", "3"};
