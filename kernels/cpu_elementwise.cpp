@@ -22,6 +22,14 @@
 //   it, which computes it in its own loop (the same two roundings); a 16-bit
 //   input loaded several times is converted once a tile. Adam's three
 //   updates (f16 gradient, f32 state) went from 18 passes a tile to 8.
+// - A contiguous 16-bit input loaded once, and a 16-bit output, are read
+//   and written in place by the add, subtract, multiply or divide, which
+//   convert 8 lanes at a time inside their loop (kernels/cpu_half_lanes.h;
+//   where the CPU has F16C and AVX2): a 16-bit scaling is one pass, not
+//   three (widen, multiply, narrow). A square root is likewise taken inside
+//   the loop of the arithmetic that consumes it (Adam's sqrt(v) + eps: 7
+//   passes). Those four operations are functions of their own (add_run, ...),
+//   which keeps the tile function small enough for GCC to vectorise it.
 #include "kernels/cpu_elementwise.h"
 
 #include <algorithm>
