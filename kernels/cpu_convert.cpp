@@ -9,16 +9,17 @@
 //   elements per instruction; the tail and strided runs use half.h.
 // - The entry points are cloned per x86 level (kernels/cpu_clones.h).
 // - bf16 is written branch-free over whole runs (the NaN test a select), so
-//   the compiler vectorises it; bf16 is the upper half of an f32.
+//   the compiler vectorises it; bf16 is the upper half of an f32. The
+//   element and 8-lane conversions are kernels/cpu_half_lanes.h's.
 #include <bit>
 #include <cstring>
 
 #include "kernels/cpu_clones.h"
 #include "kernels/cpu_elementwise.h"
+#include "kernels/cpu_half_lanes.h"
 
 #if defined(__x86_64__)
 #include <cpuid.h>
-#include <immintrin.h>
 #endif
 
 namespace coconet::kernels {
@@ -36,8 +37,7 @@ T* typed(std::byte* p) {
 // f16 <-> f32 with F16C, where the CPU has it. Measured: 32768 elements
 // widened, doubled and narrowed in 59 us with half.h's bit manipulation,
 // 3.3 us with F16C (one core).
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define COCONET_HAVE_F16C_PATH 1
+#ifdef COCONET_HAVE_F16C_PATH
 // CPUID leaf 1, ECX (Intel SDM vol. 2A, "CPUID"): OSXSAVE, AVX and F16C; and
 // XCR0 bits 1-2 (the OS saves the SSE and AVX registers), read with XGETBV.
 bool cpu_has_f16c() {
@@ -54,19 +54,15 @@ bool cpu_has_f16c() {
   return has;
 }
 
-constexpr int kRne = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
-
 __attribute__((target("f16c,avx"))) std::int64_t widen_f16c(const std::uint16_t* s, std::int64_t count, float* out) {
   std::int64_t k = 0;
-  for (; k + 8 <= count; k += 8)
-    _mm256_storeu_ps(out + k, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + k))));
+  for (; k + kHalfLanes <= count; k += kHalfLanes) widen_f16_lanes(s + k, out + k);
   return k;
 }
 
 __attribute__((target("f16c,avx"))) std::int64_t narrow_f16c(const float* in, std::int64_t count, std::uint16_t* d) {
   std::int64_t k = 0;
-  for (; k + 8 <= count; k += 8)
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + k), _mm256_cvtps_ph(_mm256_loadu_ps(in + k), kRne));
+  for (; k + kHalfLanes <= count; k += kHalfLanes) narrow_f16_lanes(in + k, d + k);
   return k;
 }
 
@@ -74,7 +70,7 @@ __attribute__((target("f16c,avx"))) std::int64_t narrow_f16c(const float* in, st
 __attribute__((target("f16c,avx"))) std::int64_t round_f16c(float* x, std::int64_t count) {
   std::int64_t k = 0;
   for (; k + 8 <= count; k += 8)
-    _mm256_storeu_ps(x + k, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(x + k), kRne)));
+    _mm256_storeu_ps(x + k, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(x + k), kF16Rne)));
   return k;
 }
 #endif
@@ -100,18 +96,6 @@ std::int64_t round_f16_fast(float* x, std::int64_t count) {
   return 0;
 }
 
-// half.h's float_to_bf16 without branches: a NaN keeps its upper half, made
-// quiet; anything else rounds to nearest even.
-inline std::uint16_t bf16_bits(float f) {
-  const auto u = std::bit_cast<std::uint32_t>(f);
-  constexpr std::uint32_t kAbs = 0x7fffffffu, kInf = 0x7f800000u, kQuiet = 0x40u, kHalfUlp = 0x7fffu;
-  const std::uint32_t nan = (u >> 16) | kQuiet;
-  const std::uint32_t rounded = (u + kHalfUlp + ((u >> 16) & 1u)) >> 16;
-  return static_cast<std::uint16_t>((u & kAbs) > kInf ? nan : rounded);
-}
-
-inline float bf16_value(std::uint16_t h) { return std::bit_cast<float>(std::uint32_t{h} << 16); }
-
 void load_bf16(const std::uint16_t* s, std::int64_t stride, std::int64_t count, float* out) {
   if (stride == 1) {
     for (std::int64_t k = 0; k < count; ++k) out[k] = bf16_value(s[k]);
@@ -133,6 +117,15 @@ void store_bf16(std::uint16_t* d, std::int64_t stride, std::int64_t count, const
 bool f16c_conversions() {
 #ifdef COCONET_HAVE_F16C_PATH
   return cpu_has_f16c();
+#else
+  return false;
+#endif
+}
+
+bool half_lanes() {
+#ifdef COCONET_HAVE_F16C_PATH
+  static const bool has = cpu_has_f16c() && __builtin_cpu_supports("avx2");
+  return has;
 #else
   return false;
 #endif

@@ -22,14 +22,25 @@
 //   it, which computes it in its own loop (the same two roundings); a 16-bit
 //   input loaded several times is converted once a tile. Adam's three
 //   updates (f16 gradient, f32 state) went from 18 passes a tile to 8.
+// - A contiguous 16-bit input loaded once, and a 16-bit output, are read
+//   and written in place by the add, subtract, multiply or divide, which
+//   convert 8 lanes at a time inside their loop (kernels/cpu_half_lanes.h;
+//   where the CPU has F16C and AVX2): a 16-bit scaling is one pass, not
+//   three (widen, multiply, narrow). A square root is likewise taken inside
+//   the loop of the arithmetic that consumes it (Adam's sqrt(v) + eps: 7
+//   passes). Those four operations are functions of their own (add_run, ...),
+//   which keeps the tile function small enough for GCC to vectorise it.
 #include "kernels/cpu_elementwise.h"
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/cpu_clones.h"
+#include "kernels/cpu_half_lanes.h"
 #include "model/error.h"
 
 namespace coconet::kernels {
@@ -74,15 +85,26 @@ model::Block flatten(const model::Block& b, std::span<CpuOperand> ins, std::span
 // A value on the program's stack, for one tile: a run of f32 (a register of
 // the pool, or a contiguous f32 input read in place), one scalar (a
 // constant, or an operation of constants, applied without filling a run),
-// or a run times a scalar not yet computed (`scaled`: run[t] * scalar, done
+// a run times a scalar not yet computed (`scaled`: run[t] * scalar, done
 // inside the loop of the add, subtract, multiply or divide that consumes
 // it, which saves a pass over the tile; computed into a run for any other
-// consumer).
+// consumer), or a run of 16-bit elements (`half`, of type `half_type`: a
+// contiguous 16-bit input read in place, widened inside the loop of the
+// add, subtract, multiply or divide that consumes it, else into a run; or
+// a 16-bit output's place, once an operation has written it there), or the
+// square root of a run not yet taken (`root`: taken inside the loop of the
+// add, subtract, multiply or divide that consumes it, as Adam's
+// `sqrt(v) + eps` is; into a run for any other consumer).
 struct Value {
   const float* run = nullptr;
   float scalar = 0.0f;
   bool scaled = false;
-  [[nodiscard]] bool is_scalar() const { return run == nullptr; }
+  const std::uint16_t* half = nullptr;
+  model::DType half_type = model::DType::f32;
+  bool root = false;
+  [[nodiscard]] bool is_scalar() const { return run == nullptr && half == nullptr; }
+  // A run or a scalar, read as it is.
+  [[nodiscard]] bool plain() const { return !scaled && !root && half == nullptr; }
 };
 
 // The registers of one thread: kMaxStack + kMaxOutputs runs of kTile f32
@@ -104,9 +126,10 @@ struct Registers {
   std::array<int, model::kMaxStack> stack_run{};
   std::array<int, model::kMaxOutputs> out_run{};
   std::array<Value, model::kMaxStack> stack{};
-  // This tile's place in each output written directly (nullptr: the output
-  // goes through its run and store_f32).
+  // This tile's place in each output written directly, f32 or 16-bit
+  // (nullptr in both: the output goes through its run and store_f32).
   std::array<float*, model::kMaxOutputs> out_direct{};
+  std::array<std::uint16_t*, model::kMaxOutputs> out16{};
   Registers() {
     for (int d = 0; d < model::kMaxStack; ++d) stack_run[static_cast<std::size_t>(d)] = d;
     for (int s = 0; s < model::kMaxOutputs; ++s) out_run[static_cast<std::size_t>(s)] = model::kMaxStack + s;
@@ -135,11 +158,75 @@ struct Scaled {
   float s;
   float operator[](std::int64_t t) const { return p[t] * s; }
 };
+// 16-bit elements widened in the loop, kHalfLanes at a time (lanes()), the
+// tail an element at a time.
+struct Root {
+  const float* p;
+  float operator[](std::int64_t t) const { return model::apply_unary(model::UnaryOp::sqrt, p[t]); }
+};
+struct Bf16In {
+  const std::uint16_t* p;
+  float operator[](std::int64_t t) const { return bf16_value(p[t]); }
+  void lanes(std::int64_t t, float* x) const { widen_bf16_lanes(p + t, x); }
+};
+struct F16In {
+  const std::uint16_t* p;
+  float operator[](std::int64_t t) const { return model::f16_to_float(p[t]); }
+  void lanes(std::int64_t t, float* x) const { widen_f16_lanes(p + t, x); }
+};
+template <typename T>
+constexpr bool in_lanes = std::is_same_v<T, F16In> || std::is_same_v<T, Bf16In>;
 
-// The run of `v` for n elements: a scalar filled, or a scaled run computed,
-// into depth's own run.
+template <typename R>
+void lanes_of(const R& r, std::int64_t t, float* x) {
+  if constexpr (in_lanes<R>) {
+    r.lanes(t, x);
+  } else {
+    for (std::int64_t k = 0; k < kHalfLanes; ++k) x[k] = r[t + k];
+  }
+}
+
+// Where a loop writes: f32, or narrowed to a 16-bit output's place inside
+// the loop (kHalfLanes at a time, the tail an element at a time).
+struct F32Out {
+  float* p;
+  void put(std::int64_t t, float v) const { p[t] = v; }
+};
+struct Bf16Out {
+  std::uint16_t* p;
+  void put(std::int64_t t, float v) const { p[t] = bf16_bits(v); }
+  void lanes(std::int64_t t, const float* x) const { narrow_bf16_lanes(x, p + t); }
+};
+struct F16Out {
+  std::uint16_t* p;
+  void put(std::int64_t t, float v) const { p[t] = model::float_to_f16(v); }
+  void lanes(std::int64_t t, const float* x) const { narrow_f16_lanes(x, p + t); }
+};
+
+// Where an instruction's result goes: the depth's own run (both null), an
+// f32 output's place, or a 16-bit output's place (written by the add,
+// subtract, multiply and divide only).
+struct Dest {
+  float* f32 = nullptr;
+  std::uint16_t* half = nullptr;
+  model::DType half_type = model::DType::f32;
+};
+
+template <model::UnaryOp Op>
+void unary_loop(float* d, const float* a, std::int64_t n);
+
+// The run of `v` for n elements: a scalar filled, a scaled run or a root
+// computed, or a 16-bit run widened, into depth's own run.
 const float* as_run(Registers& r, int depth, const Value& v, std::int64_t n) {
   float* d = r.owned(depth);
+  if (v.root) {
+    unary_loop<model::UnaryOp::sqrt>(d, v.run, n);
+    return d;
+  }
+  if (v.half != nullptr) {
+    load_f32(reinterpret_cast<const std::byte*>(v.half), v.half_type, 0, 1, n, d);
+    return d;
+  }
   if (v.scaled) {
     const Scaled x{v.run, v.scalar};
     for (std::int64_t t = 0; t < n; ++t) d[t] = x[t];
@@ -154,8 +241,23 @@ const float* as_run(Registers& r, int depth, const Value& v, std::int64_t n) {
 // the four arithmetic operations reads.
 Value settled(Registers& r, int depth, std::int64_t n) {
   Value& v = r.at(depth);
-  if (v.scaled) v = Value{as_run(r, depth, v, n), 0.0f};
+  if (!v.plain()) v = Value{as_run(r, depth, v, n), 0.0f};
   return v;
+}
+
+// `p`, as a value the register allocator holds in a register through the
+// loop that follows. The tile function is one flattened function holding
+// every loop; GCC 12 spilled the destination pointer there and reloaded it
+// from the stack at every vector store (perf annotate: the reload took half
+// the samples of `y = x * 2` in f32, which measured 0.73-0.77 of the triad
+// instead of 0.94-1.0). An empty asm that may change the pointer gives the
+// loop a value of its own, live only there.
+template <typename T>
+T* in_register(T* p) {
+#if defined(__GNUC__) || defined(__clang__)
+  asm("" : "+r"(p));
+#endif
+  return p;
 }
 
 // One loop per operator and operand kind, the operator fixed at compile
@@ -163,32 +265,77 @@ Value settled(Registers& r, int depth, std::int64_t n) {
 // vectorises.
 template <model::UnaryOp Op>
 void unary_loop(float* d, const float* a, std::int64_t n) {
+  d = in_register(d);
   for (std::int64_t t = 0; t < n; ++t) d[t] = model::apply_unary(Op, a[t]);
 }
 
-template <model::BinaryOp Op, typename A, typename B>
-void binary_loop(float* d, A a, B b, std::int64_t n) {
-  for (std::int64_t t = 0; t < n; ++t) d[t] = model::apply_binary(Op, a[t], b[t]);
+template <typename T>
+constexpr bool writes_lanes = std::is_same_v<T, F16Out> || std::is_same_v<T, Bf16Out>;
+
+template <model::BinaryOp Op, typename W, typename A, typename B>
+void binary_loop(W d, A a, B b, std::int64_t n) {
+  d.p = in_register(d.p);
+  std::int64_t t = 0;
+  if constexpr (writes_lanes<W> || in_lanes<A> || in_lanes<B>) {
+    for (; t + kHalfLanes <= n; t += kHalfLanes) {
+      float x[kHalfLanes], y[kHalfLanes];
+      lanes_of(a, t, x);
+      lanes_of(b, t, y);
+      for (std::int64_t k = 0; k < kHalfLanes; ++k) x[k] = model::apply_binary(Op, x[k], y[k]);
+      if constexpr (writes_lanes<W>) {
+        d.lanes(t, x);
+      } else {
+        for (std::int64_t k = 0; k < kHalfLanes; ++k) d.put(t + k, x[k]);
+      }
+    }
+  }
+  if constexpr (std::is_same_v<W, F32Out>) {
+    float* const out = d.p;
+    for (; t < n; ++t) out[t] = model::apply_binary(Op, a[t], b[t]);
+  } else {
+    for (; t < n; ++t) d.put(t, model::apply_binary(Op, a[t], b[t]));
+  }
 }
 
-// The operations that read a scaled run inside their loop.
-constexpr bool reads_scaled_run(model::BinaryOp op) {
+// The operations that read a scaled run or a 16-bit run inside their loop,
+// and write a 16-bit output's place.
+constexpr bool reads_in_loop(model::BinaryOp op) {
   using B = model::BinaryOp;
   return op == B::add || op == B::sub || op == B::mul || op == B::div;
 }
 template <model::BinaryOp Op>
-constexpr bool reads_scaled = reads_scaled_run(Op);
+constexpr bool reads_scaled = reads_in_loop(Op);
 
-template <model::BinaryOp Op, typename A>
-void binary_then(float* d, A a, const Value& b, std::int64_t n) {
+template <model::BinaryOp Op, typename W, typename A>
+void binary_then(W d, A a, const Value& b, std::int64_t n) {
   if (b.scaled) return binary_loop<Op>(d, a, Scaled{b.run, b.scalar}, n);
   if (b.is_scalar()) return binary_loop<Op>(d, a, Scalar{b.scalar}, n);
   binary_loop<Op>(d, a, Run{b.run}, n);
 }
 
-template <model::BinaryOp Op>
-void binary_values(float* d, const Value& a, const Value& b, std::int64_t n) {
+// One operand a 16-bit run or a root, the other a scalar or an f32 run
+// (settle_operands settles anything else first).
+template <model::BinaryOp Op, typename W, typename H>
+void binary_half(W d, H h, bool half_first, const Value& other, std::int64_t n) {
+  if (other.is_scalar()) {
+    const Scalar s{other.scalar};
+    return half_first ? binary_loop<Op>(d, h, s, n) : binary_loop<Op>(d, s, h, n);
+  }
+  const Run r{other.run};
+  half_first ? binary_loop<Op>(d, h, r, n) : binary_loop<Op>(d, r, h, n);
+}
+
+template <model::BinaryOp Op, typename W>
+void binary_values(W d, const Value& a, const Value& b, std::int64_t n) {
   if constexpr (reads_scaled<Op>) {
+    if (a.half != nullptr || b.half != nullptr) {
+      const Value& h = a.half != nullptr ? a : b;
+      const Value& other = a.half != nullptr ? b : a;
+      if (h.half_type == model::DType::bf16) return binary_half<Op>(d, Bf16In{h.half}, a.half != nullptr, other, n);
+      return binary_half<Op>(d, F16In{h.half}, a.half != nullptr, other, n);
+    }
+    if (a.root) return binary_half<Op>(d, Root{a.run}, true, b, n);
+    if (b.root) return binary_half<Op>(d, Root{b.run}, false, a, n);
     if (a.scaled) return binary_then<Op>(d, Scaled{a.run, a.scalar}, b, n);
     if (b.scaled && a.is_scalar()) return binary_loop<Op>(d, Scalar{a.scalar}, Scaled{b.run, b.scalar}, n);
     if (b.scaled) return binary_loop<Op>(d, Run{a.run}, Scaled{b.run, b.scalar}, n);
@@ -196,6 +343,17 @@ void binary_values(float* d, const Value& a, const Value& b, std::int64_t n) {
   if (a.is_scalar()) return binary_loop<Op>(d, Scalar{a.scalar}, Run{b.run}, n);
   if (b.is_scalar()) return binary_loop<Op>(d, Run{a.run}, Scalar{b.scalar}, n);
   binary_loop<Op>(d, Run{a.run}, Run{b.run}, n);
+}
+
+// The add, subtract, multiply or divide into its destination: f32, or a
+// 16-bit output's place, narrowed in the loop.
+template <model::BinaryOp Op>
+void binary_to(const Dest& to, float* run, const Value& a, const Value& b, std::int64_t n) {
+  if constexpr (reads_scaled<Op>) {
+    if (to.half != nullptr && to.half_type == model::DType::bf16) return binary_values<Op>(Bf16Out{to.half}, a, b, n);
+    if (to.half != nullptr) return binary_values<Op>(F16Out{to.half}, a, b, n);
+  }
+  binary_values<Op>(F32Out{run}, a, b, n);
 }
 
 void unary_run(model::UnaryOp op, float* d, const float* a, std::int64_t n) {
@@ -213,22 +371,42 @@ void unary_run(model::UnaryOp op, float* d, const float* a, std::int64_t n) {
   COCONET_ASSERT(false, "unknown unary operator");
 }
 
-void binary_run(model::BinaryOp op, float* d, const Value& a, const Value& b, std::int64_t n) {
+// `d`: an f32 run; `to`: a 16-bit output's place instead, where set.
+// The add, subtract, multiply and divide hold most of the loops (a loop for
+// every reader and writer kind): each is a function of its own, cloned per
+// x86 level. Inlined into the tile function with the rest, they made it
+// large enough that GCC 12 left loops scalar there (Adam's `0.9 * m + 0.1 * g`
+// ran one element at a time, perf annotate; Adam fell from 0.53 of the triad
+// to 0.40-0.43).
+COCONET_CPU_CLONES void add_run(const Dest& to, float* d, const Value& a, const Value& b, std::int64_t n) {
+  binary_to<model::BinaryOp::add>(to, d, a, b, n);
+}
+COCONET_CPU_CLONES void sub_run(const Dest& to, float* d, const Value& a, const Value& b, std::int64_t n) {
+  binary_to<model::BinaryOp::sub>(to, d, a, b, n);
+}
+COCONET_CPU_CLONES void mul_run(const Dest& to, float* d, const Value& a, const Value& b, std::int64_t n) {
+  binary_to<model::BinaryOp::mul>(to, d, a, b, n);
+}
+COCONET_CPU_CLONES void div_run(const Dest& to, float* d, const Value& a, const Value& b, std::int64_t n) {
+  binary_to<model::BinaryOp::div>(to, d, a, b, n);
+}
+
+void binary_run(model::BinaryOp op, const Dest& to, float* d, const Value& a, const Value& b, std::int64_t n) {
   using B = model::BinaryOp;
   switch (op) {
-    case B::add: return binary_values<B::add>(d, a, b, n);
-    case B::sub: return binary_values<B::sub>(d, a, b, n);
-    case B::mul: return binary_values<B::mul>(d, a, b, n);
-    case B::div: return binary_values<B::div>(d, a, b, n);
-    case B::pow: return binary_values<B::pow>(d, a, b, n);
-    case B::max: return binary_values<B::max>(d, a, b, n);
-    case B::min: return binary_values<B::min>(d, a, b, n);
-    case B::lt: return binary_values<B::lt>(d, a, b, n);
-    case B::le: return binary_values<B::le>(d, a, b, n);
-    case B::gt: return binary_values<B::gt>(d, a, b, n);
-    case B::ge: return binary_values<B::ge>(d, a, b, n);
-    case B::eq: return binary_values<B::eq>(d, a, b, n);
-    case B::ne: return binary_values<B::ne>(d, a, b, n);
+    case B::add: return add_run(to, d, a, b, n);
+    case B::sub: return sub_run(to, d, a, b, n);
+    case B::mul: return mul_run(to, d, a, b, n);
+    case B::div: return div_run(to, d, a, b, n);
+    case B::pow: return binary_to<B::pow>(to, d, a, b, n);
+    case B::max: return binary_to<B::max>(to, d, a, b, n);
+    case B::min: return binary_to<B::min>(to, d, a, b, n);
+    case B::lt: return binary_to<B::lt>(to, d, a, b, n);
+    case B::le: return binary_to<B::le>(to, d, a, b, n);
+    case B::gt: return binary_to<B::gt>(to, d, a, b, n);
+    case B::ge: return binary_to<B::ge>(to, d, a, b, n);
+    case B::eq: return binary_to<B::eq>(to, d, a, b, n);
+    case B::ne: return binary_to<B::ne>(to, d, a, b, n);
   }
   COCONET_ASSERT(false, "unknown binary operator");
 }
@@ -250,17 +428,32 @@ struct Plan {
   std::array<bool, model::kMaxOutputs> read_back{};
   std::array<bool, model::kMaxInputs> loaded_again{};  // inputs the program loads more than once
   std::array<bool, model::kMaxOutputs> direct{};
+  // Inputs read as 16-bit runs in place (contiguous, loaded once, of a type
+  // loops convert).
+  std::array<bool, model::kMaxInputs> half_run{};
   std::vector<int> into;
 };
 
-// Pushes input `slot` for the tile: read in place when contiguous f32, else
-// converted: into the input's own run, once a tile, when loaded again;
-// else into depth's own run (one run fewer in L1).
-void load(Registers& r, int depth, std::size_t slot, bool again, const CpuOperand& op, std::int64_t i,
+// Whether `o` is contiguous 16-bit storage that loops read or write in
+// place, converting 8 lanes at a time (where the CPU has the instructions:
+// kernels/cpu_half_lanes.h).
+bool half_in_place(const CpuOperand& o) {
+  return o.dtype != model::DType::f32 && o.access.col_stride == 1 && half_lanes();
+}
+
+// Pushes input `slot` for the tile: read in place when contiguous f32, or
+// contiguous 16-bit loaded once (a 16-bit run, widened by its consumer);
+// else converted: into the input's own run, once a tile, when loaded
+// again; else into depth's own run (one run fewer in L1).
+void load(Registers& r, int depth, std::size_t slot, const Plan& plan, const CpuOperand& op, std::int64_t i,
           std::int64_t j0, std::int64_t n) {
   const std::int64_t first = op.access.at(i, j0);
   if (op.dtype == model::DType::f32 && op.access.col_stride == 1) {
     r.at(depth) = Value{reinterpret_cast<const float*>(op.data) + first, 0.0f};
+    return;
+  }
+  if (plan.half_run[slot]) {
+    r.at(depth) = Value{nullptr, 0.0f, false, reinterpret_cast<const std::uint16_t*>(op.data) + first, op.dtype};
     return;
   }
   if (op.access.col_stride == 0) {  // broadcast: one value for the whole tile
@@ -269,6 +462,7 @@ void load(Registers& r, int depth, std::size_t slot, bool again, const CpuOperan
     r.at(depth) = Value{nullptr, v};
     return;
   }
+  const bool again = plan.loaded_again[slot];
   float* d = again ? r.converted_run(slot) : r.owned(depth);
   if (!again || !r.converted[slot]) load_f32(op.data, op.dtype, first, op.access.col_stride, n, d);
   r.converted[slot] = true;
@@ -281,6 +475,11 @@ void load(Registers& r, int depth, std::size_t slot, bool again, const CpuOperan
 // copied; rounded to its dtype where the program reads it back (else
 // store_f32 rounds it).
 void store(Registers& r, int depth, std::size_t slot, model::DType t, bool read_back, std::int64_t n) {
+  if (std::uint16_t* to = r.out16[slot]; to != nullptr) {
+    if (r.at(depth).half == to) return;  // its operation wrote it there
+    store_f32(reinterpret_cast<std::byte*>(to), t, 0, 1, n, as_run(r, depth, r.at(depth), n));
+    return;
+  }
   const Value v = settled(r, depth, n);
   if (float* to = r.out_direct[slot]; to != nullptr) {
     if (v.run != to) std::copy_n(as_run(r, depth, v, n), n, to);
@@ -300,22 +499,41 @@ void store(Registers& r, int depth, std::size_t slot, model::DType t, bool read_
 // must outlive the depth above (a run computed there is overwritten by the
 // next push).
 bool defers(model::BinaryOp op, const Value& a, const Value& c, const float* above) {
-  if (op != model::BinaryOp::mul || a.scaled || c.scaled || a.is_scalar() == c.is_scalar()) return false;
+  if (op != model::BinaryOp::mul || !a.plain() || !c.plain() || a.is_scalar() == c.is_scalar()) return false;
   return (a.is_scalar() ? c.run : a.run) != above;
 }
 
-// One instruction over the tile. `to`: where a computed result goes (the
+// Makes the operands of a binary operation at `top` and `top + 1` what its
+// loop reads: f32 runs and scalars for most; the add, subtract, multiply
+// and divide also read scaled runs, or one 16-bit run or root with a
+// scalar or an f32 run beside it.
+void settle_operands(Registers& r, model::BinaryOp op, int top, std::int64_t n) {
+  if (!reads_in_loop(op)) {
+    settled(r, top, n);
+    settled(r, top + 1, n);
+    return;
+  }
+  const Value a = r.at(top), c = r.at(top + 1);
+  const auto widened = [](const Value& v) { return v.half != nullptr || v.root; };
+  if (widened(a) && !c.plain()) {
+    settled(r, top + 1, n);
+  } else if (widened(c) && !a.plain()) {
+    settled(r, top, n);
+  }
+}
+
+// One instruction over the tile. `into`: where a computed result goes (the
 // depth's own run, or an output's place when the next instruction stores it
-// there).
+// there; a 16-bit place only for a binary operation that writes one).
 void run_instr(const model::ElementwiseProgram& p, const Plan& plan, std::span<const CpuOperand> ins,
                const model::Block& b, std::int64_t i, std::int64_t j0, std::int64_t n, const model::Instr& in,
-               float* into, int& top, Registers& r) {
+               const Dest& into, int& top, Registers& r) {
   // The result's run at depth d: the output's place, else the depth's own.
-  const auto to = [&](int d) { return into != nullptr ? into : r.owned(d); };
+  const auto to = [&](int d) { return into.f32 != nullptr ? into.f32 : r.owned(d); };
   switch (in.code) {
     case model::OpCode::load: {
       const auto slot = static_cast<std::size_t>(in.slot);
-      return load(r, ++top, slot, plan.loaded_again[slot], ins[slot], i, j0, n);
+      return load(r, ++top, slot, plan, ins[slot], i, j0, n);
     }
     case model::OpCode::load_output:
       r.at(++top) = Value{r.out_value(static_cast<std::size_t>(in.slot)), 0.0f};
@@ -324,7 +542,9 @@ void run_instr(const model::ElementwiseProgram& p, const Plan& plan, std::span<c
     case model::OpCode::unary: {
       const Value a = settled(r, top, n);
       const auto op = static_cast<model::UnaryOp>(in.op);
-      if (a.is_scalar()) {
+      if (op == model::UnaryOp::sqrt && !a.is_scalar() && into.f32 == nullptr) {
+        r.at(top) = Value{a.run, 0.0f, false, nullptr, model::DType::f32, true};  // taken by its consumer
+      } else if (a.is_scalar()) {
         r.at(top) = Value{nullptr, model::apply_unary(op, a.scalar)};
       } else {
         unary_run(op, to(top), a.run, n);
@@ -335,17 +555,17 @@ void run_instr(const model::ElementwiseProgram& p, const Plan& plan, std::span<c
     case model::OpCode::binary: {
       --top;
       const auto op = static_cast<model::BinaryOp>(in.op);
-      if (!reads_scaled_run(op)) {
-        settled(r, top, n);
-        settled(r, top + 1, n);
-      }
+      settle_operands(r, op, top, n);
       const Value a = r.at(top), c = r.at(top + 1);
       if (a.is_scalar() && c.is_scalar()) {
         r.at(top) = Value{nullptr, model::apply_binary(op, a.scalar, c.scalar)};
-      } else if (into == nullptr && defers(op, a, c, r.owned(top + 1))) {
+      } else if (into.f32 == nullptr && into.half == nullptr && defers(op, a, c, r.owned(top + 1))) {
         r.at(top) = a.is_scalar() ? Value{c.run, a.scalar, true} : Value{a.run, c.scalar, true};
+      } else if (into.half != nullptr) {
+        binary_run(op, into, nullptr, a, c, n);
+        r.at(top) = Value{nullptr, 0.0f, false, into.half, into.half_type};
       } else {
-        binary_run(op, to(top), a, c, n);
+        binary_run(op, Dest{}, to(top), a, c, n);
         r.at(top) = Value{to(top), 0.0f};
       }
       return;
@@ -391,12 +611,20 @@ COCONET_CPU_CLONES void run_tile(const model::ElementwiseProgram& p, const Plan&
                                  std::span<const CpuOperand> outs, const model::Block& b, std::int64_t i,
                                  std::int64_t j0, std::int64_t n, Registers& r) {
   r.converted.fill(false);
-  for (std::size_t k = 0; k < outs.size(); ++k)
-    r.out_direct[k] = plan.direct[k] ? reinterpret_cast<float*>(outs[k].data) + outs[k].access.at(i, j0) : nullptr;
+  for (std::size_t k = 0; k < outs.size(); ++k) {
+    const bool f32 = outs[k].dtype == model::DType::f32;
+    const std::int64_t at = outs[k].access.at(i, j0);
+    r.out_direct[k] = plan.direct[k] && f32 ? reinterpret_cast<float*>(outs[k].data) + at : nullptr;
+    r.out16[k] = plan.direct[k] && !f32 ? reinterpret_cast<std::uint16_t*>(outs[k].data) + at : nullptr;
+  }
   int top = -1;
   for (std::size_t pc = 0; pc < p.code.size(); ++pc) {
     const int slot = plan.into[pc];
-    float* into = slot >= 0 ? r.out_direct[static_cast<std::size_t>(slot)] : nullptr;
+    Dest into;
+    if (slot >= 0) {
+      const auto k = static_cast<std::size_t>(slot);
+      into = Dest{r.out_direct[k], r.out16[k], outs[k].dtype};
+    }
     run_instr(p, plan, ins, b, i, j0, n, p.code[pc], into, top, r);
   }
   for (std::size_t k = 0; k < outs.size(); ++k)
@@ -431,7 +659,7 @@ bool same_elements(const CpuOperand& a, const CpuOperand& o) {
 // loads before it (an update in place: each element read, then written).
 bool may_write_directly(const model::ElementwiseProgram& p, std::size_t pc, const CpuOperand& out,
                         std::span<const CpuOperand> ins, const model::Block& b) {
-  if (out.dtype != model::DType::f32 || out.access.col_stride != 1) return false;
+  if (!(out.dtype == model::DType::f32 && out.access.col_stride == 1) && !half_in_place(out)) return false;
   const ByteRange written = bytes_of(out, b);
   for (std::size_t k = 0; k < p.code.size(); ++k) {
     if (p.code[k].code != model::OpCode::load) continue;
@@ -461,14 +689,23 @@ int depth_after(const model::Instr& in, int top) {
   }
 }
 
+// Whether the instruction before a store to a 16-bit output writes that
+// output's place itself: the add, subtract, multiply and divide do.
+bool writes_half(const model::Instr& in) {
+  return in.code == model::OpCode::binary && reads_in_loop(static_cast<model::BinaryOp>(in.op));
+}
+
 // Decides the plan. An output is written directly where each of its stores
-// empties the stack (no loaded value outlives the write) and the buffers allow it.
+// empties the stack (no loaded value outlives the write) and the buffers
+// allow it; a 16-bit one only where no later statement reads it back (a
+// read-back reads f32).
 // Fills `plan` (reused across calls: no allocation once its vector has grown).
 void make_plan(Plan& plan, const model::ElementwiseProgram& p, std::span<const CpuOperand> ins, std::span<const CpuOperand> outs,
                const model::Block& b) {
   plan.read_back.fill(false);
   plan.loaded_again.fill(false);
   plan.direct.fill(false);
+  plan.half_run.fill(false);
   plan.into.assign(p.code.size(), -1);
   for (std::size_t k = 0; k < outs.size(); ++k) plan.direct[k] = true;
   std::array<bool, model::kMaxInputs> seen{};
@@ -485,21 +722,26 @@ void make_plan(Plan& plan, const model::ElementwiseProgram& p, std::span<const C
     if (in.code == model::OpCode::store)
       plan.direct[slot] = plan.direct[slot] && top == -1 && may_write_directly(p, pc, outs[slot], ins, b);
   }
+  for (std::size_t k = 0; k < ins.size(); ++k) plan.half_run[k] = !plan.loaded_again[k] && half_in_place(ins[k]);
+  for (std::size_t k = 0; k < outs.size(); ++k)
+    if (outs[k].dtype != model::DType::f32) plan.direct[k] = plan.direct[k] && !plan.read_back[k];
   for (std::size_t pc = 1; pc < p.code.size(); ++pc) {
     const model::Instr& in = p.code[pc];
-    if (in.code == model::OpCode::store && plan.direct[static_cast<std::size_t>(in.slot)] && computes(p.code[pc - 1].code))
-      plan.into[pc - 1] = in.slot;
+    if (in.code != model::OpCode::store) continue;
+    const auto slot = static_cast<std::size_t>(in.slot);
+    const bool f32 = outs[slot].dtype == model::DType::f32;
+    if (plan.direct[slot] && (f32 ? computes(p.code[pc - 1].code) : writes_half(p.code[pc - 1]))) plan.into[pc - 1] = in.slot;
   }
 }
 
 // The tile for a call (see kShortTile): long for a long program, or for one
-// whose operands are all f32 read and written in place (no conversion runs,
-// no output runs); short otherwise.
+// whose operands are all read and written in place (f32, or 16-bit that
+// loops convert: no conversion runs, no output runs); short otherwise.
 std::int64_t tile_for(const model::ElementwiseProgram& p, std::span<const CpuOperand> ins,
                       std::span<const CpuOperand> outs) {
   if (p.code.size() >= kLongProgram) return kLongTile;
   const auto in_place = [](const CpuOperand& o) {
-    return o.dtype == model::DType::f32 && (o.access.col_stride == 1 || o.access.col_stride == 0);
+    return (o.dtype == model::DType::f32 && (o.access.col_stride == 1 || o.access.col_stride == 0)) || half_in_place(o);
   };
   return std::all_of(ins.begin(), ins.end(), in_place) && std::all_of(outs.begin(), outs.end(), in_place) ? kLongTile
                                                                                                           : kShortTile;

@@ -406,6 +406,54 @@ TEST(CpuElementwise, DirectOutputsAndScaledRunsBitForBitAsTheOneElementEvaluator
   }
 }
 
+// The loops that widen a 16-bit input and narrow a 16-bit output inside the
+// add, subtract, multiply or divide (no conversion passes), bit for bit as
+// the one-element evaluator: f16 and bf16 scaled, f16 lanes with ragged
+// tails (sizes not a multiple of 8), a 16-bit run beside a scalar, an f32
+// run, a scaled run or another 16-bit run, outputs of the other 16-bit type,
+// values that overflow to infinity, fall to f16 subnormals or give NaN
+// (x / (x - x) at zeros), a 16-bit state updated in place, a 16-bit output
+// read back by a later statement (through a run), an operation that is not
+// one of the four (written through a run), and an input loaded twice.
+TEST(CpuElementwise, SixteenBitLoopsBitForBitAsTheOneElementEvaluator) {
+  using model::DType;
+  for (const DType t : {DType::f16, DType::bf16}) {
+    const DType other = t == DType::f16 ? DType::bf16 : DType::f16;
+    const std::map<std::string, DType> ins{{"x", t}, {"y", t}, {"h", other}, {"w", DType::f32}, {"z", t}};
+    for (const std::size_t n : {std::size_t{1}, std::size_t{13}, std::size_t{1000}, std::size_t{4096 * 2 + 333}}) {
+      SCOPED_TRACE(testing::Message() << model::to_string(t) << " " << n);
+      EXPECT_EQ(differences(parsed({{"a", "x * 2"}}, t), ins, n), 0);
+      EXPECT_EQ(differences(parsed({{"a", "2 - x"}, {"b", "x / 3"}, {"c", "w + x"}, {"d", "x * y"}}, t), ins, n), 0);
+      EXPECT_EQ(differences(parsed({{"a", "x * 30000"}, {"b", "x * 0.00001"}, {"c", "x / (x - x)"}, {"d", "x * 1e38"}}, t), ins, n), 0);
+      EXPECT_EQ(differences(parsed({{"a", "x * 0.5 + w * 3"}, {"b", "h * 3 - y"}, {"c", "z * x"}}, other), ins, n), 0);
+      EXPECT_EQ(differences(parsed({{"a", "x * 3"}, {"b", "a + y"}, {"c", "max(x, y)"}, {"d", "sqrt(abs(y)) * 2"}}, t), ins, n), 0);
+      EXPECT_EQ(differences(parsed({{"a", "x * x + y"}}, t), ins, n), 0);
+      EXPECT_EQ(differences(parsed({{"x1", "x * 0.9 + 0.1"}}, t), ins, n, {{"x1", "x"}}), 0);
+    }
+  }
+}
+
+// A square root left for the add, subtract, multiply or divide that
+// consumes it (taken inside that loop), bit for bit as the one-element
+// evaluator: beside a scalar, an f32 run, a scaled run, a 16-bit run or
+// another root; taken first for any other consumer (max, a store, another
+// sqrt); of negatives (NaN); Adam's `sqrt(v) + eps` with its state in place.
+TEST(CpuElementwise, RootsBitForBitAsTheOneElementEvaluator) {
+  using model::DType;
+  const std::map<std::string, DType> ins{{"x", DType::f32}, {"y", DType::f32}, {"g", DType::f16}, {"h", DType::bf16},
+                                         {"z", DType::f32}};
+  for (const std::size_t n : {std::size_t{13}, std::size_t{1000}, std::size_t{4096 * 2 + 333}}) {
+    SCOPED_TRACE(n);
+    EXPECT_EQ(differences(parsed({{"a", "sqrt(x) + 0.001"}, {"b", "2 * sqrt(y)"}, {"c", "sqrt(x) / sqrt(y)"},
+                                  {"d", "y - sqrt(abs(x))"}}, DType::f32), ins, n), 0);
+    EXPECT_EQ(differences(parsed({{"a", "sqrt(x) * g"}, {"b", "h + sqrt(y)"}, {"c", "y * 0.5 - sqrt(x)"},
+                                  {"d", "sqrt(x) * 3 + y"}, {"e", "z * sqrt(y)"}}, DType::f32), ins, n), 0);
+    EXPECT_EQ(differences(parsed({{"a", "max(sqrt(x), y)"}, {"b", "sqrt(x)"}, {"c", "sqrt(sqrt(y)) - 1"}}, DType::bf16),
+                          ins, n), 0);
+    EXPECT_EQ(differences(parsed({{"x1", "x - 0.01 * y / (sqrt(abs(x)) + 0.00000001)"}}, DType::f32), ins, n, {{"x1", "x"}}), 0);
+  }
+}
+
 // Every GEMM level this CPU runs (kernels/cpu_gemm.h) at a blocked size with
 // ragged edges, strided operands and output: small-integer products are
 // exact, so each level equals the naive sum; and the levels are told apart
