@@ -285,16 +285,15 @@ TEST_F(Cli, StepCsvHasTheBreakdownColumns) {
   };
   const auto names = cells(header), row = cells(values);
   ASSERT_EQ(names.size(), row.size()) << csv.out;
+  // (That the parts make up the step is held against a pipeline laid out
+  // independently in test_step, tests/unit/step_independent.h.)
   const json& b = j["layouts"][0]["breakdown_ms"];
-  double sum = 0;
   for (const char* part : {"compute", "tp_comm", "cp_comm", "pp_bubble", "pp_p2p", "dp_comm", "optimizer"}) {
     const auto at = std::find(names.begin(), names.end(), std::string(part) + "_ms");
     ASSERT_NE(at, names.end()) << part << "_ms in " << header;
     const double v = std::stod(row[std::size_t(at - names.begin())]);
     EXPECT_NEAR(v, b[part].get<double>(), 0.005 + 1e-9) << part;  // printed with 2 decimals
-    sum += b[part].get<double>();
   }
-  EXPECT_NEAR(sum, j["layouts"][0]["step_ms"].get<double>(), 1e-6 * sum) << "the parts make up the step";
   // Only CSV is widened: the table of --search keeps its columns.
   EXPECT_FALSE(contains(run(args).out, "compute_ms"));
 }
@@ -542,11 +541,16 @@ TEST_F(Cli, CompareAModelPutsItsStepOnEachSideAndSaysWhenTheGpuCountsDiffer) {
   ASSERT_EQ(j["sides"].size(), 2u);
   EXPECT_EQ(j["sides"][0]["gpus"], 128);
   EXPECT_EQ(j["sides"][1]["gpus"], 256);
-  EXPECT_DOUBLE_EQ(j["sides"][0]["ratio"].get<double>(), 1.0);
   EXPECT_TRUE(j["note"].is_string());  // the GPU counts differ: said
-  // The step of each side is `coconet step`'s.
-  const json one = parsed(run({"step", "llama3-70b", "-t", "dgx-h100", "-N", "32", "--format", "json"}));
-  EXPECT_DOUBLE_EQ(j["sides"][1]["step_ms"].get<double>(), one["layouts"][0]["step_ms"].get<double>());
+  // The step of each side is `coconet step`'s, and the ratio is the second's over the first's.
+  const json one = parsed(run({"step", "llama3-70b", "-t", "dgx-h100", "-N", "16", "--format", "json"}));
+  const json two = parsed(run({"step", "llama3-70b", "-t", "dgx-h100", "-N", "32", "--format", "json"}));
+  const double first_ms = one["layouts"][0]["step_ms"].get<double>();
+  const double second_ms = two["layouts"][0]["step_ms"].get<double>();
+  EXPECT_DOUBLE_EQ(j["sides"][0]["step_ms"].get<double>(), first_ms);
+  EXPECT_DOUBLE_EQ(j["sides"][1]["step_ms"].get<double>(), second_ms);
+  EXPECT_NEAR(j["sides"][1]["ratio"].get<double>(), second_ms / first_ms, 1e-9);
+  EXPECT_NE(first_ms, second_ms) << "twice the GPUs, the same global batch: not the same step";
   // A workload's sides say their nodes and ranks, and warn when the ranks differ.
   const Result w = run({"compare", "adam", "--set", "N=4096", "-t", "dgx-h100", "-N", "1", "-N", "2"});
   ASSERT_EQ(w.code, 0) << w.all();
@@ -667,7 +671,6 @@ TEST_F(Cli, CompareClustersOnTheDefaultExperiment) {
   for (const auto& p : j["points"]) {
     ASSERT_EQ(p["results"].size(), 3u) << p.dump();
     const double reference_us = p["results"][0]["time_us"];
-    EXPECT_DOUBLE_EQ(p["results"][0]["ratio"].get<double>(), 1.0);
     for (const auto& res : p["results"])
       EXPECT_NEAR(res["ratio"].get<double>(), res["time_us"].get<double>() / reference_us, 1e-9) << res.dump();
     EXPECT_GT(p["results"][2]["ratio"].get<double>(), 1.0) << "an A100 is slower than an H100: " << p.dump();
