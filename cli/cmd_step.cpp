@@ -112,7 +112,7 @@ void print_detail(const step::StepReport& r, const sim::Topology& t, const step:
   fmt::print("tokens per second            {:>10.0f}\n", r.tokens_per_s);
   fmt::print("memory per GPU               {:>10.1f} GB  of {} ({})\n", m.total_GB(),
              m.capacity_GB > 0
-                 ? fmt::format("{:.1f} GB usable: {:.0f} GB less {:.1f} reserved", m.usable_GB(), m.capacity_GB,
+                 ? fmt::format("{:.1f} GB usable: {:g} GB less {:.1f} reserved", m.usable_GB(), m.capacity_GB,
                                m.reserved_GB)
                  : std::string("unknown HBM"),
              m.fits() ? "fits" : "DOES NOT FIT");

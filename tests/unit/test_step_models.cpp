@@ -539,7 +539,7 @@ TEST(StepLayerBlock, NemotronChoosesItsProgramsWithLlamasBindings) {
   const sim::Topology t = h100(16);
   const StepReport r = predict_step(s, t);
   EXPECT_GT(r.layer.fwd_gemm_us, 0);
-  // Memory as modelled: over the 77 GB usable on 128 GPUs (dp 2: 34.6 GB of
+  // Memory as modelled: over the 82.5 GB usable on 128 GPUs (dp 2: 34.6 GB of
   // Adam state), within it from 256 (docs/step.md says what that leaves out).
   EXPECT_FALSE(r.memory.fits());
   const ModelSpec wider = load_model("nemotron4-340b", {{"training.global_batch", "64"}});
