@@ -131,6 +131,7 @@ LayerPass LayerBlockPricer::tune(const std::string& workload, const LayerShape& 
   const std::vector<model::Schedule>& all = schedules(workload, x, overlap);
   sim::TuneOptions no_analytic;
   no_analytic.analytic = false;  // a pass reads the simulated times only
+  no_analytic.describe = false;
   const sim::TuneResult r = sim::tune(all, lowered(workload, x, all, ctx), ctx, sim::predict_space(), no_analytic);
   if (r.ranked.empty()) throw InternalError("the tuner ranked no schedule of the " + workload + " workload");
   auto compute_of = [](const sim::Candidate& c) {
