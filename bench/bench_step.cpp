@@ -12,6 +12,10 @@
 //                       recomputation, ZeRO and the GEMMs' precision (bf16,
 //                       fp8): under 2 s (issue 29)
 //   BM_StepSearchLlama405bOnePrecision  the same with the model's precision only
+//   BM_StepSearchMixtral  `coconet step mixtral-8x7b --topology dgx-h100
+//                       --nodes 4 --search`: 32 GPUs, the dense search's
+//                       sizes and ep x etp (the experts' layouts) with the MoE
+//                       programs through the tuner: under 2 s (issue 32)
 //   BM_StepTrace        the Chrome trace of that step's shipped layout
 #include <benchmark/benchmark.h>
 
@@ -70,6 +74,21 @@ void BM_StepSearchLlama405b(benchmark::State& state) { search_llama405b(state, t
 void BM_StepSearchLlama405bOnePrecision(benchmark::State& state) { search_llama405b(state, false); }
 BENCHMARK(BM_StepSearchLlama405b)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_StepSearchLlama405bOnePrecision)->Unit(benchmark::kMillisecond);
+
+void BM_StepSearchMixtral(benchmark::State& state) {
+  const step::ModelSpec s = step::load_model("mixtral-8x7b");
+  const sim::Topology t = sim::load_topology("dgx-h100", {{"nodes", "4"}});
+  step::SearchResult r;
+  for (auto _ : state) {
+    r = step::search_layouts(s, t);
+    benchmark::DoNotOptimize(r.best.data());
+  }
+  state.counters["layouts"] = r.evaluated;
+  state.counters["priced"] = r.priced;
+  state.counters["laid_out"] = r.laid_out;
+  state.counters["tuned_layers"] = r.tuned_layers;
+}
+BENCHMARK(BM_StepSearchMixtral)->Unit(benchmark::kMillisecond);
 
 void BM_StepTrace(benchmark::State& state) {
   const sim::Topology t = sim::load_topology("dgx-h100", {{"nodes", "128"}});

@@ -11,6 +11,7 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <span>
 #include <vector>
 
 #include <fmt/core.h>
@@ -313,8 +314,7 @@ constexpr std::array<Proto, 3> kProtos = {Proto::ll, Proto::ll128, Proto::simple
 CollectiveCost best_of(const Topology& t, const CollectiveRequest& r, const Env& e) {
   CollectiveCost best;
   double best_us = std::numeric_limits<double>::infinity();
-  const std::vector<Algo> algos =
-      r.algo == Algo::auto_ ? std::vector<Algo>(kNcclAlgos.begin(), kNcclAlgos.end()) : std::vector<Algo>{r.algo};
+  const std::span<const Algo> algos = r.algo == Algo::auto_ ? std::span<const Algo>(kNcclAlgos) : std::span(&r.algo, 1);
   for (Algo a : algos) {
     for (Proto p : kProtos) {
       if (r.proto != Proto::auto_ && r.proto != p) continue;

@@ -265,9 +265,11 @@ class Engine {
 
 std::string stream_name(int i) { return plan::to_string(plan::Stream(i)); }
 
-SimResult simulate(const plan::StepPlan& p, const Context& ctx) {
+SimResult simulate(const plan::StepPlan& p, const Context& ctx) { return simulate(p, ctx, SimOptions{}); }
+
+SimResult simulate(const plan::StepPlan& p, const Context& ctx, const SimOptions& o) {
   const std::vector<RankClass> classes = rank_classes(ctx.topology, p.ranks_per_group, p.groups, ctx.rank_mode);
-  const std::vector<Task> tasks = make_tasks(p, ctx, classes);
+  const std::vector<Task> tasks = make_tasks(p, ctx, classes, o.describe);
   SimResult out;
   out.events = Engine(tasks, ctx, classes).run();
   std::erase_if(out.events, [&](const SimEvent& e) { return tasks[std::size_t(e.task)].is_gate; });

@@ -61,6 +61,14 @@ struct SimResult {
 };
 
 [[nodiscard]] SimResult simulate(const plan::StepPlan& p, const Context& ctx);
+// What a simulation writes besides its times. describe false: the tasks'
+// and events' names and details and the stages' details are left empty (a
+// caller that reads only the times and the stages' codes, like the step's
+// layer pricers, skips formatting them); every time is the same.
+struct SimOptions {
+  bool describe = true;
+};
+[[nodiscard]] SimResult simulate(const plan::StepPlan& p, const Context& ctx, const SimOptions& o);
 // Lowers `s` (its own knobs) for the context's backend and simulates the plan.
 [[nodiscard]] SimResult simulate(const model::Schedule& s, const Context& ctx);
 

@@ -233,7 +233,7 @@ Task comm_task(const plan::Work& w, const plan::FusedForm* form, const Context& 
     units_per_channel = std::max(units_per_channel, sms_per_channel(t, c.op, where));
     const bool local = one_rank(r);
     crosses = crosses || !local;
-    if (how.trial) continue;  // a trial of the resolution is priced, never shown
+    if (how.trial || !how.describe) continue;  // a trial of the resolution is priced, never shown
     detail += fmt::format("{}{} {} ", detail.empty() ? "" : ", ", model::to_string(c.op), bytes_text(bytes));
     if (local) detail += c.in_place ? "on one rank, in place: nothing" : "on one rank: a local copy";
     else
@@ -271,7 +271,7 @@ Task comm_task(const plan::Work& w, const plan::FusedForm* form, const Context& 
   k.demand_GBps[int(Resource::nvlink)] = demand(traffic.nvlink, k.work_us, capacity_GBps(ctx, Resource::nvlink));
   k.demand_GBps[int(Resource::network)] = demand(traffic.network, k.work_us, capacity_GBps(ctx, Resource::network));
   k.demand_GBps[int(Resource::hbm)] = demand(hbm, k.work_us, capacity_GBps(ctx, Resource::hbm));
-  if (!how.trial) k.detail = detail + ", " + (crosses ? link_bound(t, link) : memory_word(t) + "-bound");
+  if (!how.trial && how.describe) k.detail = detail + ", " + (crosses ? link_bound(t, link) : memory_word(t) + "-bound");
   return k;
 }
 
@@ -407,16 +407,20 @@ class TaskBuilder {
   };
 
  public:
+  // `describe`: write each task's name and detail (false when resolving: its trials are priced, never shown).
   TaskBuilder(const plan::StepPlan& p, const Context& ctx, const std::vector<RankClass>& classes,
-              plan::StepPlan* resolving = nullptr)
-      : p_(p), ctx_(ctx), classes_(classes), resolving_(resolving), slots_of_(std::size_t(std::max(1, p.groups))) {
+              plan::StepPlan* resolving, bool describe)
+      : p_(p), ctx_(ctx), classes_(classes), resolving_(resolving), describe_(describe && resolving == nullptr),
+        slots_of_(std::size_t(std::max(1, p.groups))) {
+    orders_.reserve(p.units.size());
+    for (const plan::Unit& u : p.units) orders_.push_back(plan::issue_order(p, u));
     for (std::size_t c = 0; c < classes.size(); ++c) {
       const int g = classes[c].group;
       if (g >= int(slots_of_.size())) slots_of_.resize(std::size_t(g) + 1);
       slots_of_[std::size_t(g)].push_back(int(c));
     }
     gated_ = classes.size() > slots_of_.size();  // not one class per group: join units through a gate
-    first_sync_ = first_exchange(p);
+    first_sync_ = first_exchange();
     for (const plan::Unit& u : p.units) max_chunks_ = std::max(max_chunks_, u.chunks);
     launched_.resize(p.ops.size() * std::size_t(max_chunks_));
   }
@@ -434,19 +438,20 @@ class TaskBuilder {
 
   // The step's first launch that exchanges data between ranks (a collective
   // on more than one rank, or a send): it pays nccl.step_sync_us. None: {-1, -1}.
-  static std::pair<int, int> first_exchange(const plan::StepPlan& p) {
-    for (const plan::Unit& u : p.units)
-      for (const plan::Launch& l : plan::issue_order(p, u)) {
-        const plan::Op& op = p.op(l.op);
+  std::pair<int, int> first_exchange() const {
+    for (const std::vector<plan::Launch>& order : orders_)
+      for (const plan::Launch& l : order) {
+        const plan::Op& op = p_.op(l.op);
         const bool comm = op.cls == plan::OpClass::collective || op.cls == plan::OpClass::fused;
-        if (op.calls.at(std::size_t(l.chunk)) > 0 && (op.dest_group >= 0 || (comm && p.ranks_per_group > 1)))
+        if (op.calls.at(std::size_t(l.chunk)) > 0 && (op.dest_group >= 0 || (comm && p_.ranks_per_group > 1)))
           return {l.op, l.chunk};
       }
     return {-1, -1};
   }
 
-  // The context for rates `s`, made once per distinct scales.
+  // The context for rates `s`, made once per distinct scales (unscaled: the context given).
   const Context& context(const RankScales& s) {
+    if (s == RankScales{}) return ctx_;
     auto it = contexts_.find(s);
     if (it == contexts_.end()) it = contexts_.emplace(s, class_context(ctx_, s)).first;
     return it->second;
@@ -491,7 +496,7 @@ class TaskBuilder {
     ++build_;  // every launch of launched_ from an earlier build (a unit, or a trial of it) is stale
     std::vector<int> mine;
     const int gate = gated_ && !previous_unit_.empty() ? add_gate(unit, u.first_stage) : -1;
-    for (const plan::Launch& l : plan::issue_order(p_, u)) {
+    for (const plan::Launch& l : orders_[std::size_t(unit)]) {
       const plan::Op& op = p_.op(l.op);
       Launched& done = launched_[launch_index(op.id, l.chunk)];
       if (done.build != build_) {
@@ -509,7 +514,7 @@ class TaskBuilder {
         k.chunk = l.chunk;
         k.chunks = u.chunks;
         k.stream = int(op.stream);
-        k.name = chunk_name(op.code, l.chunk, u.chunks);
+        if (describe_) k.name = chunk_name(op.code, l.chunk, u.chunks);
         if (u.chunks > 1 && k.is_comm && !k.detail.empty()) k.detail += fmt::format(" per chunk of {}", u.chunks);
         k.rank = on.empty() ? -1 : on.front();
         k.peer = to.empty() ? -1 : to.front();
@@ -546,7 +551,7 @@ class TaskBuilder {
           taken = &taken_[{op.id, l.chunk}];
           taken->clear();
         }
-        Task k = launch_task(p_, u, op, l.chunk, context(slowest), Choosing{l.chunk, trial, taken});
+        Task k = launch_task(p_, u, op, l.chunk, context(slowest), Choosing{l.chunk, trial, taken, describe_});
         if (std::pair{op.id, l.chunk} == first_sync_) k.latency_us += ctx_.topology.nccl.step_sync_us;
         one(slots(op.group), op.dest_group >= 0 ? slots(op.dest_group) : std::vector<int>{}, k);
         continue;
@@ -557,7 +562,7 @@ class TaskBuilder {
         const auto key = std::make_tuple(op.id, l.chunk, s);
         auto it = kernels_.find(key);
         if (it == kernels_.end())
-          it = kernels_.emplace(key, launch_task(p_, u, op, l.chunk, context(s), Choosing{l.chunk, nullptr, nullptr, resolving_ == nullptr})).first;
+          it = kernels_.emplace(key, launch_task(p_, u, op, l.chunk, context(s), Choosing{l.chunk, nullptr, nullptr, describe_})).first;
         one({c}, {}, it->second);
       }
     }
@@ -602,6 +607,8 @@ class TaskBuilder {
   const Context& ctx_;
   const std::vector<RankClass>& classes_;
   plan::StepPlan* resolving_ = nullptr;  // resolving: the plan the choices are written into (p_ itself)
+  bool describe_ = true;                 // tasks carry their names and details
+  std::vector<std::vector<plan::Launch>> orders_;  // unit -> plan::issue_order, made once
   std::map<std::pair<int, int>, std::vector<plan::CollectiveChoice>> taken_;  // (op, chunk) -> each collective's
   std::vector<std::vector<int>> slots_of_;  // group -> its classes
   std::map<RankScales, Context> contexts_;
@@ -647,19 +654,20 @@ Context class_context(const Context& ctx, const RankScales& s) {
   return c;
 }
 
-std::vector<Task> make_tasks(const plan::StepPlan& p, const Context& ctx, const std::vector<RankClass>& classes) {
+std::vector<Task> make_tasks(const plan::StepPlan& p, const Context& ctx, const std::vector<RankClass>& classes,
+                             bool describe) {
   if (p.resolved_on.empty())
     throw InternalError(fmt::format("sim: the plan of {} is priced before its collectives are resolved; resolve it "
                                     "first (sim/resolve.h resolve_collectives)",
                                     p.schedule));
-  return TaskBuilder(p, ctx, classes).run();
+  return TaskBuilder(p, ctx, classes, nullptr, describe).run();
 }
 
 void resolve_collectives(plan::StepPlan& p, const Context& ctx, const std::vector<RankClass>& classes) {
   for (plan::Op& op : p.ops)
     for (plan::Collective& c : op.work.collectives)
       c.chosen.assign(std::size_t(p.units.at(std::size_t(op.unit)).chunks), plan::CollectiveChoice{});
-  (void)TaskBuilder(p, ctx, classes, &p).run();
+  (void)TaskBuilder(p, ctx, classes, &p, false).run();
   p.resolved_on = ctx.topology.name;
 }
 

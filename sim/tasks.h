@@ -74,9 +74,10 @@ struct Prediction {
 // protocol and channels the plan states: sim/resolve.h), unit by unit in
 // issue order, on the classes of ranks given (sim/ranks.h; a task's rank is
 // an index into them), or on the context's classes. A plan not resolved is
-// an InternalError: pricing chooses nothing.
+// an InternalError: pricing chooses nothing. `describe` false leaves every
+// task's name and detail empty (a caller that reads the times only).
 [[nodiscard]] std::vector<Task> make_tasks(const plan::StepPlan& p, const Context& ctx,
-                                           const std::vector<RankClass>& classes);
+                                           const std::vector<RankClass>& classes, bool describe = true);
 [[nodiscard]] std::vector<Task> make_tasks(const plan::StepPlan& p, const Context& ctx);
 
 // The analytic model: the longest path through the tasks, each alone.

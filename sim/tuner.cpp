@@ -100,7 +100,7 @@ Candidate best_setting(const model::Schedule& s, plan::StepPlan& unchunked, int 
           if (!pins_apply(p, ctx, p.knobs)) continue;
           resolve_collectives(p, ctx, classes);
           if (!seen.insert(choices_of(p)).second) continue;  // priced alike to a setting already simulated
-          SimResult r = simulate(p, ctx);
+          SimResult r = simulate(p, ctx, SimOptions{o.describe});
           ++evaluated;
           if (r.time_us < best.time_us) {
             best.knobs = p.knobs;

@@ -54,6 +54,9 @@ struct TuneOptions {
   // false: Candidate::analytic_us is left 0 (a caller that reads only the
   // simulated times skips the analytic model).
   bool analytic = true;
+  // false: the candidates' stages carry no detail (sim::SimOptions::describe;
+  // dominant_stage then names no bound), for a caller that reads the times only.
+  bool describe = true;
 };
 
 // tune, with `unchunked` = lower_unchunked(schedules, c) for a context `c`

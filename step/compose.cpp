@@ -122,7 +122,6 @@ double attention_elementwise_bytes(const Shapes& x) { return attention_elementwi
 
 double ew(const sim::Topology& t, double bytes) { return sim::elementwise_body_us(t, bytes, bytes / 2); }
 
-double collective_us(const sim::Topology& t, OpKind op, double bytes, const sim::Placement& where);
 
 // What the layer programs leave out, priced by the bytes it moves (see
 // workloads/megatron_layer_*.yaml, llama_layer_*.yaml, nemotron_layer_*.yaml),
@@ -253,31 +252,23 @@ struct CpExchange {
   double fwd_us = 0;
   double bwd_us = 0;
 };
-CpExchange cp_exchange(const sim::Topology& t, const Shapes& x, const Layout& l, CpComm comm, const LayerCompute& c) {
+CpExchange cp_exchange(const sim::Topology& t, const Shapes& x, const Layout& l, CpComm comm, const LayerCompute& c,
+                       CollectiveTimes& collectives) {
   if (l.cp <= 1) return {};
   const double chunk = double(x.tokens) * kKvTensors * double(x.kv_heads_per_gpu) * double(x.head_dim) *
                        model::bytes_of(x.dtype);
   const double steps = l.cp - 1;
   if (comm == CpComm::ring) {
     const sim::Placement peer = sim::place_send(t, l.tp);
-    const double fwd_send = collective_us(t, OpKind::send, chunk, peer);
-    const double bwd_send = collective_us(t, OpKind::send, 2 * chunk, peer);
+    const double fwd_send = collectives.us(OpKind::send, chunk, peer);
+    const double bwd_send = collectives.us(OpKind::send, 2 * chunk, peer);
     const double fwd_block = (c.cp_extra_fwd.gemm_us + c.cp_extra_fwd.elementwise_us) / steps;
     const double bwd_block = (c.cp_extra_bwd.gemm_us + c.cp_extra_bwd.elementwise_us) / steps;
     return {steps * std::max(0.0, fwd_send - fwd_block), steps * std::max(0.0, bwd_send - bwd_block)};
   }
   const sim::Placement group = sim::place_strided(t, l.cp, l.tp);
-  return {collective_us(t, OpKind::allgather, chunk * l.cp, group),
-          collective_us(t, OpKind::reducescatter, chunk * l.cp, group)};
-}
-
-double collective_us(const sim::Topology& t, OpKind op, double bytes, const sim::Placement& where) {
-  if (where.ranks <= 1 || bytes <= 0) return 0;
-  sim::CollectiveRequest r;
-  r.op = op;
-  r.bytes = bytes;
-  r.where = where;
-  return sim::predict_collective(t, r).time_us();
+  return {collectives.us(OpKind::allgather, chunk * l.cp, group),
+          collectives.us(OpKind::reducescatter, chunk * l.cp, group)};
 }
 
 // The output layer on the last stage: logits GEMM (vocabulary split over tp)
@@ -300,17 +291,17 @@ struct Embedding {
   double fwd_tp_us = 0;
   double bwd_compute_us = 0;
 };
-Embedding embedding(const sim::Topology& t, const Shapes& x, bool sp) {
+Embedding embedding(const sim::Topology& t, const Shapes& x, bool sp, CollectiveTimes& collectives) {
   const double rows = double(x.tokens) * double(x.hidden) * model::bytes_of(x.dtype);
   Embedding e;
   e.fwd_compute_us = ew(t, 2 * rows) + kEmbeddingFwdKernels * t.gpu.launch_us;
-  e.fwd_tp_us = collective_us(t, sp ? OpKind::reducescatter : OpKind::allreduce, rows, sim::place(t, x.tp));
+  e.fwd_tp_us = collectives.us(sp ? OpKind::reducescatter : OpKind::allreduce, rows, sim::place(t, x.tp));
   e.bwd_compute_us = ew(t, 3 * rows) + kEmbeddingBwdKernels * t.gpu.launch_us;
   return e;
 }
 
 // `bytes` in buckets of `bucket` bytes, each one collective.
-double bucketed_us(const sim::Topology& t, OpKind op, double bytes, double bucket, const sim::Placement& where,
+double bucketed_us(CollectiveTimes& collectives, OpKind op, double bytes, double bucket, const sim::Placement& where,
                    double* last_bucket_us) {
   if (where.ranks <= 1 || bytes <= 0) {
     *last_bucket_us = 0;
@@ -318,8 +309,8 @@ double bucketed_us(const sim::Topology& t, OpKind op, double bytes, double bucke
   }
   const double full = std::floor(bytes / bucket);
   const double rest = bytes - full * bucket;
-  const double one = full > 0 ? collective_us(t, op, bucket, where) : 0;
-  const double tail = rest > 0 ? collective_us(t, op, rest, where) : 0;
+  const double one = full > 0 ? collectives.us(op, bucket, where) : 0;
+  const double tail = rest > 0 ? collectives.us(op, rest, where) : 0;
   *last_bucket_us = rest > 0 ? tail : one;
   return full * one + tail;
 }
@@ -398,12 +389,13 @@ void price_data_parallel(const ModelSpec& s, const Layout& l, const sim::Topolog
   const bool overlap = s.parallel.dp_overlap;
   const double m = double(l.micro_batches);
   const double grad_bytes = params * model::bytes_of(s.training.grad_reduce_dtype);
-  const double rs = bucketed_us(t, OpKind::reducescatter, grad_bytes, s.parallel.bucket_MB * kBytesPerMB, group, &last);
+  const double rs =
+      bucketed_us(pricer.collectives(), OpKind::reducescatter, grad_bytes, s.parallel.bucket_MB * kBytesPerMB, group, &last);
   r.dp_total_us += (m - 1) * rs;
   b.dp_comm_us += (m - 1) * (overlap ? exposed_us(rs, last, r.stage_bwd_us) : rs);
   if (s.parallel.zero < 3) return;
   const double layer_bytes = layer_parameters(s.model) / l.tp * model::bytes_of(s.training.dtype);
-  const double gather = collective_us(t, OpKind::allgather, layer_bytes, group);
+  const double gather = pricer.collectives().us(OpKind::allgather, layer_bytes, group);
   const double gathers = 2.0 * l.layers_of_stage(r.slowest_stage) * gather;  // forward and backward
   r.dp_total_us += m * gathers;
   b.dp_comm_us += m * (overlap ? exposed_us(gathers, gather, mb_compute_us) : gathers);
@@ -442,7 +434,7 @@ constexpr int kSwigluTensors = 3;       // gate, up, product
 // (the MoE programs' all-to-alls stand: within a node DeepEP's intranode
 // kernels move every copy over NVLink as the all-to-all does).
 double node_limited_a2a_us(const ModelSpec& s, const sim::Topology& t, const MoeShape& ms, double tokens,
-                           double slots) {
+                           double slots, CollectiveTimes& collectives) {
   if (s.moe.dispatcher != Dispatcher::deepep) return -1;
   const sim::Placement group = sim::place_strided(t, ms.ep, ms.etp);
   if (group.nodes <= 1) return -1;
@@ -454,8 +446,8 @@ double node_limited_a2a_us(const ModelSpec& s, const sim::Topology& t, const Moe
   // An alltoall's bytes are one rank's slice, (P - 1)/P of which it sends.
   const double across = tokens * remote * row * n / (n - 1);
   const double within = slots * row;
-  const double hops = collective_us(t, OpKind::alltoall, across, sim::place_strided(t, group.nodes, t.node.gpus)) +
-                      collective_us(t, OpKind::alltoall, within, sim::place(t, group.per_node));
+  const double hops = collectives.us(OpKind::alltoall, across, sim::place_strided(t, group.nodes, t.node.gpus)) +
+                      collectives.us(OpKind::alltoall, within, sim::place(t, group.per_node));
   constexpr double kAllToAllsPerPass = 2;  // dispatch and combine
   return kAllToAllsPerPass * hops;
 }
@@ -466,7 +458,7 @@ struct MoeLayer {
 };
 
 MoeLayer moe_layer_times(const ModelSpec& s, const Layout& l, const sim::Topology& t, const Shapes& x, bool sp,
-                         LayerBlockPricer& pricer) {
+                         LayerBlockPricer& pricer, CollectiveTimes& collectives) {
   LayerShape attention = step_layer_shape(s, l);
   attention.ffn = l.tp;
   const LayerCompute c = layer_compute(t, x, pricer.price(attention), sp);
@@ -489,9 +481,9 @@ MoeLayer moe_layer_times(const ModelSpec& s, const Layout& l, const sim::Topolog
   if (l.etp > 1) {
     const double gathered = tokens * h * el;  // the group's tokens, each rank's share gathered
     const sim::Placement g = sim::place(t, l.etp);
-    etp_us = collective_us(t, OpKind::allgather, gathered, g) + collective_us(t, OpKind::reducescatter, gathered, g);
+    etp_us = collectives.us(OpKind::allgather, gathered, g) + collectives.us(OpKind::reducescatter, gathered, g);
   }
-  const double a2a_pass = node_limited_a2a_us(s, t, ms, tokens, slots);
+  const double a2a_pass = node_limited_a2a_us(s, t, ms, tokens, slots, collectives);
   MoeLayer out;
   LayerTimes& m = out.times;
   m.fwd_gemm_us = c.fwd.gemm_us + c.cp_extra_fwd.gemm_us + e.fwd.gemm_us + shared.fwd;
@@ -529,7 +521,7 @@ MoeLayer moe_layer_times(const ModelSpec& s, const Layout& l, const sim::Topolog
     m.fwd_a2a_us = beyond(fwd_half, mlp_bwd) + beyond(fwd_half, attn_bwd);
     m.bwd_a2a_us = beyond(bwd_half, attn_fwd) + beyond(bwd_half, mlp_fwd);
   }
-  const CpExchange kv = cp_exchange(t, x, l, s.parallel.cp_comm, c);
+  const CpExchange kv = cp_exchange(t, x, l, s.parallel.cp_comm, c, collectives);
   m.fwd_cp_us = kv.fwd_us;
   m.bwd_cp_us = kv.bwd_us;
   out.fwd_schedule = e.fwd.schedule;
@@ -549,9 +541,9 @@ constexpr int kFp8LinearsPerLayer = 4;
 constexpr int kFp8TensorsPerLinear = 3;
 constexpr double kAmaxBytes = 4;
 
-double amax_allreduce_us(const sim::Topology& t, const Layout& l, int chunk_layers) {
+double amax_allreduce_us(const sim::Topology& t, const Layout& l, int chunk_layers, CollectiveTimes& collectives) {
   const double bytes = double(std::max(1, chunk_layers)) * kFp8LinearsPerLayer * kFp8TensorsPerLinear * kAmaxBytes;
-  return collective_us(t, OpKind::allreduce, bytes, sim::place(t, l.tp * l.cp * l.dp));
+  return collectives.us(OpKind::allreduce, bytes, sim::place(t, l.tp * l.cp * l.dp));
 }
 
 // Every virtual stage's times per micro-batch, from one layer's and the
@@ -697,6 +689,9 @@ StepReport predict_step_bound(const ModelSpec& s, const sim::Topology& t, DpBloc
   if (moe_layers(s) == s.model.layers) shape.ffn = l.tp;
   std::optional<LayerBlockPricer> own_layers;  // without the caller's cache, one for this step
   const LayerBlock tuned = (layer_pricer != nullptr ? *layer_pricer : own_layers.emplace(t)).price(shape);
+  std::optional<DpBlockPricer> own_dp;  // likewise
+  DpBlockPricer& dp_pricer = dp != nullptr ? *dp : own_dp.emplace(t);
+  CollectiveTimes& collectives = dp_pricer.collectives();
   const LayerCompute c = layer_compute(t, x, tuned, sp);
   r.layer_fwd_schedule = c.fwd_schedule;
   r.layer_bwd_schedule = c.bwd_schedule;
@@ -707,7 +702,7 @@ StepReport predict_step_bound(const ModelSpec& s, const sim::Topology& t, DpBloc
   lt.bwd_gemm_us = c.bwd.gemm_us + c.cp_extra_bwd.gemm_us;
   lt.bwd_elementwise_us = c.bwd.elementwise_us + c.cp_extra_bwd.elementwise_us;
   lt.bwd_tp_us = c.bwd_tp_us;
-  const CpExchange kv = cp_exchange(t, x, l, s.parallel.cp_comm, c);
+  const CpExchange kv = cp_exchange(t, x, l, s.parallel.cp_comm, c, collectives);
   lt.fwd_cp_us = kv.fwd_us;
   lt.bwd_cp_us = kv.bwd_us;
   const double selective_us = c.attention_fwd.gemm_us + c.attention_fwd.elementwise_us;
@@ -720,7 +715,7 @@ StepReport predict_step_bound(const ModelSpec& s, const sim::Topology& t, DpBloc
   // Every virtual stage, one micro-batch; the slowest stage sets the pace.
   if (s.moe.on()) {
     const MoeLayer moe =
-        moe_layer_times(s, l, t, x, sp, layer_pricer != nullptr ? *layer_pricer : *own_layers);
+        moe_layer_times(s, l, t, x, sp, layer_pricer != nullptr ? *layer_pricer : *own_layers, collectives);
     r.moe_layer = moe.times;
     r.moe_fwd_schedule = moe.fwd_schedule;
     r.moe_bwd_schedule = moe.bwd_schedule;
@@ -731,9 +726,9 @@ StepReport predict_step_bound(const ModelSpec& s, const sim::Topology& t, DpBloc
       case Recompute::full: ml.recompute_us = ml.fwd_us() + ml.fwd_cp_us; break;
     }
   }
-  r.chunks = chunk_times(s, l, lt, r.moe_layer, selective_us, embedding(t, x, sp), output_layer(t, x));
+  r.chunks = chunk_times(s, l, lt, r.moe_layer, selective_us, embedding(t, x, sp, collectives), output_layer(t, x));
   if (s.training.fp8)
-    for (ChunkTimes& c : r.chunks) c.fwd_amax_us = amax_allreduce_us(t, l, c.layers);
+    for (ChunkTimes& c : r.chunks) c.fwd_amax_us = amax_allreduce_us(t, l, c.layers, collectives);
   double slowest = -1;
   for (int stage = 0; stage < l.pp; ++stage) {
     double fwd = 0, bwd = 0;
@@ -762,12 +757,11 @@ StepReport predict_step_bound(const ModelSpec& s, const sim::Topology& t, DpBloc
   // The pipeline's sends; its span bounded below here, laid out by lay_out_pipeline.
   if (l.pp > 1) {
     const double act = double(x.tokens) * double(x.hidden) * model::bytes_of(x.dtype) / l.tp;  // scatter-gather over tp
-    r.send_us = collective_us(t, OpKind::send, act, sim::place_send(t, l.tp * l.cp * l.dp));
+    r.send_us = collectives.us(OpKind::send, act, sim::place_send(t, l.tp * l.cp * l.dp));
   }
   b.pp_p2p_us = l.pp > 1 ? (m * l.virtual_stages + double(l.pp - 1)) * 2 * r.send_us : 0.0;
   const ChunkSteps steps = chunk_steps(r);
-  std::optional<DpBlockPricer> own_dp;
-  price_data_parallel(s, l, t, dp != nullptr ? *dp : own_dp.emplace(t), mb_us - tp_mb - cp_mb - a2a_mb, r);
+  price_data_parallel(s, l, t, dp_pricer, mb_us - tp_mb - cp_mb - a2a_mb, r);
 
   r.model_flops = model_flops(s);
   r.hardware_flops = hardware_flops(s);

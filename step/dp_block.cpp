@@ -27,7 +27,7 @@ bool keeps_state_sliced(const model::Schedule& s) {
 
 }  // namespace
 
-DpBlockPricer::DpBlockPricer(const sim::Topology& t) : topology_(t) {}
+DpBlockPricer::DpBlockPricer(const sim::Topology& t) : topology_(t), collectives_(t) {}
 
 const DpBlockPricer::Schedules& DpBlockPricer::schedules(model::DType grad_dtype) {
   if (const auto hit = schedules_.find(int(grad_dtype)); hit != schedules_.end()) return hit->second;

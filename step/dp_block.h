@@ -22,6 +22,7 @@
 #include "model/schedule.h"
 #include "sim/collective.h"
 #include "sim/topology.h"
+#include "step/collective_times.h"
 
 namespace coconet::step {
 
@@ -42,6 +43,9 @@ class DpBlockPricer {
                               model::DType grad_dtype = model::DType::f16);
 
   [[nodiscard]] int tuned() const { return int(cache_.size()); }  // distinct blocks priced
+  // The step's other collectives on the same topology, priced by formula
+  // (step/collective_times.h): the cache a search shares across layouts.
+  [[nodiscard]] CollectiveTimes& collectives() { return collectives_; }
 
  private:
   using Key = std::tuple<std::int64_t, int, int, int, int, bool, int>;
@@ -53,6 +57,7 @@ class DpBlockPricer {
   sim::Topology topology_;
   std::map<int, Schedules> schedules_;
   std::map<Key, DpBlock> cache_;
+  CollectiveTimes collectives_;
 };
 
 }  // namespace coconet::step

@@ -90,6 +90,33 @@ KernelChoices kernel_choices_of(const LayerBlock& b, const LayerShape& x) {
 
 LayerBlockPricer::LayerBlockPricer(const sim::Topology& t) : topology_(t), moe_(t) {}
 
+namespace {
+
+// The kernel choices (model/kernel_fusion.h) of the base schedules `keep`
+// admits, the mask the step's causal decoders use, less those the shape's
+// kernels rule out.
+template <typename Keep>
+std::vector<model::Schedule> with_kernel_choices(const std::vector<model::Schedule>& bases, const LayerShape& x,
+                                                 Keep keep) {
+  std::vector<model::Schedule> out;
+  for (const model::Schedule& base : bases) {
+    if (!keep(base)) continue;
+    for (model::Schedule& s : model::kernel_choices(base, std::string(model::kCausalMask))) {
+      if (!x.flash_attention && model::uses_flash_attention(s)) continue;
+      if (!x.fused_kernels && model::uses_fused_kernels(s)) continue;
+      if (keep(s)) out.push_back(std::move(s));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+// The unoverlapped list is made first, from the unoverlapped base schedules
+// (a kernel choice neither overlaps stages nor fuses a collective that its
+// base does not: it fuses compute stages only); the whole list only when an
+// overlapped layer asks for it (the kernel choices of llama_layer_fwd's 91
+// overlapped schedules took 2% of a search that never prices them).
 const std::vector<model::Schedule>& LayerBlockPricer::schedules(const std::string& workload, const LayerShape& x,
                                                                 bool overlap) {
   const auto key = std::make_tuple(workload, int(x.dtype), x.flash_attention, x.fused_kernels);
@@ -97,17 +124,15 @@ const std::vector<model::Schedule>& LayerBlockPricer::schedules(const std::strin
   if (it == programs_.end()) {
     Programs ps;
     const model::Program p = at_dtype(model::load_program(model::resolve_workload(workload)), x.dtype);
-    for (const model::Schedule& base : model::enumerate_schedules(p))
-      for (model::Schedule& s : model::kernel_choices(base, std::string(model::kCausalMask))) {
-        if (!x.flash_attention && model::uses_flash_attention(s)) continue;
-        if (!x.fused_kernels && model::uses_fused_kernels(s)) continue;
-        if (unoverlapped(s)) ps.unoverlapped.push_back(s);
-        ps.all.push_back(std::move(s));
-      }
+    ps.bases = model::enumerate_schedules(p);
+    ps.unoverlapped = with_kernel_choices(ps.bases, x, unoverlapped);
     if (ps.unoverlapped.empty()) throw InternalError("the " + workload + " workload enumerates no unoverlapped schedule");
     it = programs_.emplace(key, std::move(ps)).first;
   }
-  return overlap ? it->second.all : it->second.unoverlapped;
+  Programs& ps = it->second;
+  if (!overlap) return ps.unoverlapped;
+  if (!ps.all) ps.all = with_kernel_choices(ps.bases, x, [](const model::Schedule&) { return true; });
+  return *ps.all;
 }
 
 std::vector<plan::StepPlan>& LayerBlockPricer::lowered(const std::string& workload, const LayerShape& x,
@@ -131,6 +156,7 @@ LayerPass LayerBlockPricer::tune(const std::string& workload, const LayerShape& 
   const std::vector<model::Schedule>& all = schedules(workload, x, overlap);
   sim::TuneOptions no_analytic;
   no_analytic.analytic = false;  // a pass reads the simulated times only
+  no_analytic.describe = false;
   const sim::TuneResult r = sim::tune(all, lowered(workload, x, all, ctx), ctx, sim::predict_space(), no_analytic);
   if (r.ranked.empty()) throw InternalError("the tuner ranked no schedule of the " + workload + " workload");
   auto compute_of = [](const sim::Candidate& c) {

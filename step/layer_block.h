@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -124,7 +125,8 @@ class LayerBlockPricer {
   using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, int, int, bool, bool,
                          int, std::int64_t, std::int64_t, bool, bool, bool>;
   struct Programs {
-    std::vector<model::Schedule> all;
+    std::vector<model::Schedule> bases;  // model::enumerate_schedules
+    std::optional<std::vector<model::Schedule>> all;  // with their kernel choices: made when first asked for
     std::vector<model::Schedule> unoverlapped;
   };
   [[nodiscard]] const std::vector<model::Schedule>& schedules(const std::string& workload, const LayerShape& x,

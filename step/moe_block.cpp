@@ -86,7 +86,12 @@ MoePass MoeBlockPricer::tune(const std::string& workload, const MoeShape& x) {
   ctx.where = sim::place_strided(topology_, x.ep, x.etp);
   ctx.fused_kernels = true;
   ctx.fp8_gemms = x.fp8;
-  const sim::TuneResult r = sim::tune(schedules(workload, x.dtype), ctx, sim::predict_space());
+  sim::TuneOptions times_only;  // a pass reads the simulated times only
+  times_only.analytic = false;
+  times_only.describe = false;
+  const std::vector<model::Schedule>& all = schedules(workload, x.dtype);
+  std::vector<plan::StepPlan> lowered = sim::lower_unchunked(all, ctx);
+  const sim::TuneResult r = sim::tune(all, lowered, ctx, sim::predict_space(), times_only);
   if (r.ranked.empty())
     throw InternalError("the tuner ranked no schedule of the " + workload + " workload");
   const auto compute_of = [](const sim::Candidate& c) {

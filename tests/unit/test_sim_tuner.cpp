@@ -17,7 +17,9 @@
 #include "model/enumerate.h"
 #include "model/error.h"
 #include "model/parse.h"
+#include "plan/step_plan.h"
 #include "sim/predict.h"
+#include "sim/tuner.h"
 
 namespace coconet::sim {
 namespace {
@@ -112,6 +114,42 @@ TEST(Tuner, TuneSpaceIsTheFastestOfEverySettingAndBeatsPredictSpace) {
   const Candidate tuned = named(fine, "AR-C"), predicted = named(coarse, "AR-C");
   EXPECT_LT(tuned.time_us, predicted.time_us * (1 - 1e-3));
   EXPECT_EQ(tuned.knobs.algo, model::Algo::hierarchical);
+}
+
+// A tuning that reads the times only (the step's layer and MoE pricers: no
+// analytic model, no details: TuneOptions, sim::SimOptions) ranks and times
+// every schedule exactly as the full tuning does, each stage's span and work
+// alone included; only the stages' details are left out.
+TEST(Tuner, TimesOnlyRankAndTimeAsTheFullTuning) {
+  const model::Program p = workload("megatron_mlp");
+  const Context ctx{load_topology("dgx-h100", {{"nodes", "1"}}), 8, p.params};
+  const auto schedules = model::enumerate_schedules(p);
+  const TuneResult full = tune(schedules, ctx, predict_space());
+  std::vector<plan::StepPlan> plans = lower_unchunked(schedules, ctx);
+  TuneOptions o;
+  o.analytic = false;
+  o.describe = false;
+  const TuneResult times = tune(schedules, plans, ctx, predict_space(), o);
+  ASSERT_EQ(times.ranked.size(), full.ranked.size());
+  EXPECT_EQ(times.evaluated, full.evaluated);
+  bool described = false;
+  for (std::size_t i = 0; i < full.ranked.size(); ++i) {
+    const Candidate& a = full.ranked[i];
+    const Candidate& b = times.ranked[i];
+    EXPECT_EQ(b.name, a.name);
+    EXPECT_EQ(b.time_us, a.time_us) << a.name;
+    EXPECT_TRUE(b.knobs == a.knobs) << a.name;
+    ASSERT_EQ(b.stages.size(), a.stages.size()) << a.name;
+    for (std::size_t k = 0; k < a.stages.size(); ++k) {
+      EXPECT_EQ(b.stages[k].code, a.stages[k].code);
+      EXPECT_EQ(b.stages[k].start_us, a.stages[k].start_us) << a.name << " stage " << k;
+      EXPECT_EQ(b.stages[k].end_us, a.stages[k].end_us) << a.name << " stage " << k;
+      EXPECT_EQ(b.stages[k].alone_us, a.stages[k].alone_us) << a.name << " stage " << k;
+      EXPECT_TRUE(b.stages[k].detail.empty()) << b.stages[k].detail;
+      described = described || !a.stages[k].detail.empty();
+    }
+  }
+  EXPECT_TRUE(described);  // the full tuning does describe its stages
 }
 
 // A space none of whose settings applies (NVLS alone across 16 nodes, which

@@ -13,6 +13,7 @@
 
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "model/catalog.h"
 #include "model/enumerate.h"
@@ -20,6 +21,7 @@
 #include "sim/tuner.h"
 #include "model/error.h"
 #include "sim/topology.h"
+#include "step/collective_times.h"
 #include "step/compose.h"
 #include "validation/step_reference.h"
 #include "step/search.h"
@@ -384,6 +386,40 @@ TEST(StepDpBlock, TheTunersBestAdamScheduleKeepsTheStateAsTheZeroStageDoes) {
   spread.nodes = 4;  // 2 per node
   spread.per_node = 2;
   EXPECT_GT(pricer.price(12'500'000, spread, false).time_us, pricer.price(12'500'000, sim::place(t, 8), false).time_us);
+}
+
+// The collectives a step prices by formula, cached (step/collective_times.h):
+// each time is sim::predict_collective's, asked once or again, and requests
+// that differ in one field (the op, the bytes, the ranks, nodes, GPUs per
+// node, pods, a send's crossing) are told apart, so none is served another's
+// time; on one rank or for no bytes, 0.
+TEST(StepCollectiveTimes, PricesAsPredictCollectiveAndTellsRequestsApart) {
+  const sim::Topology t = sim::load_topology("llama3-h100-roce", {{"nodes", "768"}});  // two pods of 3,072 GPUs
+  CollectiveTimes times(t);
+  const auto direct = [&](model::OpKind op, double bytes, const sim::Placement& where) {
+    sim::CollectiveRequest r;
+    r.op = op;
+    r.bytes = bytes;
+    r.where = where;
+    return sim::predict_collective(t, r).time_us();
+  };
+  sim::Placement half_nodes = sim::place(t, 16);  // 2 nodes of 8: the same ranks over 4 nodes of 4
+  half_nodes.nodes = 4;
+  half_nodes.per_node = 4;
+  const std::vector<sim::Placement> groups = {sim::place(t, 8), sim::place(t, 16), half_nodes,
+                                              sim::place_strided(t, 64, 8), sim::place_strided(t, 768, 8)};
+  ASSERT_NE(groups[3].pods, groups[4].pods);
+  using model::OpKind;
+  for (int pass = 0; pass < 2; ++pass)  // the second pass reads the cache
+    for (OpKind op : {OpKind::allreduce, OpKind::allgather, OpKind::reducescatter, OpKind::alltoall})
+      for (const sim::Placement& g : groups)
+        for (double bytes : {4e3, 4e6, 4e9}) EXPECT_EQ(times.us(op, bytes, g), direct(op, bytes, g));
+  for (int distance : {4, 8, 64}) {
+    const sim::Placement peer = sim::place_send(t, distance);
+    EXPECT_EQ(times.us(OpKind::send, 1e6, peer), direct(OpKind::send, 1e6, peer)) << distance;
+  }
+  EXPECT_EQ(times.us(OpKind::allreduce, 1e6, sim::place(t, 1)), 0);
+  EXPECT_EQ(times.us(OpKind::allreduce, 0, groups[0]), 0);
 }
 
 TEST(StepDpBlock, TheStepSaysWhichScheduleItChoseAndZero2PaysEveryMicroBatch) {
