@@ -49,10 +49,10 @@ CollectiveCost alltoall_cost(const Topology& t, const CollectiveRequest& r, mode
   return c;
 }
 
-Traffic alltoall_traffic(const Topology& t, const CollectiveRequest& r, const CollectiveCost& c) {
+LinkTraffic alltoall_traffic(const Topology& t, const CollectiveRequest& r, const CollectiveCost& c) {
   const Split s = split_of(r);
   const double wire = 1.0 / protocol_efficiency(t, c.proto);
-  Traffic out;
+  LinkTraffic out;
   out.nvlink = s.nvlink * wire;
   out.network = s.network * wire;
   out.hbm = (s.nvlink + s.network) * t.nccl.hbm_bytes_per_link_byte;

@@ -16,6 +16,6 @@ namespace coconet::sim {
                                            int channels);
 
 // What one rank's all-to-all puts on its NVLink, its share of the NICs and its HBM.
-[[nodiscard]] Traffic alltoall_traffic(const Topology& t, const CollectiveRequest& r, const CollectiveCost& c);
+[[nodiscard]] LinkTraffic alltoall_traffic(const Topology& t, const CollectiveRequest& r, const CollectiveCost& c);
 
 }  // namespace coconet::sim

@@ -442,9 +442,9 @@ CollectiveCost predict_collective(const Topology& t, const CollectiveRequest& r)
   return c;
 }
 
-Traffic traffic_of(const Topology& t, const CollectiveRequest& r, const CollectiveCost& c) {
+LinkTraffic traffic_of(const Topology& t, const CollectiveRequest& r, const CollectiveCost& c) {
   const Placement& w = r.where;
-  Traffic out;
+  LinkTraffic out;
   if (one_rank(r)) {
     // A copy at HBM speed loads HBM with its bytes; a fitted copy rate
     // (gpu.copy.GBps) is an achieved one, its memory traffic in it (as a

@@ -134,12 +134,12 @@ struct CollectiveCost {
 // crosses both: each node's NICs carry one ring edge per channel, so the node
 // sends what one GPU sends and each GPU's share of the NICs a 1/per_node part
 // of it, while the GPUs whose ring successor is in the node send over NVLink.
-struct Traffic {
+struct LinkTraffic {
   double nvlink = 0;
   double network = 0;
   double hbm = 0;
 };
-[[nodiscard]] Traffic traffic_of(const Topology& t, const CollectiveRequest& r, const CollectiveCost& c);
+[[nodiscard]] LinkTraffic traffic_of(const Topology& t, const CollectiveRequest& r, const CollectiveCost& c);
 
 // The share of the buffer a rank combines in a reducing collective: (n-1)/n for
 // allreduce, reduce-scatter and reduce (each rank sums n-1 incoming parts of its

@@ -209,7 +209,7 @@ Task comm_task(const plan::Work& w, const plan::FusedForm* form, const Context& 
   Task k;
   k.is_comm = true;
   double base = 0, hops = 0, transfer = 0;
-  Traffic traffic;  // what the collectives put on each resource they cross
+  LinkTraffic traffic;  // what the collectives put on each resource they cross
   Link link = Link::nvlink;
   int channels = 0;
   double units_per_channel = 0;  // the most any of its collectives holds
@@ -224,7 +224,7 @@ Task comm_task(const plan::Work& w, const plan::FusedForm* form, const Context& 
     smallest_base = std::min(smallest_base, cost.base_us);
     hops += calls * cost.hops_us;
     transfer += calls * cost.transfer_us;
-    const Traffic one = traffic_of(t, r, cost);
+    const LinkTraffic one = traffic_of(t, r, cost);
     traffic.nvlink += calls * one.nvlink;
     traffic.network += calls * one.network;
     traffic.hbm += calls * one.hbm;

@@ -28,7 +28,7 @@ TEST(Alltoall, OneNodeSendsSevenEighthsOverNvlink) {
   EXPECT_NEAR(c.transfer_us, transfer_us(kBytes * 7 / 8, t.node.nvlink_GBps()), 1e-6);
   EXPECT_EQ(c.bottleneck, Link::nvlink);
   EXPECT_DOUBLE_EQ(bus_factor(OpKind::alltoall, 8), 7.0 / 8);
-  const Traffic tr = traffic_of(t, {OpKind::alltoall, kBytes, place(t, 8)}, c);
+  const LinkTraffic tr = traffic_of(t, {OpKind::alltoall, kBytes, place(t, 8)}, c);
   EXPECT_DOUBLE_EQ(tr.nvlink, kBytes * 7 / 8);
   EXPECT_DOUBLE_EQ(tr.network, 0.0);
 }
@@ -39,7 +39,7 @@ TEST(Alltoall, AcrossNodesHalfTheSliceCrossesTheNetwork) {
   const double nic_share = std::min(t.network.nics, 8) * t.network.nic_GBps() / 8;
   EXPECT_NEAR(c.transfer_us, transfer_us(kBytes * 8 / 16, nic_share), 1e-6);
   EXPECT_EQ(c.bottleneck, Link::network);
-  const Traffic tr = traffic_of(t, {OpKind::alltoall, kBytes, place(t, 16)}, c);
+  const LinkTraffic tr = traffic_of(t, {OpKind::alltoall, kBytes, place(t, 16)}, c);
   EXPECT_DOUBLE_EQ(tr.network, kBytes / 2);
   EXPECT_DOUBLE_EQ(tr.nvlink, kBytes * 7 / 16);
   // The network hop is paid on top of the node's.

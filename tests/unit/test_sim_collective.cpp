@@ -116,7 +116,7 @@ TEST(CollectiveModel, OneRankIsALocalCopyOrNothing) {
     EXPECT_NEAR(copy.time_us(), t.gpu.launch_us + kBytes * 2 / (t.gpu.hbm_effective_GBps() * 1e3), 1e-6)
         << to_string(op);
     EXPECT_EQ(copy.channels, 0) << to_string(op);
-    const Traffic moved = traffic_of(t, r, copy);
+    const LinkTraffic moved = traffic_of(t, r, copy);
     EXPECT_DOUBLE_EQ(moved.hbm, 2 * kBytes);
     EXPECT_DOUBLE_EQ(moved.nvlink + moved.network, 0.0);
     r.in_place = true;
