@@ -41,8 +41,9 @@ constexpr double kSlack = 1e-9;  // relative: float noise, not a model effect
 // 252 s) and is there for memory errors, which the smallest and largest
 // clusters reach as well: each topology takes one of those two (1 node on
 // DGX A100 and H200, 16 on DGX H100 and DGX-2 V100: every topology's code
-// paths and both cluster sizes, 7-8 s a topology instead of 15); the plain
-// build takes every node count on every topology.
+// paths and both cluster sizes; the four took 46 s of CPU at load average 3-5,
+// about 60 s with both counts each); the plain build takes every node count
+// on every topology.
 #if defined(__SANITIZE_ADDRESS__)
 #define COCONET_ASAN 1
 #elif defined(__has_feature)
