@@ -22,6 +22,10 @@ FUZZ_TARGETS := workload expression topology experiment schedule tune_file model
 SAN_TESTS := test_model_frontend test_model_errors test_hostile_model test_sched_unit test_sched_equivalence \
              test_sched_errors test_plan test_sim test_topology_errors coconet test_cli test_hostile_cli \
              test_hostile_surfaces
+# A new build folder is generated for Ninja where it is installed: Ninja starts
+# a target's compiles while the libraries it links are still being linked, so
+# both cores stay busy; a folder configured before keeps its generator.
+generator = $(if $(wildcard $(1)/CMakeCache.txt),,$(if $(shell command -v ninja),-G Ninja))
 export ASAN_OPTIONS ?= detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1
 
@@ -33,7 +37,7 @@ deps:
 	@./scripts/install-deps.sh
 
 build: deps
-	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
+	@cmake -S . -B $(BUILD) $(call generator,$(BUILD)) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(BUILD) -j$(JOBS)
 
 run: build
@@ -43,12 +47,12 @@ test: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 
 docs: deps
-	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
+	@cmake -S . -B $(BUILD) $(call generator,$(BUILD)) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(BUILD) -j$(JOBS) --target coconet
 	python3 scripts/docs_figures.py --coconet $(BUILD)/cli/coconet --write
 
 python: deps
-	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
+	@cmake -S . -B $(BUILD) $(call generator,$(BUILD)) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(BUILD) -j$(JOBS) --target coconet_python
 	@echo "built $(BUILD)/python: PYTHONPATH=$(BUILD)/python python3 -c 'import coconet'"
 
@@ -58,8 +62,10 @@ bench: build
 	./$(BUILD)/bench/coconet_bench_kernels
 	cmake --build $(BUILD) --target bench_exec
 
+# -g1: line tables, all an ASan or UBSan report needs to name file:line.
 sanitize-build: deps
-	@CC=clang-14 CXX=clang++-14 cmake -S . -B $(SAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" \
+	@CC=clang-14 CXX=clang++-14 cmake -S . -B $(SAN_BUILD) $(call generator,$(SAN_BUILD)) -DCMAKE_BUILD_TYPE=Debug \
+	  -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" \
 	  -DCOCONET_FUZZ=ON -DCOCONET_WITH_MPI=OFF -DCOCONET_WITH_CUDA=OFF >/dev/null
 	@cmake --build $(SAN_BUILD) -j$(JOBS) --target $(SAN_TESTS) $(addprefix fuzz_,$(FUZZ_TARGETS))
 

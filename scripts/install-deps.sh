@@ -12,6 +12,7 @@ packages=(
   python3-dev pybind11-dev python3-pybind11       # make python: the Python module (python/)
   patchelf                                        # scripts/gpu-bundle.sh: the bundle's rpath $ORIGIN/lib
   ccache                                          # compiler cache (CMakeLists.txt COCONET_CCACHE)
+  ninja-build                                     # the generator make build uses for a new build folder (Makefile)
   iproute2 util-linux                             # tests/hosts/two_hosts.sh: ip netns, unshare (two simulated hosts)
 )
 

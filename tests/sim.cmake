@@ -14,6 +14,12 @@ add_executable(test_sim
   ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_sim_resolve.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_sim_nccl_table.cpp
 )
+# Unity batches (cmake/build_time.cmake): these define a file-scope
+# workload() or kWorkloads as test_sim_properties.cpp does.
+set_source_files_properties(
+  ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_sim_simulator.cpp ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_sim_tuner.cpp
+  ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_sim_ranks.cpp ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_sim_resolve.cpp
+  PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
 target_link_libraries(test_sim PRIVATE coconet_sim yaml-cpp nlohmann_json::nlohmann_json GTest::gtest_main
   coconet_warnings)
 target_compile_definitions(test_sim PRIVATE COCONET_SOURCE_ROOT="${COCONET_SOURCE_ROOT}")

@@ -51,6 +51,14 @@ if(TARGET coconet_exec)  # the calibrated range reads microbenchmark samples: bu
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_validation_overlap_fit.cpp
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_validation_machine.cpp)
 endif()
+# Unity batches (cmake/build_time.cmake): test_validation_speed.cpp's
+# file-scope sample() is test_validation_report.cpp's too; in a batch, GCC 12
+# at -O3 inlines the string concatenations of test_validation_regimes.cpp and
+# test_validation_sweep.cpp into a false -Warray-bounds (compiled alone they do not warn).
+set_source_files_properties(${CMAKE_CURRENT_SOURCE_DIR}/unit/test_validation_speed.cpp
+  ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_validation_regimes.cpp
+  ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_validation_sweep.cpp
+  PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
 target_link_libraries(test_validation PRIVATE coconet_validation nlohmann_json::nlohmann_json GTest::gtest_main
   coconet_warnings)
 target_compile_definitions(test_validation PRIVATE COCONET_SOURCE_ROOT="${COCONET_SOURCE_ROOT}")
