@@ -31,6 +31,12 @@ std::unique_ptr<Backend> make_cpu_backend() { return cpu::create(); }
 // tensor never needs a host copy of itself.
 constexpr std::int64_t kHostFillBlock = std::int64_t{1} << 20;
 
+std::int64_t total_count(std::span<const View> views) {
+  std::int64_t n = 0;
+  for (const View& v : views) n += v.count;
+  return n;
+}
+
 void Backend::fill_input(View dst, const model::InputPattern& pattern) {
   std::vector<double> values;
   for (std::int64_t begin = 0; begin < dst.count; begin += kHostFillBlock) {

@@ -189,6 +189,9 @@ struct MatmulArgs {
   std::int64_t stride_a = 0, stride_b = 0, stride_out = 0;
 };
 
+// The elements of `views` together (a collective's parts).
+[[nodiscard]] std::int64_t total_count(std::span<const View> views);
+
 // A strided 2-D block of a buffer: `rows` rows of `cols` elements, row i
 // starting at element offset + i * stride.
 struct Block2d {

@@ -19,12 +19,6 @@ using model::Stmt;
 
 using plan::RowRange;
 
-std::int64_t head_elements(const HeadCall& h) {
-  std::int64_t n = 0;
-  for (const auto& v : h.in) n += v.count;
-  return n;
-}
-
 StreamKind stream_of(const plan::Op& op) {
   return op.stream == plan::Stream::comm ? StreamKind::comm : StreamKind::compute;
 }
@@ -189,13 +183,9 @@ class OpRunner {
       case OpKind::reducescatter: {
         const auto rs = ranges(x.rows, chunk, true);
         std::vector<View> parts;
-        std::int64_t in = 0;
-        for (const auto& r : rs) {
-          parts.push_back(rows_view(x, r.begin, r.end));
-          in += parts.back().count;
-        }
+        for (const auto& r : rs) parts.push_back(rows_view(x, r.begin, r.end));
         const auto& mine = rs[static_cast<std::size_t>(values_.position())];
-        call(in);
+        call(total_count(parts));
         for (const auto& v : parts) touched_.view(v);
         touched_.view(rows_view(y, mine.begin, mine.end));
         b_.reduce_scatter(parts, rows_view(y, mine.begin, mine.end), s.reduce);
@@ -348,7 +338,7 @@ void Executor::run_unit(const plan::Unit& u) {
     if (op.cls == plan::OpClass::fused) {
       const FusedCall& call = fused_calls_.at(l.op).chunks.at(c);
       for (const auto& piece : call.passes.front().pieces)
-        for (const auto& h : piece.heads) ran.elements.push_back(h.kind == HeadCall::Kind::recv ? h.out.count : head_elements(h));
+        for (const auto& h : piece.heads) ran.elements.push_back(h.kind == HeadCall::Kind::recv ? h.out.count : total_count(h.in));
       touched_.fused(call);
       backend_.fused(call);
     } else {

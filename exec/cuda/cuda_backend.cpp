@@ -434,11 +434,6 @@ class CudaBackend final : public Backend {
   void before_call(model::OpKind kind, std::int64_t sent, std::int64_t received, BufferId b) {
     (void)per_call_.before_call(kind, sent, received, kc::storage_bytes(dtype_of(b)));
   }
-  static std::int64_t total_count(std::span<const View> parts) {
-    std::int64_t n = 0;
-    for (const View& v : parts) n += v.count;
-    return n;
-  }
 
   void select_device() {
     int devices = 0;

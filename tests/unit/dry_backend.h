@@ -54,10 +54,10 @@ class DryBackend final : public Backend {
   void row_reduce(View, View, std::int64_t, ReduceOp) override {}
   void allreduce(View in, View out, ReduceOp) override { nccl_call(model::OpKind::allreduce, in.count, out.count, in); }
   void reduce_scatter(std::span<const View> parts, View out, ReduceOp) override {
-    nccl_call(model::OpKind::reducescatter, total(parts), out.count, out);
+    nccl_call(model::OpKind::reducescatter, total_count(parts), out.count, out);
   }
   void allgather(View in, std::span<const View> parts) override {
-    nccl_call(model::OpKind::allgather, in.count, total(parts), in);
+    nccl_call(model::OpKind::allgather, in.count, total_count(parts), in);
   }
   void broadcast(View in, View out, int) override { nccl_call(model::OpKind::broadcast, in.count, out.count, out); }
   void reduce(View in, View out, ReduceOp, int) override { nccl_call(model::OpKind::reduce, in.count, out.count, in); }
@@ -93,11 +93,6 @@ class DryBackend final : public Backend {
     if (!nccl_) return;
     const std::size_t bytes = nccl_->per_call->before_call(kind, sent, received, model::bytes_of(dtype_of(v.buffer)));
     if (nccl_->asked) nccl_->asked(kind, bytes);
-  }
-  static std::int64_t total(std::span<const View> parts) {
-    std::int64_t n = 0;
-    for (const View& v : parts) n += v.count;
-    return n;
   }
 
   int rank_ = 0;
