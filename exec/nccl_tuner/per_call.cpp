@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <iterator>
 #include <system_error>
 #include <utility>
 
@@ -95,11 +96,12 @@ std::size_t PerCallChoices::before_call(model::OpKind kind, std::int64_t sent, s
   if (calls_of_kind_.size() <= k) calls_of_kind_.resize(k + 1, 0);
   const int n = calls_of_kind_[k]++;
   if (!active()) return bytes;
-  std::vector<const plan::CollectiveChoice*> of_kind;
-  for (const auto& c : choices_)
-    if (c.op == kind) of_kind.push_back(&c.choice);
-  if (of_kind.empty()) return bytes;
-  const plan::CollectiveChoice& c = *of_kind[static_cast<std::size_t>(n) % of_kind.size()];
+  const auto of_kind = [kind](const plan::CallChoice& c) { return c.op == kind; };
+  const auto kinds = std::count_if(choices_.begin(), choices_.end(), of_kind);
+  if (kinds == 0) return bytes;
+  auto it = std::find_if(choices_.begin(), choices_.end(), of_kind);
+  for (auto skip = n % kinds; skip > 0; --skip) it = std::find_if(std::next(it), choices_.end(), of_kind);
+  const plan::CollectiveChoice& c = it->choice;
   const int coll = coll_id(kind), algo = algo_id(c.algo), proto = proto_id(c.proto);
   if (coll >= 0 && algo >= 0 && proto >= 0) expect_(coll, bytes, algo, proto, c.channels);
   return bytes;

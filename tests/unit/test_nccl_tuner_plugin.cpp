@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdlib>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -201,6 +202,24 @@ TEST(PerCallChoices, SaysWhyItCannotApplyChoices) {
   const PerCallChoices missing("/nonexistent/libcoconet_nccl_tuner.so");
   EXPECT_FALSE(missing.active());
   EXPECT_NE(missing.why_inactive().find("cannot load"), std::string::npos) << missing.why_inactive();
+  const PerCallChoices other("libm.so.6");  // loads, but is no tuner plugin of coconet's
+  EXPECT_FALSE(other.active());
+  EXPECT_NE(other.why_inactive().find("another tuner plugin"), std::string::npos) << other.why_inactive();
+}
+
+// `run` and `validate` on cuda name coconet's plugin unless NCCL_TUNER_PLUGIN names one, and
+// refuse per-call choices when it names another.
+TEST(PerCallChoices, NamePluginSetsOursAndRespectsAnother) {
+  std::string why_not;
+  unsetenv("NCCL_TUNER_PLUGIN");
+  ASSERT_TRUE(name_plugin(why_not)) << why_not;
+  EXPECT_EQ(std::string(std::getenv("NCCL_TUNER_PLUGIN")), installed_plugin());
+  EXPECT_TRUE(PerCallChoices::from_environment().active());
+  setenv("NCCL_TUNER_PLUGIN", "libm.so.6", 1);
+  EXPECT_FALSE(name_plugin(why_not));
+  EXPECT_NE(why_not.find("another tuner plugin"), std::string::npos) << why_not;
+  EXPECT_EQ(std::string(std::getenv("NCCL_TUNER_PLUGIN")), "libm.so.6") << "the user's choice is kept";
+  unsetenv("NCCL_TUNER_PLUGIN");
 }
 
 }  // namespace
