@@ -3,15 +3,20 @@
 # A clean build compiles about 230 translation units of 100-160k preprocessed
 # lines each, 40-45 % of whose time was the front end reading the same standard
 # library, fmt and GoogleTest headers again (figures in README, Performance).
-# Two CMake features share that work; both change how sources are grouped into
+# Two techniques share that work; both change how sources are grouped into
 # compiler runs, never what a source means:
 #  - unity batches (COCONET_UNITY): a target's sources are compiled
-#    COCONET_UNITY_BATCH at a time in one compiler run (CMake UNITY_BUILD), so
-#    headers are parsed, and their inline functions instantiated and optimised,
-#    once per batch. A source whose file-scope names clash with another's in the
-#    same target is kept out of its batches (SKIP_UNITY_BUILD_INCLUSION, set
-#    next to the target); so are sources with their own compile options (CMake
-#    does that by itself).
+#    COCONET_UNITY_BATCH at a time in one compiler run, so headers are parsed,
+#    and their inline functions instantiated and optimised, once per batch. The
+#    batches are written here (coconet_unity_batches), not by CMake's
+#    UNITY_BUILD, whose files (CMake 3.25) include each source by its absolute
+#    path: a clone of the same commit in another folder (CI's) would then miss
+#    every entry of the compiler cache. Ours name each source relative to the
+#    repository, so a batch's text is the same wherever the clone is. A source
+#    whose file-scope names clash with another's in the same target is kept out
+#    of the batches (SKIP_UNITY_BUILD_INCLUSION, set next to the target), and
+#    so are sources with their own compile options, definitions or include
+#    folders, as CMake would.
 #  - precompiled headers (COCONET_PCH): the headers below, compiled once.
 #    GCC reads one precompiled header into every target that compiles with the
 #    same code-generation options (one for position-independent libraries, one
@@ -22,12 +27,10 @@
 # COCONET_UNITY=OFF and COCONET_PCH=OFF give one compiler run per source, as
 # an editor's incremental rebuild of one file may prefer.
 
-option(COCONET_UNITY "Compile each target's sources in batches (CMake UNITY_BUILD)" ON)
+option(COCONET_UNITY "Compile each target's sources in batches (coconet_unity_batches)" ON)
 set(COCONET_UNITY_BATCH 8 CACHE STRING "Sources per unity batch (COCONET_UNITY)")
 option(COCONET_PCH "Precompile the standard library, fmt and GoogleTest headers" ON)
 
-set(CMAKE_UNITY_BUILD ${COCONET_UNITY})
-set(CMAKE_UNITY_BUILD_BATCH_SIZE ${COCONET_UNITY_BATCH})
 
 # The headers most sources include (counted over the repository's sources).
 set(COCONET_PCH_HEADERS
@@ -56,16 +59,88 @@ function(coconet_targets_under dir out)
   set(${out} ${targets} PARENT_SCOPE)
 endfunction()
 
-# How many compiler runs TARGET's C++ sources take (unity batches counted).
+# How many compiler runs TARGET's C++ sources take (after its unity batches).
 function(coconet_cxx_runs target out)
   get_target_property(sources ${target} SOURCES)
   list(FILTER sources INCLUDE REGEX "\\.(cpp|cc|cxx)$")
   list(LENGTH sources n)
-  get_target_property(unity ${target} UNITY_BUILD)
-  if(unity AND n GREATER 0)
-    math(EXPR n "(${n} + ${COCONET_UNITY_BATCH} - 1) / ${COCONET_UNITY_BATCH}")
-  endif()
   set(${out} ${n} PARENT_SCOPE)
+endfunction()
+
+# Whether SOURCE of TARGET may join a unity batch: a C++ file of the
+# repository with no options, definitions or include folders of its own and
+# not marked SKIP_UNITY_BUILD_INCLUSION.
+function(coconet_unity_candidate target source out)
+  set(${out} OFF PARENT_SCOPE)
+  if(NOT source MATCHES "\\.(cpp|cc|cxx)$" OR source MATCHES "^\\$<")
+    return()
+  endif()
+  get_target_property(dir ${target} SOURCE_DIR)
+  cmake_path(ABSOLUTE_PATH source BASE_DIRECTORY ${dir} OUTPUT_VARIABLE path)
+  cmake_path(IS_PREFIX PROJECT_SOURCE_DIR ${path} NORMALIZE inside)
+  if(NOT inside)
+    return()
+  endif()
+  foreach(property SKIP_UNITY_BUILD_INCLUSION COMPILE_OPTIONS COMPILE_DEFINITIONS COMPILE_FLAGS INCLUDE_DIRECTORIES)
+    get_source_file_property(value ${path} TARGET_DIRECTORY ${target} ${property})
+    if(value)
+      return()
+    endif()
+  endforeach()
+  set(${out} ON PARENT_SCOPE)
+endfunction()
+
+# Writes unity batch N of TARGET including SOURCES (absolute paths), each by
+# its path relative to the repository (reached through an include folder the
+# target is given), and sets OUT to the batch's file. The file is rewritten
+# only when its text changes.
+function(coconet_unity_file target n sources out)
+  get_target_property(bin ${target} BINARY_DIR)
+  set(text "// Unity batch ${n} of ${target} (cmake/build_time.cmake).\n")
+  foreach(path IN LISTS sources)
+    cmake_path(RELATIVE_PATH path BASE_DIRECTORY ${PROJECT_SOURCE_DIR})
+    string(APPEND text "#include \"${path}\"\n")
+  endforeach()
+  set(file ${bin}/unity/${target}_${n}.cxx)
+  file(CONFIGURE OUTPUT ${file} CONTENT "${text}" @ONLY)
+  set(${out} ${file} PARENT_SCOPE)
+endfunction()
+
+# Replaces TARGET's batchable sources by unity batches of COCONET_UNITY_BATCH.
+function(coconet_unity_batches target)
+  get_target_property(sources ${target} SOURCES)
+  get_target_property(dir ${target} SOURCE_DIR)
+  set(kept "")
+  set(pending "")
+  set(batches "")
+  set(n 0)
+  foreach(source IN LISTS sources)
+    coconet_unity_candidate(${target} ${source} candidate)
+    if(NOT candidate)
+      list(APPEND kept ${source})
+      continue()
+    endif()
+    cmake_path(ABSOLUTE_PATH source BASE_DIRECTORY ${dir} OUTPUT_VARIABLE path)
+    list(APPEND pending ${path})
+    list(LENGTH pending size)
+    if(size EQUAL COCONET_UNITY_BATCH)
+      coconet_unity_file(${target} ${n} "${pending}" file)
+      list(APPEND batches ${file})
+      math(EXPR n "${n} + 1")
+      set(pending "")
+    endif()
+  endforeach()
+  list(LENGTH pending size)
+  if(size EQUAL 1)
+    list(APPEND kept ${pending})
+  elseif(size GREATER 1)
+    coconet_unity_file(${target} ${n} "${pending}" file)
+    list(APPEND batches ${file})
+  endif()
+  if(batches)
+    set_property(TARGET ${target} PROPERTY SOURCES ${kept} ${batches})
+    target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR})
+  endif()
 endfunction()
 
 # Whether TARGET compiles against fmt::fmt (which defines FMT_SHARED), itself
@@ -101,9 +176,9 @@ function(coconet_pch_owner pic tests fmt out)
   endif()
   if(NOT TARGET ${owner})
     set(source ${CMAKE_BINARY_DIR}/pch/${owner}.cpp)
-    file(WRITE ${source} "// The translation unit that owns a precompiled header (cmake/build_time.cmake).\n")
+    file(CONFIGURE OUTPUT ${source} CONTENT "// The translation unit that owns a precompiled header (cmake/build_time.cmake).\n")
     add_library(${owner} OBJECT ${source})
-    set_target_properties(${owner} PROPERTIES POSITION_INDEPENDENT_CODE ${pic} UNITY_BUILD OFF)
+    set_target_properties(${owner} PROPERTIES POSITION_INDEPENDENT_CODE ${pic})
     target_link_libraries(${owner} PRIVATE ${fmt_link} coconet_warnings)
     if(tests)
       target_link_libraries(${owner} PRIVATE GTest::gtest)
@@ -115,8 +190,9 @@ function(coconet_pch_owner pic tests fmt out)
   set(${out} ${owner} PARENT_SCOPE)
 endfunction()
 
-# A source with its own compile options (-ffp-contract=off, -mavx2, ...)
-# compiles without the precompiled header, whose options it does not share.
+# A source with its own compile options (-ffp-contract=off, -mavx2, ...) or
+# definitions compiles without the precompiled header, whose options it does
+# not share (Clang refuses a header built with other definitions).
 function(coconet_pch_skip_own_options target)
   get_target_property(sources ${target} SOURCES)
   get_target_property(dir ${target} SOURCE_DIR)
@@ -124,7 +200,8 @@ function(coconet_pch_skip_own_options target)
     cmake_path(ABSOLUTE_PATH source BASE_DIRECTORY ${dir})
     get_source_file_property(options ${source} TARGET_DIRECTORY ${target} COMPILE_OPTIONS)
     get_source_file_property(flags ${source} TARGET_DIRECTORY ${target} COMPILE_FLAGS)
-    if(options OR flags)
+    get_source_file_property(definitions ${source} TARGET_DIRECTORY ${target} COMPILE_DEFINITIONS)
+    if(options OR flags OR definitions)
       set_source_files_properties(${source} TARGET_DIRECTORY ${target} PROPERTIES SKIP_PRECOMPILE_HEADERS ON)
     endif()
   endforeach()
@@ -134,11 +211,15 @@ endfunction()
 # precompiled header; called once all targets are defined.
 function(coconet_apply_build_time)
   coconet_targets_under(${PROJECT_SOURCE_DIR} targets)
-  foreach(target IN LISTS targets)
-    if(target IN_LIST COCONET_UNITY_EXCLUDED)
-      set_target_properties(${target} PROPERTIES UNITY_BUILD OFF)
-    endif()
-  endforeach()
+  if(COCONET_UNITY)
+    foreach(target IN LISTS targets)
+      get_target_property(type ${target} TYPE)
+      if(type MATCHES "^(STATIC_LIBRARY|SHARED_LIBRARY|MODULE_LIBRARY|OBJECT_LIBRARY|EXECUTABLE)$"
+         AND NOT target IN_LIST COCONET_UNITY_EXCLUDED)
+        coconet_unity_batches(${target})
+      endif()
+    endforeach()
+  endif()
   if(NOT COCONET_PCH)
     return()
   endif()

@@ -19,7 +19,7 @@ add_executable(test_sched_errors ${CMAKE_CURRENT_SOURCE_DIR}/errors/test_schedul
 foreach(t IN LISTS COCONET_SCHED_TEST_TARGETS)
   target_include_directories(${t} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
   target_link_libraries(${t} PRIVATE coconet_model fmt::fmt GTest::gtest_main coconet_warnings)
-  target_compile_definitions(${t} PRIVATE COCONET_SOURCE_ROOT="${COCONET_SOURCE_ROOT}")
+  target_link_libraries(${t} PRIVATE coconet_test_paths)
 endforeach()
 
 gtest_discover_tests(test_sched_unit TEST_PREFIX "schedule.")

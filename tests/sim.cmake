@@ -22,10 +22,10 @@ set_source_files_properties(
   PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
 target_link_libraries(test_sim PRIVATE coconet_sim yaml-cpp nlohmann_json::nlohmann_json GTest::gtest_main
   coconet_warnings)
-target_compile_definitions(test_sim PRIVATE COCONET_SOURCE_ROOT="${COCONET_SOURCE_ROOT}")
+target_link_libraries(test_sim PRIVATE coconet_test_paths)
 gtest_discover_tests(test_sim TEST_PREFIX "sim." DISCOVERY_TIMEOUT 60)
 
 add_executable(test_topology_errors ${CMAKE_CURRENT_SOURCE_DIR}/errors/test_topology_errors.cpp)
 target_link_libraries(test_topology_errors PRIVATE coconet_sim GTest::gtest_main coconet_warnings)
-target_compile_definitions(test_topology_errors PRIVATE COCONET_SOURCE_ROOT="${COCONET_SOURCE_ROOT}")
+target_link_libraries(test_topology_errors PRIVATE coconet_test_paths)
 gtest_discover_tests(test_topology_errors TEST_PREFIX "errors.")

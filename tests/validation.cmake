@@ -61,7 +61,7 @@ set_source_files_properties(${CMAKE_CURRENT_SOURCE_DIR}/unit/test_validation_spe
   PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
 target_link_libraries(test_validation PRIVATE coconet_validation nlohmann_json::nlohmann_json GTest::gtest_main
   coconet_warnings)
-target_compile_definitions(test_validation PRIVATE COCONET_SOURCE_ROOT="${COCONET_SOURCE_ROOT}")
+target_link_libraries(test_validation PRIVATE coconet_test_paths)
 gtest_discover_tests(test_validation TEST_PREFIX "validation.")
 
 if(TARGET coconet AND COCONET_HAVE_MPI AND COCONET_MPIEXEC)

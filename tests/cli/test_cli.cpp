@@ -2,7 +2,7 @@
 // output parses, the `--set` rules (model/set_flag.h), the defaults every command
 // shares (model/points.h), every command example of the README, and one
 // predicted time across predict, simulate, run and validate. Each test starts
-// the built binary (COCONET_BINARY) with posix_spawn and reads its stdout,
+// the built binary (tests/paths.h) with posix_spawn and reads its stdout,
 // stderr and exit code. Exit code 1 (a run that gives a wrong result) has no
 // trigger from the command line; tests/mpi covers it with an injected kernel.
 #include <fcntl.h>
@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "json_schema.h"
+#include "tests/paths.h"
 
 extern char** environ;
 
@@ -74,7 +75,7 @@ std::vector<char*> pointers(std::vector<std::string>& texts) {
 
 // Runs `coconet args...` in `dir` and waits for it.
 Result coconet(const Args& args, const fs::path& dir, const Args& env_overrides = {}) {
-  std::vector<std::string> argv{COCONET_BINARY};
+  std::vector<std::string> argv{coconet::test::coconet_binary()};
   argv.insert(argv.end(), args.begin(), args.end());
   std::vector<std::string> env = environment(env_overrides);
   const fs::path out = dir / "stdout.txt";
@@ -133,7 +134,7 @@ std::map<std::string, double> times_by_schedule(const json& point, const char* k
 
 // `j` names `kind` in "schema" and conforms to docs/schema/<kind>.schema.json.
 ::testing::AssertionResult conforms(const json& j, const std::string& kind) {
-  const fs::path file = fs::path(COCONET_SOURCE_ROOT) / "docs" / "schema" / (kind + ".schema.json");
+  const fs::path file = fs::path(coconet::test::source_root()) / "docs" / "schema" / (kind + ".schema.json");
   const json schema = json::parse(read_text(file), nullptr, false);
   if (schema.is_discarded()) return ::testing::AssertionFailure() << file << " is not JSON";
   const auto errors = coconet::test::schema_errors(schema, j);
@@ -246,7 +247,7 @@ TEST_F(Cli, MistypedFlagsAndNamesGetTheNearest) {
 // `coconet list` names every model of models/ (what `coconet step` takes), in each format.
 TEST_F(Cli, ListNamesTheModels) {
   std::vector<std::string> models;
-  for (const auto& e : fs::directory_iterator(fs::path(COCONET_SOURCE_ROOT) / "models"))
+  for (const auto& e : fs::directory_iterator(fs::path(coconet::test::source_root()) / "models"))
     if (e.path().extension() == ".yaml") models.push_back(e.path().stem().string());
   std::sort(models.begin(), models.end());
   ASSERT_FALSE(models.empty());
@@ -427,7 +428,7 @@ TEST_F(Cli, ShowPlanReportsTheChoiceTheSimulatorPrices) {
 // A topology naming an NCCL table that does not exist: exit 2, its
 // file:line, and the versions there are.
 TEST_F(Cli, AnUnknownNcclVersionNamesTheKnownOnes) {
-  std::ifstream in(std::string(COCONET_SOURCE_ROOT) + "/configs/topologies/dgx-h100.yaml");
+  std::ifstream in(coconet::test::source_root() + "/configs/topologies/dgx-h100.yaml");
   std::stringstream text;
   text << in.rdbuf();
   std::string t = text.str();
@@ -482,7 +483,7 @@ TEST_F(Cli, SimulateAsymmetricTraceRanks) {
 // ---- one output contract: every JSON output follows its schema ------------------
 
 TEST_F(Cli, SchemasUseOnlyTheCheckedSubset) {
-  for (const auto& entry : fs::directory_iterator(fs::path(COCONET_SOURCE_ROOT) / "docs" / "schema")) {
+  for (const auto& entry : fs::directory_iterator(fs::path(coconet::test::source_root()) / "docs" / "schema")) {
     const json schema = json::parse(read_text(entry.path()));
     const std::string kind = entry.path().filename().string().substr(0, entry.path().filename().string().find('.'));
     EXPECT_EQ(schema["properties"]["schema"]["const"], "coconet." + kind + "/1") << entry.path();
@@ -797,7 +798,7 @@ TEST_F(Cli, CalibrateComparesWithTheCalibrationItReplaces) {
 
 TEST_F(Cli, ValidateJson) {
   if (!kHaveMpi) GTEST_SKIP() << "no MPI in this build";
-  const Result r = run({"validate", COCONET_SOURCE_ROOT "/validation/testdata/validate-tiny.yaml",
+  const Result r = run({"validate", coconet::test::source_root() + "/validation/testdata/validate-tiny.yaml",
                         "--backend", "cpu", "--ranks", "2", "--topology", "cpu-local", "--no-calibrate", "--iters",
                         "1", "--warmup", "0", "--budget-s", "1", "--wait-s", "1", "--out", "report", "--format",
                         "json"});
@@ -827,12 +828,12 @@ TEST_F(Cli, ValidateJson) {
 TEST_F(Cli, ValidateComparesTheMachineWithItsCalibration) {
   if (!kHaveMpi) GTEST_SKIP() << "no MPI in this build";
   std::string topology;  // cpu-local without its own reference line
-  std::istringstream lines(read_text(fs::path(COCONET_SOURCE_ROOT) / "configs/topologies/cpu-local.yaml"));
+  std::istringstream lines(read_text(fs::path(coconet::test::source_root()) / "configs/topologies/cpu-local.yaml"));
   for (std::string line; std::getline(lines, line);)
     if (line.rfind("# coconet-reference-us:", 0) != 0) topology += line + "\n";
   const auto validate = [&](const std::string& line) {
     std::ofstream(dir_ / "claimed.yaml") << topology << line;
-    const Result r = run({"validate", COCONET_SOURCE_ROOT "/validation/testdata/validate-tiny.yaml", "--backend",
+    const Result r = run({"validate", coconet::test::source_root() + "/validation/testdata/validate-tiny.yaml", "--backend",
                           "cpu", "--ranks", "2", "--topology", (dir_ / "claimed.yaml").string(), "--no-calibrate",
                           "--iters", "1", "--warmup", "0", "--budget-s", "1", "--wait-s", "1", "--out", "report", "--format", "json"});
     EXPECT_EQ(r.code, 0) << r.all();
@@ -877,9 +878,9 @@ TEST_F(Cli, ValidateComparesTheMachineWithItsCalibration) {
 std::map<std::string, std::string> tracked_snapshot() {
   std::map<std::string, std::string> out;
   for (const char* folder : {"configs", "workloads", "models"})
-    for (const auto& e : fs::recursive_directory_iterator(fs::path(COCONET_SOURCE_ROOT) / folder))
+    for (const auto& e : fs::recursive_directory_iterator(fs::path(coconet::test::source_root()) / folder))
       if (e.is_regular_file()) out[e.path().string()] = read_text(e.path());
-  out["README.md"] = read_text(fs::path(COCONET_SOURCE_ROOT) / "README.md");
+  out["README.md"] = read_text(fs::path(coconet::test::source_root()) / "README.md");
   return out;
 }
 
@@ -922,7 +923,7 @@ TEST_F(Cli, ACalibrationFromAnotherMachineIsSaidAndRedoneInTheCache) {
                            other);
     EXPECT_EQ(ran.code, 0) << ran.all();
     EXPECT_TRUE(contains(ran.err, both)) << ran.all();
-    const Args validate{"validate", COCONET_SOURCE_ROOT "/validation/testdata/validate-tiny.yaml", "--backend",
+    const Args validate{"validate", coconet::test::source_root() + "/validation/testdata/validate-tiny.yaml", "--backend",
                         "cpu", "--ranks", "2", "--topology", "cpu-local", "--iters", "1", "--warmup", "0",
                         "--budget-s", "1", "--wait-s", "1", "--out", "report"};
     Result first = run(validate, other);
@@ -950,7 +951,7 @@ TEST_F(Cli, ACalibrationFromAnotherMachineIsSaidAndRedoneInTheCache) {
     EXPECT_EQ(kept.code, 0) << kept.all();
     EXPECT_TRUE(contains(kept.err, "its constants predict as they are (--no-calibrate)")) << kept.all();
     EXPECT_EQ(read_text(dir_ / "report" / "inputs" / "topology.yaml"),
-              read_text(fs::path(COCONET_SOURCE_ROOT) / "configs/topologies/cpu-local.yaml"));
+              read_text(fs::path(coconet::test::source_root()) / "configs/topologies/cpu-local.yaml"));
   }
   EXPECT_TRUE(tracked_snapshot() == before) << "a file of the repository changed";
 }
@@ -1335,7 +1336,7 @@ const std::map<std::string, Args>& readme_examples() {
 
 // The `coconet ...` lines of the README's fenced blocks ("$ " and "build/cli/" dropped).
 std::set<std::string> readme_commands() {
-  std::ifstream in(COCONET_SOURCE_ROOT "/README.md");
+  std::ifstream in(coconet::test::source_root() + "/README.md");
   std::set<std::string> out;
   bool fenced = false;
   for (std::string line; std::getline(in, line);) {

@@ -16,6 +16,7 @@
 #include "model/kernel_fusion.h"
 #include "model/parse.h"
 #include "unit/test_sched_util.h"
+#include "tests/paths.h"
 
 namespace coconet::model {
 namespace {
@@ -134,7 +135,7 @@ TEST(EquivalenceExtra, EveryScheduleOfMorePrograms) {
 // (the allreduces split, the LayerNorm moved onto row slices, fused and
 // overlapped stages) equals the program, for P in {1, 2, 3, 4}.
 TEST(EquivalenceTransformer, EveryScheduleOfLayerNormAndSoftmax) {
-  const Program p = load_program(std::string(COCONET_SOURCE_ROOT) + "/tests/workloads/layernorm_softmax.yaml");
+  const Program p = load_program(coconet::test::source_root() + "/tests/workloads/layernorm_softmax.yaml");
   const auto schedules = enumerate_schedules(p);
   EXPECT_GT(schedules.size(), 8u);
   // Some schedule runs the row reductions on the slices of a reduce-scatter.
@@ -297,7 +298,7 @@ TEST(EquivalenceLayer, SequenceParallelEqualsTensorParallel) {
 // means and an allgather, fused, sliced) equals the program, ragged sizes and
 // rank counts that do not divide them included.
 TEST(EquivalenceMean, EverySchedulesMeanEqualsTheSumOverTheRanks) {
-  const Program p = load_program(std::string(COCONET_SOURCE_ROOT) + "/tests/workloads/adam_mean.yaml");
+  const Program p = load_program(coconet::test::source_root() + "/tests/workloads/adam_mean.yaml");
   Program summed = p;
   for (auto& st : summed.stmts)
     if (st.op == OpKind::allreduce) st.reduce = ReduceOp::sum;
@@ -334,7 +335,7 @@ TEST(EquivalenceMean, EverySchedulesMeanEqualsTheSumOverTheRanks) {
 // overlapped) equals the program, and the program equals the same
 // computation written without alltoall (whole tensors on every rank).
 TEST(EquivalenceAlltoall, UlyssesReSlicingEqualsTheWholeComputation) {
-  const Program p = load_program(std::string(COCONET_SOURCE_ROOT) + "/tests/workloads/alltoall_ulysses.yaml");
+  const Program p = load_program(coconet::test::source_root() + "/tests/workloads/alltoall_ulysses.yaml");
   Program whole = p;
   whole.inputs[0].type.layout = Layout::replicated();
   for (auto& st : whole.stmts)

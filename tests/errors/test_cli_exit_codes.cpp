@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "model/error.h"
+#include "tests/paths.h"
 
 namespace coconet {
 namespace {
@@ -40,15 +41,16 @@ Process start(const std::vector<std::string>& args, int stdout_bytes = 0) {
   std::array<int, 2> err{};
   if (::pipe(out.data()) != 0 || ::pipe(err.data()) != 0) return {};
   if (stdout_bytes > 0 && ::fcntl(out[0], F_SETPIPE_SZ, stdout_bytes) < 0) return {};
+  const std::string binary = coconet::test::coconet_binary();
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::dup2(out[1], STDOUT_FILENO);
     ::dup2(err[1], STDERR_FILENO);
     for (int fd : {out[0], out[1], err[0], err[1]}) ::close(fd);
-    std::vector<char*> argv{const_cast<char*>(COCONET_BINARY)};
+    std::vector<char*> argv{const_cast<char*>(binary.c_str())};
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
-    ::execv(COCONET_BINARY, argv.data());
+    ::execv(binary.c_str(), argv.data());
     ::_exit(127);
   }
   ::close(out[1]);

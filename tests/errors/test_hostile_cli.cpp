@@ -1,7 +1,7 @@
 // Hostile input through the `coconet` command (issue 14): each case ends
 // with exit 2 and a message naming the input and its limit, within a time
 // bound (no hang, no crash, no exit 3), and the unsafe-write cases leave the
-// victim file untouched. Each test starts the built binary (COCONET_BINARY).
+// victim file untouched. Each test starts the built binary (tests/paths.h).
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -16,6 +16,7 @@
 #include <string>
 #include <thread>
 #include <vector>
+#include "tests/paths.h"
 
 namespace {
 
@@ -60,8 +61,8 @@ class HostileCli : public ::testing::Test {
       const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       ::dup2(o, 1);
       ::dup2(e, 2);
-      ::setenv("COCONET_ROOT", COCONET_SOURCE_ROOT, 1);
-      std::vector<std::string> argv{COCONET_BINARY};
+      ::setenv("COCONET_ROOT", coconet::test::source_root().c_str(), 1);
+      std::vector<std::string> argv{coconet::test::coconet_binary()};
       argv.insert(argv.end(), args.begin(), args.end());
       std::vector<char*> p;
       for (auto& a : argv) p.push_back(a.data());
@@ -323,7 +324,7 @@ TEST_F(HostileCli, FifoAndDevicesAreRefused) {
 // Every seed of the fuzz corpus (shipped YAML, hostile inputs, past findings)
 // through the command that reads it: exit 0 or 2, never 3, a signal or a hang.
 TEST_F(HostileCli, NoCorpusInputGivesAnInternalError) {
-  const fs::path corpus = fs::path(COCONET_SOURCE_ROOT) / "tests/fuzz/corpus";
+  const fs::path corpus = fs::path(coconet::test::source_root()) / "tests/fuzz/corpus";
   const std::vector<std::pair<std::string, std::vector<std::string>>> readers = {
       {"workload", {"show"}},
       {"workload", {"predict"}},

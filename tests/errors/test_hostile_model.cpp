@@ -19,6 +19,7 @@
 #include "plan/capabilities.h"
 #include "plan/step_plan.h"
 #include "sim/topology.h"
+#include "tests/paths.h"
 
 using namespace coconet;
 using namespace coconet::model;
@@ -320,7 +321,7 @@ TEST(HostileTopology, NodesPast32BitsAreRejected) {
 // --- schedules ------------------------------------------------------------------
 
 TEST(HostileSchedule, EditedStagesAreRejected) {
-  const Program p = load_program(std::string(COCONET_SOURCE_ROOT) + "/workloads/sgd.yaml");
+  const Program p = load_program(coconet::test::source_root() + "/workloads/sgd.yaml");
   std::string text = to_yaml(initial_schedule(p));
   EXPECT_NO_THROW((void)schedule_from_yaml(p, text, "s.yaml"));
   const auto at = text.find("stages:");
@@ -331,7 +332,7 @@ TEST(HostileSchedule, EditedStagesAreRejected) {
 }
 
 TEST(HostileSchedule, DuplicateKeysAreRejected) {
-  const Program p = load_program(std::string(COCONET_SOURCE_ROOT) + "/workloads/sgd.yaml");
+  const Program p = load_program(coconet::test::source_root() + "/workloads/sgd.yaml");
   const std::string e =
       user_error([&] { (void)schedule_from_yaml(p, "workload: sgd\nworkload: sgd\n", "s.yaml"); });
   EXPECT_NE(e.find("the key 'workload' is given twice"), std::string::npos) << e;

@@ -1,7 +1,7 @@
 // Hostile input on the surfaces added after the first hardening round (issue
 // 34): tune files, YAML files of every kind at their limits, asymmetric
 // topologies, names and paths the system refuses, the launcher. Each case runs
-// the built binary (COCONET_BINARY) and states its exit code, the first line
+// the built binary (tests/paths.h) and states its exit code, the first line
 // of its message, and the bound every case keeps: at most kMaxSeconds and
 // kMaxRssKb (measured by wait4, as /usr/bin/time -v does).
 #include <fcntl.h>
@@ -19,6 +19,7 @@
 #include <sstream>
 #include <string>
 #include <vector>
+#include "tests/paths.h"
 
 namespace {
 
@@ -94,9 +95,9 @@ class HostileSurfaces : public ::testing::Test {
       const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       ::dup2(o, 1);
       ::dup2(e, 2);
-      ::setenv("COCONET_ROOT", COCONET_SOURCE_ROOT, 1);
+      ::setenv("COCONET_ROOT", coconet::test::source_root().c_str(), 1);
       for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
-      std::vector<std::string> argv{COCONET_BINARY};
+      std::vector<std::string> argv{coconet::test::coconet_binary()};
       argv.insert(argv.end(), args.begin(), args.end());
       std::vector<char*> p;
       for (auto& a : argv) p.push_back(a.data());
@@ -165,7 +166,7 @@ std::string repeat(const std::string& s, std::size_t n) {
 }
 
 // The first lines of a cpu-local topology, to which a case appends its keys.
-std::string cpu_local() { return read_text(fs::path(COCONET_SOURCE_ROOT) / "configs/topologies/cpu-local.yaml"); }
+std::string cpu_local() { return read_text(fs::path(coconet::test::source_root()) / "configs/topologies/cpu-local.yaml"); }
 
 // ---- row 2: tune files of many documents; one document where one is expected ----
 
@@ -198,7 +199,7 @@ TEST_F(HostileSurfaces, Row2AWrongLineInALaterDocumentIsNamedByItsFileLine) {
 TEST_F(HostileSurfaces, Row12ASecondDocumentWhereOneIsExpectedIsRefused) {
   const auto topo = file("two.yaml", cpu_local() + "---\nname: other\n");
   expect_case(run({"predict", "adam", "--topology", topo.string()}), 2, "a second YAML document");
-  const auto model = file("m.yaml", read_text(fs::path(COCONET_SOURCE_ROOT) / "models/megatron-1.7b.yaml") + "---\n{}\n");
+  const auto model = file("m.yaml", read_text(fs::path(coconet::test::source_root()) / "models/megatron-1.7b.yaml") + "---\n{}\n");
   expect_case(run({"step", model.string(), "--topology", "dgx-h100", "--nodes", "1"}), 2, "a second YAML document");
 }
 
@@ -428,7 +429,7 @@ TEST_F(HostileSurfaces, Row3AStepOfMoreMicroBatchesThanItLaysOutIsRefusedAndWrit
 }
 
 TEST_F(HostileSurfaces, Row4ASearchOfAModelWithAHugeNameIsRefusedAtTheName) {
-  const std::string text = read_text(fs::path(COCONET_SOURCE_ROOT) / "models/megatron-1.7b.yaml");
+  const std::string text = read_text(fs::path(coconet::test::source_root()) / "models/megatron-1.7b.yaml");
   const auto big = file("big.yaml", "name: " + std::string(1 << 20, 'x') + "\n" +
                                         text.substr(text.find("model:")));
   expect_case(run({"step", big.string(), "--topology", "dgx-h100", "--nodes", "4", "--search"}), 2,
@@ -444,7 +445,7 @@ TEST_F(HostileSurfaces, Row4ASearchHoldsOnlyTheLayoutsItKeeps) {
 
 TEST_F(HostileSurfaces, Row12StepNamesAndTracesAreChecked) {
   expect_case(run(step_args({}, {"--trace", ""})), 2, "--trace is empty");
-  const std::string text = read_text(fs::path(COCONET_SOURCE_ROOT) / "models/megatron-1.7b.yaml");
+  const std::string text = read_text(fs::path(coconet::test::source_root()) / "models/megatron-1.7b.yaml");
   const auto ctl = file("ctl.yaml", "name: \"a\\x1b[31mred\"\n" + text.substr(text.find("model:")));
   expect_case(run({"step", ctl.string(), "--topology", "dgx-h100", "--nodes", "4"}), 2,
               "name holds the control character 0x1b");

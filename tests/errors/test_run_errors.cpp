@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include "tests/paths.h"
 
 namespace {
 
@@ -19,7 +20,7 @@ struct Result {
 };
 
 Result run(const std::string& args, const std::string& env = "") {
-  const std::string cmd = env + " " + COCONET_BINARY + " run " + args + " 2>&1";
+  const std::string cmd = env + " " + coconet::test::coconet_binary() + " run " + args + " 2>&1";
   Result r;
   FILE* pipe = popen(cmd.c_str(), "r");
   if (pipe == nullptr) return r;

@@ -2,11 +2,12 @@
 #include "model/experiment.h"
 #include "model/parse.h"
 #include "tests/fuzz/fuzz_common.h"
+#include "tests/paths.h"
 
 namespace {
 const coconet::model::Program& sgd() {
   static const coconet::model::Program p =
-      coconet::model::load_program(std::string(COCONET_SOURCE_ROOT) + "/workloads/sgd.yaml");
+      coconet::model::load_program(coconet::test::source_root() + "/workloads/sgd.yaml");
   return p;
 }
 }  // namespace

@@ -3,11 +3,12 @@
 #include "model/parse.h"
 #include "model/schedule.h"
 #include "tests/fuzz/fuzz_common.h"
+#include "tests/paths.h"
 
 namespace {
 const coconet::model::Program& adam() {
   static const coconet::model::Program p =
-      coconet::model::load_program(std::string(COCONET_SOURCE_ROOT) + "/workloads/adam.yaml");
+      coconet::model::load_program(coconet::test::source_root() + "/workloads/adam.yaml");
   return p;
 }
 }  // namespace

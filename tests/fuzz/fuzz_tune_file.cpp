@@ -4,13 +4,14 @@
 #include "model/parse.h"
 #include "model/schedule_file.h"
 #include "tests/fuzz/fuzz_common.h"
+#include "tests/paths.h"
 
 namespace {
 const coconet::model::Program& workload(const std::string& name) {
   static const coconet::model::Program sgd =
-      coconet::model::load_program(std::string(COCONET_SOURCE_ROOT) + "/workloads/sgd.yaml");
+      coconet::model::load_program(coconet::test::source_root() + "/workloads/sgd.yaml");
   static const coconet::model::Program adam =
-      coconet::model::load_program(std::string(COCONET_SOURCE_ROOT) + "/workloads/adam.yaml");
+      coconet::model::load_program(coconet::test::source_root() + "/workloads/adam.yaml");
   return name == "sgd" ? sgd : adam;
 }
 }  // namespace

@@ -32,6 +32,7 @@
 #include "fused_counting_backend.h"
 #include "gpu_check_sizes.h"
 #include "perturbing_backend.h"
+#include "tests/paths.h"
 
 namespace coconet::exec {
 namespace {
@@ -68,7 +69,7 @@ class EveryScheduleTest : public ::testing::TestWithParam<std::string> {};
 // A workload name, or the tests-only workload under tests/workloads/.
 std::string workload_path(const std::string& name) {
   if (name == "sgd_clip" || name == "layernorm_softmax" || name == "alltoall_ulysses" || name == "adam_mean")
-    return std::string(COCONET_SOURCE_ROOT) + "/tests/workloads/" + name + ".yaml";
+    return coconet::test::source_root() + "/tests/workloads/" + name + ".yaml";
   return model::resolve_workload(name);
 }
 
@@ -245,9 +246,9 @@ TEST(CpuBackend, WrongGemmAtTheGpuCheckSizesIsCaughtByTheInterpreter) {
   if (shared_backend()->world_size() != 1) GTEST_SKIP() << "one rank, as gpu-check.sh runs it";
   for (const std::string w : {"megatron_mlp", "megatron_attention"}) {
     const auto p = model::load_program(workload_path(w));
-    const auto sizes = testing::gpu_check_megatron_sizes(p, COCONET_SOURCE_ROOT);
+    const auto sizes = testing::gpu_check_megatron_sizes(p, coconet::test::source_root());
     RunOptions options = quick();
-    options.interpreter_limit = testing::gpu_check_interpreter_limit(COCONET_SOURCE_ROOT);
+    options.interpreter_limit = testing::gpu_check_interpreter_limit(coconet::test::source_root());
     for (const auto fault : {testing::Fault::none, testing::Fault::wrong_gemm}) {
       testing::PerturbingBackend backend(make_backend("cpu"), fault, 0);
       backend.set_groups(1);

@@ -28,6 +28,7 @@
 #include "sim/resolve.h"
 #include "sim/topology.h"
 #include "tests/unit/dry_backend.h"
+#include "tests/paths.h"
 
 namespace coconet::exec::nccl_tuner {
 namespace {
@@ -54,7 +55,7 @@ plan::StepPlan resolved_adam() {
 class Plugin : public ::testing::Test {
  protected:
   void SetUp() override {
-    handle_ = dlopen(COCONET_NCCL_TUNER_PLUGIN, RTLD_NOW | RTLD_LOCAL);
+    handle_ = dlopen(coconet::test::nccl_tuner_plugin().c_str(), RTLD_NOW | RTLD_LOCAL);
     ASSERT_NE(handle_, nullptr) << dlerror();
     tuner_ = static_cast<TunerV4*>(dlsym(handle_, kPluginSymbol));
     ASSERT_NE(tuner_, nullptr) << dlerror();
@@ -142,7 +143,7 @@ TEST_F(Plugin, EveryCallTheExecutorIssuesRunsThePlansChoice) {
   const plan::StepPlan plan = resolved_adam();
   const std::vector<plan::CollectiveChoice> planned = sim::choices_of(plan);
   ASSERT_FALSE(planned.empty());
-  PerCallChoices per_call(COCONET_NCCL_TUNER_PLUGIN);
+  PerCallChoices per_call(coconet::test::nccl_tuner_plugin());
   ASSERT_TRUE(per_call.active()) << per_call.why_inactive();
   testing::DryBackend rank0(0, 8, plan.caps);
   rank0.set_groups(plan.groups);
@@ -174,7 +175,7 @@ TEST_F(Plugin, EveryCallTheExecutorIssuesRunsThePlansChoice) {
 // The n-th call of a kind in a launch takes the n-th choice of that kind,
 // counting round: a fused op's pieces call its collectives again in order.
 TEST_F(Plugin, CallsOfAKindTakeTheirChoicesInOrderRoundAgain) {
-  PerCallChoices per_call(COCONET_NCCL_TUNER_PLUGIN);
+  PerCallChoices per_call(coconet::test::nccl_tuner_plugin());
   ASSERT_TRUE(per_call.active()) << per_call.why_inactive();
   const plan::CollectiveChoice a{model::Algo::ring, model::Proto::ll, 4, false};
   const plan::CollectiveChoice b{model::Algo::tree, model::Proto::simple, 8, false};

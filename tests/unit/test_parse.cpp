@@ -5,12 +5,13 @@
 #include "model/catalog.h"
 #include "model/error.h"
 #include "model/parse.h"
+#include "tests/paths.h"
 
 using namespace coconet::model;
 
 namespace {
 Program workload(const std::string& name) {
-  return load_program(std::string(COCONET_SOURCE_ROOT) + "/workloads/" + name + ".yaml");
+  return load_program(coconet::test::source_root() + "/workloads/" + name + ".yaml");
 }
 }  // namespace
 

@@ -12,6 +12,7 @@
 #include "plan/fused_form.h"
 #include "plan/step_plan.h"
 #include "test_sched_util.h"
+#include "tests/paths.h"
 
 namespace coconet::plan {
 namespace {
@@ -53,7 +54,7 @@ TEST(Work, AdamMovesItsBytesOnce) {
 // its input read once and one value per row written, one FLOP an element.
 TEST(Work, RowReductionReadsItsInputOnceAndWritesARowEach) {
   const model::Program p =
-      model::load_program(std::string(COCONET_SOURCE_ROOT) + "/tests/workloads/layernorm_softmax.yaml");
+      model::load_program(coconet::test::source_root() + "/tests/workloads/layernorm_softmax.yaml");
   const model::Bindings b{{"B", 2}, {"S", 5}, {"H", 8}};
   const int ranks = 4;  // 10 rows: rank 0 of a row slice holds 3
   for (const auto& [schedule, rows] : {std::pair{"MM-AR-C-AR-C", 10}, std::pair{"MM-RS-C-AR-C-AG", 3}}) {
@@ -114,7 +115,7 @@ TEST(Work, BatchedGemmIsRankZerosBatches) {
 // An alltoall is one collective of rank 0's slice (nccl-tests' size for alltoall).
 TEST(Work, AlltoallMovesRankZerosSlice) {
   const model::Program p =
-      model::load_program(std::string(COCONET_SOURCE_ROOT) + "/tests/workloads/alltoall_ulysses.yaml");
+      model::load_program(coconet::test::source_root() + "/tests/workloads/alltoall_ulysses.yaml");
   const model::Bindings b{{"B", 1}, {"S", 7}, {"H", 5}};
   const StepPlan plan = lower(model::baseline(p), b, 3, cuda_capabilities());
   std::vector<double> bytes;

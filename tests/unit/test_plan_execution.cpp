@@ -28,6 +28,7 @@
 #include "sim/tasks.h"
 #include "sim/topology.h"
 #include "test_sched_util.h"
+#include "tests/paths.h"
 
 namespace coconet::exec {
 namespace {
@@ -178,7 +179,7 @@ TEST_P(PlanExecution, EveryRankRunsThePlanTheSimulatorPrices) { expect_every_ran
 // own, run in as many calls and over as many elements as the plan prices.
 TEST(PlanExecutionRows, LayerNormAndSoftmax) {
   expect_every_rank_runs_the_plan(
-      model::load_program(std::string(COCONET_SOURCE_ROOT) + "/tests/workloads/layernorm_softmax.yaml"));
+      model::load_program(coconet::test::source_root() + "/tests/workloads/layernorm_softmax.yaml"));
 }
 
 // The transformer layer (batched matmuls over heads, element-wise ops over
@@ -190,7 +191,7 @@ TEST(PlanExecutionRows, TransformerLayer) {
 
 TEST(PlanExecutionRows, Alltoall) {
   expect_every_rank_runs_the_plan(
-      model::load_program(std::string(COCONET_SOURCE_ROOT) + "/tests/workloads/alltoall_ulysses.yaml"));
+      model::load_program(coconet::test::source_root() + "/tests/workloads/alltoall_ulysses.yaml"));
 }
 
 // The blocks of an alltoall, exchanged by hand between P simulated ranks,

@@ -8,6 +8,7 @@
 #include "model/error.h"
 #include "model/parse.h"
 #include "model/program.h"
+#include "tests/paths.h"
 
 namespace coconet::model::sched_test {
 
@@ -18,7 +19,7 @@ inline const std::vector<std::string>& workload_names() {
 }
 
 inline Program workload(const std::string& name) {
-  return load_program(std::string(COCONET_SOURCE_ROOT) + "/workloads/" + name + ".yaml");
+  return load_program(coconet::test::source_root() + "/workloads/" + name + ".yaml");
 }
 
 // Small sizes for a workload: one that no P in {2, 3, 4, 8} divides (37 rows,

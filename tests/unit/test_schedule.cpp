@@ -7,6 +7,7 @@
 #include "model/schedule.h"
 #include "model/transforms.h"
 #include "unit/test_sched_util.h"
+#include "tests/paths.h"
 
 namespace coconet::model {
 namespace {
@@ -103,7 +104,7 @@ TEST(Directive, WrittenYamlKeepsTheSavedTextFormat) {
 // inputs/schedules.yaml, one YAML document each) load and keep their names.
 TEST(Directive, SavedSchedulesStillLoad) {
   const std::string text =
-      read_file(std::string(COCONET_SOURCE_ROOT) + "/docs/report/inputs/schedules.yaml");
+      read_file(coconet::test::source_root() + "/docs/report/inputs/schedules.yaml");
   int loaded = 0;
   std::size_t at = 0;
   while ((at = text.find("\nworkload: ", at)) != std::string::npos) {

@@ -16,6 +16,7 @@
 #include "sim/collective.h"
 #include "sim/ring_features.h"
 #include "sim/topology.h"
+#include "tests/paths.h"
 
 namespace coconet::sim {
 namespace {
@@ -49,7 +50,7 @@ struct Reference {
 };
 
 std::vector<Reference> published_collectives() {
-  const YAML::Node root = YAML::LoadFile(std::string(COCONET_SOURCE_ROOT) + "/validation/reference/published.yaml");
+  const YAML::Node root = YAML::LoadFile(coconet::test::source_root() + "/validation/reference/published.yaml");
   std::vector<Reference> out;
   for (const auto& c : root["collectives"]) {
     Reference r{c["system"].as<std::string>(), c["algo"].as<std::string>()};
@@ -342,7 +343,7 @@ struct LatencyFigure {
 };
 
 std::vector<LatencyFigure> published_latencies() {
-  const YAML::Node root = YAML::LoadFile(std::string(COCONET_SOURCE_ROOT) + "/validation/reference/published.yaml");
+  const YAML::Node root = YAML::LoadFile(coconet::test::source_root() + "/validation/reference/published.yaml");
   std::vector<LatencyFigure> out;
   for (const auto& f : root["latency"])
     out.push_back({f["system"].as<std::string>(), parse_coll_op(f["op"].as<std::string>()),

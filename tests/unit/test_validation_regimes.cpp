@@ -22,6 +22,7 @@
 #include "validation/calibrate.h"
 #include "validation/fit_regimes.h"
 #include "validation/mpi_limits.h"
+#include "tests/paths.h"
 
 namespace coconet::validation {
 namespace {
@@ -197,7 +198,7 @@ std::string without_block(const std::string& text, const std::string& key) {
 // large_messages and per_op blocks, which calibrate writes when they fit
 // better, taken out), so that each test adds the keys it is about.
 std::string cpu_local_text() {
-  const std::string shipped = model::read_file(std::string(COCONET_SOURCE_ROOT) + "/configs/topologies/cpu-local.yaml");
+  const std::string shipped = model::read_file(coconet::test::source_root() + "/configs/topologies/cpu-local.yaml");
   return without_block(without_block(shipped, "large_messages"), "per_op");
 }
 
@@ -238,7 +239,7 @@ int line_of(const std::string& text, const std::string& needle) {
 TEST(ValidationRegimes, TopologyKeysAreOptional) {
   EXPECT_FALSE(sim::parse_topology(cpu_local_text(), "cpu-local").nccl.large_messages.has_value());
   for (const char* gpu : {"dgx-a100", "dgx-h100", "dgx-h200", "dgx2-v100"})
-    EXPECT_FALSE(sim::load_topology(std::string(COCONET_SOURCE_ROOT) + "/configs/topologies/" + gpu + ".yaml")
+    EXPECT_FALSE(sim::load_topology(coconet::test::source_root() + "/configs/topologies/" + gpu + ".yaml")
                      .nccl.large_messages.has_value());
   const sim::Topology t = sim::parse_topology(with_large(kLarge), "calibrated.yaml");
   ASSERT_TRUE(t.nccl.large_messages.has_value());

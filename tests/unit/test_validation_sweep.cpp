@@ -14,13 +14,14 @@
 #include "plan/step_plan.h"
 #include "validation/calibrated_range.h"
 #include "validation/experiment_sizes.h"
+#include "tests/paths.h"
 
 namespace coconet::validation {
 namespace {
 
 constexpr int kWorld = 2;
 
-std::string cpu_local() { return std::string(COCONET_SOURCE_ROOT) + "/configs/experiments/cpu-local.yaml"; }
+std::string cpu_local() { return coconet::test::source_root() + "/configs/experiments/cpu-local.yaml"; }
 
 // Every op of every schedule of every point of the experiment past `r`.
 std::vector<std::string> outside(const CalibratedRange& r) {

@@ -15,12 +15,13 @@
 #include "model/interpreter.h"
 #include "model/parse.h"
 #include "model/value_bounds.h"
+#include "tests/paths.h"
 
 namespace coconet::model {
 namespace {
 
 Program workload(const std::string& name) {
-  return load_program(std::string(COCONET_SOURCE_ROOT) + "/workloads/" + name + ".yaml");
+  return load_program(coconet::test::source_root() + "/workloads/" + name + ".yaml");
 }
 
 // Every tensor of `p` (inputs and values) in dtype `t`, but the statistics
@@ -98,7 +99,7 @@ const DType kDTypes[] = {DType::f16, DType::bf16, DType::f32};
 
 TEST(InputRanges, EveryShippedWorkloadIsListedWithItsPublishedSizes) {
   std::size_t files = 0;
-  for (const auto& f : std::filesystem::directory_iterator(std::string(COCONET_SOURCE_ROOT) + "/workloads"))
+  for (const auto& f : std::filesystem::directory_iterator(coconet::test::source_root() + "/workloads"))
     files += f.path().extension() == ".yaml";
   EXPECT_EQ(files, published().size()) << "a workload was added: list its published sizes above";
 }
