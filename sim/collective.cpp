@@ -381,13 +381,18 @@ CollectiveCost one_rank_cost(const Topology& t, const CollectiveRequest& r) {
   CollectiveCost c;
   c.channels = 0;
   if (r.in_place || r.bytes <= 0) return c;
-  c.base_us = t.gpu.local_copy_us();
+  const LocalCopyTerms terms = local_copy_terms(r.bytes);
+  c.base_us = terms.base * t.gpu.local_copy_us();
   c.link_GBps = t.gpu.local_copy_GBps() / kLocalCopyBytesPerByte;
-  c.transfer_us = transfer_us(kLocalCopyBytesPerByte * r.bytes, t.gpu.local_copy_GBps());
+  c.transfer_us = terms.per_GBps / t.gpu.local_copy_GBps();
   return c;
 }
 
 }  // namespace
+
+LocalCopyTerms local_copy_terms(double bytes) {
+  return {1.0, transfer_us(kLocalCopyBytesPerByte * bytes, 1.0)};
+}
 
 bool one_rank(const CollectiveRequest& r) { return r.where.ranks <= 1 && r.op != model::OpKind::send; }
 

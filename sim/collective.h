@@ -83,6 +83,16 @@ enum class Link { nvlink, network };
 // A local copy (a collective on one rank) reads each byte once and writes it once.
 inline constexpr double kLocalCopyBytesPerByte = 2.0;
 
+// The local copy's time, t = us + kLocalCopyBytesPerByte x bytes / GBps
+// (gpu.copy), as the coefficients of its two constants: `base` of us and
+// `per_GBps` of 1 / GBps. The model prices a one-rank collective by them and
+// calibration fits gpu.copy to them (validation::fit_copy).
+struct LocalCopyTerms {
+  double base = 1.0;
+  double per_GBps = 0;
+};
+[[nodiscard]] LocalCopyTerms local_copy_terms(double bytes);
+
 struct CollectiveCost {
   model::Algo algo = model::Algo::ring;
   model::Proto proto = model::Proto::simple;

@@ -295,13 +295,14 @@ void fit_copy(const std::vector<MicroSample>& samples, Fitted& f) {
   std::vector<double> measured;
   for (const auto& s : samples)
     if (s.kind == MicroKind::copy) {
-      features.push_back({1.0, sim::kLocalCopyBytesPerByte * s.bytes});
+      const sim::LocalCopyTerms terms = sim::local_copy_terms(s.bytes);
+      features.push_back({terms.base, terms.per_GBps});
       measured.push_back(s.measured_us);
     }
   if (features.size() < 2) return;  // an intercept and a slope need two sizes
   const std::vector<double> x = fit_relative_nonnegative(features, measured);
   f.copy_us = x[0];
-  f.copy_GBps = bounded(x[1] > 0 ? 1.0 / (x[1] * sim::kBytesPerGBpsUs) : 0.0);
+  f.copy_GBps = bounded(x[1] > 0 ? 1.0 / x[1] : 0.0);
 }
 
 OverlapFit fit_overlap(const std::vector<MicroSample>& samples, const Fitted& f) {
