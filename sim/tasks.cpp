@@ -423,6 +423,11 @@ class TaskBuilder {
     first_sync_ = first_exchange();
     for (const plan::Unit& u : p.units) max_chunks_ = std::max(max_chunks_, u.chunks);
     launched_.resize(p.ops.size() * std::size_t(max_chunks_));
+    // A task per launch and class of its group at most, and a gate per unit.
+    std::size_t launches = 0, widest = 1;
+    for (const std::vector<plan::Launch>& order : orders_) launches += order.size();
+    for (const std::vector<int>& s : slots_of_) widest = std::max(widest, s.size());
+    tasks_.reserve(launches * widest + p.units.size());
   }
 
   std::vector<Task> run() {
@@ -506,8 +511,10 @@ class TaskBuilder {
       done.on.assign(classes_.size(), -1);
       const bool joint = op.cls == plan::OpClass::collective || op.cls == plan::OpClass::fused ||
                          op.dest_group >= 0;
-      const auto one = [&](std::vector<int> on, std::vector<int> to, const Task& proto) {
-        Task k = proto;
+      // The task is made in place in tasks_ (reserved for the plan's launches: no task is moved).
+      const auto one = [&](std::span<const int> on, std::span<const int> to, const Task& proto) {
+        const int id = int(tasks_.size());
+        Task& k = tasks_.emplace_back(proto);
         k.op = op.id;
         k.unit = unit;
         k.stage = op.stage;
@@ -518,15 +525,10 @@ class TaskBuilder {
         if (u.chunks > 1 && k.is_comm && !k.detail.empty()) k.detail += fmt::format(" per chunk of {}", u.chunks);
         k.rank = on.empty() ? -1 : on.front();
         k.peer = to.empty() ? -1 : to.front();
+        k.ranks.assign(on.begin(), on.end());
         // A receiving class that also sends (a send within a group) is counted once, as a sender.
-        if (!to.empty()) {
-          std::vector<char> sends(classes_.size(), 0);
-          for (int c : on) sends[std::size_t(c)] = 1;
-          std::erase_if(to, [&](int c) { return sends[std::size_t(c)] != 0; });
-        }
-        k.ranks = std::move(on);
-        k.peers = std::move(to);
-        const int id = int(tasks_.size());
+        for (int c : to)
+          if (std::find(on.begin(), on.end(), c) == on.end()) k.peers.push_back(c);
         for (const auto* side : {&k.ranks, &k.peers})
           for (int c : *side) {
             int& last = last_on_[std::size_t(c) * 2 + std::size_t(k.stream)];
@@ -540,7 +542,6 @@ class TaskBuilder {
         std::sort(k.after.begin(), k.after.end());
         k.after.erase(std::unique(k.after.begin(), k.after.end()), k.after.end());
         mine.push_back(id);
-        tasks_.push_back(std::move(k));
       };
       if (joint) {
         RankScales slowest;
@@ -553,7 +554,7 @@ class TaskBuilder {
         }
         Task k = launch_task(p_, u, op, l.chunk, context(slowest), Choosing{l.chunk, trial, taken, describe_});
         if (std::pair{op.id, l.chunk} == first_sync_) k.latency_us += ctx_.topology.nccl.step_sync_us;
-        one(slots(op.group), op.dest_group >= 0 ? slots(op.dest_group) : std::vector<int>{}, k);
+        one(slots(op.group), op.dest_group >= 0 ? std::span<const int>(slots(op.dest_group)) : std::span<const int>{}, k);
         continue;
       }
       for (int c : slots(op.group)) {
@@ -563,7 +564,7 @@ class TaskBuilder {
         auto it = kernels_.find(key);
         if (it == kernels_.end())
           it = kernels_.emplace(key, launch_task(p_, u, op, l.chunk, context(s), Choosing{l.chunk, nullptr, nullptr, describe_})).first;
-        one({c}, {}, it->second);
+        one(std::span<const int>(&c, 1), {}, it->second);
       }
     }
     return mine;
