@@ -404,6 +404,11 @@ class TaskBuilder {
     std::vector<int> on;
     std::vector<int> tasks;
     unsigned build = 0;
+    // Its kernels in kernels_ (one per distinct scales, side by side from
+    // kernels_at), made while unit `kernels_unit` (units_'s count) is built.
+    std::size_t kernels_at = 0;
+    std::size_t kernels_count = 0;
+    unsigned kernels_unit = 0;
   };
 
  public:
@@ -466,6 +471,7 @@ class TaskBuilder {
     const plan::Unit& u = p_.units[std::size_t(unit)];
     const int first = int(tasks_.size());
     kernels_.clear();
+    ++units_;
     if (!resolving_) {
       std::vector<int> mine = build_unit(unit, nullptr);
       if (!mine.empty()) previous_unit_ = std::move(mine);
@@ -560,14 +566,28 @@ class TaskBuilder {
       for (int c : slots(op.group)) {
         const RankScales& s = classes_[std::size_t(c)].scales;
         // A kernel per distinct scales, the same under every choice of the unit's knobs.
-        const auto key = std::make_tuple(op.id, l.chunk, s);
-        auto it = kernels_.find(key);
-        if (it == kernels_.end())
-          it = kernels_.emplace(key, launch_task(p_, u, op, l.chunk, context(s), Choosing{l.chunk, nullptr, nullptr, describe_})).first;
-        one(std::span<const int>(&c, 1), {}, it->second);
+        one(std::span<const int>(&c, 1), {}, kernel(done, u, op, l.chunk, s));
       }
     }
     return mine;
+  }
+
+  // The launch's kernel on ranks of scales `s`: made once per unit (every
+  // trial of the unit's knobs prices it alike), found again among the
+  // launch's own.
+  const Task& kernel(Launched& done, const plan::Unit& u, const plan::Op& op, int chunk, const RankScales& s) {
+    if (done.kernels_unit != units_) {
+      done.kernels_unit = units_;
+      done.kernels_at = kernels_.size();
+      done.kernels_count = 0;
+    }
+    for (std::size_t i = done.kernels_at; i < done.kernels_at + done.kernels_count; ++i)
+      if (kernels_[i].first == s) return kernels_[i].second;
+    if (done.kernels_at + done.kernels_count != kernels_.size())
+      throw InternalError("sim: a launch's kernels are not side by side");
+    ++done.kernels_count;
+    return kernels_.emplace_back(s, launch_task(p_, u, op, chunk, context(s), Choosing{chunk, nullptr, nullptr, describe_}))
+        .second;
   }
 
   // A wait on the producer's same chunk on class `c`; a producer that did not
@@ -613,7 +633,10 @@ class TaskBuilder {
   std::map<std::pair<int, int>, std::vector<plan::CollectiveChoice>> taken_;  // (op, chunk) -> each collective's
   std::vector<std::vector<int>> slots_of_;  // group -> its classes
   std::map<RankScales, Context> contexts_;
-  std::map<std::tuple<int, int, RankScales>, Task> kernels_;  // (op, chunk, scales) -> the unit's kernel
+  // The unit's kernels, per launch and distinct scales (Launched::kernels_at;
+  // cleared per unit, its room reused).
+  std::vector<std::pair<RankScales, Task>> kernels_;
+  unsigned units_ = 0;  // units built so far (add_unit)
   bool gated_ = false;
   std::pair<int, int> first_sync_{-1, -1};  // (op, chunk) paying nccl.step_sync_us
   std::vector<int> last_on_;
