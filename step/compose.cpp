@@ -569,6 +569,7 @@ std::vector<ChunkTimes> chunk_times(const ModelSpec& s, const Layout& l, const L
                                     double selective_us, const Embedding& emb, const GemmPasses& out) {
   std::vector<ChunkTimes> chunks;
   const int n = l.chunks();
+  chunks.reserve(std::size_t(n));
   const Recompute rc = s.parallel.recompute;
   for (int k = 0; k < n; ++k) {
     ChunkTimes c;
@@ -623,6 +624,8 @@ double StepReport::stage_recompute_tp_us() const {
 
 ChunkSteps chunk_steps(const StepReport& r) {
   ChunkSteps c;
+  c.fwd.reserve(r.chunks.size());
+  c.bwd.reserve(r.chunks.size());
   for (const ChunkTimes& ch : r.chunks) {
     c.fwd.push_back(ch.fwd_us() + r.send_us);
     c.bwd.push_back(ch.bwd_us() + r.send_us);
