@@ -57,6 +57,10 @@ class Lowering {
     out_.sizes = sizes;
     out_.ranks_per_group = ranks;
     out_.groups = s.program.groups();
+    // At most an op per statement and a unit per stage: room made once.
+    out_.ops.reserve(p_.stmts.size());
+    out_.units.reserve(s.stages.size());
+    out_.stage_codes.reserve(s.stages.size());
     for (const auto& st : s.stages) out_.stage_codes.push_back(st.code(p_));
     index_statements();
   }
