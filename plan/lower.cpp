@@ -181,7 +181,7 @@ class Lowering {
     // The paper's codes (C, MM, AR, RS, AG, BC, RD, P2P); a norm is "norm", a row reduction "rowsum"/"rowmax".
     op.code = op.cls == OpClass::norm        ? "norm"
               : op.cls == OpClass::rowreduce ? (s.reduce == model::ReduceOp::max ? "rowmax" : "rowsum")
-                                             : model::Stage{model::StageKind::collective, {s.name}}.code(p_);
+                                             : model::op_code(s.op);
     open_run[op.group] = op.id;
     if (op.dest_group >= 0) open_run[op.dest_group] = -1;
   }

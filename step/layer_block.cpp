@@ -141,6 +141,7 @@ std::vector<plan::StepPlan>& LayerBlockPricer::lowered(const std::string& worklo
   LowerKey key{int(x.dtype), x.flash_attention, x.fused_kernels, on_tp_group(x.tp_overlap, x.tp), ctx.sizes, x.tp};
   Lowered& last = lowered_[workload];
   if (last.plans.empty() || !(last.key == key)) {
+    last.plans.clear();  // freed first: the next shape's plans are made in their memory
     last.plans = sim::lower_unchunked(schedules, ctx);
     last.key = std::move(key);
     ++lowerings_;
