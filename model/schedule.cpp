@@ -47,32 +47,6 @@ void append_collapsed(std::vector<std::string>& out, std::string code) {
   if (out.empty() || out.back() != code) out.push_back(std::move(code));
 }
 
-std::string op_code(OpKind k) {
-  switch (k) {
-    case OpKind::compute:
-    case OpKind::update:
-    case OpKind::norm:
-    case OpKind::rowreduce:
-      return "C";
-    case OpKind::matmul:
-      return "MM";
-    case OpKind::allreduce:
-      return "AR";
-    case OpKind::reducescatter:
-      return "RS";
-    case OpKind::allgather:
-      return "AG";
-    case OpKind::broadcast:
-      return "BC";
-    case OpKind::reduce:
-      return "RD";
-    case OpKind::alltoall:
-      return "A2A";
-    case OpKind::send:
-      return "P2P";
-  }
-  return "?";
-}
 
 const Stmt& stmt_named(const Program& p, const std::string& n) {
   const Stmt* s = p.find_stmt(n);
@@ -164,6 +138,33 @@ template <typename... Fs>
 Overloaded(Fs...) -> Overloaded<Fs...>;
 
 }  // namespace
+
+std::string op_code(OpKind k) {
+  switch (k) {
+    case OpKind::compute:
+    case OpKind::update:
+    case OpKind::norm:
+    case OpKind::rowreduce:
+      return "C";
+    case OpKind::matmul:
+      return "MM";
+    case OpKind::allreduce:
+      return "AR";
+    case OpKind::reducescatter:
+      return "RS";
+    case OpKind::allgather:
+      return "AG";
+    case OpKind::broadcast:
+      return "BC";
+    case OpKind::reduce:
+      return "RD";
+    case OpKind::alltoall:
+      return "A2A";
+    case OpKind::send:
+      return "P2P";
+  }
+  return "?";
+}
 
 std::string_view op_of(const Directive& d) {
   return std::visit([](const auto& x) { return std::decay_t<decltype(x)>::kOp; }, d);

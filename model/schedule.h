@@ -40,6 +40,10 @@ enum class StageKind {
   kernel,      // computations run as one kernel (model/kernel_fusion.h): a fused norm or softmax, flash attention
 };
 
+// The paper's code of one statement's op: C (computations, norms, row
+// reductions), MM, AR, RS, AG, BC, RD, A2A, P2P.
+[[nodiscard]] std::string op_code(OpKind k);
+
 struct Stage {
   StageKind kind = StageKind::compute;
   std::vector<std::string> stmts;  // statement names, in program order

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <span>
 
 #include <fmt/core.h>
 
@@ -56,6 +57,10 @@ class Lowering {
     out_.sizes = sizes;
     out_.ranks_per_group = ranks;
     out_.groups = s.program.groups();
+    // At most an op per statement and a unit per stage: room made once.
+    out_.ops.reserve(p_.stmts.size());
+    out_.units.reserve(s.stages.size());
+    out_.stage_codes.reserve(s.stages.size());
     for (const auto& st : s.stages) out_.stage_codes.push_back(st.code(p_));
     index_statements();
   }
@@ -176,7 +181,7 @@ class Lowering {
     // The paper's codes (C, MM, AR, RS, AG, BC, RD, P2P); a norm is "norm", a row reduction "rowsum"/"rowmax".
     op.code = op.cls == OpClass::norm        ? "norm"
               : op.cls == OpClass::rowreduce ? (s.reduce == model::ReduceOp::max ? "rowmax" : "rowsum")
-                                             : model::Stage{model::StageKind::collective, {s.name}}.code(p_);
+                                             : model::op_code(s.op);
     open_run[op.group] = op.id;
     if (op.dest_group >= 0) open_run[op.dest_group] = -1;
   }
@@ -227,15 +232,18 @@ class Lowering {
     }
   }
 
+  // compile_elementwise looks up the dtypes of the values its statements
+  // read: those of the op's reads are given, not every value's.
   model::ElementwiseProgram compile(const Op& op) const {
     std::vector<model::ElementwiseStmt> stmts;
+    std::map<std::string, model::DType> types;
     for (const auto& n : op.stmts) {
       const Stmt& s = stmt(n);
       if (model::is_elementwise(s.op)) stmts.push_back({s.name, s.expr, s.type.dtype});
+      for (const auto& r : reads_of(n))
+        if (const auto it = views_.find(r); it != views_.end()) types.emplace(r, it->second.type.dtype);
     }
-    if (types_.empty())
-      for (const auto& [name, v] : views_) types_.emplace(name, v.type.dtype);
-    return model::compile_elementwise(stmts, types_, p_.scalars);
+    return model::compile_elementwise(stmts, types, p_.scalars);
   }
 
   void cut_chunks(Unit& u, const std::vector<const Stmt*>& all) const {
@@ -324,7 +332,7 @@ class Lowering {
       k.work = all.work;
       return k;
     }
-    const std::set<std::string> inside(stage.stmts.begin(), stage.stmts.end());
+    const Names inside(stage.stmts);
     // The scores: the largest GEMM result; values of its shape (or transposed) stay on chip.
     std::vector<std::int64_t> scores;
     double largest = 0, flops = 0;
@@ -354,7 +362,7 @@ class Lowering {
     for (const auto& n : stage.stmts) {
       const Stmt& s = stmt(n);
       for (const auto& r : reads_of(s.name)) {
-        if (inside.contains(r) || p_.scalars.contains(r)) continue;
+        if (has(inside, r) || p_.scalars.contains(r)) continue;
         if (on_chip(r)) {
           recompute = true;  // a saved probability: recomputed from Q and K, not read
           continue;
@@ -373,13 +381,17 @@ class Lowering {
 
   // ---- work on rank 0 ----
 
+  // A stage's or an op's statements (a few; searched in place, not copied into a set).
+  using Names = std::span<const std::string>;
+  static bool has(Names names, const std::string& n) { return std::find(names.begin(), names.end(), n) != names.end(); }
+
   [[nodiscard]] double elem_bytes(const std::string& n) const { return model::bytes_of(view(n).type.dtype); }
 
-  bool outlives(const Stmt& s, const std::set<std::string>& inside) const {
+  bool outlives(const Stmt& s, Names inside) const {
     if (s.op == OpKind::update) return true;
     if (std::find(p_.outputs.begin(), p_.outputs.end(), s.name) != p_.outputs.end()) return true;
     for (int u : users_of(s.name))
-      if (!inside.contains(p_.stmts[static_cast<std::size_t>(u)].name)) return true;
+      if (!has(inside, p_.stmts[static_cast<std::size_t>(u)].name)) return true;
     return false;
   }
 
@@ -412,13 +424,13 @@ class Lowering {
   // Whether an element-wise result of `op` is written to memory: a fused op
   // writes what it does not keep in scratch, and a gathered result (into
   // the gather's output); another op what is read after it.
-  bool written(const Op& op, const Stmt& s, const std::set<std::string>& inside) const {
+  bool written(const Op& op, const Stmt& s, Names inside) const {
     if (!op.fused) return outlives(s, inside);
     return !op.fused->scratch.contains(s.name) || !gather_of(*op.fused, p_, s.name).empty();
   }
 
   void measure(Op& op) const {
-    const std::set<std::string> inside(op.stmts.begin(), op.stmts.end());
+    const Names inside(op.stmts);
     // A fused op's pass of each element-wise statement (-1: a norm or collective).
     std::map<std::string, int> pass_of;
     if (op.fused)
@@ -428,7 +440,7 @@ class Lowering {
     // its materialised results read by another pass or a norm.
     std::map<std::string, double> reads;
     const auto from_memory = [&](const std::string& n, const std::string& reader) {
-      if (!inside.contains(n)) return true;
+      if (!has(inside, n)) return true;
       const auto at = pass_of.find(n);
       if (!op.fused || op.fused->scratch.contains(n) || at == pass_of.end()) return false;
       const auto by = pass_of.find(reader);
@@ -480,7 +492,6 @@ class Lowering {
   std::map<std::string, int> index_;             // statement name -> position in p_.stmts
   std::vector<std::vector<std::string>> reads_;  // per statement, Program::reads
   std::map<std::string, std::vector<int>> users_;  // value -> statements reading it, in order
-  mutable std::map<std::string, model::DType> types_;  // every value's dtype, for compile(): made at its first call
   StepPlan out_;
 };
 

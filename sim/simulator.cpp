@@ -109,13 +109,17 @@ class Engine {
   // compute units); in its work phase, its cap (the compute units left to it,
   // or its turn on them) lowered to its max-min fair share of the bandwidths it
   // uses (fair_shares).
-  std::vector<double> rates() {
-    std::vector<double> sms_held(ranks_, 0.0);
+  // Written into rate_ (the step's buffers are members, reused from step to step).
+  const std::vector<double>& rates() {
+    std::vector<double>& sms_held = sms_held_;
+    sms_held.assign(std::size_t(ranks_), 0.0);
     for (const Running& r : running_)
       if (tasks_[r.task].sms_held > 0)
         for (int c : tasks_[r.task].ranks) sms_held[c] += tasks_[r.task].sms_held;
-    std::vector<double> cap(running_.size(), 1.0);
-    std::vector<bool> sharing(running_.size(), false);  // in its work phase, using some bandwidth
+    std::vector<double>& cap = cap_;
+    cap.assign(running_.size(), 1.0);
+    std::vector<char>& sharing = sharing_;  // in its work phase, using some bandwidth
+    sharing.assign(running_.size(), 0);
     for (std::size_t j = 0; j < running_.size(); ++j) {
       const Running& r = running_[j];
       const Task& k = tasks_[r.task];
@@ -129,7 +133,8 @@ class Engine {
       sharing[j] = std::any_of(std::begin(k.demand_GBps), std::end(k.demand_GBps), [](double d) { return d > 0; });
     }
     if (interference_ > 0) interfere(cap);
-    return fair_shares(cap, sharing);
+    fair_shares(cap, sharing);
+    return rate_;
   }
 
   // nccl.interference: on a GPU where a collective's kernel is resident (its
@@ -137,8 +142,11 @@ class Engine {
   // in its work phase runs at 1 / (1 + interference) of its rate, and a
   // collective in its work phase beside a working kernel likewise; a
   // collective over several classes is slowed when any of them computes.
-  void interfere(std::vector<double>& cap) const {
-    std::vector<char> computing(std::size_t(ranks_), 0), communicating(std::size_t(ranks_), 0);
+  void interfere(std::vector<double>& cap) {
+    std::vector<char>& computing = computing_;
+    std::vector<char>& communicating = communicating_;
+    computing.assign(std::size_t(ranks_), 0);
+    communicating.assign(std::size_t(ranks_), 0);
     for (const Running& r : running_) {
       const Task& k = tasks_[r.task];
       if (k.is_compute && r.latency_left <= kDone) computing[std::size_t(k.rank)] = 1;
@@ -177,13 +185,16 @@ class Engine {
   // smallest fraction of its demand any of its resources grants, and what a
   // task cannot use because another resource holds it back goes to the others
   // (repeated until no rate changes; rates only fall, so this ends).
-  std::vector<double> fair_shares(const std::vector<double>& cap, const std::vector<bool>& sharing) {
+  // Into rate_.
+  void fair_shares(const std::vector<double>& cap, const std::vector<char>& sharing) {
     const std::size_t n = running_.size();
-    std::vector<double> rate(cap);
+    std::vector<double>& rate = rate_;
+    rate.assign(cap.begin(), cap.end());
     constexpr int kMaxRounds = 64;
     for (int round = 0; round < kMaxRounds; ++round) {
       // Each slot's users and what they ask at their present rate (only the slots in use are visited).
-      std::vector<std::size_t> used;
+      std::vector<std::size_t>& used = used_;
+      used.clear();
       for (std::size_t j = 0; j < n; ++j)
         if (sharing[j])
           for_each_demand(tasks_[running_[j].task], [&](std::size_t slot, double d) {
@@ -191,7 +202,8 @@ class Engine {
             asks_[slot].push_back({rate[j] * d, j});
           });
       std::sort(used.begin(), used.end());
-      std::vector<double> next(cap);
+      std::vector<double>& next = next_;
+      next.assign(cap.begin(), cap.end());
       for (std::size_t j = 0; j < n; ++j)
         if (sharing[j]) next[j] = rate[j];
       for (std::size_t slot : used) {
@@ -219,14 +231,13 @@ class Engine {
       }
       bool changed = false;
       for (std::size_t j = 0; j < n; ++j) changed = changed || std::abs(next[j] - rate[j]) > kDone * kDone;
-      rate = std::move(next);
+      rate.swap(next);
       if (!changed) break;
     }
-    return rate;
   }
 
   void step(std::vector<SimEvent>& events) {
-    const std::vector<double> rate = rates();
+    const std::vector<double>& rate = rates();
     double dt = std::numeric_limits<double>::infinity();
     for (std::size_t j = 0; j < running_.size(); ++j) {
       const Running& r = running_[j];
@@ -236,7 +247,8 @@ class Engine {
     }
     if (!std::isfinite(dt)) throw InternalError("simulation stalled");
     now_ += dt;
-    std::vector<int> finished;
+    std::vector<int>& finished = finished_;
+    finished.clear();
     for (std::size_t j = 0; j < running_.size(); ++j) {
       Running& r = running_[j];
       if (r.latency_left > kDone) r.latency_left -= dt * rate[j];
@@ -259,6 +271,12 @@ class Engine {
   std::vector<int> waiting_;
   std::vector<Running> running_;
   double now_ = 0;
+  // A step's buffers, kept to be reused: rates() and fair_shares() (rate_ the
+  // rates they give), interfere(), step()'s finished tasks.
+  std::vector<double> sms_held_, cap_, rate_, next_;
+  std::vector<char> sharing_, computing_, communicating_;
+  std::vector<std::size_t> used_;
+  std::vector<int> finished_;
 };
 
 }  // namespace

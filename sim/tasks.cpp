@@ -404,6 +404,11 @@ class TaskBuilder {
     std::vector<int> on;
     std::vector<int> tasks;
     unsigned build = 0;
+    // Its kernels in kernels_ (one per distinct scales, side by side from
+    // kernels_at), made while unit `kernels_unit` (units_'s count) is built.
+    std::size_t kernels_at = 0;
+    std::size_t kernels_count = 0;
+    unsigned kernels_unit = 0;
   };
 
  public:
@@ -423,6 +428,11 @@ class TaskBuilder {
     first_sync_ = first_exchange();
     for (const plan::Unit& u : p.units) max_chunks_ = std::max(max_chunks_, u.chunks);
     launched_.resize(p.ops.size() * std::size_t(max_chunks_));
+    // A task per launch and class of its group at most, and a gate per unit.
+    std::size_t launches = 0, widest = 1;
+    for (const std::vector<plan::Launch>& order : orders_) launches += order.size();
+    for (const std::vector<int>& s : slots_of_) widest = std::max(widest, s.size());
+    tasks_.reserve(launches * widest + p.units.size());
   }
 
   std::vector<Task> run() {
@@ -461,6 +471,7 @@ class TaskBuilder {
     const plan::Unit& u = p_.units[std::size_t(unit)];
     const int first = int(tasks_.size());
     kernels_.clear();
+    ++units_;
     if (!resolving_) {
       std::vector<int> mine = build_unit(unit, nullptr);
       if (!mine.empty()) previous_unit_ = std::move(mine);
@@ -506,8 +517,10 @@ class TaskBuilder {
       done.on.assign(classes_.size(), -1);
       const bool joint = op.cls == plan::OpClass::collective || op.cls == plan::OpClass::fused ||
                          op.dest_group >= 0;
-      const auto one = [&](std::vector<int> on, std::vector<int> to, const Task& proto) {
-        Task k = proto;
+      // The task is made in place in tasks_ (reserved for the plan's launches: no task is moved).
+      const auto one = [&](std::span<const int> on, std::span<const int> to, const Task& proto) {
+        const int id = int(tasks_.size());
+        Task& k = tasks_.emplace_back(proto);
         k.op = op.id;
         k.unit = unit;
         k.stage = op.stage;
@@ -518,15 +531,10 @@ class TaskBuilder {
         if (u.chunks > 1 && k.is_comm && !k.detail.empty()) k.detail += fmt::format(" per chunk of {}", u.chunks);
         k.rank = on.empty() ? -1 : on.front();
         k.peer = to.empty() ? -1 : to.front();
+        k.ranks.assign(on.begin(), on.end());
         // A receiving class that also sends (a send within a group) is counted once, as a sender.
-        if (!to.empty()) {
-          std::vector<char> sends(classes_.size(), 0);
-          for (int c : on) sends[std::size_t(c)] = 1;
-          std::erase_if(to, [&](int c) { return sends[std::size_t(c)] != 0; });
-        }
-        k.ranks = std::move(on);
-        k.peers = std::move(to);
-        const int id = int(tasks_.size());
+        for (int c : to)
+          if (std::find(on.begin(), on.end(), c) == on.end()) k.peers.push_back(c);
         for (const auto* side : {&k.ranks, &k.peers})
           for (int c : *side) {
             int& last = last_on_[std::size_t(c) * 2 + std::size_t(k.stream)];
@@ -540,7 +548,6 @@ class TaskBuilder {
         std::sort(k.after.begin(), k.after.end());
         k.after.erase(std::unique(k.after.begin(), k.after.end()), k.after.end());
         mine.push_back(id);
-        tasks_.push_back(std::move(k));
       };
       if (joint) {
         RankScales slowest;
@@ -553,20 +560,34 @@ class TaskBuilder {
         }
         Task k = launch_task(p_, u, op, l.chunk, context(slowest), Choosing{l.chunk, trial, taken, describe_});
         if (std::pair{op.id, l.chunk} == first_sync_) k.latency_us += ctx_.topology.nccl.step_sync_us;
-        one(slots(op.group), op.dest_group >= 0 ? slots(op.dest_group) : std::vector<int>{}, k);
+        one(slots(op.group), op.dest_group >= 0 ? std::span<const int>(slots(op.dest_group)) : std::span<const int>{}, k);
         continue;
       }
       for (int c : slots(op.group)) {
         const RankScales& s = classes_[std::size_t(c)].scales;
         // A kernel per distinct scales, the same under every choice of the unit's knobs.
-        const auto key = std::make_tuple(op.id, l.chunk, s);
-        auto it = kernels_.find(key);
-        if (it == kernels_.end())
-          it = kernels_.emplace(key, launch_task(p_, u, op, l.chunk, context(s), Choosing{l.chunk, nullptr, nullptr, describe_})).first;
-        one({c}, {}, it->second);
+        one(std::span<const int>(&c, 1), {}, kernel(done, u, op, l.chunk, s));
       }
     }
     return mine;
+  }
+
+  // The launch's kernel on ranks of scales `s`: made once per unit (every
+  // trial of the unit's knobs prices it alike), found again among the
+  // launch's own.
+  const Task& kernel(Launched& done, const plan::Unit& u, const plan::Op& op, int chunk, const RankScales& s) {
+    if (done.kernels_unit != units_) {
+      done.kernels_unit = units_;
+      done.kernels_at = kernels_.size();
+      done.kernels_count = 0;
+    }
+    for (std::size_t i = done.kernels_at; i < done.kernels_at + done.kernels_count; ++i)
+      if (kernels_[i].first == s) return kernels_[i].second;
+    if (done.kernels_at + done.kernels_count != kernels_.size())
+      throw InternalError("sim: a launch's kernels are not side by side");
+    ++done.kernels_count;
+    return kernels_.emplace_back(s, launch_task(p_, u, op, chunk, context(s), Choosing{chunk, nullptr, nullptr, describe_}))
+        .second;
   }
 
   // A wait on the producer's same chunk on class `c`; a producer that did not
@@ -612,7 +633,10 @@ class TaskBuilder {
   std::map<std::pair<int, int>, std::vector<plan::CollectiveChoice>> taken_;  // (op, chunk) -> each collective's
   std::vector<std::vector<int>> slots_of_;  // group -> its classes
   std::map<RankScales, Context> contexts_;
-  std::map<std::tuple<int, int, RankScales>, Task> kernels_;  // (op, chunk, scales) -> the unit's kernel
+  // The unit's kernels, per launch and distinct scales (Launched::kernels_at;
+  // cleared per unit, its room reused).
+  std::vector<std::pair<RankScales, Task>> kernels_;
+  unsigned units_ = 0;  // units built so far (add_unit)
   bool gated_ = false;
   std::pair<int, int> first_sync_{-1, -1};  // (op, chunk) paying nccl.step_sync_us
   std::vector<int> last_on_;

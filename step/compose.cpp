@@ -204,8 +204,6 @@ struct LayerCompute {
   Kernels cp_extra_bwd;
   double fwd_tp_us = 0;
   double bwd_tp_us = 0;
-  std::string fwd_schedule;
-  std::string bwd_schedule;
 };
 
 // The layer programs' best schedules (step/layer_block.h), plus what they
@@ -227,8 +225,6 @@ LayerCompute layer_compute(const sim::Topology& t, const Shapes& x, const LayerB
   c.bwd.elementwise_us = tuned.bwd.elementwise_us + kBwdElementwiseFactor * drop + rope +
                          ew(t, parameter_gradient_bytes(x, sp)) + bwd_kernels * launch;
   c.bwd_tp_us = tuned.bwd.tp_us();
-  c.fwd_schedule = tuned.fwd.schedule;
-  c.bwd_schedule = tuned.bwd.schedule;
   c.attention_fwd.gemm_us = attention_core(t, x).fwd;
   c.attention_fwd.elementwise_us =
       ew(t, attention_elementwise_bytes(x)) + attention_core_kernels(f) * launch;
@@ -342,8 +338,9 @@ Blocks price_blocks(const ModelSpec& s, const sim::Placement& group, double para
   const double full = std::floor(params / per_bucket);
   const double rest = params - full * per_bucket;
   const bool sliced = s.parallel.zero >= 1;
-  const DpBlock one = full > 0 ? pricer.price(std::int64_t(per_bucket), group, sliced, grad) : DpBlock{};
-  const DpBlock tail = rest > 0 ? pricer.price(std::int64_t(std::ceil(rest)), group, sliced, grad) : DpBlock{};
+  static const DpBlock kNone{};
+  const DpBlock& one = full > 0 ? pricer.price(std::int64_t(per_bucket), group, sliced, grad) : kNone;
+  const DpBlock& tail = rest > 0 ? pricer.price(std::int64_t(std::ceil(rest)), group, sliced, grad) : kNone;
   Blocks b;
   b.total_us = full * one.time_us + tail.time_us;
   b.schedule = full > 0 ? one.schedule : tail.schedule;
@@ -463,7 +460,7 @@ MoeLayer moe_layer_times(const ModelSpec& s, const Layout& l, const sim::Topolog
   attention.ffn = l.tp;
   const LayerCompute c = layer_compute(t, x, pricer.price(attention), sp);
   const MoeShape ms = step_moe_shape(s, l);
-  const MoeBlock e = pricer.moe().price(ms);
+  const MoeBlock& e = pricer.moe().price(ms);
   const double el = model::bytes_of(x.dtype), h = double(ms.hidden);
   const double tokens = double(ms.tokens) / ms.ep;                           // this rank's
   const double slots = double(ms.slots) * double(ms.experts) / ms.ep;        // the slots it fills
@@ -572,6 +569,7 @@ std::vector<ChunkTimes> chunk_times(const ModelSpec& s, const Layout& l, const L
                                     double selective_us, const Embedding& emb, const GemmPasses& out) {
   std::vector<ChunkTimes> chunks;
   const int n = l.chunks();
+  chunks.reserve(std::size_t(n));
   const Recompute rc = s.parallel.recompute;
   for (int k = 0; k < n; ++k) {
     ChunkTimes c;
@@ -626,6 +624,8 @@ double StepReport::stage_recompute_tp_us() const {
 
 ChunkSteps chunk_steps(const StepReport& r) {
   ChunkSteps c;
+  c.fwd.reserve(r.chunks.size());
+  c.bwd.reserve(r.chunks.size());
   for (const ChunkTimes& ch : r.chunks) {
     c.fwd.push_back(ch.fwd_us() + r.send_us);
     c.bwd.push_back(ch.bwd_us() + r.send_us);
@@ -688,13 +688,13 @@ StepReport predict_step_bound(const ModelSpec& s, const sim::Topology& t, DpBloc
   // column per TP rank, moe_layer_times), the one tuning both use.
   if (moe_layers(s) == s.model.layers) shape.ffn = l.tp;
   std::optional<LayerBlockPricer> own_layers;  // without the caller's cache, one for this step
-  const LayerBlock tuned = (layer_pricer != nullptr ? *layer_pricer : own_layers.emplace(t)).price(shape);
+  const LayerBlock& tuned = (layer_pricer != nullptr ? *layer_pricer : own_layers.emplace(t)).price(shape);
   std::optional<DpBlockPricer> own_dp;  // likewise
   DpBlockPricer& dp_pricer = dp != nullptr ? *dp : own_dp.emplace(t);
   CollectiveTimes& collectives = dp_pricer.collectives();
   const LayerCompute c = layer_compute(t, x, tuned, sp);
-  r.layer_fwd_schedule = c.fwd_schedule;
-  r.layer_bwd_schedule = c.bwd_schedule;
+  r.layer_fwd_schedule = tuned.fwd.schedule;
+  r.layer_bwd_schedule = tuned.bwd.schedule;
   LayerTimes& lt = r.layer;
   lt.fwd_gemm_us = c.fwd.gemm_us + c.cp_extra_fwd.gemm_us;
   lt.fwd_elementwise_us = c.fwd.elementwise_us + c.cp_extra_fwd.elementwise_us;

@@ -48,7 +48,7 @@ const DpBlockPricer::Schedules& DpBlockPricer::schedules(model::DType grad_dtype
   return schedules_.emplace(int(grad_dtype), std::move(out)).first->second;
 }
 
-DpBlock DpBlockPricer::price(std::int64_t params, const sim::Placement& group, bool sliced_state,
+const DpBlock& DpBlockPricer::price(std::int64_t params, const sim::Placement& group, bool sliced_state,
                              model::DType grad_dtype) {
   const std::int64_t ranks = group.ranks;
   const std::int64_t padded = (std::max<std::int64_t>(params, 1) + ranks - 1) / ranks * ranks;
@@ -76,8 +76,7 @@ DpBlock DpBlockPricer::price(std::int64_t params, const sim::Placement& group, b
     }
     if (b.time_us < 0) throw InternalError("the adam workload has no schedule of plain collectives and computations");
   }
-  cache_.emplace(key, b);
-  return b;
+  return cache_.emplace(key, std::move(b)).first->second;
 }
 
 }  // namespace coconet::step

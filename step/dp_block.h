@@ -39,7 +39,8 @@ class DpBlockPricer {
   // One bucket of `params` parameters (rounded up to whole slices of the
   // group, as a padded bucket) reduced over `group` and updated;
   // `sliced_state`: ZeRO 1 and up (optimizer state sliced), else ZeRO 0.
-  [[nodiscard]] DpBlock price(std::int64_t params, const sim::Placement& group, bool sliced_state,
+  // Cached: the reference stays valid as long as the pricer.
+  [[nodiscard]] const DpBlock& price(std::int64_t params, const sim::Placement& group, bool sliced_state,
                               model::DType grad_dtype = model::DType::f16);
 
   [[nodiscard]] int tuned() const { return int(cache_.size()); }  // distinct blocks priced

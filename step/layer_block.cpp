@@ -141,6 +141,7 @@ std::vector<plan::StepPlan>& LayerBlockPricer::lowered(const std::string& worklo
   LowerKey key{int(x.dtype), x.flash_attention, x.fused_kernels, on_tp_group(x.tp_overlap, x.tp), ctx.sizes, x.tp};
   Lowered& last = lowered_[workload];
   if (last.plans.empty() || !(last.key == key)) {
+    last.plans.clear();  // freed first: the next shape's plans are made in their memory
     last.plans = sim::lower_unchunked(schedules, ctx);
     last.key = std::move(key);
     ++lowerings_;
@@ -184,16 +185,14 @@ LayerPass LayerBlockPricer::tune(const std::string& workload, const LayerShape& 
   });
 }
 
-LayerBlock LayerBlockPricer::price(const LayerShape& x) {
+const LayerBlock& LayerBlockPricer::price(const LayerShape& x) {
   const bool sp = on_tp_group(x.sequence_parallel, x.tp);
   const Key key{x.micro_batch, x.sequence, x.heads,       x.head_dim,      x.ffn,      x.tp,
                 int(x.dtype),  sp,         on_tp_group(x.tp_overlap, x.tp), int(x.family), hidden_of(x), kv_heads_of(x),
                 x.fp8, x.flash_attention, x.fused_kernels};
   if (const auto hit = cache_.find(key); hit != cache_.end()) return hit->second;
   const auto [fwd, bwd] = layer_programs(x);
-  const LayerBlock b{tune(fwd, x), tune(bwd, x)};
-  cache_.emplace(key, b);
-  return b;
+  return cache_.emplace(key, LayerBlock{tune(fwd, x), tune(bwd, x)}).first->second;
 }
 
 }  // namespace coconet::step

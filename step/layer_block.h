@@ -111,7 +111,8 @@ class LayerBlockPricer {
   // Prices on `t` (the step's topology).
   explicit LayerBlockPricer(const sim::Topology& t);
 
-  [[nodiscard]] LayerBlock price(const LayerShape& x);
+  // The shape's block, cached: the reference stays valid as long as the pricer.
+  [[nodiscard]] const LayerBlock& price(const LayerShape& x);
 
   [[nodiscard]] int tuned() const { return int(cache_.size()) + moe_.tuned(); }  // distinct layers priced
   // How many times a program's schedules were lowered (the dense layers'; at

@@ -111,12 +111,10 @@ MoePass MoeBlockPricer::tune(const std::string& workload, const MoeShape& x) {
   });
 }
 
-MoeBlock MoeBlockPricer::price(const MoeShape& x) {
+const MoeBlock& MoeBlockPricer::price(const MoeShape& x) {
   const auto key = x.key();
   if (const auto hit = cache_.find(key); hit != cache_.end()) return hit->second;
-  const MoeBlock b{tune(kMoeFwd, x), tune(kMoeBwd, x)};
-  cache_.emplace(key, b);
-  return b;
+  return cache_.emplace(key, MoeBlock{tune(kMoeFwd, x), tune(kMoeBwd, x)}).first->second;
 }
 
 }  // namespace coconet::step

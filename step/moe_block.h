@@ -70,7 +70,8 @@ struct MoeBlock {
 class MoeBlockPricer {
  public:
   explicit MoeBlockPricer(const sim::Topology& t);
-  [[nodiscard]] MoeBlock price(const MoeShape& x);
+  // The shape's block, cached: the reference stays valid as long as the pricer.
+  [[nodiscard]] const MoeBlock& price(const MoeShape& x);
   [[nodiscard]] int tuned() const { return int(cache_.size()); }
 
  private:

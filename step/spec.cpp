@@ -552,6 +552,7 @@ Layout resolve_layout(const ModelSpec& s, const sim::Topology& t) {
   if (s.moe.on()) {
     // The first moe.dense_layers layers (model order) are dense.
     std::int64_t first = 0;
+    l.chunk_moe_layers.reserve(l.chunk_layers.size());
     for (const int n : l.chunk_layers) {
       l.chunk_moe_layers.push_back(int(std::max<std::int64_t>(0, first + n - std::max(first, s.moe.dense_layers))));
       first += n;
