@@ -120,6 +120,42 @@ void BM_OverlapVsParts(benchmark::State& state) {
 }
 BENCHMARK(BM_OverlapVsParts)->Arg(2)->Arg(4)->Arg(8)->Iterations(kIterations / 5)->UseManualTime()->Unit(benchmark::kMillisecond);
 
+// Tiles against chunks (the knob overlap, model::Grain): megatron_mlp's
+// overlapped unit of ol(MM,RS)-C-AG and of ol(MM,fuse(RS-C-AG)) at one
+// size, in 4 chunks, both grains in the same run; the label says which
+// schedule (argument 0: ol(MM,RS), 1: ol(MM,fuse(RS-C-AG))). Wide and short,
+// so each chunk's own GEMM calls (2 per chunk on 2 ranks, one per slice) pay
+// the widening of the whole f16 weight each, where the tile GEMM widens it
+// once: the unit runs in about a second.
+constexpr std::int64_t kTileB = 1, kTileS = 512, kTileH = 2048;
+constexpr int kTileChunks = 4;
+
+void BM_TileVsChunk(benchmark::State& state) {
+  auto& b = *backend();
+  const auto p = model::load_program(model::resolve_workload("megatron_mlp"));
+  const model::Bindings sizes{{"B", kTileB}, {"S", kTileS}, {"H", kTileH}};
+  model::Schedule s = model::find_schedule(p, state.range(0) == 0 ? "ol(MM,RS)-C-AG" : "ol(MM,fuse(RS-C-AG))");
+  s.knobs.chunks = kTileChunks;
+  const auto overlapped = [](const plan::StepPlan&, const plan::Unit& u) { return u.overlapped; };
+  double chunk = 0, tile = 0;
+  for (auto _ : state) {
+    s.knobs.overlap = model::Grain::chunk;
+    {
+      exec::Executor ex(b, exec::lower_for(b, s, sizes));
+      chunk = time_of(ex, b, overlapped);
+    }
+    s.knobs.overlap = model::Grain::tile;
+    exec::Executor ex(b, exec::lower_for(b, s, sizes));
+    tile = time_of(ex, b, overlapped);
+    state.SetIterationTime(tile * 1e-6);
+  }
+  state.counters["chunk_us"] = chunk;
+  state.counters["tile_us"] = tile;
+  state.counters["chunk_over_tile"] = chunk / tile;
+  state.SetLabel(s.name() + " chunks=" + std::to_string(kTileChunks));
+}
+BENCHMARK(BM_TileVsChunk)->Arg(0)->Arg(1)->Iterations(3)->UseManualTime()->Unit(benchmark::kMillisecond);
+
 // 2^24 parameters: 32 MiB of f16 gradient a rank, large against every cache.
 constexpr std::int64_t kAdamN = 16777216;
 constexpr int kFusedSteps = 5;
