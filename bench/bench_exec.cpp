@@ -3,6 +3,9 @@
 //   matmul and the allreduce take milliseconds: the overlapped unit
 //   ol(MM,AR) of the overlapped schedule against the sum of the MM and AR
 //   stages of the unscheduled program (MM-AR-C), measured in the same run.
+// - Do tiles pay? megatron_mlp's ol(MM,RS) and ol(MM,fuse(RS-C-AG)) with
+//   overlap: tile (one GEMM, its blocks taken by the collective as they
+//   complete) against overlap: chunk (GEMM calls per chunk), same run.
 // - Does fusing pay? adam's fuse(RS-C-AG)+asSlice(m,v), one fused op, against
 //   RS-C-AG+asSlice(m,v), the same stages one after another, at N = 2^24 on
 //   2 ranks: the step's median time and the bytes of state each touches per

@@ -388,12 +388,18 @@ void Executor::run_tiled_unit(const plan::Unit& u) {
   COCONET_ASSERT(mm.cls == plan::OpClass::matmul, "a tile unit starts with its matmul");
   if (!mm.involves(group)) return;
   const std::vector<Event> blocks = backend_.tile_events(u.chunks);
-  for (const plan::Launch& l : plan::issue_order(plan_, u)) {
-    const plan::Op& op = plan_.op(l.op);
-    if (op.id == mm.id || !op.involves(group)) continue;
-    COCONET_ASSERT(op.stream == plan::Stream::comm, "a tile unit's ops after its matmul communicate");
-    backend_.wait(StreamKind::comm, blocks[static_cast<std::size_t>(l.chunk)]);
-    (void)launch(u, op, l.chunk);
+  try {
+    for (const plan::Launch& l : plan::issue_order(plan_, u)) {
+      const plan::Op& op = plan_.op(l.op);
+      if (op.id == mm.id || !op.involves(group)) continue;
+      COCONET_ASSERT(op.stream == plan::Stream::comm, "a tile unit's ops after its matmul communicate");
+      backend_.wait(StreamKind::comm, blocks[static_cast<std::size_t>(l.chunk)]);
+      (void)launch(u, op, l.chunk);
+    }
+  } catch (...) {
+    // Every block completed (empty), so no queued collective waits for a GEMM that will not run.
+    backend_.tiled_matmul(std::vector<std::vector<MatmulArgs>>(blocks.size()), blocks);
+    throw;
   }
   OpRunner runner(backend_, plan_, values_, u, touched_);
   std::vector<std::vector<MatmulArgs>> args;

@@ -117,7 +117,9 @@ std::string describe(const StepPlan& p) {
                        u.chunks > 1 ? fmt::format(", {} chunks over {} rows{}", u.chunks, u.rows,
                                                   u.slice_mode ? " of each slice" : "")
                                     : "",
-                       u.tile ? ", tiles: one GEMM, its blocks done in the collective's order" : "");
+                       u.tile ? ", tiles: one GEMM, its blocks done in the collective's order"
+                       : u.untiled.empty() ? ""
+                                           : ", by chunks, not tiles: " + u.untiled);
     for (int id : u.ops) out += op_line(p.op(id));
   }
   return out;

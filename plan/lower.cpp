@@ -138,18 +138,22 @@ class Lowering {
     out_.units.push_back(std::move(u));
   }
 
-  // A tile unit's comm stream takes every block's collective before the
-  // caller's GEMM starts: a fused op that norms (the caller waits for it)
-  // would wait for blocks the GEMM has not made.
-  void check_tile(const Unit& u) const {
-    for (int id : u.ops) {
-      const Op& op = out_.ops[static_cast<std::size_t>(id)];
-      if (op.fused && (!op.fused->norms_before.empty() ||
-                       std::any_of(op.fused->passes.begin(), op.fused->passes.end(),
-                                   [](const FusedPass& p) { return !p.norms_after.empty(); })))
-        throw UserError(fmt::format("overlap: tile: {} takes a norm, which the tile GEMM's caller would wait for; "
-                                    "use overlap: chunk",
-                                    u.name));
+  // A tile unit is its matmul, then collectives and fused ops only: its comm
+  // stream takes every block's collective before the caller's GEMM starts,
+  // so nothing in it may wait for the caller (a computation after the
+  // collective, a fused op's norm). Otherwise the unit runs by chunks, and says why.
+  void check_tile(Unit& u) const {
+    for (std::size_t k = 1; k < u.ops.size(); ++k) {
+      const Op& op = out_.ops[static_cast<std::size_t>(u.ops[k])];
+      const bool norms = op.fused && (!op.fused->norms_before.empty() ||
+                                      std::any_of(op.fused->passes.begin(), op.fused->passes.end(),
+                                                  [](const FusedPass& p) { return !p.norms_after.empty(); }));
+      const bool computes = op.cls != OpClass::collective && op.cls != OpClass::fused;
+      if (!computes && !norms) continue;
+      u.tile = false;
+      u.untiled = fmt::format("{} {} after the collective, which the tile GEMM's caller would wait for", op.code,
+                              norms ? "takes a norm" : "computes");
+      return;
     }
   }
 

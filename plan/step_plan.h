@@ -154,6 +154,10 @@ struct Unit {
   // collective's chunk k starts once that block is done. The matmul's launch
   // of chunk k is that block (priced at the whole GEMM's efficiency).
   bool tile = false;
+  // Why an overlap group of a schedule with overlap: tile runs by chunks
+  // all the same (its fused stage lowered as parts, so computation follows
+  // the collective in the unit); empty otherwise.
+  std::string untiled;
   std::vector<int> ops;
 };
 
