@@ -14,16 +14,17 @@
 // - Tiles (plan::Unit::tile): a tile event is a number on the compute
 //   stream; the caller's tiled_matmul raises a counter past it once its
 //   block is written. wait(comm, tile event) queues a task that blocks the
-//   comm thread until then (sleeping on the counter: the caller computes on
-//   the core it shares), so every block's collective can be queued before
+//   comm thread until then (asleep on a condition variable: the caller
+//   computes on the core it shares), so every block's collective can be queued before
 //   the GEMM starts and runs as soon as its block is done. The blocks share
 //   their weight, widened to f32 once (kernels::CpuF32Operand).
 // - Ragged reduce-scatter: MPI_Reduce_scatter with per-rank counts; parts that
 //   are not laid out back to back in rank order are staged into scratch first.
 #include "exec/cpu/cpu_backend.h"
 
-#include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <climits>
 #include <cmath>
 #include <cstring>
@@ -453,15 +454,17 @@ class CpuBackend final : public Backend {
   }
 
   void publish_tile(std::int64_t id) {
-    tiles_done_.store(id, std::memory_order_release);
-    tiles_done_.notify_all();
+    {
+      const std::lock_guard<std::mutex> lock(tiles_mutex_);
+      tiles_done_ = id;
+    }
+    tile_written_.notify_all();
   }
 
-  // On the comm thread: returns once tile `id` is written.
-  void await_tile(std::int64_t id) const {
-    for (std::int64_t v = tiles_done_.load(std::memory_order_acquire); v < id;
-         v = tiles_done_.load(std::memory_order_acquire))
-      tiles_done_.wait(v, std::memory_order_acquire);
+  // On the comm thread: returns once tile `id` is written (asleep meanwhile).
+  void await_tile(std::int64_t id) {
+    std::unique_lock<std::mutex> lock(tiles_mutex_);
+    tile_written_.wait(lock, [&] { return tiles_done_ >= id; });
   }
 
   struct Buffer {
@@ -621,7 +624,9 @@ class CpuBackend final : public Backend {
   bool pinned_ = false;  // this rank runs on one CPU of its own (exec::Binding::core)
   std::vector<Buffer> buffers_;
   std::int64_t tiles_planned_ = 0;            // the last tile event handed out
-  std::atomic<std::int64_t> tiles_done_{0};   // the last tile written
+  std::mutex tiles_mutex_;                    // guards tiles_done_
+  std::condition_variable tile_written_;
+  std::int64_t tiles_done_ = 0;               // the last tile written
 };
 
 }  // namespace
