@@ -391,7 +391,7 @@ std::vector<model::Knobs> unit_choices(const plan::StepPlan& p, const plan::Unit
     for (Proto pr : protos) {
       if ((a != Algo::auto_ || pr != Proto::auto_) && !usable(p, u.ops, ctx, a, pr)) continue;
       for (int c : channels) {
-        const model::Knobs choice{k.chunks, a, pr, c};
+        const model::Knobs choice{k.chunks, a, pr, c, k.overlap};
         if (!(choice == k)) out.push_back(choice);
       }
     }
