@@ -58,8 +58,8 @@ void multiply(const CpuMatrix& a, F32View vb, std::int64_t b_cols, const CpuMatr
 
 }  // namespace
 
-CpuF32Operand::CpuF32Operand(const CpuMatrix& m) : m_(m) {
-  const F32View v = as_f32(m, wide_);
+CpuF32Operand::CpuF32Operand(const CpuMatrix& m, std::vector<float>& scratch) : m_(m) {
+  const F32View v = as_f32(m, scratch);
   data_ = v.data;
   stride_ = v.stride;
 }

@@ -26,17 +26,18 @@ void cpu_matmul(const CpuMatrix& a, const CpuMatrix& b, const CpuMatrix& out);
 
 // A right operand as f32 rows, widened once (when it is not f32 already) for
 // every product that shares it: the blocks of a tiled GEMM read one weight,
-// where per-call products widen it per call.
+// where per-call products widen it per call. The widened copy lives in
+// `scratch` (kept by the caller and only grown: a fresh buffer per GEMM
+// pays its page faults every step).
 class CpuF32Operand {
  public:
-  explicit CpuF32Operand(const CpuMatrix& m);
+  CpuF32Operand(const CpuMatrix& m, std::vector<float>& scratch);
   [[nodiscard]] const CpuMatrix& matrix() const { return m_; }
   [[nodiscard]] const float* data() const { return data_; }
   [[nodiscard]] std::int64_t stride() const { return stride_; }
 
  private:
   CpuMatrix m_;
-  std::vector<float> wide_;
   const float* data_ = nullptr;
   std::int64_t stride_ = 0;
 };

@@ -215,7 +215,7 @@ class CpuBackend final : public Backend {
             continue;
           }
           const kernels::CpuMatrix w = matrix(args.b, args.k, args.n, args.ldb);
-          if (!weight || !same_matrix(weight->matrix(), w)) weight.emplace(w);
+          if (!weight || !same_matrix(weight->matrix(), w)) weight.emplace(w, tile_weight_);
           kernels::cpu_matmul(matrix(args.a, args.m, args.k, args.lda), *weight,
                               matrix(args.out, args.m, args.n, args.ldc));
         }
@@ -623,6 +623,7 @@ class CpuBackend final : public Backend {
   std::unique_ptr<CommThread> comm_;
   bool pinned_ = false;  // this rank runs on one CPU of its own (exec::Binding::core)
   std::vector<Buffer> buffers_;
+  std::vector<float> tile_weight_;            // a tile GEMM's weight widened to f32 (kernels::CpuF32Operand)
   std::int64_t tiles_planned_ = 0;            // the last tile event handed out
   std::mutex tiles_mutex_;                    // guards tiles_done_
   std::condition_variable tile_written_;
