@@ -3,6 +3,9 @@
 //   matmul and the allreduce take milliseconds: the overlapped unit
 //   ol(MM,AR) of the overlapped schedule against the sum of the MM and AR
 //   stages of the unscheduled program (MM-AR-C), measured in the same run.
+// - Do tiles pay? megatron_mlp's ol(MM,RS) and ol(MM,fuse(RS-C-AG)) with
+//   overlap: tile (one GEMM, its blocks taken by the collective as they
+//   complete) against overlap: chunk (GEMM calls per chunk), same run.
 // - Does fusing pay? adam's fuse(RS-C-AG)+asSlice(m,v), one fused op, against
 //   RS-C-AG+asSlice(m,v), the same stages one after another, at N = 2^24 on
 //   2 ranks: the step's median time and the bytes of state each touches per
@@ -119,6 +122,43 @@ void BM_OverlapVsParts(benchmark::State& state) {
   state.SetLabel(chunked.name() + " chunks=" + std::to_string(chunked.knobs.chunks));
 }
 BENCHMARK(BM_OverlapVsParts)->Arg(2)->Arg(4)->Arg(8)->Iterations(kIterations / 5)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+// Tiles against chunks (the knob overlap, model::Grain): megatron_mlp's
+// overlapped unit of ol(MM,RS)-C-AG and of ol(MM,fuse(RS-C-AG)) at one
+// size, in 4 chunks, both grains in the same run; the label says which
+// schedule (argument 0: ol(MM,RS), 1: ol(MM,fuse(RS-C-AG))). Wide and short,
+// so each chunk's own GEMM calls (2 per chunk on 2 ranks, one per slice) pay
+// the widening of the whole f16 weight each, where the tile GEMM widens it
+// once: the unit runs in about 0.2 s, an iteration (3 steps of each grain)
+// in about a second.
+constexpr std::int64_t kTileB = 1, kTileS = 512, kTileH = 2048;
+constexpr int kTileChunks = 4;
+
+void BM_TileVsChunk(benchmark::State& state) {
+  auto& b = *backend();
+  const auto p = model::load_program(model::resolve_workload("megatron_mlp"));
+  const model::Bindings sizes{{"B", kTileB}, {"S", kTileS}, {"H", kTileH}};
+  model::Schedule s = model::find_schedule(p, state.range(0) == 0 ? "ol(MM,RS)-C-AG" : "ol(MM,fuse(RS-C-AG))");
+  s.knobs.chunks = kTileChunks;
+  const auto overlapped = [](const plan::StepPlan&, const plan::Unit& u) { return u.overlapped; };
+  double chunk = 0, tile = 0;
+  for (auto _ : state) {
+    s.knobs.overlap = model::Grain::chunk;
+    {
+      exec::Executor ex(b, exec::lower_for(b, s, sizes));
+      chunk = time_of(ex, b, overlapped);
+    }
+    s.knobs.overlap = model::Grain::tile;
+    exec::Executor ex(b, exec::lower_for(b, s, sizes));
+    tile = time_of(ex, b, overlapped);
+    state.SetIterationTime(tile * 1e-6);
+  }
+  state.counters["chunk_us"] = chunk;
+  state.counters["tile_us"] = tile;
+  state.counters["chunk_over_tile"] = chunk / tile;
+  state.SetLabel(s.name() + " chunks=" + std::to_string(kTileChunks));
+}
+BENCHMARK(BM_TileVsChunk)->Arg(0)->Arg(1)->Iterations(3)->UseManualTime()->Unit(benchmark::kMillisecond);
 
 // 2^24 parameters: 32 MiB of f16 gradient a rank, large against every cache.
 constexpr std::int64_t kAdamN = 16777216;

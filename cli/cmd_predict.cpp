@@ -28,7 +28,7 @@ namespace coconet::cli {
 namespace {
 
 std::string knobs_text(const model::Knobs& k, bool all) {
-  std::string s = fmt::format("chunks={}", k.chunks);
+  std::string s = fmt::format("chunks={}{}", k.chunks, k.overlap == model::Grain::tile ? " tile" : "");
   if (all)
     s += fmt::format(" {}/{} channels={}", model::to_string(k.algo), model::to_string(k.proto),
                      k.channels == 0 ? std::string("default") : std::to_string(k.channels));
@@ -42,7 +42,7 @@ Table point_table(const sim::PointReport& r, bool all_knobs, bool csv) {
   Table t;
   if (csv) t.columns = {"workload", "sizes", "ranks"};
   for (const char* c : {"rank", "schedule", "time_us", "speedup", "analytic_us"}) t.columns.push_back(c);
-  if (csv) t.columns.insert(t.columns.end(), {"chunks", "algo", "proto", "channels"});
+  if (csv) t.columns.insert(t.columns.end(), {"chunks", "algo", "proto", "channels", "overlap"});
   else t.columns.push_back("knobs");
   t.columns.push_back("dominant");
   std::int64_t rank = 1;
@@ -53,7 +53,8 @@ Table point_table(const sim::PointReport& r, bool all_knobs, bool csv) {
       row.push_back(std::move(cell));
     if (csv)
       row.insert(row.end(), {std::int64_t(c.knobs.chunks), model::to_string(c.knobs.algo),
-                             model::to_string(c.knobs.proto), std::int64_t(c.knobs.channels)});
+                             model::to_string(c.knobs.proto), std::int64_t(c.knobs.channels),
+                             model::to_string(c.knobs.overlap)});
     else row.emplace_back(knobs_text(c.knobs, all_knobs));
     row.emplace_back(dominant_text(c));
     t.add(std::move(row));

@@ -144,7 +144,8 @@ void select_schedules(Job& j, const RunArgs& a, const std::optional<sim::Topolog
     j.schedules = std::move(schedules);
     return;
   }
-  const sim::Context ctx{*topology, j.point.ranks_per_group, j.point.sizes, plan::parse_backend(a.backend, "--backend")};
+  sim::Context ctx{*topology, j.point.ranks_per_group, j.point.sizes, plan::parse_backend(a.backend, "--backend")};
+  ctx.tile_designs = false;  // what this backend runs: tile only where it runs tiles
   for (auto& s : schedules) {
     const auto c = sim::tune({s}, ctx, a.knobs.space(s, file)).ranked.front();
     s.knobs = c.knobs;
@@ -311,8 +312,9 @@ std::vector<Printed> with_predictions(const std::vector<exec::RunRow>& rows, con
 // The knobs as the backend applies them: chunks everywhere; NCCL's algorithm,
 // protocol and channels on cuda only (the cpu backend's MPI chooses its own).
 std::string knobs_text(const model::Knobs& k, const std::string& backend) {
-  if (backend != "cuda") return fmt::format("chunks={}", k.chunks);
-  return fmt::format("chunks={} {}/{} channels={}", k.chunks, model::to_string(k.algo), model::to_string(k.proto),
+  const std::string tile = k.overlap == model::Grain::tile ? " tile" : "";
+  if (backend != "cuda") return fmt::format("chunks={}{}", k.chunks, tile);
+  return fmt::format("chunks={}{} {}/{} channels={}", k.chunks, tile, model::to_string(k.algo), model::to_string(k.proto),
                      k.channels == 0 ? std::string("default") : std::to_string(k.channels));
 }
 

@@ -169,6 +169,7 @@ struct PlanArgs {
   std::string topology;  // empty: the embedded default experiment's
   std::string algo = "auto", proto = "auto";
   int channels = 0;
+  std::string overlap = "chunk";
 };
 
 // `sets`: the workload's sizes and scalars and, dotted (model::split_sets),
@@ -180,7 +181,8 @@ void show_plan(const std::string& workload, const std::vector<std::string>& all_
   const sim::Overrides topology_sets(split.topology.begin(), split.topology.end());
   const model::Program p = load_workload(workload, sets);
   model::Schedule s = model::find_schedule(p, a.schedule);
-  s.knobs = model::Knobs{a.chunks, model::parse_algo(a.algo), model::parse_proto(a.proto), a.channels};
+  s.knobs = model::Knobs{a.chunks, model::parse_algo(a.algo), model::parse_proto(a.proto), a.channels,
+                         model::parse_grain(a.overlap)};
   const sim::Topology t = sim::load_topology(a.topology.empty() ? model::default_experiment().topology : a.topology,
                                              topology_sets);
   const sim::Context ctx{t, a.ranks, p.bind(), plan::parse_backend(a.backend)};
@@ -229,6 +231,10 @@ void register_show(CLI::App& app) {
   cmd->add_option("--channels", plan->channels, "With --plan: pin the channels (0: resolved per unit)")
       ->capture_default_str()
       ->check(at_least(0));
+  cmd->add_option("--overlap", plan->overlap,
+                  "With --plan: the overlap grain (chunk: a GEMM call per chunk; tile: one GEMM whose blocks the "
+                  "collective takes as they complete)")
+      ->capture_default_str();
   add_format_option(cmd, args->format);
   cmd->callback([args, plan] {
     if (!plan->schedule.empty()) {

@@ -35,7 +35,8 @@ struct Args {
 };
 
 std::string knobs_text(const model::Knobs& k) {
-  return fmt::format("chunks={} {}/{} channels={}", k.chunks, model::to_string(k.algo),
+  return fmt::format("chunks={}{} {}/{} channels={}", k.chunks, k.overlap == model::Grain::tile ? " tile" : "",
+                     model::to_string(k.algo),
                      model::to_string(k.proto),
                      k.channels == 0 ? std::string("default") : std::to_string(k.channels));
 }

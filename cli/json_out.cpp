@@ -22,7 +22,8 @@ nlohmann::json knobs_json(const model::Knobs& k) {
   return {{"chunks", k.chunks},
           {"algo", model::to_string(k.algo)},
           {"proto", model::to_string(k.proto)},
-          {"channels", k.channels}};
+          {"channels", k.channels},
+          {"overlap", model::to_string(k.overlap)}};
 }
 
 void print_json(const nlohmann::json& j) { std::fputs((j.dump(2) + "\n").c_str(), stdout); }

@@ -1,5 +1,5 @@
-// The knob flags `simulate` and `run` share: --chunks, --algo, --proto and
-// --channels pin a knob; the rest are chosen as predict chooses them (or
+// The knob flags `simulate` and `run` share: --chunks, --algo, --proto,
+// --channels and --overlap pin a knob; the rest are chosen as predict chooses them (or
 // come from a schedule file, which pins all of its own).
 #pragma once
 
@@ -18,6 +18,7 @@ struct KnobArgs {
   std::optional<std::string> algo;
   std::optional<std::string> proto;
   std::optional<int> channels;
+  std::optional<std::string> overlap;  // chunk|tile (model::Grain)
 
   // Throws UserError naming the flag for a value out of range.
   void check() const;
@@ -26,7 +27,7 @@ struct KnobArgs {
   [[nodiscard]] sim::KnobSpace space(const model::Schedule& s, bool pinned) const;
   // `k` with the flags applied.
   [[nodiscard]] model::Knobs applied(model::Knobs k) const;
-  [[nodiscard]] bool any() const { return chunks || algo || proto || channels; }
+  [[nodiscard]] bool any() const { return chunks || algo || proto || channels || overlap; }
 };
 
 void add_knob_flags(CLI::App* cmd, KnobArgs& a);

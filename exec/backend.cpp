@@ -47,6 +47,14 @@ void Backend::fill_input(View dst, const model::InputPattern& pattern) {
   }
 }
 
+std::vector<Event> Backend::tile_events(int /*blocks*/) {
+  throw InternalError("backend " + name() + " runs no tiled GEMM (plan::Capabilities::tile_overlap)");
+}
+
+void Backend::tiled_matmul(std::span<const std::vector<MatmulArgs>> /*blocks*/, std::span<const Event> /*events*/) {
+  throw InternalError("backend " + name() + " runs no tiled GEMM (plan::Capabilities::tile_overlap)");
+}
+
 double Backend::start_timer() {
   synchronize();
   return now_us();

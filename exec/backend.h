@@ -146,6 +146,19 @@
 //     call its own way (one kernel) when the result is the same.
 //   capabilities(): what the backend runs (plan/capabilities.h), the input of
 //     plan::lower.
+//
+// Tiles (plan::Unit::tile; only a backend whose capabilities() say
+// tile_overlap is asked; the defaults throw InternalError)
+//   tile_events(blocks): one event per block of the next tiled_matmul, each
+//     complete once its block is written. wait(comm, e) on one of them holds
+//     the comm stream's later work until that block is done; the collective
+//     of a block can so be queued before the GEMM starts.
+//   tiled_matmul(blocks, events): one GEMM whose blocks (each block the
+//     matmuls of its rows, as matmul() takes them) are computed in the order
+//     given on the compute stream, events[b] completing after block b. The
+//     blocks may share their right operand (a tile GEMM's weight): a backend
+//     prepares it once. If it throws, every event completes (the comm
+//     stream is not left waiting).
 #pragma once
 
 #include <cstdint>
@@ -311,6 +324,8 @@ class Backend {
   [[noreturn]] virtual void abort_job(int code) = 0;
 
   virtual void fused(const FusedCall& call);
+  [[nodiscard]] virtual std::vector<Event> tile_events(int blocks);
+  virtual void tiled_matmul(std::span<const std::vector<MatmulArgs>> blocks, std::span<const Event> events);
   // What this backend runs (fused ops, overlap), the input of plan::lower.
   [[nodiscard]] virtual plan::Capabilities capabilities() const = 0;
 };

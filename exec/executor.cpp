@@ -48,6 +48,21 @@ class OpRunner {
     throw InternalError("OpRunner: a fused op goes to the backend whole");
   }
 
+  // Block `chunk` of a tile unit's GEMM: the matmuls of the chunk's rows, in
+  // the order a ring reduce-scatter takes them (plan::Unit::tile): when the
+  // chunk holds one range of rows per position's slice, the range reduced
+  // onto the next position first and this rank's own range last (a ring
+  // reduce-scatter adds the own part in its last step).
+  std::vector<MatmulArgs> tile_block(const plan::Op& op, int chunk, std::vector<std::int64_t>& calls) {
+    calls_ = &calls;
+    const Stmt& s = stmt(op.stmts.front());
+    std::vector<RowRange> rs = local_ranges(values_.at(s.name), chunk, unit_.slice_mode);
+    const int p = values_.ranks_per_group();
+    if (unit_.slice_mode && static_cast<int>(rs.size()) == p)
+      std::rotate(rs.begin(), rs.begin() + (values_.position() + 1) % p, rs.end());
+    return matmul_args(s, rs);
+  }
+
  private:
   const Stmt& stmt(const std::string& n) const { return *plan_.program.find_stmt(n); }
   // Records one backend call of `elements` (its input on this rank).
@@ -102,6 +117,11 @@ class OpRunner {
   // dimensions folded) times b. A batched matmul: the batches of those rows,
   // one strided batched product.
   void matmul(const Stmt& s, int chunk) {
+    for (const MatmulArgs& args : matmul_args(s, local_ranges(values_.at(s.name), chunk, unit_.slice_mode)))
+      b_.matmul(args);
+  }
+
+  std::vector<MatmulArgs> matmul_args(const Stmt& s, const std::vector<RowRange>& rows) {
     const auto& a = values_.at(s.operands[0]);
     const auto& w = values_.at(s.operands[1]);
     const auto& out = values_.at(s.name);
@@ -113,7 +133,8 @@ class OpRunner {
     const std::int64_t k = ld(a, 1);
     const std::int64_t n = ld(out, 1);
     COCONET_ASSERT(ld(w, 2) == k && ld(w, 1) == n, "matmul: local shapes");
-    for (const auto& r : local_ranges(out, chunk, unit_.slice_mode)) {
+    std::vector<MatmulArgs> out_args;
+    for (const auto& r : rows) {
       COCONET_ASSERT(r.begin >= a.row_begin && r.end <= a.row_begin + a.local_rows, "matmul: rows not held");
       MatmulArgs args;
       args.a = rows_view(a, r.begin, r.end);
@@ -136,8 +157,9 @@ class OpRunner {
       }
       call(args.out.count);
       for (const View& v : {args.a, args.b, args.out}) touched_.view(v);
-      b_.matmul(args);
+      out_args.push_back(args);
     }
+    return out_args;
   }
 
   // One call per range of rows held: each row of the result reduces the
@@ -319,10 +341,10 @@ std::vector<double> Executor::read(const std::string& value) {
 }
 
 void Executor::run_unit(const plan::Unit& u) {
+  if (u.tile) return run_tiled_unit(u);
   const int group = backend_.group();
   std::vector<std::vector<Event>> events(plan_.ops.size());
   for (int id : u.ops) events[static_cast<std::size_t>(id)].resize(static_cast<std::size_t>(u.chunks));
-  OpRunner runner(backend_, plan_, values_, u, touched_);
   for (const plan::Launch& l : plan::issue_order(plan_, u)) {
     const plan::Op& op = plan_.op(l.op);
     if (!op.involves(group)) continue;
@@ -332,22 +354,63 @@ void Executor::run_unit(const plan::Unit& u) {
       if (producer.involves(group) && producer.stream != op.stream)
         backend_.wait(stream_of(op), events[static_cast<std::size_t>(p)][c]);
     }
-    if (!op.work.collectives.empty()) backend_.choose_collectives(plan::launch_choices(op, l.chunk));
-    RanLaunch ran{l.op, l.chunk, {}};
-    const double start_us = recorder_ ? backend_.now_us() : 0.0;
-    if (op.cls == plan::OpClass::fused) {
-      const FusedCall& call = fused_calls_.at(l.op).chunks.at(c);
-      for (const auto& piece : call.passes.front().pieces)
-        for (const auto& h : piece.heads) ran.elements.push_back(h.kind == HeadCall::Kind::recv ? h.out.count : total_count(h.in));
-      touched_.fused(call);
-      backend_.fused(call);
-    } else {
-      runner.run(op, l.chunk, ran.elements);
+    events[static_cast<std::size_t>(l.op)][c] = launch(u, op, l.chunk);
+  }
+}
+
+Event Executor::launch(const plan::Unit& u, const plan::Op& op, int chunk) {
+  const auto c = static_cast<std::size_t>(chunk);
+  if (!op.work.collectives.empty()) backend_.choose_collectives(plan::launch_choices(op, chunk));
+  RanLaunch ran{op.id, chunk, {}};
+  const double start_us = recorder_ ? backend_.now_us() : 0.0;
+  if (op.cls == plan::OpClass::fused) {
+    const FusedCall& call = fused_calls_.at(op.id).chunks.at(c);
+    for (const auto& piece : call.passes.front().pieces)
+      for (const auto& h : piece.heads) ran.elements.push_back(h.kind == HeadCall::Kind::recv ? h.out.count : total_count(h.in));
+    touched_.fused(call);
+    backend_.fused(call);
+  } else {
+    OpRunner runner(backend_, plan_, values_, u, touched_);
+    runner.run(op, chunk, ran.elements);
+  }
+  const Event done = backend_.record(stream_of(op));
+  if (recorder_) recorder_->add({op.id, chunk, op.stream, start_us, backend_.now_us()});
+  ran_.push_back(std::move(ran));
+  return done;
+}
+
+// The matmul op first (plan::why_not_tile: a matmul, then the collective of
+// its result): block k of the GEMM is chunk k of its rows, so block k's
+// event stands where chunk k's matmul launch would have ended.
+void Executor::run_tiled_unit(const plan::Unit& u) {
+  const int group = backend_.group();
+  const plan::Op& mm = plan_.op(u.ops.front());
+  COCONET_ASSERT(mm.cls == plan::OpClass::matmul, "a tile unit starts with its matmul");
+  if (!mm.involves(group)) return;
+  const std::vector<Event> blocks = backend_.tile_events(u.chunks);
+  try {
+    for (const plan::Launch& l : plan::issue_order(plan_, u)) {
+      const plan::Op& op = plan_.op(l.op);
+      if (op.id == mm.id || !op.involves(group)) continue;
+      COCONET_ASSERT(op.stream == plan::Stream::comm, "a tile unit's ops after its matmul communicate");
+      backend_.wait(StreamKind::comm, blocks[static_cast<std::size_t>(l.chunk)]);
+      (void)launch(u, op, l.chunk);
     }
-    events[static_cast<std::size_t>(l.op)][c] = backend_.record(stream_of(op));
-    if (recorder_) recorder_->add({l.op, l.chunk, op.stream, start_us, backend_.now_us()});
+  } catch (...) {
+    // Every block completed (empty), so no queued collective waits for a GEMM that will not run.
+    backend_.tiled_matmul(std::vector<std::vector<MatmulArgs>>(blocks.size()), blocks);
+    throw;
+  }
+  OpRunner runner(backend_, plan_, values_, u, touched_);
+  std::vector<std::vector<MatmulArgs>> args;
+  const double start_us = recorder_ ? backend_.now_us() : 0.0;
+  for (int c = 0; c < u.chunks; ++c) {
+    RanLaunch ran{mm.id, c, {}};
+    args.push_back(runner.tile_block(mm, c, ran.elements));
     ran_.push_back(std::move(ran));
   }
+  backend_.tiled_matmul(args, blocks);
+  if (recorder_) recorder_->add({mm.id, 0, mm.stream, start_us, backend_.now_us()});
 }
 
 std::vector<double> Executor::run_step() {

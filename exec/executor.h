@@ -83,6 +83,12 @@ class Executor {
  private:
   void fill_inputs(std::uint64_t seed, const std::vector<model::InputRange>& ranges);
   void run_unit(const plan::Unit& u);
+  // A tile unit (plan::Unit::tile): every block's collective queued behind
+  // its block's event, then the one GEMM.
+  void run_tiled_unit(const plan::Unit& u);
+  // Issues launch (op, chunk) of unit `u` on the op's stream (a fused op
+  // whole, others through the op runner) and returns the event that marks its end.
+  Event launch(const plan::Unit& u, const plan::Op& op, int chunk);
 
   Backend& backend_;
   plan::StepPlan plan_;

@@ -30,16 +30,17 @@ F32View as_f32(const CpuMatrix& m, std::vector<float>& scratch) {
 
 }  // namespace
 
-void cpu_matmul(const CpuMatrix& a, const CpuMatrix& b, const CpuMatrix& out) {
-  COCONET_ASSERT(a.cols == b.rows && out.rows == a.rows && out.cols == b.cols,
-                 "matmul shapes do not agree");
+namespace {
+
+// out = a * b, b already f32 rows.
+void multiply(const CpuMatrix& a, F32View vb, std::int64_t b_cols, const CpuMatrix& out) {
+  COCONET_ASSERT(out.rows == a.rows && out.cols == b_cols, "matmul shapes do not agree");
   if (out.rows == 0 || out.cols == 0) return;
   // Scratch kept per thread and only grown: a fresh buffer per product
   // costs its page faults and zeroing each call (measured: 4x the time of an
   // f16 GEMM of [256, 3072] x [3072, 3072]).
-  thread_local std::vector<float> wide_a, wide_b, product;
+  thread_local std::vector<float> wide_a, product;
   const F32View va = as_f32(a, wide_a);
-  const F32View vb = as_f32(b, wide_b);
   GemmF32 g{va.data, va.stride, vb.data, vb.stride, nullptr, 0, out.rows, out.cols, a.cols};
   if (out.dtype == model::DType::f32) {
     g.c = reinterpret_cast<float*>(out.data) + out.first;
@@ -53,6 +54,27 @@ void cpu_matmul(const CpuMatrix& a, const CpuMatrix& b, const CpuMatrix& out) {
   gemm_f32(g);
   for (std::int64_t r = 0; r < out.rows; ++r)
     store_f32(out.data, out.dtype, out.first + r * out.stride, 1, out.cols, product.data() + r * out.cols);
+}
+
+}  // namespace
+
+CpuF32Operand::CpuF32Operand(const CpuMatrix& m, std::vector<float>& scratch) : m_(m) {
+  const F32View v = as_f32(m, scratch);
+  data_ = v.data;
+  stride_ = v.stride;
+}
+
+void cpu_matmul(const CpuMatrix& a, const CpuF32Operand& b, const CpuMatrix& out) {
+  COCONET_ASSERT(a.cols == b.matrix().rows, "matmul shapes do not agree");
+  multiply(a, {b.data(), b.stride()}, b.matrix().cols, out);
+}
+
+void cpu_matmul(const CpuMatrix& a, const CpuMatrix& b, const CpuMatrix& out) {
+  COCONET_ASSERT(a.cols == b.rows && out.rows == a.rows && out.cols == b.cols,
+                 "matmul shapes do not agree");
+  if (out.rows == 0 || out.cols == 0) return;
+  thread_local std::vector<float> wide_b;
+  multiply(a, as_f32(b, wide_b), b.cols, out);
 }
 
 void cpu_matmul_batched(const CpuMatrix& a, const CpuMatrix& b, const CpuMatrix& out, std::int64_t batch,

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "model/types.h"
 
@@ -22,6 +23,27 @@ struct CpuMatrix {
 
 // out = a * b (a: m x k, b: k x n, out: m x n).
 void cpu_matmul(const CpuMatrix& a, const CpuMatrix& b, const CpuMatrix& out);
+
+// A right operand as f32 rows, widened once (when it is not f32 already) for
+// every product that shares it: the blocks of a tiled GEMM read one weight,
+// where per-call products widen it per call. The widened copy lives in
+// `scratch` (kept by the caller and only grown: a fresh buffer per GEMM
+// pays its page faults every step).
+class CpuF32Operand {
+ public:
+  CpuF32Operand(const CpuMatrix& m, std::vector<float>& scratch);
+  [[nodiscard]] const CpuMatrix& matrix() const { return m_; }
+  [[nodiscard]] const float* data() const { return data_; }
+  [[nodiscard]] std::int64_t stride() const { return stride_; }
+
+ private:
+  CpuMatrix m_;
+  const float* data_ = nullptr;
+  std::int64_t stride_ = 0;
+};
+
+// out = a * b with b widened already.
+void cpu_matmul(const CpuMatrix& a, const CpuF32Operand& b, const CpuMatrix& out);
 
 // `batch` products out_q = a_q * b_q, one cpu_matmul each: matrix q of each
 // operand starts `stride_*` elements after matrix q-1.

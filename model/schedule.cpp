@@ -188,10 +188,12 @@ constexpr EnumName<Algo> kAlgos[] = {{Algo::auto_, "auto"},
                                      {Algo::hierarchical, "hierarchical"}};
 constexpr EnumName<Proto> kProtos[] = {
     {Proto::auto_, "auto"}, {Proto::ll, "ll"}, {Proto::ll128, "ll128"}, {Proto::simple, "simple"}};
+constexpr EnumName<Grain> kGrains[] = {{Grain::chunk, "chunk"}, {Grain::tile, "tile"}};
 }  // namespace
 
 std::string to_string(Algo a) { return std::string(name_of(kAlgos, a)); }
 std::string to_string(Proto p) { return std::string(name_of(kProtos, p)); }
+std::string to_string(Grain g) { return std::string(name_of(kGrains, g)); }
 
 Algo parse_algo(const std::string& s) {
   if (const auto a = value_named(kAlgos, lower(s))) return *a;
@@ -201,6 +203,11 @@ Algo parse_algo(const std::string& s) {
 Proto parse_proto(const std::string& s) {
   if (const auto p = value_named(kProtos, lower(s))) return *p;
   throw UserError(fmt::format("unknown protocol '{}': use {}", s, names_or(kProtos)));
+}
+
+Grain parse_grain(const std::string& s) {
+  if (const auto g = value_named(kGrains, lower(s))) return *g;
+  throw UserError(fmt::format("unknown overlap grain '{}': use {}", s, names_or(kGrains)));
 }
 
 std::string Stage::code(const Program& p) const {
@@ -288,8 +295,8 @@ std::string describe(const Schedule& s) {
     out += fmt::format("      stage {}: {} ({}) [{}]{}\n", i, st.code(s.program), to_string(st.kind),
                        join(st.stmts, ", "), g < 0 ? "" : fmt::format("  overlap group {}", g));
   }
-  out += fmt::format("      knobs: chunks={} algo={} proto={} channels={}\n", s.knobs.chunks,
-                     to_string(s.knobs.algo), to_string(s.knobs.proto), s.knobs.channels);
+  out += fmt::format("      knobs: chunks={} algo={} proto={} channels={} overlap={}\n", s.knobs.chunks,
+                     to_string(s.knobs.algo), to_string(s.knobs.proto), s.knobs.channels, to_string(s.knobs.overlap));
   return out;
 }
 

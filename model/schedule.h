@@ -19,16 +19,26 @@ namespace coconet::model {
 
 enum class Algo { auto_, ring, tree, nvls, hierarchical };
 enum class Proto { auto_, ll, ll128, simple };
+// The grain an overlap group overlaps at. chunk: each chunk is its own GEMM
+// call, then its own collective calls. tile: a group of a matmul and the
+// collective (or fused collective) of its output runs one GEMM over the whole
+// output that produces its row blocks (the chunks) in the order the collective
+// consumes them, the collective taking each block as soon as it is done
+// (CoCoNet's fine-grained overlap).
+enum class Grain { chunk, tile };
 [[nodiscard]] std::string to_string(Algo a);
 [[nodiscard]] std::string to_string(Proto p);
+[[nodiscard]] std::string to_string(Grain g);
 [[nodiscard]] Algo parse_algo(const std::string& s);    // throws UserError
 [[nodiscard]] Proto parse_proto(const std::string& s);  // throws UserError
+[[nodiscard]] Grain parse_grain(const std::string& s);  // throws UserError
 
 struct Knobs {
   int chunks = 1;     // pieces an overlapped group is cut into
   Algo algo = Algo::auto_;
   Proto proto = Proto::auto_;
   int channels = 0;   // 0: let the backend choose
+  Grain overlap = Grain::chunk;  // how an overlap group's chunks are made (Grain)
   friend bool operator==(const Knobs&, const Knobs&) = default;
 };
 

@@ -86,7 +86,7 @@ Directive read_directive(const std::string& origin, const YAML::Node& n) {
 }
 
 Knobs read_knobs(const std::string& origin, const YAML::Node& n, Knobs k) {
-  reject_unknown_keys(origin, n, {"chunks", "algo", "proto", "channels"}, "knobs");
+  reject_unknown_keys(origin, n, {"chunks", "algo", "proto", "channels", "overlap"}, "knobs");
   try {
     // Bounded here, where the file's line is known, and not only when lowering:
     // `run` checks a tune file before it starts any rank (issue 34).
@@ -94,6 +94,7 @@ Knobs read_knobs(const std::string& origin, const YAML::Node& n, Knobs k) {
     if (n["channels"]) k.channels = integer(origin, n["channels"], "knobs.channels", 0, kMaxChannels);
     if (n["algo"]) k.algo = parse_algo(scalar(origin, n["algo"], "knobs.algo"));
     if (n["proto"]) k.proto = parse_proto(scalar(origin, n["proto"], "knobs.proto"));
+    if (n["overlap"]) k.overlap = parse_grain(scalar(origin, n["overlap"], "knobs.overlap"));
   } catch (const UserError& e) {
     const std::string msg = e.what();
     if (msg.starts_with(origin + ":")) throw;
@@ -202,6 +203,7 @@ std::string to_yaml(const Schedule& s) {
   out << YAML::Key << "algo" << YAML::Value << to_string(s.knobs.algo);
   out << YAML::Key << "proto" << YAML::Value << to_string(s.knobs.proto);
   out << YAML::Key << "channels" << YAML::Value << s.knobs.channels;
+  out << YAML::Key << "overlap" << YAML::Value << to_string(s.knobs.overlap);
   out << YAML::EndMap;
   write_stages(out, s);
   out << YAML::EndMap;

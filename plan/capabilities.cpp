@@ -37,6 +37,10 @@ Capabilities cuda_capabilities() {
   c.backend = BackendKind::cuda;
   c.resident_overlap = false;  // exec/executor.cpp issues one NCCL call per chunk
   c.fused_piece_bytes = kCudaFusedPieceBytes;
+  c.tile_overlap = false;  // no tiled GEMM that signals its blocks to a communication kernel yet
+  // The design (issue 33): one kernel on NCCL's device API, as the LSA path,
+  // takes the blocks as the GEMM signals them.
+  c.tile_one_collective = true;
   return c;
 }
 
@@ -49,6 +53,9 @@ Capabilities cpu_capabilities() {
   // Measured on cpu-local (2 ranks, chunks = 1): every ol(X,fuse(...)) ran
   // 3.5-6 us slower than X then fuse(...) while its program ran there.
   c.comm_stream_computes = false;
+  // exec/cpu/cpu_backend.cpp: the caller's GEMM publishes each block, the
+  // comm thread's collective of that block waits for it.
+  c.tile_overlap = true;
   return c;
 }
 
@@ -60,9 +67,10 @@ std::string describe(const Capabilities& c) {
   const std::string piece = c.fused_piece_bytes >= kMiB ? fmt::format("{:.0f} MiB", c.fused_piece_bytes / kMiB)
                                                         : fmt::format("{:.0f} KiB", c.fused_piece_bytes / 1024);
   return fmt::format("{} (fused ops pipelined in pieces of {}; overlapped collectives: {}; overlapped fused ops' "
-                     "programs: {})",
+                     "programs: {}; overlap tile: {})",
                      to_string(c.backend), piece, c.resident_overlap ? "resident, latency once" : "one call per chunk",
-                     c.comm_stream_computes ? "on the comm stream" : "on the caller unless their unit computes after them");
+                     c.comm_stream_computes ? "on the comm stream" : "on the caller unless their unit computes after them",
+                     c.tile_overlap ? "runs" : "not run");
 }
 
 }  // namespace coconet::plan

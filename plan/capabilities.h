@@ -35,6 +35,18 @@ struct Capabilities {
   // software `coconet step` predicts (Megatron-LM with its fused kernels and
   // flash attention) runs it as one.
   bool fused_kernels = false;
+  // The knob overlap: tile (model::Grain) runs: an overlap group of a matmul
+  // and the collective of its output as one GEMM over the whole output that
+  // completes its row blocks in the collective's order, each block's
+  // collective started once the block is done (exec/backend.h, "Tiles").
+  // False: plan::lower refuses tile.
+  bool tile_overlap = false;
+  // In a tile unit the collective is one call that takes the blocks as they
+  // complete (a communication kernel resident across blocks: its latency
+  // once, its transfers at the whole message's rate); false: one call per
+  // block, each paying its latency at the block's size (the cpu backend's
+  // MPI calls).
+  bool tile_one_collective = false;
 
   friend bool operator==(const Capabilities&, const Capabilities&) = default;
 };

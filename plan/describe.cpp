@@ -105,18 +105,21 @@ std::string describe(const StepPlan& p) {
                                 p.ranks_per_group, p.groups, describe(p.caps));
   std::vector<std::string> sizes;
   for (const auto& [k, v] : p.sizes) sizes.push_back(fmt::format("{}={}", k, v));
-  out += fmt::format("  sizes {}; knobs chunks={} algo={} proto={} channels={}\n", join(sizes, " "),
+  out += fmt::format("  sizes {}; knobs chunks={} algo={} proto={} channels={} overlap={}\n", join(sizes, " "),
                      p.knobs.chunks, model::to_string(p.knobs.algo), model::to_string(p.knobs.proto),
-                     p.knobs.channels);
+                     p.knobs.channels, model::to_string(p.knobs.overlap));
   out += p.resolved_on.empty() ? "  collectives: not resolved (a topology resolves each one's algorithm, protocol and channels)\n"
                                : fmt::format("  collectives resolved on {}: algorithm/protocol x channels per call\n",
                                              p.resolved_on);
   for (std::size_t i = 0; i < p.units.size(); ++i) {
     const Unit& u = p.units[i];
-    out += fmt::format("  unit {}: {}{}{}\n", i, u.name, u.as_parts.empty() ? "" : " (as parts: " + u.as_parts + ")",
+    out += fmt::format("  unit {}: {}{}{}{}\n", i, u.name, u.as_parts.empty() ? "" : " (as parts: " + u.as_parts + ")",
                        u.chunks > 1 ? fmt::format(", {} chunks over {} rows{}", u.chunks, u.rows,
                                                   u.slice_mode ? " of each slice" : "")
-                                    : "");
+                                    : "",
+                       u.tile ? ", tiles: one GEMM, its blocks done in the collective's order"
+                       : u.untiled.empty() ? ""
+                                           : ", by chunks, not tiles: " + u.untiled);
     for (int id : u.ops) out += op_line(p.op(id));
   }
   return out;

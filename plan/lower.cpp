@@ -124,6 +124,8 @@ class Lowering {
     u.name = overlapped ? "ol(" + join(codes) + ")" : codes.front();
     link(u);
     cut_chunks(u, all);
+    u.tile = overlapped && out_.knobs.overlap == model::Grain::tile;
+    if (u.tile) check_tile(u);
     for (int id : u.ops) cut_pieces(out_.ops[static_cast<std::size_t>(id)], u);
     for (int id : u.ops) {
       measure(out_.ops[static_cast<std::size_t>(id)]);
@@ -139,6 +141,25 @@ class Lowering {
                       ": the backend runs a kernel stage as its parts";
     }
     out_.units.push_back(std::move(u));
+  }
+
+  // A tile unit is its matmul, then collectives and fused ops only: its comm
+  // stream takes every block's collective before the caller's GEMM starts,
+  // so nothing in it may wait for the caller (a computation after the
+  // collective, a fused op's norm). Otherwise the unit runs by chunks, and says why.
+  void check_tile(Unit& u) const {
+    for (std::size_t k = 1; k < u.ops.size(); ++k) {
+      const Op& op = out_.ops[static_cast<std::size_t>(u.ops[k])];
+      const bool norms = op.fused && (!op.fused->norms_before.empty() ||
+                                      std::any_of(op.fused->passes.begin(), op.fused->passes.end(),
+                                                  [](const FusedPass& p) { return !p.norms_after.empty(); }));
+      const bool computes = op.cls != OpClass::collective && op.cls != OpClass::fused;
+      if (!computes && !norms) continue;
+      u.tile = false;
+      u.untiled = fmt::format("{} {} after the collective, which the tile GEMM's caller would wait for", op.code,
+                              norms ? "takes a norm" : "computes");
+      return;
+    }
   }
 
   static std::string join(const std::vector<std::string>& parts) {
@@ -505,9 +526,44 @@ std::string sizes_text(const model::Bindings& sizes) {
 }
 }  // namespace
 
+namespace {
+// Whether overlap group `g` of `s` is a matmul then the collective (or fused
+// collective) whose head reduces the matmul's result.
+bool tile_pair(const model::Schedule& s, const model::OverlapGroup& g) {
+  if (g.last != g.first + 1) return false;
+  const auto& mm = s.stages[static_cast<std::size_t>(g.first)];
+  const auto& comm = s.stages[static_cast<std::size_t>(g.last)];
+  if (mm.kind != model::StageKind::matmul || mm.stmts.size() != 1) return false;
+  if (comm.kind != model::StageKind::collective && comm.kind != model::StageKind::fused) return false;
+  const Stmt* head = s.program.find_stmt(comm.stmts.front());
+  return head && (head->op == OpKind::reducescatter || head->op == OpKind::allreduce) &&
+         head->operands.front() == mm.stmts.front();
+}
+}  // namespace
+
+std::string why_not_tile(const model::Schedule& s, const Capabilities& caps) {
+  if (s.overlaps.empty()) return {};
+  if (!caps.tile_overlap)
+    return fmt::format("the {} backend runs no tiled GEMM (plan::Capabilities::tile_overlap); use overlap: chunk",
+                       to_string(caps.backend));
+  for (const auto& g : s.overlaps)
+    if (!tile_pair(s, g)) {
+      std::vector<std::string> codes;
+      for (int k = g.first; k <= g.last; ++k) codes.push_back(s.stages[static_cast<std::size_t>(k)].code(s.program));
+      std::string group;
+      for (const auto& c : codes) group += (group.empty() ? "" : ",") + c;
+      return fmt::format("overlap group ol({}) of {} is not a matmul then the reduce-scatter or allreduce of its "
+                         "result (ol(MM,RS), ol(MM,AR), ol(MM,fuse(RS-...))); use overlap: chunk",
+                         group, s.name());
+    }
+  return {};
+}
+
 StepPlan lower(const model::Schedule& s, const model::Bindings& sizes, int ranks_per_group,
                const Capabilities& caps) {
   model::check_schedule_bounds(s, ranks_per_group);
+  if (s.knobs.overlap == model::Grain::tile)
+    if (const std::string why = why_not_tile(s, caps); !why.empty()) throw UserError("overlap: tile: " + why);
   model::check_tensor_sizes(s.program, sizes_text(sizes), sizes);
   return Lowering(s, sizes, ranks_per_group, caps).run();
 }
@@ -527,7 +583,9 @@ std::vector<Launch> issue_order(const StepPlan& p, const Unit& u) {
 Stream fused_program_stream(const StepPlan& p, const Launch& l) {
   const Unit& u = p.units.at(static_cast<std::size_t>(p.op(l.op).unit));
   if (!u.overlapped) return Stream::compute;
-  if (p.caps.comm_stream_computes) return Stream::comm;
+  // Tiles: the caller runs the GEMM from the unit's start to its end, the
+  // comm stream takes each block's fused op whole.
+  if (p.caps.comm_stream_computes || u.tile) return Stream::comm;
   const auto order = issue_order(p, u);
   const auto at = std::find(order.begin(), order.end(), l);
   COCONET_ASSERT(at != order.end(), "fused_program_stream: a launch its unit does not issue");

@@ -148,6 +148,16 @@ struct Unit {
   // reducescatter, allgather or sliced value), not the k-th piece of rows.
   bool slice_mode = false;
   std::int64_t rows = 0;  // rows the chunks cut (rank 0's slice in slice mode); 0: unchunked
+  // overlap: tile (model::Grain): the unit is a matmul op then the collective
+  // (or fused) op of its output; the matmul is one GEMM over the whole
+  // output whose chunk k is its k-th row block, done in chunk order, and the
+  // collective's chunk k starts once that block is done. The matmul's launch
+  // of chunk k is that block (priced at the whole GEMM's efficiency).
+  bool tile = false;
+  // Why an overlap group of a schedule with overlap: tile runs by chunks
+  // all the same (its fused stage lowered as parts, so computation follows
+  // the collective in the unit); empty otherwise.
+  std::string untiled;
   std::vector<int> ops;
 };
 
@@ -203,6 +213,12 @@ struct StepPlan {
 // The share of an op's work that chunk `chunk` of unit `u` carries (rows of
 // the chunk over the unit's rows; 1 for an unchunked unit).
 [[nodiscard]] double chunk_share(const Unit& u, int chunk);
+
+// Why schedule `s` cannot run with overlap: tile on a backend with `caps`
+// (each overlap group must be a matmul then the collective or fused
+// collective of its output, and the backend must run tiles); empty when it
+// can. A schedule without overlap groups can: the knob changes nothing there.
+[[nodiscard]] std::string why_not_tile(const model::Schedule& s, const Capabilities& caps);
 
 // Human-readable plan: units, ops with stream, lag, chunks, work.
 [[nodiscard]] std::string describe(const StepPlan& p);

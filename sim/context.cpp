@@ -10,6 +10,7 @@ plan::BackendKind default_backend(const Topology& t) {
 plan::Capabilities Context::capabilities() const {
   plan::Capabilities c = plan::capabilities_of(backend.value_or(default_backend(topology)));
   c.fused_kernels = fused_kernels;
+  c.tile_overlap = c.tile_overlap || tile_designs;
   return c;
 }
 

@@ -33,6 +33,12 @@ struct Context {
   // attention's batched GEMMs stay 16-bit, Transformer Engine's default) run
   // in FP8 with the cast of their first operand (sim::GemmShape::fp8).
   bool fp8_gemms = false;
+  // overlap: tile (model::Grain) is priced on every backend, as its design
+  // runs it (one GEMM whose blocks the collective takes as they complete),
+  // also where the backend's executor does not run it yet (the cuda backend:
+  // plan::Capabilities::tile_overlap). False: only where the backend runs it,
+  // as `run` tunes the schedules it will execute.
+  bool tile_designs = true;
 
   [[nodiscard]] Placement placement() const { return where ? *where : place(topology, ranks); }
   [[nodiscard]] plan::Capabilities capabilities() const;

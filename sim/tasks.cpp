@@ -83,27 +83,44 @@ Task elementwise_task(const plan::Work& w, const Context& ctx, double share, int
   return k;
 }
 
-// `calls` GEMMs share the chunk's rows (one per range of rows the rank holds).
-Task gemm_task(const plan::Gemm& g, const Context& ctx, double share, int calls, bool describe = true) {
+// How a GEMM launch is cut: `calls` GEMMs share the chunk's rows (one per
+// range of rows the rank holds), or (tile) the launch is block `chunk` of
+// one GEMM over the whole output (plan::Unit::tile).
+struct GemmCut {
+  double share = 1;
+  int calls = 1;
+  bool tile = false;
+  int chunk = 0;
+};
+
+// A tile block is its share of the whole GEMM, priced at the whole GEMM's
+// efficiency (its waves over every tile of the output, its operands once),
+// launched once (with the first block); the sharing of cores or SMs with
+// the collective its blocks overlap is the simulator's interference.
+Task gemm_task(const plan::Gemm& g, const Context& ctx, const GemmCut& cut, bool describe = true) {
   const Topology& t = ctx.topology;
   Task k;
   k.is_gemm = true;
   k.is_compute = true;
-  const plan::Gemm part = g.part(share, calls);
+  const plan::Gemm part = cut.tile ? g : g.part(cut.share, cut.calls);
+  const int calls = cut.tile ? 1 : cut.calls;
+  const double body_share = cut.tile ? cut.share : 1.0;
+  const int launches = cut.tile ? (cut.chunk == 0 ? 1 : 0) : calls;
   k.gemm = GemmShape{part.m, part.n, part.k, part.dtype, part.batch};
   k.gemm.fp8 = ctx.fp8_gemms && part.batch == 1 && part.dtype != model::DType::f32;
-  k.latency_us = calls * t.gpu.launch_us;
-  k.work_us = calls * gemm_body_us(t, k.gemm, t.gpu.sms);
+  k.latency_us = launches * t.gpu.launch_us;
+  k.work_us = calls * gemm_body_us(t, k.gemm, t.gpu.sms) * body_share;
   if (k.gemm.fp8) {  // the cast of its first operand to FP8 (with its amax): a kernel of its own
-    k.latency_us += calls * t.gpu.launch_us;
-    k.work_us += calls * fp8_cast_body_us(t, double(part.m) * double(part.k));
+    k.latency_us += launches * t.gpu.launch_us;
+    k.work_us += calls * fp8_cast_body_us(t, double(part.m) * double(part.k)) * body_share;
   }
   k.demand_GBps[int(Resource::hbm)] = demand(k.gemm.bytes(), k.work_us, capacity_GBps(ctx, Resource::hbm));
   if (!describe) return k;
-  k.detail = fmt::format("{}[{}x{}]x[{}x{}] {}, {} tiles on {} {}",
+  k.detail = fmt::format("{}[{}x{}]x[{}x{}] {}, {} tiles on {} {}{}",
                          k.gemm.batch > 1 ? fmt::format("{} x ", k.gemm.batch) : "", k.gemm.m, k.gemm.k, k.gemm.k, k.gemm.n,
                          k.gemm.fp8 ? "fp8 (cast from " + model::to_string(k.gemm.dtype) + ")" : model::to_string(k.gemm.dtype),
-                         gemm_tiles(t, k.gemm), t.gpu.sms, units_word(t));
+                         gemm_tiles(t, k.gemm), t.gpu.sms, units_word(t),
+                         cut.tile ? fmt::format(", block {} ({:.0f}%)", cut.chunk, 100 * cut.share) : "");
   return k;
 }
 
@@ -202,8 +219,11 @@ CollectiveCost collective_cost(const Topology& t, const plan::Collective& c, Col
   return predict_collective(t, r);
 }
 
+// `whole`: the launch is the share of one collective call over the whole
+// message (a tile unit's resident collective, Capabilities::tile_one_collective):
+// priced at the whole message's size, its transfers and hops scaled to the share.
 Task comm_task(const plan::Work& w, const plan::FusedForm* form, const Context& ctx, const Choosing& how,
-               bool pays_latency, double share, int calls) {
+               bool pays_latency, double share, int calls, bool whole = false) {
   const Topology& t = ctx.topology;
   const Placement where = ctx.placement();
   Task k;
@@ -218,16 +238,18 @@ Task comm_task(const plan::Work& w, const plan::FusedForm* form, const Context& 
   bool crosses = false;  // some collective moves data between ranks
   for (const auto& c : w.collectives) {
     const double bytes = c.bytes * share;
-    const CollectiveRequest r{c.op, bytes / calls, where, model::Algo::auto_, model::Proto::auto_, 0, c.in_place};
+    const CollectiveRequest r{c.op, whole ? c.bytes : bytes / calls, where, model::Algo::auto_, model::Proto::auto_, 0,
+                              c.in_place};
     const CollectiveCost cost = collective_cost(t, c, r, how);
+    const double times = whole ? share : double(calls);  // of the priced call
     base += cost.base_us;  // each collective is a call of its own (a fused op: per piece)
     smallest_base = std::min(smallest_base, cost.base_us);
-    hops += calls * cost.hops_us;
-    transfer += calls * cost.transfer_us;
+    hops += times * cost.hops_us;
+    transfer += times * cost.transfer_us;
     const LinkTraffic one = traffic_of(t, r, cost);
-    traffic.nvlink += calls * one.nvlink;
-    traffic.network += calls * one.network;
-    traffic.hbm += calls * one.hbm;
+    traffic.nvlink += times * one.nvlink;
+    traffic.network += times * one.network;
+    traffic.hbm += times * one.hbm;
     if (cost.transfer_us > 0 && cost.bottleneck == Link::network) link = Link::network;
     channels = std::max(channels, cost.channels);
     units_per_channel = std::max(units_per_channel, sms_per_channel(t, c.op, where));
@@ -255,7 +277,8 @@ Task comm_task(const plan::Work& w, const plan::FusedForm* form, const Context& 
   // that pipelines its rows in `calls` pieces (plan/fused_form.h).
   const double pipeline_depth = std::max({2, where.ranks, calls});
   const double launches = compute > 0 ? calls * t.gpu.launch_us : 0.0;  // a fused op's kernel per piece
-  k.latency_us = (pays_latency ? calls * base + hops : 0.0) + launches +
+  // A resident call (whole) pays its fixed cost once, and each block its share of the ring's hops.
+  k.latency_us = (pays_latency ? (whole ? 1 : calls) * base : 0.0) + (pays_latency || whole ? hops : 0.0) + launches +
                  (form != nullptr ? fused_form_latency_us(*form, ctx, calls) : 0.0);
   // The element-wise part runs beside the transfers only on compute units the
   // collectives leave free; with none left (a CPU rank whose one core drives
@@ -286,9 +309,13 @@ Task launch_task(const plan::StepPlan& p, const plan::Unit& u, const plan::Op& o
   switch (op.cls) {
     case plan::OpClass::collective:
     case plan::OpClass::fused:
-      return comm_task(op.work, op.fused ? &*op.fused : nullptr, ctx, how, chunk == 0 || !p.caps.resident_overlap,
-                       share, calls);
-    case plan::OpClass::matmul: return gemm_task(*op.work.gemm, ctx, share, calls, describe);
+    {
+      const bool whole = u.tile && p.caps.tile_one_collective;
+      const bool resident = p.caps.resident_overlap || whole;
+      return comm_task(op.work, op.fused ? &*op.fused : nullptr, ctx, how, chunk == 0 || !resident, share, calls,
+                       whole);
+    }
+    case plan::OpClass::matmul: return gemm_task(*op.work.gemm, ctx, {share, calls, u.tile, chunk}, describe);
     case plan::OpClass::elementwise:
     case plan::OpClass::norm:
     case plan::OpClass::rowreduce: return elementwise_task(op.work, ctx, share, calls, describe);
@@ -364,7 +391,7 @@ std::vector<model::Knobs> unit_choices(const plan::StepPlan& p, const plan::Unit
     for (Proto pr : protos) {
       if ((a != Algo::auto_ || pr != Proto::auto_) && !usable(p, u.ops, ctx, a, pr)) continue;
       for (int c : channels) {
-        const model::Knobs choice{k.chunks, a, pr, c};
+        const model::Knobs choice{k.chunks, a, pr, c, k.overlap};
         if (!(choice == k)) out.push_back(choice);
       }
     }

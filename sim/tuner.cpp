@@ -23,16 +23,18 @@ namespace coconet::sim {
 
 using model::Algo;
 using model::Proto;
+using model::Grain;
 
 KnobSpace predict_space() {
-  return KnobSpace{{1, 2, 4, 8}, {Algo::auto_}, {Proto::auto_}, {0}};
+  return KnobSpace{{1, 2, 4, 8}, {Algo::auto_}, {Proto::auto_}, {0}, {Grain::chunk, Grain::tile}};
 }
 
 KnobSpace tune_space(const Topology& t) {
   return KnobSpace{{1, 2, 4, 8, 16},
                    {Algo::auto_, Algo::ring, Algo::tree, Algo::nvls, Algo::hierarchical},
                    {Proto::auto_, Proto::ll, Proto::ll128, Proto::simple},
-                   {0, std::max(1, t.nccl.channels / kChannelSpread), t.nccl.channels * kChannelSpread}};
+                   {0, std::max(1, t.nccl.channels / kChannelSpread), t.nccl.channels * kChannelSpread},
+                   {Grain::chunk, Grain::tile}};
 }
 
 namespace {
@@ -56,9 +58,10 @@ struct ChoicesLess {
 Candidate best_setting(const model::Schedule& s, plan::StepPlan& unchunked, int index, const Context& ctx,
                        const KnobSpace& space, const TuneOptions& o, int& evaluated) {
   // Lowered without resolving: every setting below resolves the plan itself.
-  const auto lower_in = [&](int chunks) {
+  const auto lower_in = [&](int chunks, Grain grain) {
     model::Schedule one = s;
     one.knobs.chunks = chunks;
+    one.knobs.overlap = grain;
     return plan::lower(one, ctx.sizes, ctx.ranks, ctx.capabilities());
   };
   // A chunk holds at least one row: choices past the fewest rows of a chunked
@@ -81,22 +84,34 @@ Candidate best_setting(const model::Schedule& s, plan::StepPlan& unchunked, int 
       if (c >= 2 && c <= max_chunks) choices.push_back(c);
   }
   if (choices.empty()) choices.push_back(1);
+  // Grains: tile where the schedule's groups and the context's backend allow
+  // it; a schedule without an overlap group has one grain (the knob changes nothing).
+  std::vector<Grain> grains;
+  for (Grain g : space.overlaps)
+    if (g == Grain::chunk || (!s.overlaps.empty() && plan::why_not_tile(s, ctx.capabilities()).empty()))
+      grains.push_back(g);
+  if (grains.empty()) {  // tile pinned (--overlap tile, a tune file's knobs)
+    if (!s.overlaps.empty()) throw UserError("overlap: tile: " + plan::why_not_tile(s, ctx.capabilities()));
+    grains.push_back(s.knobs.overlap);
+  }
   // The plan's name is the schedule's (plan::lower names it so), made once when it was lowered.
   Candidate best{index, unchunked.schedule, s.knobs, std::numeric_limits<double>::infinity()};
   const std::vector<RankClass> classes = rank_classes(ctx.topology, unchunked.ranks_per_group, unchunked.groups,
                                                       ctx.rank_mode);
   std::optional<plan::StepPlan> chunked_plan;
-  for (int chunks : choices) {
-    // Lowered once per chunk count: the other knobs do not change the plan,
+  for (int chunks : choices)
+    for (Grain grain : grains) {
+    // Lowered once per chunk count and grain: the other knobs do not change the plan,
     // only its pricing. In one chunk, the plan given (resolved in place: each
     // resolution below rewrites every choice, so what it held before is never read).
-    plan::StepPlan& p = chunks == 1 ? unchunked : chunked_plan.emplace(lower_in(chunks));
+    const bool given = chunks == 1 && grain == unchunked.knobs.overlap;
+    plan::StepPlan& p = given ? unchunked : chunked_plan.emplace(lower_in(chunks, grain));
     bool improved = false;
     std::set<std::vector<plan::CollectiveChoice>, ChoicesLess> seen;  // the resolutions simulated
     for (Algo a : space.algos)
       for (Proto pr : space.protos)
         for (int ch : space.channels) {
-          p.knobs = model::Knobs{chunks, a, pr, ch};
+          p.knobs = model::Knobs{chunks, a, pr, ch, grain};
           if (!pins_apply(p, ctx, p.knobs)) continue;
           resolve_collectives(p, ctx, classes);
           if (!seen.insert(choices_of(p)).second) continue;  // priced alike to a setting already simulated
@@ -117,7 +132,7 @@ Candidate best_setting(const model::Schedule& s, plan::StepPlan& unchunked, int 
       resolve_collectives(p, ctx, classes);
     }
     best.analytic_us = predict_analytic(p, ctx).time_us;
-  }
+    }
   return best;
 }
 

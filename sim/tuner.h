@@ -19,10 +19,13 @@ struct KnobSpace {
   std::vector<model::Algo> algos = {model::Algo::auto_};
   std::vector<model::Proto> protos = {model::Proto::auto_};
   std::vector<int> channels = {0};             // 0: the topology's NCCL default
+  // Overlap grains, for schedules with an overlap group; tile only where
+  // plan::why_not_tile allows it on the context's capabilities.
+  std::vector<model::Grain> overlaps = {model::Grain::chunk};
 };
-// What `predict` searches: chunk counts for overlapped schedules, NCCL's own choices otherwise.
+// What `predict` searches: chunk counts and both overlap grains for overlapped schedules, NCCL's own choices otherwise.
 [[nodiscard]] KnobSpace predict_space();
-// What `tune` searches: every algorithm, protocol, a range of channels and chunks.
+// What `tune` searches: every algorithm, protocol, a range of channels and chunks, both overlap grains.
 [[nodiscard]] KnobSpace tune_space(const Topology& t);
 
 struct Candidate {

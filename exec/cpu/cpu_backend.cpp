@@ -11,17 +11,27 @@
 //   thread uses `group_comm_` and `p2p_comm_`, the caller `group_compute_`
 //   (norms) and `host_comm_` (bookkeeping), so concurrent collectives never
 //   share a communicator.
+// - Tiles (plan::Unit::tile): a tile event is a number on the compute
+//   stream; the caller's tiled_matmul raises a counter past it once its
+//   block is written. wait(comm, tile event) queues a task that blocks the
+//   comm thread until then (asleep on a condition variable: the caller
+//   computes on the core it shares), so every block's collective can be queued before
+//   the GEMM starts and runs as soon as its block is done. The blocks share
+//   their weight, widened to f32 once (kernels::CpuF32Operand).
 // - Ragged reduce-scatter: MPI_Reduce_scatter with per-rank counts; parts that
 //   are not laid out back to back in rank order are staged into scratch first.
 #include "exec/cpu/cpu_backend.h"
 
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <climits>
 #include <cmath>
 #include <cstring>
 #include <fstream>
 #include <limits>
 #include <new>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -182,7 +192,39 @@ class CpuBackend final : public Backend {
 
   void wait(StreamKind stream, Event e) override {
     if (stream == StreamKind::compute && e.stream == StreamKind::comm) comm_->wait_for(e.id);
-    // The comm stream never waits: compute work completes before the caller queues more.
+    // The comm stream waits only for a tile (tile_events); other compute
+    // work completes before the caller queues more.
+    if (stream == StreamKind::comm && e.stream == StreamKind::compute && e.id > 0)
+      comm_->enqueue([this, id = e.id] { await_tile(id); });
+  }
+
+  std::vector<Event> tile_events(int blocks) override {
+    std::vector<Event> out;
+    for (int b = 0; b < blocks; ++b) out.push_back(Event{StreamKind::compute, ++tiles_planned_});
+    return out;
+  }
+
+  void tiled_matmul(std::span<const std::vector<MatmulArgs>> blocks, std::span<const Event> events) override {
+    COCONET_ASSERT(blocks.size() == events.size(), "tiled_matmul: one event per block");
+    try {
+      std::optional<kernels::CpuF32Operand> weight;  // the blocks' shared right operand, widened once
+      for (std::size_t b = 0; b < blocks.size(); ++b) {
+        for (const MatmulArgs& args : blocks[b]) {
+          if (args.batch != 1) {
+            matmul(args);
+            continue;
+          }
+          const kernels::CpuMatrix w = matrix(args.b, args.k, args.n, args.ldb);
+          if (!weight || !same_matrix(weight->matrix(), w)) weight.emplace(w, tile_weight_);
+          kernels::cpu_matmul(matrix(args.a, args.m, args.k, args.lda), *weight,
+                              matrix(args.out, args.m, args.n, args.ldc));
+        }
+        publish_tile(events[b].id);
+      }
+    } catch (...) {
+      if (!events.empty()) publish_tile(events.back().id);  // no collective left waiting for a block
+      throw;
+    }
   }
 
   void synchronize() override { comm_->drain(); }
@@ -406,6 +448,25 @@ class CpuBackend final : public Backend {
  private:
   static constexpr std::int64_t kNormTile = 4096;
 
+  static bool same_matrix(const kernels::CpuMatrix& x, const kernels::CpuMatrix& y) {
+    return x.data == y.data && x.dtype == y.dtype && x.first == y.first && x.rows == y.rows && x.cols == y.cols &&
+           x.stride == y.stride;
+  }
+
+  void publish_tile(std::int64_t id) {
+    {
+      const std::lock_guard<std::mutex> lock(tiles_mutex_);
+      tiles_done_ = id;
+    }
+    tile_written_.notify_all();
+  }
+
+  // On the comm thread: returns once tile `id` is written (asleep meanwhile).
+  void await_tile(std::int64_t id) {
+    std::unique_lock<std::mutex> lock(tiles_mutex_);
+    tile_written_.wait(lock, [&] { return tiles_done_ >= id; });
+  }
+
   struct Buffer {
     DType dtype = DType::f32;
     std::int64_t count = 0;
@@ -562,6 +623,11 @@ class CpuBackend final : public Backend {
   std::unique_ptr<CommThread> comm_;
   bool pinned_ = false;  // this rank runs on one CPU of its own (exec::Binding::core)
   std::vector<Buffer> buffers_;
+  std::vector<float> tile_weight_;            // a tile GEMM's weight widened to f32 (kernels::CpuF32Operand)
+  std::int64_t tiles_planned_ = 0;            // the last tile event handed out
+  std::mutex tiles_mutex_;                    // guards tiles_done_
+  std::condition_variable tile_written_;
+  std::int64_t tiles_done_ = 0;               // the last tile written
 };
 
 }  // namespace

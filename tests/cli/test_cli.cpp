@@ -332,6 +332,25 @@ TEST_F(Cli, ShowJson) {
   EXPECT_EQ(two["workloads"].size(), 2u);
 }
 
+// The paper's overlap on its DGX-2 (issue 33): the MLP's ol(MM,fuse(RS-C-AG))
+// with tiles is priced below MM-fuse(RS-C-AG) (with chunks it is not: each
+// chunk's GEMM leaves SMs idle), and predict chooses tile for it.
+TEST_F(Cli, PredictPricesTheTiledMlpBelowItsUnoverlappedSchedule) {
+  const json j = parsed(run({"predict", "megatron_mlp", "--topology", "dgx2-v100", "--set", "B=8", "--format", "json"}));
+  std::map<std::string, json> rows;
+  for (const json& r : j["points"][0]["rows"]) rows[r["schedule"].get<std::string>()] = r;
+  ASSERT_TRUE(rows.contains("ol(MM,fuse(RS-C-AG))") && rows.contains("MM-fuse(RS-C-AG)")) << j.dump();
+  const json& tiled = rows["ol(MM,fuse(RS-C-AG))"];
+  EXPECT_EQ(tiled["knobs"]["overlap"], "tile") << tiled.dump();
+  EXPECT_LT(tiled["time_us"].get<double>(), rows["MM-fuse(RS-C-AG)"]["time_us"].get<double>()) << j.dump();
+  const Result bad = run({"simulate", "megatron_mlp", "--schedule", "ol(MM,RS)-C-AG", "--overlap", "blocks"});
+  EXPECT_EQ(bad.code, 2) << bad.all();
+  EXPECT_TRUE(contains(bad.err, "--overlap blocks: unknown overlap grain 'blocks': use chunk or tile")) << bad.all();
+  const Result untileable = run({"simulate", "gpt3_pipeline", "--schedule", "ol(AR,P2P)-C", "--overlap", "tile"});
+  EXPECT_EQ(untileable.code, 2) << untileable.all();
+  EXPECT_TRUE(contains(untileable.err, "is not a matmul then the reduce-scatter or allreduce")) << untileable.all();
+}
+
 TEST_F(Cli, PredictJson) {
   const json j = parsed(run({"predict", "adam", "--set", "N=4096", "--format", "json"}));
   ASSERT_EQ(j["points"].size(), 1u);
@@ -702,7 +721,7 @@ TEST_F(Cli, EveryCommandPrintsCsv) {
       {{"show", "adam"}, "workload,schedule,stages,chunks,algo,proto,channels"},
       {{"show", "adam", "--plan", "AR-C"}, "unit,op,code,class,stream,group,hbm_bytes,flops,collectives"},
       {{"predict", "adam", "--set", "N=4096"}, "workload,sizes,ranks,rank,schedule,time_us,speedup,analytic_us,"
-                                               "chunks,algo,proto,channels,dominant"},
+                                               "chunks,algo,proto,channels,overlap,dominant"},
       {{"simulate", "adam", "--schedule", "AR-C", "--set", "N=4096"},
        "workload,sizes,schedule,stage,start_us,end_us,alone_us,alone_ranks,bound"},
       {{"compare", "adam", "-t", "dgx-h100", "-t", "dgx-a100"}, "workload,sizes,side,nodes,ranks,best,time_us,ratio"},

@@ -53,6 +53,11 @@ class PerturbingBackend : public Backend {
     const auto second = inner_->read(View{a.out.buffer, a.out.offset + a.ldc, a.n});
     inner_->write(View{a.out.buffer, a.out.offset, a.n}, second);
   }
+  // Tiles forwarded as they are (no fault perturbs a tile GEMM).
+  std::vector<Event> tile_events(int blocks) override { return inner_->tile_events(blocks); }
+  void tiled_matmul(std::span<const std::vector<MatmulArgs>> b, std::span<const Event> e) override {
+    inner_->tiled_matmul(b, e);
+  }
   void norm(View in, View out, bool across) override { inner_->norm(in, out, across); }
   void row_reduce(View in, View out, std::int64_t inner, ReduceOp op) override {
     inner_->row_reduce(in, out, inner, op);

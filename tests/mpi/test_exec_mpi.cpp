@@ -84,15 +84,54 @@ TEST_P(EveryScheduleTest, VerifiesAgainstProgramAndInterpreter) {
   const auto refs = compute_references(backend, p, sizes, quick());
   ASSERT_TRUE(refs.interpreter.has_value()) << "small sizes must be checked by the interpreter too";
   // Each schedule whole and cut into 3 chunks (ragged against every size):
-  // overlap groups run chunk by chunk (a fused op in one, per chunk).
+  // overlap groups run chunk by chunk (a fused op in one, per chunk), and
+  // where a matmul feeds the group's collective, as tiles of one GEMM too.
   for (auto s : schedules)
-    for (int chunks : {1, 3}) {
-      s.knobs.chunks = chunks;
-      const auto row = run_schedule(backend, s, sizes, refs, quick());
-      EXPECT_TRUE(row.verified) << GetParam() << " " << row.schedule << " chunks=" << chunks << ": " << row.mismatch;
-      EXPECT_EQ(row.checked_against, "program+interpreter");
-      EXPECT_GT(row.median_us, 0.0);
+    for (int chunks : {1, 3})
+      for (const model::Grain grain : {model::Grain::chunk, model::Grain::tile}) {
+        if (grain == model::Grain::tile &&
+            (s.overlaps.empty() || !plan::why_not_tile(s, backend.capabilities()).empty()))
+          continue;
+        s.knobs.chunks = chunks;
+        s.knobs.overlap = grain;
+        const auto row = run_schedule(backend, s, sizes, refs, quick());
+        EXPECT_TRUE(row.verified) << GetParam() << " " << row.schedule << " chunks=" << chunks
+                                  << " overlap=" << model::to_string(grain) << ": " << row.mismatch;
+        EXPECT_EQ(row.checked_against, "program+interpreter");
+        EXPECT_GT(row.median_us, 0.0);
+      }
+}
+
+// overlap: tile runs one GEMM whose blocks are the chunks: every block's
+// collective is issued before the GEMM (each waits for its block), the GEMM's
+// blocks follow in chunk order, and the result verifies; a GEMM kernel that
+// writes a wrong block is caught.
+TEST(Tiles, OneGemmItsBlocksTakenByTheCollectiveAsTheyComplete) {
+  auto& backend = *shared_backend();
+  const auto p = model::load_program(model::resolve_workload("megatron_mlp"));
+  backend.set_groups(p.groups());
+  const auto sizes = small_sizes(p);
+  const auto refs = compute_references(backend, p, sizes, quick());
+  for (const char* name : {"ol(MM,RS)-C-AG", "ol(MM,fuse(RS-C-AG))", "ol(MM,AR)-C", "ol(MM,fuse(AR-C))"}) {
+    model::Schedule s = model::find_schedule(p, name);
+    s.knobs.chunks = 3;
+    s.knobs.overlap = model::Grain::tile;
+    Executor ex(backend, lower_for(backend, s, sizes));
+    (void)ex.run_step();
+    const plan::Unit& u = *std::find_if(ex.plan().units.begin(), ex.plan().units.end(),
+                                        [](const plan::Unit& x) { return x.tile; });
+    const int mm = u.ops.front();
+    std::vector<int> order;  // the unit's launches: op ids in issue order
+    for (const auto& l : ex.ran())
+      if (std::find(u.ops.begin(), u.ops.end(), l.op) != u.ops.end()) order.push_back(l.op);
+    ASSERT_EQ(order.size(), std::size_t(2 * u.chunks)) << name;
+    for (int c = 0; c < u.chunks; ++c) {
+      EXPECT_NE(order[std::size_t(c)], mm) << name << ": the collectives are queued first";
+      EXPECT_EQ(order[std::size_t(u.chunks + c)], mm) << name;
     }
+    const auto row = run_schedule(backend, s, sizes, refs, quick());
+    EXPECT_TRUE(row.verified) << name << ": " << row.mismatch;
+  }
 }
 
 // The layer backward programs are not here: at these sizes (7 tokens) their

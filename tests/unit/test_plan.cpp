@@ -305,5 +305,72 @@ TEST(Describe, NamesEveryOpAndTheBackend) {
   EXPECT_NE(text.find("reducescatter"), std::string::npos) << text;
 }
 
+// overlap: tile lowers a matmul then the collective of its result as tile
+// blocks: the unit says so, its chunks stay the collective's, and a fused
+// op's program goes to the comm stream (the caller runs the GEMM throughout).
+TEST(Tiles, AMatmulThenItsCollectiveLowersAsTiles) {
+  const model::Program p = workload("megatron_mlp");
+  for (const char* name : {"ol(MM,RS)-C-AG", "ol(MM,fuse(RS-C-AG))", "ol(MM,AR)-C", "ol(MM,fuse(AR-C))"}) {
+    model::Schedule s = named(p, name);
+    s.knobs.chunks = 4;
+    s.knobs.overlap = model::Grain::tile;
+    EXPECT_EQ(why_not_tile(s, cpu_capabilities()), "") << name;
+    const StepPlan plan = lower(s, p.bind(), 2, cpu_capabilities());
+    const auto tiled = std::find_if(plan.units.begin(), plan.units.end(), [](const Unit& u) { return u.tile; });
+    ASSERT_NE(tiled, plan.units.end()) << name;
+    EXPECT_TRUE(tiled->overlapped);
+    EXPECT_EQ(tiled->chunks, 4) << name;
+    EXPECT_EQ(plan.op(tiled->ops.front()).cls, OpClass::matmul);
+    for (const auto& u : plan.units) {
+      EXPECT_TRUE(u.overlapped || !u.tile) << name << " " << u.name;
+    }
+    for (int id : tiled->ops) {
+      if (!plan.op(id).fused) continue;
+      for (int c = 0; c < tiled->chunks; ++c) EXPECT_EQ(fused_program_stream(plan, {id, c}), Stream::comm) << name;
+    }
+    s.knobs.overlap = model::Grain::chunk;
+    const StepPlan chunked = lower(s, p.bind(), 2, cpu_capabilities());
+    EXPECT_TRUE(std::none_of(chunked.units.begin(), chunked.units.end(), [](const Unit& u) { return u.tile; }));
+  }
+}
+
+// The errors of the knob: a group that is not a matmul then its collective,
+// and a backend that runs no tiles (cuda), each named with the fix; a
+// schedule without an overlap group takes the knob and changes nothing.
+TEST(Tiles, RefusedWhereNoMatmulFeedsTheGroupsCollectiveOrTheBackendRunsNoTiles) {
+  const model::Program mlp = workload("megatron_mlp");
+  model::Schedule s = named(mlp, "ol(MM,fuse(RS-C-AG))");
+  s.knobs.overlap = model::Grain::tile;
+  try {
+    (void)lower(s, mlp.bind(), 2, cuda_capabilities());
+    ADD_FAILURE() << "tile lowered for the cuda backend";
+  } catch (const UserError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("overlap: tile: the cuda backend runs no tiled GEMM"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("use overlap: chunk"), std::string::npos) << msg;
+  }
+  const model::Program pipeline = workload("gpt3_pipeline");
+  bool refused = false;
+  for (auto t : model::enumerate_schedules(pipeline)) {  // ol(AR,P2P), ol(AG,fuse(P2P-C)), ...
+    if (t.overlaps.empty()) continue;
+    t.knobs.overlap = model::Grain::tile;
+    EXPECT_NE(why_not_tile(t, cpu_capabilities()), "") << t.name();
+    try {
+      (void)lower(t, pipeline.bind(), 2, cpu_capabilities());
+      ADD_FAILURE() << t.name() << " lowered with tiles";
+    } catch (const UserError& e) {
+      refused = true;
+      EXPECT_NE(std::string(e.what()).find("is not a matmul then the reduce-scatter or allreduce of its result"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_TRUE(refused) << "gpt3_pipeline has overlap groups without a matmul";
+  model::Schedule plain = named(mlp, "MM-fuse(RS-C-AG)");
+  plain.knobs.overlap = model::Grain::tile;
+  const StepPlan p = lower(plain, mlp.bind(), 2, cpu_capabilities());
+  EXPECT_TRUE(std::none_of(p.units.begin(), p.units.end(), [](const Unit& u) { return u.tile; }));
+}
+
 }  // namespace
 }  // namespace coconet::plan

@@ -127,6 +127,9 @@ TEST(Schedule, KnobNamesRoundTrip) {
   EXPECT_EQ(parse_proto("LL128"), Proto::ll128);
   EXPECT_THROW((void)parse_algo("butterfly"), UserError);
   EXPECT_THROW((void)parse_proto("fast"), UserError);
+  for (Grain g : {Grain::chunk, Grain::tile}) EXPECT_EQ(parse_grain(to_string(g)), g);
+  EXPECT_EQ(to_string(Grain::tile), "tile");
+  EXPECT_THROW((void)parse_grain("block"), UserError);
 }
 
 TEST(Schedule, DescribeListsStagesAndKnobs) {
@@ -157,9 +160,31 @@ TEST(ScheduleYaml, EveryEnumeratedScheduleOfEveryWorkloadRoundTrips) {
 
 TEST(ScheduleYaml, KnobsRoundTrip) {
   Schedule s = overlap(initial_schedule(workload("megatron_attention")), "y", "z");
-  s.knobs = {8, Algo::tree, Proto::ll128, 16};
+  s.knobs = {8, Algo::tree, Proto::ll128, 16, Grain::tile};
   const Schedule back = schedule_from_yaml(workload("megatron_attention"), to_yaml(s));
   EXPECT_EQ(back.knobs, s.knobs);
+  EXPECT_NE(to_yaml(s).find("overlap: tile"), std::string::npos) << to_yaml(s);
+}
+
+// A bad overlap grain names the file, its line and the grains there are.
+TEST(ScheduleYaml, BadOverlapGrainNamesItsLine) {
+  const std::string text =
+      "workload: megatron_mlp\n"
+      "history:\n"
+      "  - {op: overlap, args: [y, z]}\n"
+      "knobs: {chunks: 4, overlap: blocks}\n";
+  try {
+    (void)schedule_from_yaml(workload("megatron_mlp"), text, "tile.yaml");
+    FAIL() << "overlap: blocks was accepted";
+  } catch (const UserError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("tile.yaml:4"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("unknown overlap grain 'blocks': use chunk or tile"), std::string::npos) << msg;
+  }
+  const Schedule s = schedule_from_yaml(workload("megatron_mlp"),
+                                        "workload: megatron_mlp\nhistory: [{op: overlap, args: [y, z]}]\n"
+                                        "knobs: {overlap: tile}\n");
+  EXPECT_EQ(s.knobs.overlap, Grain::tile);
 }
 
 TEST(ScheduleYaml, HandWrittenScheduleReplays) {
