@@ -64,7 +64,7 @@ class OpRunner {
   }
 
  private:
-  const Stmt& stmt(const std::string& n) const { return *plan_.program.find_stmt(n); }
+  const Stmt& stmt(const std::string& n) const { return *plan_.program->find_stmt(n); }
   // Records one backend call of `elements` (its input on this rank).
   void call(std::int64_t elements) { calls_->push_back(elements); }
   // Records a collective call reading `in` and writing `out`.
@@ -275,7 +275,7 @@ Executor::Executor(Backend& backend, plan::StepPlan plan, std::uint64_t seed,
                    std::optional<std::vector<model::InputRange>> inputs)
     : backend_(backend),
       plan_(std::move(plan)),
-      values_(plan_.program, plan_.sizes, backend.ranks_per_group(), backend.group(), backend.position(),
+      values_(*plan_.program, plan_.sizes, backend.ranks_per_group(), backend.group(), backend.position(),
               fused_scratch_values(plan_)),
       touched_(backend) {
   COCONET_ASSERT(backend.ranks_per_group() == plan_.ranks_per_group && plan_.groups == backend.world_size() /
@@ -288,8 +288,8 @@ Executor::Executor(Backend& backend, plan::StepPlan plan, std::uint64_t seed,
     for (BufferId b : calls.scratch) touched_.add_scratch(b);
     fused_calls_.emplace(op.id, std::move(calls));
   }
-  if (!inputs) inputs = model::choose_inputs(plan_.program, plan_.sizes, plan_.ranks_per_group).ranges;
-  COCONET_ASSERT(inputs->size() == plan_.program.inputs.size(), "one input range per program input");
+  if (!inputs) inputs = model::choose_inputs(*plan_.program, plan_.sizes, plan_.ranks_per_group).ranges;
+  COCONET_ASSERT(inputs->size() == plan_.program->inputs.size(), "one input range per program input");
   fill_inputs(seed, *inputs);
 }
 
@@ -316,7 +316,7 @@ std::int64_t Executor::bytes_needed(const model::Program& program, const model::
 }
 
 void Executor::fill_inputs(std::uint64_t seed, const std::vector<model::InputRange>& ranges) {
-  const auto& inputs = plan_.program.inputs;
+  const auto& inputs = plan_.program->inputs;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const auto& v = values_.at(inputs[i].name);
     if (!v.here) continue;
@@ -419,7 +419,7 @@ std::vector<double> Executor::run_step() {
   std::vector<double> times;
   step_start_us_ = backend_.now_us();
   for (const auto& u : plan_.units) {
-    note_rank_status({plan_.program.name, " ", plan_.schedule, ", stage ", u.name});
+    note_rank_status({plan_.program->name, " ", plan_.schedule, ", stage ", u.name});
     const double mark = backend_.start_timer();
     run_unit(u);
     times.push_back(backend_.elapsed_us(mark));

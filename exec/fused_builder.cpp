@@ -28,7 +28,7 @@ class CallBuilder {
         form_(*op.fused),
         unit_(p.units.at(static_cast<std::size_t>(op.unit))),
         values_(values),
-        head_(*p.program.find_stmt(form_.head)),
+        head_(*p.program->find_stmt(form_.head)),
         hv_(values.at(form_.head)) {}
 
   FusedOpCalls run() {
@@ -66,7 +66,7 @@ class CallBuilder {
         if (scratch(n) && gathered_into(n).empty()) temp_scratch_[n] = alloc(values_.at(n).type.dtype);
   }
 
-  std::string gathered_into(const std::string& n) const { return plan::gather_of(form_, p_.program, n); }
+  std::string gathered_into(const std::string& n) const { return plan::gather_of(form_, *p_.program, n); }
 
   FusedCall chunk_call(int chunk) {
     FusedCall call;
@@ -172,7 +172,7 @@ class CallBuilder {
     const RowRange own = rs[static_cast<std::size_t>(position())];
     for (const auto& g : form_.gathers) {
       const auto& y = values_.at(g);
-      const std::string& x = p_.program.find_stmt(g)->operands.front();
+      const std::string& x = p_.program->find_stmt(g)->operands.front();
       GatherCall call;
       for (const auto& r : rs) call.parts.push_back(rows_view(y, r.begin, r.end));
       call.in = scratch(x) ? call.parts[static_cast<std::size_t>(position())]

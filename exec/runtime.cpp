@@ -31,7 +31,7 @@ double median(std::vector<double> v) {
 
 Outputs read_outputs(Executor& ex) {
   Outputs out;
-  for (const auto& name : ex.plan().program.outputs) {
+  for (const auto& name : ex.plan().program->outputs) {
     const auto& info = ex.values().at(name);
     if (info.here) out.emplace(name, OutputPart{info, ex.read(name)});
   }

@@ -48,15 +48,16 @@ int group_of(const model::Program& p, const Stmt& s) {
 
 class Lowering {
  public:
-  Lowering(const model::Schedule& s, const model::Bindings& sizes, int ranks, const Capabilities& caps)
-      : s_(s), p_(s.program), views_(rank_views(s.program, sizes, ranks, RankId{0, 0})) {
-    out_.program = s.program;
+  Lowering(const model::Schedule& s, std::shared_ptr<const model::Program> program, const model::Bindings& sizes,
+           int ranks, const Capabilities& caps)
+      : s_(s), p_(*program), views_(rank_views(*program, sizes, ranks, RankId{0, 0})) {
+    out_.program = std::move(program);
     out_.schedule = s.name();
     out_.knobs = s.knobs;
     out_.caps = caps;
     out_.sizes = sizes;
     out_.ranks_per_group = ranks;
-    out_.groups = s.program.groups();
+    out_.groups = p_.groups();
     // At most an op per statement and a unit per stage: room made once.
     out_.ops.reserve(p_.stmts.size());
     out_.units.reserve(s.stages.size());
@@ -561,11 +562,19 @@ std::string why_not_tile(const model::Schedule& s, const Capabilities& caps) {
 
 StepPlan lower(const model::Schedule& s, const model::Bindings& sizes, int ranks_per_group,
                const Capabilities& caps) {
+  return lower(s, std::make_shared<const model::Program>(s.program), sizes, ranks_per_group, caps);
+}
+
+StepPlan lower(const model::Schedule& s, std::shared_ptr<const model::Program> program, const model::Bindings& sizes,
+               int ranks_per_group, const Capabilities& caps) {
+  COCONET_ASSERT(program != nullptr && program->name == s.program.name &&
+                     program->stmts.size() == s.program.stmts.size(),
+                 "plan::lower: a shared program that is not the schedule's");
   model::check_schedule_bounds(s, ranks_per_group);
   if (s.knobs.overlap == model::Grain::tile)
     if (const std::string why = why_not_tile(s, caps); !why.empty()) throw UserError("overlap: tile: " + why);
-  model::check_tensor_sizes(s.program, sizes_text(sizes), sizes);
-  return Lowering(s, sizes, ranks_per_group, caps).run();
+  model::check_tensor_sizes(*program, sizes_text(sizes), sizes);
+  return Lowering(s, std::move(program), sizes, ranks_per_group, caps).run();
 }
 
 std::vector<Launch> issue_order(const StepPlan& p, const Unit& u) {

@@ -18,6 +18,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -169,7 +170,9 @@ struct Launch {
 };
 
 struct StepPlan {
-  model::Program program;
+  // The schedule's program, never null: shared, not copied, by the plans of
+  // one schedule lowered at several sizes (sim::lower_unchunked).
+  std::shared_ptr<const model::Program> program;
   std::string schedule;  // the schedule's name
   model::Knobs knobs;
   Capabilities caps;
@@ -191,6 +194,11 @@ struct StepPlan {
 // can run (a slicing the runtime cannot hold).
 [[nodiscard]] StepPlan lower(const model::Schedule& s, const model::Bindings& sizes, int ranks_per_group,
                              const Capabilities& caps);
+// The same with the plan's program `program` (not null), which must hold
+// what `s.program` holds: a caller lowering a schedule at several sizes
+// shares one copy of its program among the plans.
+[[nodiscard]] StepPlan lower(const model::Schedule& s, std::shared_ptr<const model::Program> program,
+                             const model::Bindings& sizes, int ranks_per_group, const Capabilities& caps);
 
 // The order every rank issues a unit's launches in (a rank skips the ops it
 // takes no part in): step by step, op by op, chunk = step - lag.

@@ -62,7 +62,7 @@ Candidate best_setting(const model::Schedule& s, plan::StepPlan& unchunked, int 
     model::Schedule one = s;
     one.knobs.chunks = chunks;
     one.knobs.overlap = grain;
-    return plan::lower(one, ctx.sizes, ctx.ranks, ctx.capabilities());
+    return plan::lower(one, unchunked.program, ctx.sizes, ctx.ranks, ctx.capabilities());
   };
   // A chunk holds at least one row: choices past the fewest rows of a chunked
   // unit are skipped. An overlap group runs in at least two chunks: in one it
@@ -138,20 +138,45 @@ Candidate best_setting(const model::Schedule& s, plan::StepPlan& unchunked, int 
 
 }  // namespace
 
-std::vector<plan::StepPlan> lower_unchunked(const std::vector<model::Schedule>& schedules, const Context& ctx) {
+namespace {
+// Schedule i lowered in one chunk with program i.
+std::vector<plan::StepPlan> lower_unchunked(const std::vector<model::Schedule>& schedules,
+                                            const std::vector<std::shared_ptr<const model::Program>>& programs,
+                                            const Context& ctx) {
   std::vector<plan::StepPlan> out;
   out.reserve(schedules.size());
   const plan::Capabilities caps = ctx.capabilities();
-  for (const model::Schedule& s : schedules) {
-    if (s.knobs.chunks == 1) {  // as it is: no copy of its program
-      out.push_back(plan::lower(s, ctx.sizes, ctx.ranks, caps));
+  for (std::size_t i = 0; i < schedules.size(); ++i) {
+    const model::Schedule& s = schedules[i];
+    if (s.knobs.chunks == 1) {
+      out.push_back(plan::lower(s, programs[i], ctx.sizes, ctx.ranks, caps));
       continue;
     }
     model::Schedule one = s;
     one.knobs.chunks = 1;
-    out.push_back(plan::lower(one, ctx.sizes, ctx.ranks, caps));
+    out.push_back(plan::lower(one, programs[i], ctx.sizes, ctx.ranks, caps));
   }
   return out;
+}
+}  // namespace
+
+std::vector<plan::StepPlan> lower_unchunked(const std::vector<model::Schedule>& schedules, const Context& ctx) {
+  std::vector<std::shared_ptr<const model::Program>> programs;
+  programs.reserve(schedules.size());
+  for (const model::Schedule& s : schedules) programs.push_back(std::make_shared<const model::Program>(s.program));
+  return lower_unchunked(schedules, programs, ctx);
+}
+
+ScheduleList share_programs(std::vector<model::Schedule> schedules) {
+  ScheduleList out;
+  out.programs.reserve(schedules.size());
+  for (const model::Schedule& s : schedules) out.programs.push_back(std::make_shared<const model::Program>(s.program));
+  out.schedules = std::move(schedules);
+  return out;
+}
+
+std::vector<plan::StepPlan> lower_unchunked(const ScheduleList& list, const Context& ctx) {
+  return lower_unchunked(list.schedules, list.programs, ctx);
 }
 
 TuneResult tune(const std::vector<model::Schedule>& schedules, const Context& ctx, const KnobSpace& space) {

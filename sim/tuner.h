@@ -4,6 +4,7 @@
 // and ranks the schedules by it.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,17 @@ struct TuneResult {
 // the same sizes in several of them lowers once (step/layer_block.h).
 [[nodiscard]] std::vector<plan::StepPlan> lower_unchunked(const std::vector<model::Schedule>& schedules,
                                                           const Context& ctx);
+
+// Schedules with their programs shared: the plans lowered from them, at any
+// sizes, point at these programs (plan::StepPlan::program) rather than each
+// holding a copy of its schedule's.
+struct ScheduleList {
+  std::vector<model::Schedule> schedules;
+  std::vector<std::shared_ptr<const model::Program>> programs;  // programs[i]: a copy of schedules[i].program
+};
+[[nodiscard]] ScheduleList share_programs(std::vector<model::Schedule> schedules);
+// lower_unchunked(list.schedules, ctx), each plan with the list's program.
+[[nodiscard]] std::vector<plan::StepPlan> lower_unchunked(const ScheduleList& list, const Context& ctx);
 
 struct TuneOptions {
   // false: Candidate::analytic_us is left 0 (a caller that reads only the

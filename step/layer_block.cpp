@@ -117,26 +117,25 @@ std::vector<model::Schedule> with_kernel_choices(const std::vector<model::Schedu
 // base does not: it fuses compute stages only); the whole list only when an
 // overlapped layer asks for it (the kernel choices of llama_layer_fwd's 91
 // overlapped schedules took 2% of a search that never prices them).
-const std::vector<model::Schedule>& LayerBlockPricer::schedules(const std::string& workload, const LayerShape& x,
-                                                                bool overlap) {
+const sim::ScheduleList& LayerBlockPricer::schedules(const std::string& workload, const LayerShape& x, bool overlap) {
   const auto key = std::make_tuple(workload, int(x.dtype), x.flash_attention, x.fused_kernels);
   auto it = programs_.find(key);
   if (it == programs_.end()) {
     Programs ps;
     const model::Program p = at_dtype(model::load_program(model::resolve_workload(workload)), x.dtype);
     ps.bases = model::enumerate_schedules(p);
-    ps.unoverlapped = with_kernel_choices(ps.bases, x, unoverlapped);
-    if (ps.unoverlapped.empty()) throw InternalError("the " + workload + " workload enumerates no unoverlapped schedule");
+    ps.unoverlapped = sim::share_programs(with_kernel_choices(ps.bases, x, unoverlapped));
+    if (ps.unoverlapped.schedules.empty()) throw InternalError("the " + workload + " workload enumerates no unoverlapped schedule");
     it = programs_.emplace(key, std::move(ps)).first;
   }
   Programs& ps = it->second;
   if (!overlap) return ps.unoverlapped;
-  if (!ps.all) ps.all = with_kernel_choices(ps.bases, x, [](const model::Schedule&) { return true; });
+  if (!ps.all) ps.all = sim::share_programs(with_kernel_choices(ps.bases, x, [](const model::Schedule&) { return true; }));
   return *ps.all;
 }
 
 std::vector<plan::StepPlan>& LayerBlockPricer::lowered(const std::string& workload, const LayerShape& x,
-                                                              const std::vector<model::Schedule>& schedules,
+                                                              const sim::ScheduleList& schedules,
                                                               const sim::Context& ctx) {
   LowerKey key{int(x.dtype), x.flash_attention, x.fused_kernels, on_tp_group(x.tp_overlap, x.tp), ctx.sizes, x.tp};
   Lowered& last = lowered_[workload];
@@ -154,11 +153,11 @@ LayerPass LayerBlockPricer::tune(const std::string& workload, const LayerShape& 
   ctx.fused_kernels = true;  // as Megatron-LM runs a kernel stage: one kernel
   ctx.fp8_gemms = x.fp8;
   const bool overlap = on_tp_group(x.tp_overlap, x.tp);
-  const std::vector<model::Schedule>& all = schedules(workload, x, overlap);
+  const sim::ScheduleList& all = schedules(workload, x, overlap);
   sim::TuneOptions no_analytic;
   no_analytic.analytic = false;  // a pass reads the simulated times only
   no_analytic.describe = false;
-  const sim::TuneResult r = sim::tune(all, lowered(workload, x, all, ctx), ctx, sim::predict_space(), no_analytic);
+  const sim::TuneResult r = sim::tune(all.schedules, lowered(workload, x, all, ctx), ctx, sim::predict_space(), no_analytic);
   if (r.ranked.empty()) throw InternalError("the tuner ranked no schedule of the " + workload + " workload");
   auto compute_of = [](const sim::Candidate& c) {
     LayerPass p;

@@ -34,6 +34,7 @@
 #include "plan/step_plan.h"
 #include "sim/context.h"
 #include "sim/topology.h"
+#include "sim/tuner.h"
 #include "step/moe_block.h"
 #include "step/spec.h"
 
@@ -127,18 +128,17 @@ class LayerBlockPricer {
                          int, std::int64_t, std::int64_t, bool, bool, bool>;
   struct Programs {
     std::vector<model::Schedule> bases;  // model::enumerate_schedules
-    std::optional<std::vector<model::Schedule>> all;  // with their kernel choices: made when first asked for
-    std::vector<model::Schedule> unoverlapped;
+    std::optional<sim::ScheduleList> all;  // with their kernel choices: made when first asked for
+    sim::ScheduleList unoverlapped;
   };
-  [[nodiscard]] const std::vector<model::Schedule>& schedules(const std::string& workload, const LayerShape& x,
-                                                              bool overlap);
+  [[nodiscard]] const sim::ScheduleList& schedules(const std::string& workload, const LayerShape& x, bool overlap);
   [[nodiscard]] LayerPass tune(const std::string& workload, const LayerShape& x);
   // The schedules of `workload` lowered at `x`'s sizes, tp, dtype and kernels:
   // the last shape's kept per workload, so that the shape's twin in the other
   // GEMM precision (fp8 changes the pricing, not the plans; the search tries
   // the two one after the other) is not lowered again.
   [[nodiscard]] std::vector<plan::StepPlan>& lowered(const std::string& workload, const LayerShape& x,
-                                                          const std::vector<model::Schedule>& schedules,
+                                                          const sim::ScheduleList& schedules,
                                                           const sim::Context& ctx);
 
   sim::Topology topology_;

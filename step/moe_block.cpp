@@ -65,8 +65,7 @@ model::Bindings moe_bindings(const MoeShape& x) {
 
 MoeBlockPricer::MoeBlockPricer(const sim::Topology& t) : topology_(t) {}
 
-const std::vector<model::Schedule>& MoeBlockPricer::schedules(const std::string& workload,
-                                                              model::DType d) {
+const sim::ScheduleList& MoeBlockPricer::schedules(const std::string& workload, model::DType d) {
   const auto key = std::make_pair(workload, int(d));
   auto it = programs_.find(key);
   if (it == programs_.end()) {
@@ -76,7 +75,7 @@ const std::vector<model::Schedule>& MoeBlockPricer::schedules(const std::string&
       if (unoverlapped(s)) ss.push_back(std::move(s));
     if (ss.empty())
       throw InternalError("the " + workload + " workload enumerates no unoverlapped schedule");
-    it = programs_.emplace(key, std::move(ss)).first;
+    it = programs_.emplace(key, sim::share_programs(std::move(ss))).first;
   }
   return it->second;
 }
@@ -89,9 +88,9 @@ MoePass MoeBlockPricer::tune(const std::string& workload, const MoeShape& x) {
   sim::TuneOptions times_only;  // a pass reads the simulated times only
   times_only.analytic = false;
   times_only.describe = false;
-  const std::vector<model::Schedule>& all = schedules(workload, x.dtype);
+  const sim::ScheduleList& all = schedules(workload, x.dtype);
   std::vector<plan::StepPlan> lowered = sim::lower_unchunked(all, ctx);
-  const sim::TuneResult r = sim::tune(all, lowered, ctx, sim::predict_space(), times_only);
+  const sim::TuneResult r = sim::tune(all.schedules, lowered, ctx, sim::predict_space(), times_only);
   if (r.ranked.empty())
     throw InternalError("the tuner ranked no schedule of the " + workload + " workload");
   const auto compute_of = [](const sim::Candidate& c) {

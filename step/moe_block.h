@@ -23,6 +23,7 @@
 
 #include "model/schedule.h"
 #include "sim/topology.h"
+#include "sim/tuner.h"
 #include "step/spec.h"
 
 namespace coconet::step {
@@ -75,12 +76,11 @@ class MoeBlockPricer {
   [[nodiscard]] int tuned() const { return int(cache_.size()); }
 
  private:
-  [[nodiscard]] const std::vector<model::Schedule>& schedules(const std::string& workload,
-                                                              model::DType d);
+  [[nodiscard]] const sim::ScheduleList& schedules(const std::string& workload, model::DType d);
   [[nodiscard]] MoePass tune(const std::string& workload, const MoeShape& x);
 
   sim::Topology topology_;
-  std::map<std::pair<std::string, int>, std::vector<model::Schedule>> programs_;
+  std::map<std::pair<std::string, int>, sim::ScheduleList> programs_;
   std::map<decltype(MoeShape{}.key()), MoeBlock> cache_;
 };
 

@@ -136,7 +136,7 @@ Case workload_case(const std::string& workload, const std::string& schedule) {
     if (!op.fused) continue;
     exec::testing::DryBackend dry(0, 1, plan::cuda_capabilities());
     dry.set_groups(1);
-    exec::RankValues values(plan.program, sizes, 1, 0, 0, exec::fused_scratch_values(plan));
+    exec::RankValues values(*plan.program, sizes, 1, 0, 0, exec::fused_scratch_values(plan));
     values.allocate(dry);
     const auto calls = exec::build_fused_calls(dry, plan, op, values);
     std::string why = "no call";

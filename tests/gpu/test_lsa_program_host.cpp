@@ -246,7 +246,7 @@ TEST(LsaFusedCall, TheBuildersCallsForAdamAndSgdTakeIt) {
       for (int position : {0, 1}) {
         exec::testing::DryBackend dry(position, 2, plan::cuda_capabilities());
         dry.set_groups(1);
-        exec::RankValues values(plan.program, {{"N", 37}}, 2, 0, position,
+        exec::RankValues values(*plan.program, {{"N", 37}}, 2, 0, position,
                                 exec::fused_scratch_values(plan));
         values.allocate(dry);
         const auto calls = exec::build_fused_calls(dry, plan, only_fused_op(plan), values);
@@ -288,7 +288,7 @@ TEST(LsaFusedCall, EveryPositionDecidesAlike) {
         for (int position : {0, 1}) {
           exec::testing::DryBackend dry(position, 2, plan::cuda_capabilities());
           dry.set_groups(1);
-          exec::RankValues values(plan.program, sizes, 2, 0, position,
+          exec::RankValues values(*plan.program, sizes, 2, 0, position,
                                   exec::fused_scratch_values(plan));
           values.allocate(dry);
           for (const auto& call : exec::build_fused_calls(dry, plan, op, values).chunks) {

@@ -68,7 +68,7 @@ LaunchList simulated(plan::StepPlan p, const sim::Context& ctx, int group) {
 // Elements of an op's calls on a rank, all chunks together: its part of the op's value.
 std::int64_t expected_elements(const plan::StepPlan& p, const plan::Op& op,
                                const std::map<std::string, plan::ValueView>& v) {
-  const model::Stmt& s = *p.program.find_stmt(op.fused ? op.fused->head : op.stmts.front());
+  const model::Stmt& s = *p.program->find_stmt(op.fused ? op.fused->head : op.stmts.front());
   switch (op.cls) {
     case plan::OpClass::elementwise: return v.at(s.name).local_numel();
     case plan::OpClass::matmul: return v.at(s.name).local_numel();
@@ -93,7 +93,7 @@ std::string compare(const plan::StepPlan& p, const std::vector<RanLaunch>& ran, 
   if (launches_of(ran) != want)
     diff += fmt::format("rank ({},{}) issued {} launches, the plan has {}\n", group, position, ran.size(), want.size());
   if (simulated(p, ctx, group) != want) diff += fmt::format("the simulator's tasks for group {} differ\n", group);
-  const auto views = plan::rank_views(p.program, p.sizes, p.ranks_per_group, {group, position});
+  const auto views = plan::rank_views(*p.program, p.sizes, p.ranks_per_group, {group, position});
   std::map<int, std::int64_t> elements;
   for (const auto& r : ran) {
     for (auto e : r.elements) elements[r.op] += e;
@@ -118,8 +118,8 @@ std::string compare_bytes(const plan::StepPlan& p, const std::vector<RanLaunch>&
   for (const auto& r : ran) {
     const plan::Op& op = p.op(r.op);
     if (op.cls != plan::OpClass::collective) continue;
-    const model::Stmt& s = *p.program.find_stmt(op.stmts.front());
-    const double elem = model::bytes_of(p.program.type_of(s.operands.front()).dtype);
+    const model::Stmt& s = *p.program->find_stmt(op.stmts.front());
+    const double elem = model::bytes_of(p.program->type_of(s.operands.front()).dtype);
     for (auto e : r.elements) bytes[r.op] += double(e) * elem;
   }
   std::string diff;
@@ -128,7 +128,7 @@ std::string compare_bytes(const plan::StepPlan& p, const std::vector<RanLaunch>&
     const plan::Op& op = p.op(id);
     const double priced = op.work.collectives.front().bytes;
     const model::OpKind k = op.work.collectives.front().op;
-    const double x_rows = double(model::eval_shape(p.program.type_of(op.stmts.front()).shape, p.sizes).at(0));
+    const double x_rows = double(model::eval_shape(p.program->type_of(op.stmts.front()).shape, p.sizes).at(0));
     bool ok = priced == ran_bytes;
     if (k == model::OpKind::allgather) ok = priced == ran_bytes * ranks;
     if (k == model::OpKind::reducescatter) ok = std::fmod(x_rows, ranks) != 0 ? priced >= ran_bytes : priced == ran_bytes;

@@ -152,6 +152,33 @@ TEST(Tuner, TimesOnlyRankAndTimeAsTheFullTuning) {
   EXPECT_TRUE(described);  // the full tuning does describe its stages
 }
 
+// Plans lowered from a ScheduleList at two sizes point at the list's
+// programs (no copy per plan) and tune as plans lowered with their own copy.
+TEST(Tuner, PlansOfAScheduleListShareItsPrograms) {
+  const model::Program p = workload("megatron_mlp");
+  const ScheduleList list = share_programs(model::enumerate_schedules(p));
+  ASSERT_EQ(list.programs.size(), list.schedules.size());
+  for (const std::int64_t b : {p.params.at("B"), 2 * p.params.at("B")}) {
+    model::Bindings sizes = p.params;
+    sizes["B"] = b;
+    const Context ctx{load_topology("dgx-h100", {{"nodes", "1"}}), 8, sizes};
+    std::vector<plan::StepPlan> shared = lower_unchunked(list, ctx);
+    std::vector<plan::StepPlan> own = lower_unchunked(list.schedules, ctx);
+    ASSERT_EQ(shared.size(), list.schedules.size());
+    for (std::size_t i = 0; i < shared.size(); ++i) {
+      EXPECT_EQ(shared[i].program.get(), list.programs[i].get()) << list.schedules[i].name();
+      EXPECT_NE(own[i].program.get(), list.programs[i].get()) << list.schedules[i].name();
+    }
+    const TuneResult a = tune(list.schedules, shared, ctx, predict_space());
+    const TuneResult c = tune(list.schedules, own, ctx, predict_space());
+    ASSERT_EQ(a.ranked.size(), c.ranked.size());
+    for (std::size_t i = 0; i < a.ranked.size(); ++i) {
+      EXPECT_EQ(a.ranked[i].name, c.ranked[i].name);
+      EXPECT_EQ(a.ranked[i].time_us, c.ranked[i].time_us) << a.ranked[i].name;
+    }
+  }
+}
+
 // A space none of whose settings applies (NVLS alone across 16 nodes, which
 // NVLS does not reach) prices no schedule: each is ranked, unpriced, at an
 // infinite time, and the first is one of them (the ranking used to rotate
