@@ -640,7 +640,7 @@ namespace {
 // micro-batch's chunks and the pp - 1 of the fill and the drain: pp_p2p_us);
 // what else the span holds beyond the slowest stage's m micro-batches is the
 // bubble. Then the step time and the rates over it.
-void set_span(StepReport& r, double span_us) {
+void set_span(StepReport& r, const ModelSpec& s, double span_us) {
   Breakdown& b = r.breakdown;
   const Layout& l = r.layout;
   r.pipeline_span_us = span_us;
@@ -651,7 +651,7 @@ void set_span(StepReport& r, double span_us) {
   r.hardware_tflops_per_gpu = r.hardware_flops * per_gpu_tflops;
   r.eq3_tflops_per_gpu = r.eq3_flops * per_gpu_tflops;
   r.mfu = r.peak_tflops > 0 ? r.model_tflops_per_gpu / r.peak_tflops : 0.0;
-  r.tokens_per_s = double(r.spec.training.global_batch) * double(r.spec.model.sequence) / (r.step_us * kSecondsPerUs);
+  r.tokens_per_s = double(s.training.global_batch) * double(s.model.sequence) / (r.step_us * kSecondsPerUs);
 }
 
 }  // namespace
@@ -660,7 +660,7 @@ void lay_out_pipeline(StepReport& r) {
   if (r.pipeline_laid_out) return;
   const Layout& l = r.layout;
   const ChunkSteps steps = chunk_steps(r);
-  set_span(r, span_us(stage_orders(r.spec.parallel.schedule, l.pp, l.virtual_stages, int(l.micro_batches)),
+  set_span(r, r.spec, span_us(stage_orders(r.spec.parallel.schedule, l.pp, l.virtual_stages, int(l.micro_batches)),
                       l.virtual_stages, int(l.micro_batches), steps.fwd, steps.bwd));
   r.pipeline_laid_out = true;
 }
@@ -673,10 +673,17 @@ StepReport predict_step(const ModelSpec& s, const sim::Topology& t, DpBlockPrice
 
 StepReport predict_step_bound(const ModelSpec& s, const sim::Topology& t, DpBlockPricer* dp,
                               LayerBlockPricer* layer_pricer) {
-  StepReport r;
-  r.spec = s;
-  r.topology = t.name;
   const Layout l = resolve_layout(s, t);
+  StepReport r = predict_step_bound(s, SizedLayout{l, memory_per_gpu(s, l, t)}, t, dp, layer_pricer);
+  r.spec = s;
+  return r;
+}
+
+StepReport predict_step_bound(const ModelSpec& s, const SizedLayout& sized, const sim::Topology& t, DpBlockPricer* dp,
+                              LayerBlockPricer* layer_pricer) {
+  StepReport r;
+  r.topology = t.name;
+  const Layout& l = sized.layout;
   r.layout = l;
   const bool sp = sequence_parallel_on(s.parallel, l);
   const Shapes x = shapes_of(s, l);
@@ -769,8 +776,9 @@ StepReport predict_step_bound(const ModelSpec& s, const sim::Topology& t, DpBloc
   // A cpu topology's rates are calibrated achieved rates, not a peak: no MFU.
   if (t.device == sim::Device::gpu)
     r.peak_tflops = s.training.fp8 && t.gpu.tflops_fp8 ? *t.gpu.tflops_fp8 : t.gpu.gemm_tflops(s.training.dtype);
-  set_span(r, span_lower_bound_us(l.pp, l.virtual_stages, int(l.micro_batches), steps.fwd, steps.bwd));
-  r.memory = memory_per_gpu(s, l, t, tuned.fwd.flash_attention ? AttentionMemory::flash : AttentionMemory::scores);
+  set_span(r, s, span_lower_bound_us(l.pp, l.virtual_stages, int(l.micro_batches), steps.fwd, steps.bwd));
+  const AttentionMemory kept = tuned.fwd.flash_attention ? AttentionMemory::flash : AttentionMemory::scores;
+  r.memory = kept == allowed_attention_memory(s) ? sized.allowed_memory : memory_per_gpu(s, l, t, kept);
   return r;
 }
 

@@ -171,6 +171,18 @@ struct ChunkSteps {
 // and lays out only those that can still win.
 [[nodiscard]] StepReport predict_step_bound(const ModelSpec& s, const sim::Topology& t, DpBlockPricer* dp = nullptr,
                                             LayerBlockPricer* layers = nullptr);
+// What a search knows of a layout before pricing it: resolve_layout(s, t) and
+// memory_per_gpu(s, layout, t) (the attention the model allows).
+struct SizedLayout {
+  Layout layout;
+  Memory allowed_memory;
+};
+// predict_step_bound of a layout the caller resolved and sized: neither is
+// done again (the memory is the one given when the tuner's attention is the
+// one allowed), and the report's spec is left empty (a search keeps the step
+// time and memory of a bound; the reports it returns are predict_step's).
+[[nodiscard]] StepReport predict_step_bound(const ModelSpec& s, const SizedLayout& sized, const sim::Topology& t,
+                                            DpBlockPricer* dp, LayerBlockPricer* layers);
 // Lays out a bound report's pipeline: it becomes predict_step's report.
 void lay_out_pipeline(StepReport& r);
 

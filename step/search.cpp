@@ -100,11 +100,12 @@ void try_layout(const Choice& c, const ModelSpec& s, const sim::Topology& t, Pri
     ++res.evaluated;
     // The check before pricing assumes the attention keeping the least the
     // model allows; the priced report sizes the one the tuner chose.
-    if (!memory_per_gpu(s, l, t).fits()) {
+    const SizedLayout sized{l, memory_per_gpu(s, l, t)};
+    if (!sized.allowed_memory.fits()) {
       ++res.over_memory;
       return;
     }
-    const StepReport r = predict_step_bound(s, t, &pricers.dp, &pricers.layers);
+    const StepReport r = predict_step_bound(s, sized, t, &pricers.dp, &pricers.layers);
     if (!r.memory.fits()) {
       ++res.over_memory;
       return;

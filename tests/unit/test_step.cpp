@@ -244,6 +244,44 @@ TEST(StepSearch, TheBoundedStepIsNeverSlowerAndTheSearchIsExact) {
   for (std::size_t k = 0; k < r.best.size(); ++k) EXPECT_DOUBLE_EQ(r.best[k].step_us, full.best[k].step_us) << k;
 }
 
+// A layout the search resolved and sized before pricing (SizedLayout) bounds
+// as predict_step_bound does from the spec alone, rates and memory included,
+// with either attention the model allows; only the spec is left out.
+TEST(StepSearch, ASizedLayoutBoundsAsTheSpecAlone) {
+  const sim::Topology t = a100(1);
+  DpBlockPricer dp(t);
+  LayerBlockPricer layers(t);
+  int priced = 0;
+  for (const char* attention : {"flash", "materialised"})
+    for (int pp : {1, 2})
+      for (const char* rc : {"none", "full"}) {
+        const ModelSpec s = parse_model(kSmall, "small.yaml",
+                                        {{"training.attention", attention}, {"parallel.tp", "2"},
+                                         {"parallel.pp", std::to_string(pp)}, {"parallel.recompute", rc}});
+        const Layout l = resolve_layout(s, t);
+        const StepReport plain = predict_step_bound(s, t, &dp, &layers);
+        const StepReport sized = predict_step_bound(s, SizedLayout{l, memory_per_gpu(s, l, t)}, t, &dp, &layers);
+        const std::string where = std::string(attention) + " pp " + std::to_string(pp) + " " + rc;
+        EXPECT_EQ(sized.step_us, plain.step_us) << where;
+        EXPECT_EQ(sized.tokens_per_s, plain.tokens_per_s) << where;
+        EXPECT_EQ(sized.mfu, plain.mfu) << where;
+        // The rates and memory against what they are made of, not against the
+        // plain bound alone (which prices through the sized one).
+        EXPECT_DOUBLE_EQ(sized.tokens_per_s,
+                         double(s.training.global_batch) * double(s.model.sequence) / (sized.step_us * 1e-6))
+            << where;
+        const bool flash = layers.price(step_layer_shape(s, l)).fwd.flash_attention;
+        const Memory want = memory_per_gpu(s, l, t, flash ? AttentionMemory::flash : AttentionMemory::scores);
+        EXPECT_EQ(sized.memory.total_GB(), want.total_GB()) << where;
+        EXPECT_EQ(plain.memory.total_GB(), want.total_GB()) << where;
+        EXPECT_EQ(sized.memory.fits(), want.fits()) << where;
+        EXPECT_EQ(plain.spec.name, s.name) << where;
+        EXPECT_TRUE(sized.spec.name.empty()) << where;
+        ++priced;
+      }
+  EXPECT_EQ(priced, 8);
+}
+
 TEST(StepSearch, PrecisionIsSearchedWhereTheGpuHasAnFp8Rate) {
   const ModelSpec base = parse_model(kSmall, "small.yaml", {{"training.dtype", "bf16"}});
   SearchOptions o;
