@@ -41,8 +41,26 @@ double gemm_operands_us(double bytes, double operand_GBps) {
   return operand_GBps > 0 && std::isfinite(operand_GBps) ? bytes / (operand_GBps * kBytesPerGBpsUs) : 0.0;
 }
 
+double ArithmeticTerms::us(const GpuSpec& g) const {
+  double us = base_us;
+  for (int k = 0; k < model::kCostlyOps; ++k) us += per_weight_us[std::size_t(k)] * g.op_flops(model::CostlyOp(k));
+  return us;
+}
+
+ArithmeticTerms elementwise_arithmetic(const Topology& t, double flops, const CostlyCounts& costly) {
+  const double flops_per_us = t.gpu.tflops_f32 * kFlopsPerTflopsUs;
+  ArithmeticTerms a;
+  a.base_us = flops / flops_per_us;
+  for (int k = 0; k < model::kCostlyOps; ++k) a.per_weight_us[std::size_t(k)] = costly[std::size_t(k)] / flops_per_us;
+  return a;
+}
+
+double elementwise_body_us(const Topology& t, double hbm_bytes, const ArithmeticTerms& arithmetic) {
+  return std::max(hbm_bytes / (t.gpu.hbm_effective_GBps() * kBytesPerGBpsUs), arithmetic.us(t.gpu));
+}
+
 double elementwise_body_us(const Topology& t, double hbm_bytes, double flops) {
-  return roofline_us(hbm_bytes, t.gpu.hbm_effective_GBps() * kBytesPerGBpsUs, flops, t.gpu.tflops_f32 * kFlopsPerTflopsUs);
+  return elementwise_body_us(t, hbm_bytes, elementwise_arithmetic(t, flops));
 }
 
 std::int64_t gemm_tiles(const Topology& t, const GemmShape& g) {

@@ -4,6 +4,7 @@
 // reductions (bytes read). Each kernel pays one launch.
 #pragma once
 
+#include <array>
 #include <cstdint>
 
 #include "model/types.h"
@@ -40,7 +41,24 @@ struct GemmShape {
 // (gpu.gemm_operand_GBps, the cpu backend's); 0 when it is not finite and positive.
 [[nodiscard]] double gemm_operands_us(double bytes, double operand_GBps);
 
-// Time of the kernel body (no launch): max(bytes over HBM, FLOPs over f32 peak).
+// Counts of each costly operation (model::CostlyOp) an element-wise kernel performs.
+using CostlyCounts = std::array<double, model::kCostlyOps>;
+
+// An element-wise kernel's arithmetic time as terms linear in the costly
+// operations' weights (gpu.op_flops, in FLOPs at the f32 rate):
+// us(gpu) = base_us + sum over k of per_weight_us[k] x gpu.op_flops(k).
+// The simulator prices a kernel's arithmetic with it; calibration fits the
+// weights to these same terms (validation/calibrate.h fit_op_flops).
+struct ArithmeticTerms {
+  double base_us = 0;            // the kernel's own FLOPs
+  CostlyCounts per_weight_us{};  // each costly operation's count, per FLOP of its weight
+  [[nodiscard]] double us(const GpuSpec& g) const;
+};
+[[nodiscard]] ArithmeticTerms elementwise_arithmetic(const Topology& t, double flops, const CostlyCounts& costly = {});
+
+// Time of the kernel body (no launch): max(bytes over HBM, its arithmetic).
+[[nodiscard]] double elementwise_body_us(const Topology& t, double hbm_bytes, const ArithmeticTerms& arithmetic);
+// The same for plain FLOPs at the f32 rate (no costly operations).
 [[nodiscard]] double elementwise_body_us(const Topology& t, double hbm_bytes, double flops);
 // A GEMM's tensor-core peak: gpu.tflops.fp8 for an FP8 GEMM (a UserError
 // when the topology states none), else the rate of its dtype.

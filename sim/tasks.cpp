@@ -54,12 +54,12 @@ std::string chunk_name(const std::string& code, int chunk, int chunks) {
   return chunks > 1 ? fmt::format("{} [{}/{}]", code, chunk + 1, chunks) : code;
 }
 
-// An element-wise op's arithmetic and its costly operations at the
-// topology's weights (gpu.op_flops), in FLOPs.
-double weighted_flops(const Topology& t, const plan::Work& w) {
-  double f = w.flops;
-  for (int k = 0; k < model::kCostlyOps; ++k) f += w.costly[std::size_t(k)] * t.gpu.op_flops(model::CostlyOp(k));
-  return f;
+// `share` of an element-wise op's arithmetic and costly operations (priced
+// at the topology's weights, gpu.op_flops).
+ArithmeticTerms arithmetic(const Topology& t, const plan::Work& w, double share) {
+  CostlyCounts costly;
+  for (std::size_t k = 0; k < costly.size(); ++k) costly[k] = w.costly[k] * share;
+  return elementwise_arithmetic(t, w.flops * share, costly);
 }
 
 bool computes(const plan::Work& w) {
@@ -74,7 +74,7 @@ Task elementwise_task(const plan::Work& w, const Context& ctx, double share, int
   k.is_compute = true;
   k.latency_us = calls * t.gpu.launch_us + (w.norm_across_group ? scalar_allreduce_us(ctx) : 0.0);
   const double bytes = w.hbm_bytes * share;
-  k.work_us = elementwise_body_us(t, bytes, weighted_flops(t, w) * share);
+  k.work_us = elementwise_body_us(t, bytes, arithmetic(t, w, share));
   k.demand_GBps[int(Resource::hbm)] = demand(bytes, k.work_us, capacity_GBps(ctx, Resource::hbm));
   const bool math_bound = k.work_us > transfer_us(bytes, t.gpu.hbm_effective_GBps()) * (1 + 1e-9);
   if (describe)
@@ -151,7 +151,7 @@ Task kernel_task(const plan::Kernel& kn, const Context& ctx, double share, bool 
 // shared with the collective's (the bound below).
 double fused_compute_us(const Topology& t, const plan::Work& w, double share) {
   if (!computes(w)) return 0.0;
-  return elementwise_body_us(t, w.hbm_bytes * share, weighted_flops(t, w) * share);
+  return elementwise_body_us(t, w.hbm_bytes * share, arithmetic(t, w, share));
 }
 
 // What a fused op's form calls besides its collectives and one kernel per

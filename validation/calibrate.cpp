@@ -34,6 +34,7 @@
 
 #include "model/error.h"
 #include "model/schedule.h"
+#include "sim/compute.h"
 #include "sim/simulator.h"
 #include "sim/context.h"
 #include "sim/units.h"
@@ -220,11 +221,11 @@ Fitted fit_samples(const std::vector<MicroSample>& samples, const std::optional<
   for (const auto& s : samples)
     if (s.kind == MicroKind::elementwise) ew.push_back({s.bytes, s.flops, s.measured_us});
   f.elementwise = fit_elementwise(ew);
-  f.step_sync_us = fit_step_sync(samples, f.elementwise.launch_us);
-  const std::vector<CollectiveSample> cs = collective_samples(samples, f.step_sync_us);
   f.gemm_f16 = gemm_fit(samples, model::DType::f16, f.elementwise.launch_us);
   f.gemm_bf16 = gemm_fit(samples, model::DType::bf16, f.elementwise.launch_us);
   f.gemm_f32 = gemm_fit(samples, model::DType::f32, f.elementwise.launch_us);
+  f.step_sync_us = fit_step_sync(samples, f);
+  const std::vector<CollectiveSample> cs = collective_samples(samples, f.step_sync_us);
   if (!cs.empty())
     f.collectives = fit_collective_regimes(cs, limit ? std::optional(limit->bytes) : std::nullopt,
                                            limit ? limit->source : "");
@@ -239,28 +240,50 @@ Fitted fit_samples(const std::vector<MicroSample>& samples, const std::optional<
   return f;
 }
 
-double fit_step_sync(const std::vector<MicroSample>& samples, double launch_us) {
-  std::vector<double> saved;
+double fit_step_sync(const std::vector<MicroSample>& samples, const Fitted& f) {
+  const auto first = std::find_if(samples.begin(), samples.end(), [](const MicroSample& s) { return s.kind == MicroKind::paired; });
+  if (first == samples.end()) return 0.0;
+  // How many times the simulator charges nccl.step_sync_us in a sample: its
+  // time with the charge at 1 us less its time without. The collectives'
+  // constants are not fitted yet and do not change the count.
+  Fitted placeholder = f;
+  placeholder.collectives = {};
+  placeholder.collectives.small = {0.0, 0.0, bounded(f.elementwise.GBps), kUncappedGBps};
+  placeholder.step_sync_us = 0.0;
+  sim::Topology t = sim::parse_topology(topology_yaml(placeholder, CalibrateOptions{}, "cpu", first->ranks),
+                                        "<step-sync fit>");
+  const auto charges = [&](const MicroSample& s) {
+    t.nccl.step_sync_us = 0.0;
+    const double without = simulate_sample(s, t);
+    t.nccl.step_sync_us = 1.0;
+    return simulate_sample(s, t) - without;
+  };
   // The f16 `op` of the same N measured alone.
-  const auto alone = [&](const std::string& op, const MicroSample& pair) -> std::optional<double> {
+  const auto alone = [&](const std::string& op, const MicroSample& pair) -> const MicroSample* {
     for (const auto& s : samples)
       if (s.kind == MicroKind::collective && s.op == op && s.label.rfind(op + " f16 ", 0) == 0 &&
           s.sizes.at("N") == pair.sizes.at("N"))
-        return s.measured_us;
-    return std::nullopt;
+        return &s;
+    return nullptr;
   };
+  // Each alone pays the charge as often as the pair does, or more: what the
+  // two cost alone beyond the pair is the charges they pay beyond it.
+  std::vector<double> per_charge;
   for (const auto& s : samples) {
     if (s.kind != MicroKind::paired) continue;
-    const auto rs = alone("reducescatter", s);
-    const auto ag = alone("allgather", s);
-    if (rs && ag) saved.push_back(*rs + *ag - s.measured_us);
+    const MicroSample* rs = alone("reducescatter", s);
+    const MicroSample* ag = alone("allgather", s);
+    if (!rs || !ag) continue;
+    const double extra = charges(*rs) + charges(*ag) - charges(s);
+    if (extra > 0) per_charge.push_back((rs->measured_us + ag->measured_us - s.measured_us) / extra);
   }
-  if (saved.empty()) return 0.0;
-  double sync = std::max(0.0, median_interval(saved).median);
+  if (per_charge.empty()) return 0.0;
+  double sync = std::max(0.0, median_interval(per_charge).median);
   // A call within a step still costs at least a launch: on a loaded machine
   // the pairs can claim more than the cheapest collective alone took.
   for (const auto& s : samples)
-    if (s.kind == MicroKind::collective) sync = std::min(sync, std::max(0.0, s.measured_us - launch_us));
+    if (s.kind == MicroKind::collective)
+      sync = std::min(sync, std::max(0.0, s.measured_us - f.elementwise.launch_us));
   return sync;
 }
 
@@ -271,7 +294,11 @@ double fit_step_sync(const std::vector<MicroSample>& samples, double launch_us) 
 // says nothing of the weight but that it is not negative; left in, it pulled
 // the norm's weight from 0.47 to 0.38 FLOPs, its largest kernel 29% low.
 void fit_op_flops(const std::vector<MicroSample>& samples, Fitted& f) {
-  const double us_per_flop = 1.0 / (bounded(f.elementwise.GFLOPs) * sim::kFlopsPerGflopsUs);
+  const auto first = std::find_if(samples.begin(), samples.end(), [](const MicroSample& s) { return s.kind == MicroKind::costly; });
+  if (first == samples.end()) return;
+  // The topology of the fit so far: the simulator's arithmetic terms at its rate and launch.
+  const sim::Topology t =
+      sim::parse_topology(topology_yaml(f, CalibrateOptions{}, "cpu", first->ranks), "<costly-operation fit>");
   for (int k = 0; k < model::kCostlyOps; ++k) {
     std::vector<std::vector<double>> features;
     std::vector<double> measured, known;
@@ -279,9 +306,10 @@ void fit_op_flops(const std::vector<MicroSample>& samples, Fitted& f) {
     for (const auto& s : samples) {
       if (s.kind != MicroKind::costly || s.costly[std::size_t(k)] <= 0) continue;
       sampled = true;
-      const double rest = f.elementwise.launch_us + s.flops * us_per_flop;
+      const sim::ArithmeticTerms terms = sim::elementwise_arithmetic(t, s.flops, s.costly);
+      const double rest = t.gpu.launch_us + terms.base_us;
       if (s.measured_us <= rest) continue;
-      features.push_back({s.costly[std::size_t(k)] * us_per_flop});
+      features.push_back({terms.per_weight_us[std::size_t(k)]});
       known.push_back(rest);
       measured.push_back(s.measured_us);
     }

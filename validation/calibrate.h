@@ -115,15 +115,18 @@ struct OverlapFit {
 void fit_copy(const std::vector<MicroSample>& samples, Fitted& f);
 
 // nccl.step_sync_us from the paired microbenchmarks and the single ones of
-// the same sizes (Fitted::step_sync_us), never so much that a collective
-// microbenchmark less it would cost less than `launch_us` (a loaded machine
-// can make the pairs claim more than the cheapest collective alone took).
-[[nodiscard]] double fit_step_sync(const std::vector<MicroSample>& samples, double launch_us);
+// the same sizes (Fitted::step_sync_us, after the element-wise and GEMM fits): what
+// the two alone took beyond the pair, per charge of it the simulator counts
+// beyond the pair's, never so much that a collective microbenchmark less it
+// would cost less than the fitted launch (a loaded machine can make the
+// pairs claim more than the cheapest collective alone took).
+[[nodiscard]] double fit_step_sync(const std::vector<MicroSample>& samples, const Fitted& f);
 
 // gpu.op_flops into `f` (after the element-wise fit): for each costly
-// operation, w in t = launch + (flops + w x count) / rate by least squares on
-// relative error over its kernels (MicroKind::costly), which its cost makes
-// compute-bound.
+// operation, its weight w in t = launch + the simulator's arithmetic terms
+// (sim::elementwise_arithmetic: base + w x its term) at the fitted rate, by
+// least squares on relative error over its kernels (MicroKind::costly),
+// which its cost makes compute-bound.
 void fit_op_flops(const std::vector<MicroSample>& samples, Fitted& f);
 
 struct Calibration {
