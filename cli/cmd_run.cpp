@@ -392,14 +392,16 @@ void print_header(const std::vector<Printed>& rows, const RunArgs& a, int ranks,
 // The knob columns: one text column in the table, one column per knob in CSV
 // ("-" for those the backend does not apply).
 std::vector<std::string> knob_columns(Format f) {
-  if (f == Format::csv) return {"chunks", "algo", "proto", "channels"};
+  if (f == Format::csv) return {"chunks", "algo", "proto", "channels", "overlap"};
   return {"knobs"};
 }
 
 std::vector<Cell> knob_cells(const model::Knobs& k, const std::string& backend, Format f) {
   if (f != Format::csv) return {knobs_text(k, backend)};
-  if (backend != "cuda") return {std::int64_t(k.chunks), std::string("-"), std::string("-"), std::string("-")};
-  return {std::int64_t(k.chunks), model::to_string(k.algo), model::to_string(k.proto), std::int64_t(k.channels)};
+  if (backend != "cuda")
+    return {std::int64_t(k.chunks), std::string("-"), std::string("-"), std::string("-"), model::to_string(k.overlap)};
+  return {std::int64_t(k.chunks), model::to_string(k.algo), model::to_string(k.proto), std::int64_t(k.channels),
+          model::to_string(k.overlap)};
 }
 
 void print_rows(const std::vector<Printed>& rows, const RunArgs& a, int ranks, int nodes) {

@@ -57,7 +57,8 @@ nlohmann::json workload_json(const model::Program& p, const std::vector<model::S
 void add_schedule_rows(Table& t, const model::Program& p, const std::vector<model::Schedule>& schedules) {
   for (const auto& s : schedules)
     t.add({p.name, s.name(), std::int64_t(s.stages.size()), std::int64_t(s.knobs.chunks),
-           model::to_string(s.knobs.algo), model::to_string(s.knobs.proto), std::int64_t(s.knobs.channels)});
+           model::to_string(s.knobs.algo), model::to_string(s.knobs.proto), std::int64_t(s.knobs.channels),
+             model::to_string(s.knobs.overlap)});
 }
 
 void print_text(const model::Program& p, const std::vector<model::Schedule>& schedules) {
@@ -70,7 +71,7 @@ void print_text(const model::Program& p, const std::vector<model::Schedule>& sch
 // Every named workload in the chosen format: text blocks, one CSV, or one
 // coconet.show/1 object whose "workloads" lists them.
 void show_all(const std::vector<std::string>& names, const std::vector<std::string>& sets, Format f) {
-  Table csv{{"workload", "schedule", "stages", "chunks", "algo", "proto", "channels"}};
+  Table csv{{"workload", "schedule", "stages", "chunks", "algo", "proto", "channels", "overlap"}};
   nlohmann::json workloads = nlohmann::json::array();
   for (const auto& name : names) {
     const model::Program p = load_workload(name, sets);
@@ -138,7 +139,7 @@ nlohmann::json plan_json(const plan::StepPlan& p) {
                      {"fused", fused_json(op.fused)}});
     }
     units.push_back({{"name", u.name}, {"chunks", u.chunks}, {"slice_mode", u.slice_mode}, {"as_parts", u.as_parts},
-                     {"ops", ops}});
+                     {"tile", u.tile}, {"untiled", u.untiled}, {"ops", ops}});
   }
   return tagged("plan", {{"schedule", p.schedule}, {"backend", plan::to_string(p.caps.backend)},
                          {"resolved_on", p.resolved_on}, {"knobs", knobs_json(p.knobs)},

@@ -351,6 +351,21 @@ TEST_F(Cli, PredictPricesTheTiledMlpBelowItsUnoverlappedSchedule) {
   EXPECT_TRUE(contains(untileable.err, "is not a matmul then the reduce-scatter or allreduce")) << untileable.all();
 }
 
+// The plan's JSON says which units run as tiles and why a group asked to
+// does not (plan.schema.json's tile and untiled).
+TEST_F(Cli, ShowPlanJsonSaysWhichUnitsRunAsTiles) {
+  const auto tiled_units = [&](const std::string& schedule, const std::string& overlap) {
+    const json j = parsed(run({"show", "megatron_mlp", "--plan", schedule, "--overlap", overlap, "--format", "json"}));
+    EXPECT_TRUE(conforms(j, "plan")) << j.dump();
+    int tiles = 0;
+    for (const json& u : j["units"]) tiles += u["tile"].get<bool>() ? 1 : 0;
+    return tiles;
+  };
+  EXPECT_EQ(tiled_units("ol(MM,RS)-C-AG", "tile"), 1);
+  EXPECT_EQ(tiled_units("ol(MM,RS)-C-AG", "chunk"), 0);
+  EXPECT_EQ(tiled_units("MM-RS-C-AG", "tile"), 0);  // nothing overlapped: nothing to tile
+}
+
 TEST_F(Cli, PredictJson) {
   const json j = parsed(run({"predict", "adam", "--set", "N=4096", "--format", "json"}));
   ASSERT_EQ(j["points"].size(), 1u);
@@ -718,7 +733,7 @@ TEST_F(Cli, CompareClustersOnTheDefaultExperiment) {
 TEST_F(Cli, EveryCommandPrintsCsv) {
   const std::vector<std::pair<Args, std::string>> outputs = {
       {{"list"}, "kind,name"},
-      {{"show", "adam"}, "workload,schedule,stages,chunks,algo,proto,channels"},
+      {{"show", "adam"}, "workload,schedule,stages,chunks,algo,proto,channels,overlap"},
       {{"show", "adam", "--plan", "AR-C"}, "unit,op,code,class,stream,group,hbm_bytes,flops,collectives"},
       {{"predict", "adam", "--set", "N=4096"}, "workload,sizes,ranks,rank,schedule,time_us,speedup,analytic_us,"
                                                "chunks,algo,proto,channels,overlap,dominant"},
@@ -761,10 +776,10 @@ TEST_F(Cli, RunJson) {
                           "--schedule", "AR-C", "--format", "csv"});
   ASSERT_EQ(csv.code, 0) << csv.all();
   EXPECT_EQ(csv.out.substr(0, csv.out.find('\n')),
-            "workload,sizes,schedule,chunks,algo,proto,channels,median_us,min_us,max_us,stages_us,verified,"
+            "workload,sizes,schedule,chunks,algo,proto,channels,overlap,median_us,min_us,max_us,stages_us,verified,"
             "max_abs_error")
       << csv.all();
-  EXPECT_TRUE(contains(csv.out, "sgd,N=1024,AR-C,1,-,-,-,")) << csv.all();  // NCCL's knobs do not apply on cpu
+  EXPECT_TRUE(contains(csv.out, "sgd,N=1024,AR-C,1,-,-,-,chunk,")) << csv.all();  // NCCL's knobs do not apply on cpu
 }
 
 TEST_F(Cli, CalibrateJson) {
