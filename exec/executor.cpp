@@ -56,10 +56,15 @@ class OpRunner {
   std::vector<MatmulArgs> tile_block(const plan::Op& op, int chunk, std::vector<std::int64_t>& calls) {
     calls_ = &calls;
     const Stmt& s = stmt(op.stmts.front());
-    std::vector<RowRange> rs = local_ranges(values_.at(s.name), chunk, unit_.slice_mode);
-    const int p = values_.ranks_per_group();
-    if (unit_.slice_mode && static_cast<int>(rs.size()) == p)
-      std::rotate(rs.begin(), rs.begin() + (values_.position() + 1) % p, rs.end());
+    const ValueInfo& v = values_.at(s.name);
+    // In the ring's order: the slice after this rank's first, its own last
+    // (each slice a call of its own, even where two slices' rows meet).
+    std::vector<RowRange> slices = ranges(v.rows, chunk, unit_.slice_mode);
+    if (unit_.slice_mode)
+      std::rotate(slices.begin(), slices.begin() + (values_.position() + 1) % std::ssize(slices), slices.end());
+    std::vector<RowRange> rs;
+    for (const RowRange& r : slices)
+      for (const RowRange& held : plan::held_of({r}, v)) rs.push_back(held);
     return matmul_args(s, rs);
   }
 

@@ -133,6 +133,25 @@ if(COCONET_HAVE_MPI AND COCONET_MPIEXEC)
                            ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT};COCONET_TEST_FAULT=${fault}@rank1")
     endforeach()
 
+    # The same faults while the other rank is inside a tile unit (overlap:
+    # tile, whose collectives run on the comm thread, each waiting on its
+    # GEMM block): the job must still end as above, no rank left waiting on
+    # a block or a collective.
+    foreach(fault throw die hang)
+      set(regex "aborting the job")
+      set(code 3)
+      if(fault STREQUAL "die")
+        set(regex "signal|exited|killed|aborting")
+        set(code nonzero)
+      endif()
+      add_test(NAME exec.fault.tile_${fault}
+               COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mpi/expect_exit.sh ${code} "${regex}" --
+                       $<TARGET_FILE:coconet> run megatron_mlp --ranks 2 --schedule "ol(MM,RS)-C-AG" --overlap tile
+                       --set B=1 S=64 H=256 --iters 1 --timeout 3)
+      set_tests_properties(exec.fault.tile_${fault} PROPERTIES TIMEOUT 60 PROCESSORS 2
+                           ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT};COCONET_TEST_FAULT=${fault}@rank1")
+    endforeach()
+
     # A rank process SIGKILLed from outside mid-run (no hook): the job must
     # end non-zero within 5 s, coconet naming the rank, the signal and the
     # stage; Ctrl-C to coconet ends every rank within 5 s with exit 130.
@@ -144,10 +163,14 @@ if(COCONET_HAVE_MPI AND COCONET_MPIEXEC)
     add_test(NAME exec.fault.interrupt_ends_every_rank
              COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mpi/kill_rank.sh interrupt 5 2 --
                      ${COCONET_KILL_RUN} --set N=20000000 --iters 200)
+    add_test(NAME exec.fault.kill_rank_in_tiles
+             COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mpi/kill_rank.sh kill 5 2 --
+                     $<TARGET_FILE:coconet> run megatron_mlp --ranks 2 --schedule "ol(MM,RS)-C-AG" --overlap tile
+                     --warmup 0 --set B=1 S=256 H=1024 --iters 2000)
     add_test(NAME exec.fault.kill_rank_detects_a_clean_exit
              COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mpi/kill_rank.sh none 30 0 --
                      ${COCONET_KILL_RUN} --set N=1000 --iters 1)
-    set_tests_properties(exec.fault.kill_rank exec.fault.interrupt_ends_every_rank
+    set_tests_properties(exec.fault.kill_rank exec.fault.interrupt_ends_every_rank exec.fault.kill_rank_in_tiles
                          exec.fault.kill_rank_detects_a_clean_exit PROPERTIES
                          TIMEOUT 90 PROCESSORS 2 ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT}")
     set_tests_properties(exec.fault.kill_rank_detects_a_clean_exit PROPERTIES WILL_FAIL TRUE)

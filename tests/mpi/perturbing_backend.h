@@ -7,19 +7,26 @@
 // (throws, dies, or hangs) at the first allreduce, for the fault tests; or,
 // right, it makes one rank slow: kSlowKernelMs after each of its element-wise
 // kernels (a straggler, for the timing tests), and with late_and_slow also
-// kSlowKernelMs late out of every barrier (a step started late).
+// kSlowKernelMs late out of every barrier (a step started late); or its tile
+// GEMM fails at its last block (the block's output made to reach outside its
+// buffer, so the inner backend throws after the earlier blocks). It records
+// the output rows of every tile block's matmuls in the order given
+// (tile_rows), for the block-order tests.
 #pragma once
 
 #include <csignal>
 #include <memory>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include "exec/backend.h"
 
 namespace coconet::exec::testing {
 
-enum class Fault { none, perturb, wrong_gemm, perturb_alltoall, throw_error, die, hang, slow_kernels, late_and_slow };
+enum class Fault {
+  none, perturb, wrong_gemm, perturb_alltoall, throw_error, die, hang, slow_kernels, late_and_slow, throw_in_tile
+};
 inline constexpr int kSlowKernelMs = 200;  // well past a scheduler time slice (4-16 ms), which an oversubscribed collective can take
 
 class PerturbingBackend : public Backend {
@@ -53,11 +60,19 @@ class PerturbingBackend : public Backend {
     const auto second = inner_->read(View{a.out.buffer, a.out.offset + a.ldc, a.n});
     inner_->write(View{a.out.buffer, a.out.offset, a.n}, second);
   }
-  // Tiles forwarded as they are (no fault perturbs a tile GEMM).
   std::vector<Event> tile_events(int blocks) override { return inner_->tile_events(blocks); }
   void tiled_matmul(std::span<const std::vector<MatmulArgs>> b, std::span<const Event> e) override {
-    inner_->tiled_matmul(b, e);
+    std::vector<std::vector<MatmulArgs>> blocks(b.begin(), b.end());
+    for (const auto& block : blocks) {
+      tile_rows_.emplace_back();
+      for (const MatmulArgs& a : block) tile_rows_.back().push_back(a.ldc > 0 ? a.out.offset / a.ldc : 0);
+    }
+    if (fault_ == Fault::throw_in_tile && world_rank() == rank_ && !blocks.empty() && !blocks.back().empty())
+      blocks.back().front().out.offset = inner_->size_of(blocks.back().front().out.buffer);
+    inner_->tiled_matmul(blocks, e);
   }
+  // The first output row of each matmul of each tile block, in the order tiled_matmul was given them.
+  [[nodiscard]] const std::vector<std::vector<std::int64_t>>& tile_rows() const { return tile_rows_; }
   void norm(View in, View out, bool across) override { inner_->norm(in, out, across); }
   void row_reduce(View in, View out, std::int64_t inner, ReduceOp op) override {
     inner_->row_reduce(in, out, inner, op);
@@ -121,6 +136,7 @@ class PerturbingBackend : public Backend {
   int rank_;
   int kernel_;
   int calls_ = 0;
+  std::vector<std::vector<std::int64_t>> tile_rows_;
 };
 
 }  // namespace coconet::exec::testing

@@ -28,6 +28,7 @@
 #include "model/enumerate.h"
 #include "model/error.h"
 #include "model/parse.h"
+#include "plan/rows.h"
 #include "mpi_test_main.h"
 #include "fused_counting_backend.h"
 #include "gpu_check_sizes.h"
@@ -132,6 +133,65 @@ TEST(Tiles, OneGemmItsBlocksTakenByTheCollectiveAsTheyComplete) {
     const auto row = run_schedule(backend, s, sizes, refs, quick());
     EXPECT_TRUE(row.verified) << name << ": " << row.mismatch;
   }
+}
+
+// A tile GEMM's blocks follow the chunks' order (the order their collectives
+// are queued), and within a block the rank slices follow the ring's order:
+// the slice after this rank's first, its own last (the reduce-scatter's
+// first step sends the next rank's slice; its own is reduced last).
+TEST(Tiles, BlocksInChunkOrderSlicesInTheRingsOrderOwnLast) {
+  const int rank = shared_backend()->world_rank();
+  testing::PerturbingBackend backend(make_backend("cpu"), testing::Fault::none, rank);
+  const auto p = model::load_program(model::resolve_workload("megatron_mlp"));
+  backend.set_groups(p.groups());
+  const auto sizes = small_sizes(p);
+  model::Schedule s = model::find_schedule(p, "ol(MM,RS)-C-AG");
+  s.knobs.chunks = 2;
+  s.knobs.overlap = model::Grain::tile;
+  Executor ex(backend, lower_for(backend, s, sizes));
+  (void)ex.run_step();
+  backend.synchronize();
+  const int ranks = backend.ranks_per_group();
+  const auto& blocks = backend.tile_rows();
+  ASSERT_EQ(blocks.size(), 2u);
+  ASSERT_EQ(p.groups(), 1);  // one group: a rank's place in it is its world rank
+  const std::int64_t rows = sizes.at("B") * sizes.at("S");  // the product's rows, every slice's
+  const int own = backend.world_rank();
+  for (int b = 0; b < int(blocks.size()); ++b) {
+    // Chunk b's rows of each rank's slice (plan/rows.h), in the ring's order
+    // from the slice after this rank's; slices too short to have a chunk b
+    // have no call.
+    const std::vector<plan::RowRange> slices = plan::chunk_rows(rows, ranks, 2, b, true);
+    std::vector<std::int64_t> expected;
+    for (int i = 0; i < ranks; ++i) {
+      const plan::RowRange& r = slices[std::size_t((own + 1 + i) % ranks)];
+      if (r.end > r.begin) expected.push_back(r.begin);
+    }
+    EXPECT_EQ(blocks[std::size_t(b)], expected) << "block " << b << " of rank " << own;
+  }
+}
+
+// A tile GEMM that fails at its last block (on every rank): the step throws,
+// no collective is left waiting for a block (the comm stream drains), and
+// the next run of the same schedule verifies.
+TEST(Tiles, AGemmThatFailsMidTileLeavesNoCollectiveWaiting) {
+  const int rank = shared_backend()->world_rank();
+  testing::PerturbingBackend failing(make_backend("cpu"), testing::Fault::throw_in_tile, rank);
+  const auto p = model::load_program(model::resolve_workload("megatron_mlp"));
+  failing.set_groups(p.groups());
+  const auto sizes = small_sizes(p);
+  model::Schedule s = model::find_schedule(p, "ol(MM,RS)-C-AG");
+  s.knobs.chunks = 3;
+  s.knobs.overlap = model::Grain::tile;
+  {
+    Executor ex(failing, lower_for(failing, s, sizes));
+    EXPECT_THROW((void)ex.run_step(), InternalError);
+    failing.synchronize();
+  }
+  auto& backend = *shared_backend();
+  backend.set_groups(p.groups());
+  const auto row = run_schedule(backend, s, sizes, compute_references(backend, p, sizes, quick()), quick());
+  EXPECT_TRUE(row.verified) << row.mismatch;
 }
 
 // The layer backward programs are not here: at these sizes (7 tokens) their
