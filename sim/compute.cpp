@@ -75,8 +75,12 @@ double gemm_body_us(const Topology& t, const GemmShape& g, int sms) {
   const double per_sm = gemm_peak_tflops(t, g) * t.gpu.gemm_efficiency / t.gpu.sms;
   const double tile_us = gemm_flops_us(2.0 * t.gpu.gemm_tile_m * t.gpu.gemm_tile_n * double(g.k), per_sm * kFlopsPerTflopsUs);
   const std::int64_t waves = (gemm_tiles(t, g) + sms - 1) / sms;
-  const double mem = g.bytes() / (t.gpu.hbm_effective_GBps() * kBytesPerGBpsUs);
-  return std::max(double(waves) * tile_us, mem) + gemm_operands_us(g.bytes(), t.gpu.gemm_operand_GBps(g.dtype));
+  // Where the operands have a rate of their own (the cpu backend widens and
+  // packs them before its arithmetic, on the same thread), that term is their
+  // traffic, and the bytes are not counted again as a floor over memory.
+  const double operands = gemm_operands_us(g.bytes(), t.gpu.gemm_operand_GBps(g.dtype));
+  const double mem = operands > 0 ? 0.0 : g.bytes() / (t.gpu.hbm_effective_GBps() * kBytesPerGBpsUs);
+  return std::max(double(waves) * tile_us, mem) + operands;
 }
 
 }  // namespace coconet::sim

@@ -70,9 +70,9 @@ struct ArithmeticTerms {
 // Tiles of a GEMM (tile_m x tile_n output tiles), every product of a batch its own.
 [[nodiscard]] std::int64_t gemm_tiles(const Topology& t, const GemmShape& g);
 // Time of a GEMM body (no launch) with `sms` SMs at hand: waves of tiles, each
-// tile at the per-SM share of the achievable peak; at least its bytes over HBM;
-// plus, where the topology has gpu.gemm_operand_GBps (the cpu backend), its
-// bytes at that rate.
+// tile at the per-SM share of the achievable peak, at least its bytes over
+// HBM; or, where the topology has gpu.gemm_operand_GBps (the cpu backend),
+// the waves plus its bytes at that rate (the operands' traffic, no floor).
 [[nodiscard]] double gemm_body_us(const Topology& t, const GemmShape& g, int sms);
 
 }  // namespace coconet::sim

@@ -119,6 +119,15 @@ constexpr int kElemFactor = 4;
 constexpr std::int64_t kSmallEdge = 32;
 constexpr std::int64_t kLargeEdge = 256;
 constexpr int kEdgeFactor = 2;
+// Wide GEMMs: few rows against a large right operand, [8 x E] x [E x E] for
+// E 256 .. 1024, where widening and packing the operands (per call: the
+// cpu backend widens 16-bit operands to f32 each call) outweighs the
+// arithmetic; a square GEMM's operands grow as E^2 beside its E^3 FLOPs
+// and never show that cost (gpu.gemm_operand_GBps). A chunked matmul calls
+// the GEMM per chunk with the whole weight each time: this is its price.
+constexpr std::int64_t kWideRows = 8;
+constexpr std::int64_t kSmallWideEdge = 256;
+constexpr std::int64_t kLargeWideEdge = 1024;
 // The overlapped pair: local GEMMs [M x 128] x [128 x 128] per rank (K = 128
 // per rank of the sliced dimension) and an f16 allreduce of M x 128, in
 // the overlap transform's default chunks; M spans cpu-local's B x S.
@@ -258,10 +267,14 @@ std::vector<MicroSample> microbenchmark_plan(int world, const MicroOptions& o) {
   for (const auto& spec : elementwise_specs())
     for (auto n : sweep(kSmallElems, kLargeElems, kElemFactor, o.quick))
       out.push_back(make_sample(spec.kind, spec.label, spec.yaml, {{"N", n}}, world));
-  for (const char* dtype : {"f16", "bf16", "f32"})
+  for (const char* dtype : {"f16", "bf16", "f32"}) {
     for (auto e : sweep(kSmallEdge, kLargeEdge, kEdgeFactor, o.quick))
       out.push_back(make_sample(MicroKind::gemm, fmt::format("gemm {}", dtype), gemm_yaml(dtype),
                                 {{"M", e}, {"K", e}, {"N", e}}, world));
+    for (auto e : sweep(kSmallWideEdge, kLargeWideEdge, kEdgeFactor, o.quick))
+      out.push_back(make_sample(MicroKind::gemm, fmt::format("gemm {}", dtype), gemm_yaml(dtype),
+                                {{"M", kWideRows}, {"K", e}, {"N", e}}, world));
+  }
   if (world >= 2) {  // one rank: no collective to measure
     const std::vector<std::pair<std::string, const char*>> colls = {
         {"allreduce", "f16"}, {"reducescatter", "f16"}, {"allgather", "f32"}, {"allgather", "f16"}, {"send", "f16"}};

@@ -11,6 +11,7 @@
 #include "sim/collective.h"
 #include "sim/simulator.h"
 #include "validation/calibrate.h"
+#include "validation/fit.h"
 #include "validation/microbench.h"
 
 namespace coconet::validation {
@@ -223,6 +224,33 @@ TEST(OverlapFit, RecoversTheStepSyncAndTheCostlyOperations) {
 }
 
 // A rate the samples did not bound is written as the file's cap, never as infinity.
+// The GEMM microbenchmarks show the operands' cost (gpu.gemm_operand_GBps,
+// the cpu backend widening and packing them per call): the plan's GEMMs
+// "measured" by the simulator with a known operand rate beside a GEMM rate
+// like this machine's give both back exactly (the fit's terms are the
+// simulator's: no floor over memory besides the operands), and within 20%
+// when every measurement is 10% off one way or the other.
+TEST(OverlapFit, TheGemmSamplesShowTheOperandsCost) {
+  constexpr double kWidenGBps = 12, kGFLOPs = 200, kNoise = 0.10, kTolerance = 0.20;
+  Fitted truth = cpu_like();
+  truth.elementwise.launch_us = 1.8;
+  truth.gemm_f16 = {kGFLOPs, kWidenGBps};
+  const sim::Topology topo = sim::parse_topology(topology_yaml(truth, CalibrateOptions{}, "cpu", 2), "<truth>");
+  std::vector<GemmSample> exact, noisy;
+  for (const auto& s : microbenchmark_plan(2, MicroOptions{}))
+    if (s.kind == MicroKind::gemm && s.dtype == model::DType::f16) {
+      const double us = sim::simulate(s.schedule, sim::Context{topo, s.ranks, s.sizes}).time_us;
+      exact.push_back({s.flops, s.bytes, us});
+      noisy.push_back({s.flops, s.bytes, us * (noisy.size() % 2 == 0 ? 1 + kNoise : 1 - kNoise)});
+    }
+  const GemmFit fit = fit_gemm(exact, truth.elementwise.launch_us);
+  EXPECT_NEAR(fit.operand_GBps, kWidenGBps, 1e-6 * kWidenGBps);
+  EXPECT_NEAR(fit.GFLOPs, kGFLOPs, 1e-6 * kGFLOPs);
+  const GemmFit rough = fit_gemm(noisy, truth.elementwise.launch_us);
+  EXPECT_NEAR(rough.operand_GBps, kWidenGBps, kTolerance * kWidenGBps);
+  EXPECT_NEAR(rough.GFLOPs, kGFLOPs, kTolerance * kGFLOPs);
+}
+
 TEST(OverlapFit, UnboundedRatesAreTheCap) {
   EXPECT_EQ(bounded(std::numeric_limits<double>::infinity()), 1e6);
   EXPECT_EQ(bounded(0.0), 1e6);
