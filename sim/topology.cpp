@@ -369,21 +369,21 @@ OpConstants read_op_constants(const Reader& r, const YAML::Node& parent, const s
   return {r.non_negative(n, p, "base_latency_us"), r.positive(n, p, "link_GBps")};
 }
 
-PerOp read_per_op(const Reader& r, const YAML::Node& nccl) {
-  const YAML::Node n = r.section(nccl, "nccl", "per_op", {"ranks", "allreduce", "reducescatter", "allgather", "send"});
+PerOp read_per_op(const Reader& r, const YAML::Node& mpi) {
+  const YAML::Node n = r.section(mpi, "mpi", "per_op", {"ranks", "allreduce", "reducescatter", "allgather", "send"});
   PerOp p;
-  p.ranks = r.positive_int(n, "nccl.per_op", "ranks", model::kMaxGpus);
+  p.ranks = r.positive_int(n, "mpi.per_op", "ranks", model::kMaxGpus);
   for (model::OpKind op : kPerOpKinds) {
     const std::string name = model::to_string(op);
     if (!n[name]) continue;
-    const std::string path = "nccl.per_op." + name;
-    const YAML::Node o = r.section(n, "nccl.per_op", name.c_str(), {"small", "large", "sms_per_channel"});
+    const std::string path = "mpi.per_op." + name;
+    const YAML::Node o = r.section(n, "mpi.per_op", name.c_str(), {"small", "large", "progress_share"});
     OpRegimes g;
-    if (o["sms_per_channel"]) g.sms_per_channel = r.positive(o, path, "sms_per_channel");
+    if (o["progress_share"]) g.sms_per_channel = r.positive(o, path, "progress_share");
     if (o["small"]) g.small = read_op_constants(r, o, path, "small");
     if (o["large"]) g.large = read_op_constants(r, o, path, "large");
-    if (o["large"] && !nccl["large_messages"])
-      r.fail(o["large"], path + ".large", "a large-message regime needs nccl.large_messages (its from_bytes); add it or remove this key");
+    if (o["large"] && !mpi["large_messages"])
+      r.fail(o["large"], path + ".large", "a large-message regime needs mpi.large_messages (its from_bytes); add it or remove this key");
     p.ops.emplace_back(op, g);
   }
   return p;
@@ -395,8 +395,7 @@ NcclSpec read_nccl(const Reader& r, const YAML::Node& root) {
                                   "ll128_efficiency", "tree_efficiency", "tree_ll_efficiency",
                                   "tree_ll128_efficiency", "base_latency_us",
                                   "hbm_bytes_per_link_byte", "reduce_GBps", "sms_per_channel",
-                                  "large_messages", "per_op", "measured_latency", "interference",
-                                  "handoff_us", "step_sync_us"});
+                                  "measured_latency", "interference"});
   NcclSpec s;
   if (n["version"]) {  // checked by merge_nccl_table
     s.version = n["version"].as<std::string>();
@@ -427,20 +426,71 @@ NcclSpec read_nccl(const Reader& r, const YAML::Node& root) {
   s.hbm_bytes_per_link_byte = r.non_negative(n, "nccl", "hbm_bytes_per_link_byte");
   s.reduce_GBps = r.positive(n, "nccl", "reduce_GBps");
   s.sms_per_channel = r.positive(n, "nccl", "sms_per_channel");
+  if (n["measured_latency"]) s.measured_latency = read_measured_latency(r, n);
+  s.interference = n["interference"] ? r.non_negative(n, "nccl", "interference") : 0.0;
+  return s;
+}
+
+// Every protocol alike: MPI has one transport.
+ProtoTable one_protocol(double v) { return {v, v, v}; }
+
+// MPI's transport has no LL protocol, so no LL ceiling: far above any link.
+constexpr double kNoLlCeilingGBps = 1e6;
+
+// A cpu topology's `mpi:` section (device: cpu): MPI's collectives as
+// `coconet calibrate` fits them, between the ranks of one host (link) and
+// across hosts (network), with the overlap and step constants of the cpu
+// backend's threads. Read into the node, network and nccl fields the
+// simulator prices collectives from, with the values that make those
+// formulas MPI's (sim/collective_mpi.h): one channel, one protocol and every
+// algorithm alike, no LL ceiling, no NVLS, one NIC, no HBM traffic of its own
+// (the fitted rates are achieved ones).
+void read_mpi(const Reader& r, const YAML::Node& root, Topology& t) {
+  const YAML::Node n = r.section(root, "", "mpi",
+                                 {"base_latency_us", "hop_latency_us", "link_GBps", "network_link_GBps",
+                                  "network_hop_latency_us", "reduce_GBps", "progress_share", "interference",
+                                  "step_sync_us", "handoff_us", "large_messages", "per_op"});
+  const double base = r.non_negative(n, "mpi", "base_latency_us");
+  const double hop = r.non_negative(n, "mpi", "hop_latency_us");
+  const double link = r.positive(n, "mpi", "link_GBps");
+  const double network_link = n["network_link_GBps"] ? r.positive(n, "mpi", "network_link_GBps") : link;
+  const double network_hop = n["network_hop_latency_us"] ? r.non_negative(n, "mpi", "network_hop_latency_us") : hop;
+  NodeSpec& node = t.node;
+  node.nvlink_links = 1;
+  node.nvlink_link_GBps = node.nccl_link_GBps = link;
+  node.hop_latency_us = node.tree_hop_latency_us = one_protocol(hop);
+  NetworkSpec& net = t.network;
+  net.nics = 1;
+  net.nic_Gbps = network_link * kBitsPerByte;
+  net.nic_efficiency = 1;
+  net.hop_latency_us = net.tree_hop_latency_us = one_protocol(network_hop);
+  NcclSpec& s = t.nccl;
+  s.channels = 1;
+  s.channel_GBps = link;
+  s.ll_max_one_node_GBps = s.ll_max_two_nodes_GBps = s.ll_max_multi_node_GBps = kNoLlCeilingGBps;
+  s.ll_efficiency = s.ll128_efficiency = s.tree_efficiency = 1;
+  s.tree_ll_efficiency = s.tree_ll128_one_node_efficiency = s.tree_ll128_multi_node_efficiency = 1;
+  s.ring_base_us = s.tree_base_us = s.nvls_base_us = one_protocol(base);
+  s.reduce_GBps = r.positive(n, "mpi", "reduce_GBps");
+  s.sms_per_channel = r.positive(n, "mpi", "progress_share");
   if (n["large_messages"]) {
-    const char* p = "nccl.large_messages";
-    const YAML::Node l = r.section(n, "nccl", "large_messages",
+    const char* p = "mpi.large_messages";
+    const YAML::Node l = r.section(n, "mpi", "large_messages",
                                    {"from_bytes", "base_latency_us", "hop_latency_us", "link_GBps", "reduce_GBps"});
     s.large_messages = LargeMessages{r.positive(l, p, "from_bytes"), r.non_negative(l, p, "base_latency_us"),
                                      r.non_negative(l, p, "hop_latency_us"), r.positive(l, p, "link_GBps"),
                                      r.positive(l, p, "reduce_GBps")};
   }
   if (n["per_op"]) s.per_op = read_per_op(r, n);
-  if (n["measured_latency"]) s.measured_latency = read_measured_latency(r, n);
-  s.interference = n["interference"] ? r.non_negative(n, "nccl", "interference") : 0.0;
-  s.handoff_us = n["handoff_us"] ? r.non_negative(n, "nccl", "handoff_us") : 0.0;
-  s.step_sync_us = n["step_sync_us"] ? r.non_negative(n, "nccl", "step_sync_us") : 0.0;
-  return s;
+  s.interference = n["interference"] ? r.non_negative(n, "mpi", "interference") : 0.0;
+  s.handoff_us = n["handoff_us"] ? r.non_negative(n, "mpi", "handoff_us") : 0.0;
+  s.step_sync_us = n["step_sync_us"] ? r.non_negative(n, "mpi", "step_sync_us") : 0.0;
+}
+
+// A cpu topology's `node:` (device: cpu): the ranks on one host.
+void read_cpu_node(const Reader& r, const YAML::Node& root, Topology& t) {
+  const YAML::Node n = r.section(root, "", "node", {"gpus"});
+  t.node.gpus = r.positive_int(n, "node", "gpus", model::kMaxGpusPerNode);
 }
 
 // The optional asymmetry keys (absent: every rank alike).
@@ -663,6 +713,35 @@ FromTable merge_nccl_table(const model::YamlContext& ctx, YAML::Node root) {
   return out;
 }
 
+// The sections a topology's collectives are priced from: a GPU topology's
+// node, network and nccl (NCCL's table), a cpu topology's node (its ranks)
+// and mpi (MPI's fitted constants). Each kind refuses the other's, naming
+// where the constants belong.
+void read_collective_sections(const model::YamlContext& ctx, const Reader& r, const YAML::Node& root, Topology& t) {
+  if (t.device == Device::cpu) {
+    for (const char* k : {"nccl", "network"})
+      if (root[k])
+        ctx.fail(root[k], fmt::format("{}: is a GPU topology's (NCCL's table, the NICs); a cpu topology states MPI's "
+                                      "fitted constants under mpi: (`coconet calibrate` writes them): remove it",
+                                      k));
+    read_cpu_node(r, root, t);
+    read_mpi(r, root, t);
+    return;
+  }
+  if (root["mpi"])
+    ctx.fail(root["mpi"], "mpi: holds MPI's constants as `coconet calibrate` fits them: it needs `device: cpu` (a "
+                          "GPU topology's collectives are NCCL's, under nccl:)");
+  if (const YAML::Node nccl = root["nccl"]; nccl && nccl.IsMap())
+    for (const char* k : {"large_messages", "per_op", "step_sync_us", "handoff_us"})
+      if (nccl[k])
+        ctx.fail(nccl[k], fmt::format("nccl.{0} is MPI's, fitted by `coconet calibrate` for the cpu backend: it needs "
+                                      "`device: cpu`, as mpi.{0} (NCCL's cost is one formula per algorithm and protocol)",
+                                      k));
+  t.node = read_node(r, root);
+  t.network = read_network(r, root, t.node.gpus);
+  t.nccl = read_nccl(r, root);
+}
+
 }  // namespace
 
 Topology parse_topology(const std::string& yaml_text, const std::string& origin,
@@ -670,8 +749,8 @@ Topology parse_topology(const std::string& yaml_text, const std::string& origin,
   const model::YamlContext ctx{origin};
   YAML::Node root = ctx.load(yaml_text);
   ctx.require_map(root, "a topology");
-  ctx.allow_keys(root, {"name", "description", "device", "nodes", "gpu", "node", "network", "nccl", "last_node_gpus",
-                        "node_overrides", "stragglers"},
+  ctx.allow_keys(root, {"name", "description", "device", "nodes", "gpu", "node", "network", "nccl", "mpi",
+                        "last_node_gpus", "node_overrides", "stragglers"},
                  "a topology");
   // The keys that pick the NCCL table are set first, then the table's values
   // are read in, then every other --set (it may replace a value the table gave).
@@ -698,30 +777,14 @@ Topology parse_topology(const std::string& yaml_text, const std::string& origin,
   t.device = read_device(ctx, root);
   t.nodes = r.positive_int(root, "", "nodes", model::kMaxNodes);
   t.gpu = read_gpu(r, root);
-  t.node = read_node(r, root);
+  read_collective_sections(ctx, r, root, t);
   if (std::int64_t(t.nodes) * t.node.gpus > model::kMaxGpus)
     ctx.fail(root["nodes"], fmt::format("nodes: {} nodes x {} GPUs = {} GPUs, more than the limit of {}", t.nodes,
                                         t.node.gpus, std::int64_t(t.nodes) * t.node.gpus, model::kMaxGpus));
-  t.network = read_network(r, root, t.node.gpus);
-  t.nccl = read_nccl(r, root);
-  if (t.nccl.large_messages && t.device != Device::cpu)
-    ctx.fail(root["nccl"]["large_messages"],
-             "nccl.large_messages is MPI's second regime: it needs `device: cpu` (NCCL's protocols are ll, ll128, simple)");
   if (root["gpu"]["gemm_operand_GBps"] && t.device != Device::cpu)
     ctx.fail(root["gpu"]["gemm_operand_GBps"],
              "gpu.gemm_operand_GBps is the cpu backend's cost of widening and packing GEMM operands: it needs "
              "`device: cpu` (a GPU GEMM reads its operands within its arithmetic)");
-  if (root["nccl"]["step_sync_us"] && t.device != Device::cpu)
-    ctx.fail(root["nccl"]["step_sync_us"],
-             "nccl.step_sync_us is the cpu backend's cost of a step's first collective, fitted by `coconet "
-             "calibrate`: it needs `device: cpu`");
-  if (root["nccl"]["handoff_us"] && t.device != Device::cpu)
-    ctx.fail(root["nccl"]["handoff_us"],
-             "nccl.handoff_us is the cpu backend's hand-off between its threads, fitted by `coconet calibrate`: it "
-             "needs `device: cpu`");
-  if (t.nccl.per_op && t.device != Device::cpu)
-    ctx.fail(root["nccl"]["per_op"],
-             "nccl.per_op holds MPI's per-operation constants: it needs `device: cpu` (NCCL's cost is one formula per algorithm)");
   if (t.nccl.measured_latency && t.nccl.measured_latency->algo == model::Algo::nvls && !t.node.nvls)
     ctx.fail(root["nccl"]["measured_latency"], "nccl.measured_latency: an nvls measurement needs node.nvls: true");
   t.asymmetry = read_asymmetry(r, root, t);

@@ -1,6 +1,6 @@
 // Calibration. How the fitted numbers map onto the topology's keys (a CPU run
-// has no GPU, so some keys take the value that makes the GPU formula the CPU
-// one):
+// has no GPU, so the gpu keys take the values that make the GPU formula the
+// CPU one; MPI's collectives have a section of their own):
 //   gpu.hbm_GBps, hbm_efficiency 1    element-wise memory bandwidth per rank (all ranks running)
 //   gpu.tflops.f32                    element-wise arithmetic rate (the model's FLOP term uses it)
 //   gpu.tflops.f16 / bf16 / f32_gemm  GEMM rates; gemm_efficiency 1 (measured rates are achieved ones)
@@ -9,12 +9,15 @@
 //   gpu.launch_us                     per-kernel call overhead (intercept of the element-wise fit)
 //   gpu.copy                          a local copy's fixed cost and rate (allreduces on groups of one rank)
 //   gpu.op_flops                      each costly operation (sqrt .. dropout's hash) in FLOPs at that rate
-//   nccl.step_sync_us                 a step's first collective beyond a later one (paired microbenchmarks)
-//   node.gpus = ranks, one link       the ring's link bandwidth and per-step latency
-//   nccl.base_latency_us              per-collective fixed cost; every protocol alike (MPI has one)
-//   nccl.reduce_GBps                  rate a rank combines received data (the reducing collectives' extra cost)
-//   nccl.sms_per_channel              share of the rank's compute a collective's progress takes (overlap fit)
-//   nccl.interference                 extra slowdown of a kernel and a collective side by side (overlap fit)
+//   node.gpus = ranks                 the ranks on this machine
+//   mpi.base_latency_us               per-collective fixed cost (MPI has one protocol)
+//   mpi.hop_latency_us, link_GBps     the ring's per-step latency and bus bandwidth between the ranks
+//   mpi.reduce_GBps                   rate a rank combines received data (the reducing collectives' extra cost)
+//   mpi.progress_share                share of the rank's compute a collective's progress takes (overlap fit)
+//   mpi.interference                  extra slowdown of a kernel and a collective side by side (overlap fit)
+//   mpi.step_sync_us                  a step's first collective beyond a later one (paired microbenchmarks)
+//   mpi.handoff_us                    a call's hand-off a fused op's later calls do not pay (fused microbenchmarks)
+//   mpi.large_messages, mpi.per_op    MPI's second regime and each op's own constants (fit_regimes.h, fit_per_op.h)
 //   device: cpu                       predictions default to the cpu backend's capabilities (plan/capabilities.h)
 #include "validation/calibrate.h"
 #include "validation/calibrated_range.h"
@@ -44,7 +47,6 @@ namespace coconet::validation {
 
 namespace {
 
-constexpr double kBitsPerByte = 8.0;
 // An upper bound that stands for "no limit" where a GPU key has no CPU meaning
 // (the LL protocol's bandwidth cap): far above any fitted bandwidth.
 constexpr double kUncappedGBps = 1e6;
@@ -425,7 +427,7 @@ std::string per_op_yaml(const Fitted& f, int ranks) {
     if (const auto g = r.per_op.ops.find(op); g != r.per_op.ops.end())
       body = regime("small", g->second.small, below) + (r.large ? regime("large", g->second.large, from) : "");
     if (const auto u = f.op_sms_per_channel.find(op); u != f.op_sms_per_channel.end())
-      body += fmt::format("      sms_per_channel: {:.3g}  # fit: this op overlapped with a GEMM ({})\n",
+      body += fmt::format("      progress_share: {:.3g}  # fit: this op overlapped with a GEMM ({})\n",
                           std::max(u->second, kMinPositiveUnits), overlap_label(op));
     if (!body.empty()) ops += fmt::format("    {}:\n{}", op, body);
   }
@@ -482,41 +484,22 @@ std::string topology_yaml(const Fitted& f, const CalibrateOptions& o, const std:
                      *f.copy_us, *f.copy_GBps);
   y += "node:\n";
   y += fmt::format("  gpus: {}                       # ranks on this machine\n", ranks);
-  y += "  nvlink_links: 1               # one shared-memory transport between ranks\n";
-  y += fmt::format("  nvlink_link_GBps: {:.4g}        # fit: ring collectives, bus bandwidth\n", link);
-  y += fmt::format("  nccl_link_GBps: {:.4g}          # the same: MPI reaches what it reaches\n", link);
-  y += "  nvls: false                   # no in-switch reduction\n";
-  y += "  nvls_efficiency: 0.0\n";
-  y += fmt::format("  hop_latency_us: {{ll: {0:.4g}, ll128: {0:.4g}, simple: {0:.4g}}}  # fit: per ring step; one protocol (MPI)\n", c.hop_us);
-  y += "network:                        # unused on one machine; mirrors the shared-memory link\n";
-  y += "  nics: 1\n";
-  y += fmt::format("  nic_Gbps: {:.4g}\n", link * kBitsPerByte);
-  y += "  nic_efficiency: 1.0\n";
-  y += fmt::format("  hop_latency_us: {{ll: {0:.4g}, ll128: {0:.4g}, simple: {0:.4g}}}\n", c.hop_us);
-  y += "nccl:\n";
-  y += "  channels: 1                   # one MPI transfer at a time per rank\n";
-  y += fmt::format("  channel_GBps: {:.4g}            # = the link: one channel carries it all\n", link);
-  y += fmt::format("  ll_max_GBps: {{one_node: {0:.4g}, multi_node: {0:.4g}}}  # no LL cap: MPI has no LL protocol\n", kUncappedGBps);
-  y += "  ll_efficiency: 1.0            # every protocol is the same MPI transport\n";
-  y += "  ll128_efficiency: 1.0\n";
-  y += "  tree_efficiency: 1.0          # a tree moves 2x the ring's bytes per rank: the ring always wins\n";
-  y += "  base_latency_us:              # fit: per-collective fixed cost\n";
-  y += fmt::format("    ring: {{ll: {0:.4g}, ll128: {0:.4g}, simple: {0:.4g}}}\n", c.base_us);
-  y += fmt::format("    tree: {{ll: {0:.4g}, ll128: {0:.4g}, simple: {0:.4g}}}\n", c.base_us);
-  y += fmt::format("    nvls: {{ll: {0:.4g}, ll128: {0:.4g}, simple: {0:.4g}}}\n", c.base_us);
-  y += "  hbm_bytes_per_link_byte: 0  # the fitted rates are achieved ones: a transfer's memory traffic is in them\n";
-  y += fmt::format("  reduce_GBps: {:.4g}            # fit: reducing collectives' extra cost per byte combined (f16 sums)\n",
+  y += "mpi:                            # MPI's collectives between the ranks, and the cpu backend's threads around them\n";
+  y += fmt::format("  base_latency_us: {:.4g}         # fit: per-collective fixed cost\n", c.base_us);
+  y += fmt::format("  hop_latency_us: {:.4g}          # fit: per ring step\n", c.hop_us);
+  y += fmt::format("  link_GBps: {:.4g}               # fit: ring collectives, bus bandwidth between the ranks\n", link);
+  y += fmt::format("  reduce_GBps: {:.4g}             # fit: reducing collectives' extra cost per byte combined (f16 sums)\n",
                    bounded(c.reduce_GBps));
-  y += fmt::format("  sms_per_channel: {:.3g}          # fit: share of the rank's compute a collective's progress takes (overlapped GEMM + allreduce or reduce-scatter)\n",
+  y += fmt::format("  progress_share: {:.3g}           # fit: share of the rank's compute a collective's progress takes (overlapped GEMM + allreduce or reduce-scatter)\n",
                    std::max(f.sms_per_channel, kMinPositiveUnits));
+  y += fmt::format("  interference: {:.3g}             # fit: extra slowdown of a kernel and a collective side by side (overlapped GEMM + allreduce or reduce-scatter)\n",
+                   f.interference);
   if (f.step_sync_us > 0)
     y += fmt::format("  step_sync_us: {:.3g}             # fit: a step's first collective beyond a later one (reduce-scatter and all-gather alone, and in one step)\n",
                      f.step_sync_us);
   if (f.handoff_us > 0)
     y += fmt::format("  handoff_us: {:.3g}               # fit: a call's hand-off that a fused op's later calls do not pay (fused microbenchmarks)\n",
                      f.handoff_us);
-  y += fmt::format("  interference: {:.3g}             # fit: extra slowdown of a kernel and a collective side by side (overlapped GEMM + allreduce or reduce-scatter)\n",
-                   f.interference);
   return y + large_messages_yaml(f.collectives) + per_op_yaml(f, ranks);
 }
 

@@ -274,5 +274,39 @@ TEST(TopologyErrors, AttentionEfficiencies) {
   EXPECT_DOUBLE_EQ(parse_topology(dropped, "t.yaml", {}).gpu.flash_bwd_efficiency(), 0.62);
 }
 
+// A cpu topology states MPI's constants under mpi: and its ranks under
+// node.gpus; a GPU topology states NCCL's under nccl:. Each refuses the
+// other's section and keys, naming where they belong; mpi: keys are
+// checked like any other (file:line, the key, the rule).
+std::string cpu_local() { return model::read_file(model::resolve_topology("cpu-local")); }
+
+TEST(TopologyErrors, CpuTopologiesStateMpisConstantsUnderMpi) {
+  EXPECT_EQ(error_of(cpu_local()), "");
+  const Topology t = parse_topology(cpu_local(), "t.yaml");
+  EXPECT_EQ(t.nccl.channels, 1);
+  EXPECT_DOUBLE_EQ(t.network.nic_GBps(), t.node.nccl_link_GBps);  // across hosts: the link's, where not stated
+  const Topology across = parse_topology(replace(cpu_local(), "\nmpi:", "\nmpi:\n  network_link_GBps: 1.5"), "t.yaml");
+  EXPECT_DOUBLE_EQ(across.network.nic_GBps(), 1.5);
+
+  const std::string with_nccl = error_of(cpu_local() + "nccl:\n  channels: 1\n");
+  EXPECT_NE(with_nccl.find("t.yaml:"), std::string::npos) << with_nccl;
+  EXPECT_NE(with_nccl.find("under mpi:"), std::string::npos) << with_nccl;
+  const std::string node_key = error_of(replace(cpu_local(), "\nmpi:", "\n  nvls: false\nmpi:"));
+  EXPECT_NE(node_key.find("unknown key 'nvls'"), std::string::npos) << node_key;
+  const std::string no_mpi = error_of(replace(cpu_local(), "\nmpi:", "\nmpj:"));
+  EXPECT_NE(no_mpi.find("unknown key 'mpj'"), std::string::npos) << no_mpi;
+  const std::string bad_link = error_of(replace(cpu_local(), "\n  link_GBps:", "\n  link_GBps: 0 #"));
+  EXPECT_NE(bad_link.find("mpi.link_GBps"), std::string::npos) << bad_link;
+  EXPECT_NE(bad_link.find("positive"), std::string::npos) << bad_link;
+  const std::string unknown = error_of(replace(cpu_local(), "\nmpi:", "\nmpi:\n  channels: 4"));
+  EXPECT_NE(unknown.find("unknown key 'channels'"), std::string::npos) << unknown;
+
+  const std::string gpu_mpi = error_of(shipped() + "mpi:\n  base_latency_us: 1\n");
+  EXPECT_NE(gpu_mpi.find("needs `device: cpu`"), std::string::npos) << gpu_mpi;
+  const std::string gpu_per_op = error_of(replace(shipped(), "\nnccl:\n", "\nnccl:\n  per_op: {ranks: 2}\n"));
+  EXPECT_NE(gpu_per_op.find("as mpi.per_op"), std::string::npos) << gpu_per_op;
+  EXPECT_NE(gpu_per_op.find("t.yaml:"), std::string::npos) << gpu_per_op;
+}
+
 }  // namespace
 }  // namespace coconet::sim

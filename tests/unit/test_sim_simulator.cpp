@@ -215,14 +215,15 @@ TEST(Simulator, AFusedOpPaysItsPassesNormsAndTheirAllreduces) {
   }
 }
 
-// nccl.handoff_us: a fused op's two collectives (reduce-scatter, all-gather)
+// mpi.handoff_us: a fused op's two collectives (reduce-scatter, all-gather)
 // hand off once per piece, so one piece runs h faster than with none; the
 // same schedule's parts and a single collective are priced as before.
 TEST(Simulator, AFusedOpHandsOffOnce) {
   const std::string text = topology_text_without("cpu-local", "handoff_us");
   const auto with = [&](const std::string& h) {
-    const auto at = text.find("\nnccl:\n") + std::string("\nnccl:\n").size();
-    return parse_topology(text.substr(0, at) + "  handoff_us: " + h + "\n" + text.substr(at), "t.yaml");
+    const auto at = text.find("\nmpi:") + 1;
+    const auto body = text.find('\n', at) + 1;
+    return parse_topology(text.substr(0, body) + "  handoff_us: " + h + "\n" + text.substr(body), "t.yaml");
   };
   const model::Program p = workload("sgd");
   model::Bindings sizes = p.params;
@@ -242,7 +243,7 @@ TEST(Simulator, AFusedOpHandsOffOnce) {
     ADD_FAILURE() << "a negative hand-off was taken";
   } catch (const UserError& e) {
     EXPECT_NE(std::string(e.what()).find("t.yaml:"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("nccl.handoff_us"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("mpi.handoff_us"), std::string::npos) << e.what();
   }
   // A GPU topology: the key is the cpu backend's.
   std::ifstream gpu_in(model::resolve_topology("dgx-h100"));

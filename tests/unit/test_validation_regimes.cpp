@@ -1,6 +1,6 @@
 // The two-regime collective model: the fit (validation/fit_regimes.h) on
 // synthetic samples, the MPI library's limit (validation/mpi_limits.h), the
-// topology's optional `nccl.large_messages` and `nccl.per_op` keys
+// topology's optional `mpi.large_messages` and `mpi.per_op` keys
 // (sim/topology.h) with their errors, the per-operation fit
 // (validation/fit_per_op.h), and the property that a prediction never falls
 // as the size grows.
@@ -202,7 +202,7 @@ std::string cpu_local_text() {
   return without_block(without_block(shipped, "large_messages"), "per_op");
 }
 
-// cpu-local.yaml with a large-message block (its `nccl:` section is the file's last).
+// cpu-local.yaml with a large-message block (its `mpi:` section is the file's last).
 std::string with_large(const std::string& block) {
   std::string text = cpu_local_text();
   const auto comments = text.find("\n# Residuals");
@@ -253,7 +253,7 @@ TEST(ValidationRegimes, TopologyKeyErrorsNameFileAndLine) {
       "    link_GBps: 10\n    reduce_GBps: 0.2\n");
   std::string e = error_of(text);
   EXPECT_NE(e.find(fmt::format("calibrated.yaml:{}", line_of(text, "from_bytes: 0"))), std::string::npos) << e;
-  EXPECT_NE(e.find("nccl.large_messages.from_bytes"), std::string::npos) << e;
+  EXPECT_NE(e.find("mpi.large_messages.from_bytes"), std::string::npos) << e;
   EXPECT_NE(e.find("positive"), std::string::npos) << e;
 
   text = with_large(
@@ -284,7 +284,7 @@ double predicted_us(const sim::Topology& t, model::OpKind op, double bytes) {
 
 TEST(ValidationRegimes, PredictionNeverFallsAsTheSizeGrows) {
   // As calibrated (a step up), and with a large regime faster than the small one at the threshold.
-  // And with each op's own constants (nccl.per_op), one of them faster past the threshold.
+  // And with each op's own constants (mpi.per_op), one of them faster past the threshold.
   const std::string with_own = std::string(kLarge) + kPerOp;
   for (const std::string& block : {std::string(kLarge), with_own,
                                   std::string("  large_messages:\n    from_bytes: 32768\n    base_latency_us: 0\n"
@@ -332,7 +332,7 @@ TEST(ValidationRegimes, PerOpKeyErrorsNameFileAndLine) {
   std::string text = with_large(std::string(kLarge) + "  per_op:\n    ranks: 2\n    allreduce:\n      small: {base_latency_us: 15, link_GBps: 0}\n");
   std::string e = error_of(text);
   EXPECT_NE(e.find(fmt::format("calibrated.yaml:{}", line_of(text, "link_GBps: 0"))), std::string::npos) << e;
-  EXPECT_NE(e.find("nccl.per_op.allreduce.small.link_GBps"), std::string::npos) << e;
+  EXPECT_NE(e.find("mpi.per_op.allreduce.small.link_GBps"), std::string::npos) << e;
   EXPECT_NE(e.find("positive"), std::string::npos) << e;
 
   text = with_large(std::string(kLarge) + "  per_op:\n    ranks: 2\n    allreduce:\n      small: {base_latency_us: -1, link_GBps: 3}\n");
@@ -347,22 +347,22 @@ TEST(ValidationRegimes, PerOpKeyErrorsNameFileAndLine) {
   text = with_large(std::string(kLarge) + "  per_op:\n    ranks: 2\n    allreduce:\n      medium: {base_latency_us: 1, link_GBps: 3}\n");
   EXPECT_NE(error_of(text).find("medium"), std::string::npos) << error_of(text);
 
-  text = with_large(std::string(kLarge) + "  per_op:\n    ranks: 2\n    reducescatter:\n      sms_per_channel: 0\n");
+  text = with_large(std::string(kLarge) + "  per_op:\n    ranks: 2\n    reducescatter:\n      progress_share: 0\n");
   e = error_of(text);
-  EXPECT_NE(e.find("nccl.per_op.reducescatter.sms_per_channel"), std::string::npos) << e;
-  EXPECT_NE(e.find(fmt::format("calibrated.yaml:{}", line_of(text, "      sms_per_channel: 0\n"))), std::string::npos) << e;
-  EXPECT_EQ(error_of(with_large(std::string(kLarge) + "  per_op:\n    ranks: 2\n    reducescatter:\n      sms_per_channel: 0.8\n")), "");
+  EXPECT_NE(e.find("mpi.per_op.reducescatter.progress_share"), std::string::npos) << e;
+  EXPECT_NE(e.find(fmt::format("calibrated.yaml:{}", line_of(text, "      progress_share: 0\n"))), std::string::npos) << e;
+  EXPECT_EQ(error_of(with_large(std::string(kLarge) + "  per_op:\n    ranks: 2\n    reducescatter:\n      progress_share: 0.8\n")), "");
 
-  // A large regime without nccl.large_messages.
+  // A large regime without mpi.large_messages.
   text = with_large("  per_op:\n    ranks: 2\n    allreduce:\n      large: {base_latency_us: 1, link_GBps: 3}\n");
   e = error_of(text);
-  EXPECT_NE(e.find("needs nccl.large_messages"), std::string::npos) << e;
+  EXPECT_NE(e.find("needs mpi.large_messages"), std::string::npos) << e;
   EXPECT_NE(e.find(fmt::format("calibrated.yaml:{}", line_of(text, "large: {"))), std::string::npos) << e;
 
   const std::string gpu = with_large(kPerOp);
   const auto at = gpu.find("device: cpu");
   text = gpu.substr(0, at) + "device: gpu" + gpu.substr(at + std::string("device: cpu").size());
-  EXPECT_NE(error_of(text).find("nccl.per_op"), std::string::npos) << error_of(text);
+  EXPECT_NE(error_of(text).find("needs `device: cpu`"), std::string::npos) << error_of(text);
 }
 
 // calibrate's YAML prices each op as the fit does: the per-op constants written,
