@@ -25,6 +25,7 @@ MAX_ROWS = 8               # schedules listed per workload, fastest measured fir
 MAX_FAILURES = 5           # failing (or unexpectedly skipped) test names listed per binary
 MAX_REASON = 60            # characters of an expected skip's reason kept
 EXPECTED_SKIP_KEY = "expected_skip"   # tests/gpu/gpu_test_util.h kExpectedSkipProperty
+TILE_SUITE = "TileGemm"      # overlap: tile's GPU tests (tests/gpu/test_tile_gemm.cpp), in the smoke step
 
 
 def load(path):
@@ -67,6 +68,17 @@ def tests(report):
         s[key] = s[key][:MAX_FAILURES]
     s["expected"] = dict(list(s["expected"].items())[:MAX_FAILURES])
     return s
+
+
+def suite(report, name):
+    """One suite's outcome: overlap: tile's GPU tests (TileGemm, in the smoke
+    report): passed, or the names of the tests that failed or did not pass."""
+    cases = [c for s in (report or {}).get("testsuites", []) if s["name"] == name for c in s.get("testsuite", [])]
+    bad = [c["name"] for c in cases if c.get("failures") or c.get("result") == "SKIPPED"
+           or c.get("status") == "NOTRUN"]
+    if not cases:
+        return "not_run"
+    return "pass" if not bad else {"not_passed": bad[:MAX_FAILURES]}
 
 
 def benchmarks(report):
@@ -184,6 +196,7 @@ def main():
         summary["tests"] = {"host": t_host, "gpu": t_gpu}
     if mode == "run":
         summary["tests"] = {"smoke": t_smoke, "host": t_host, "gpu": t_gpu}
+        summary["tile"] = suite(load(out / "test_gpu_smoke.json"), TILE_SUITE)
         summary["performance"] = performance(benchmarks(load(out / "bench_gpu.json")))
         summary["runs"] = run_rows
     text = json.dumps(summary, separators=(",", ":"))
