@@ -121,6 +121,8 @@ def performance(rows):
     for c in (2, 4, 8):
         t = time_us(f"BM_MegatronGemm/chunks:{c}")
         perf["gemm_chunk_loss"][str(c)] = rnd(t / one - 1) if t and one else None
+    tile = time_us("BM_TileGemm")  # overlap: tile's GEMM (the project's kernel) over cuBLAS's, same shape
+    perf["tile_gemm_over_cublas"] = rnd(tile / one) if tile and one else None
     pct = [perf["pct_of_copy"][k] for k in ("AdamFused", "LambFused")]
     losses = [perf["gemm_chunk_loss"][c] for c in ("4", "8")]
     perf["goals"] = {
