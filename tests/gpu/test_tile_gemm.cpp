@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "exec/backend.h"
+#include "exec/mpi_session.h"
 #include "exec/runtime.h"
 #include "gpu_test_util.h"
 #include "kernels/cuda/check.h"
@@ -130,13 +131,10 @@ exec::Backend& tile_backend() {
   return *b;
 }
 
-// tile against chunk on one GPU: megatron_mlp's ol(MM,RS)-C-AG and
-// ol(MM,AR)-C, 4 chunks, both grains verified against the unscheduled
-// program and the reference interpreter (small sizes).
-TEST_F(TileGemm, TileSchedulesVerifyLikeTheirChunkSchedulesOnOneRank) {
-  exec::Backend& b = tile_backend();
-  const plan::Capabilities caps = b.capabilities();
-  if (!caps.tile_overlap) FAIL() << "the cuda backend refuses tiles on one GPU: " << caps.no_tile_reason;
+// megatron_mlp's ol(MM,RS)-C-AG and ol(MM,AR)-C, 4 chunks, with overlap:
+// chunk and tile on backend `b`, every rank of its job: both grains verified
+// against the unscheduled program and the reference interpreter (small sizes).
+void expect_tile_verifies_like_chunk(exec::Backend& b) {
   b.set_groups(1);
   const model::Program p = model::load_program(model::resolve_workload("megatron_mlp"));
   const model::Bindings sizes = p.bind({{"B", 2}, {"S", 100}, {"H", 96}});  // 200 rows: ragged 64-row tiles
@@ -158,6 +156,27 @@ TEST_F(TileGemm, TileSchedulesVerifyLikeTheirChunkSchedulesOnOneRank) {
     }
   }
   EXPECT_EQ(ran, 4);
+}
+
+// tile against chunk on one GPU (a loopback LSA team of one).
+TEST_F(TileGemm, TileSchedulesVerifyLikeTheirChunkSchedulesOnOneRank) {
+  if (exec::launched_by_mpirun()) GTEST_SKIP() << "under mpirun: GpuTest.TileSchedulesVerifyOverEveryRankUnderMpirun";
+  exec::Backend& b = tile_backend();
+  const plan::Capabilities caps = b.capabilities();
+  if (!caps.tile_overlap) FAIL() << "the cuda backend refuses tiles on one GPU: " << caps.no_tile_reason;
+  expect_tile_verifies_like_chunk(b);
+}
+
+// The same over every rank of one node under mpirun (2 GPUs or more): the
+// communication kernel reads its peers' windows and reduces across them.
+TEST_F(GpuTest, TileSchedulesVerifyOverEveryRankUnderMpirun) {
+  if (!exec::launched_by_mpirun())
+    COCONET_EXPECTED_SKIP("not started by mpirun: one rank is TileGemm.TileSchedulesVerifyLikeTheirChunkSchedulesOnOneRank");
+  exec::Backend& b = tile_backend();
+  if (b.world_size() < 2) COCONET_EXPECTED_SKIP("one rank: covered by TileGemm.*");
+  const plan::Capabilities caps = b.capabilities();
+  if (!caps.tile_overlap) COCONET_EXPECTED_SKIP("the backend refuses tiles here: " + caps.no_tile_reason);
+  expect_tile_verifies_like_chunk(b);
 }
 
 }  // namespace
