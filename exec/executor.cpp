@@ -456,14 +456,15 @@ void Executor::run_resident_tile_unit(const plan::Unit& u) {
   const Stmt& head = *plan_.program->find_stmt(coll.stmts.front());
   TileCollective collective{head.op, head.reduce, {}};
   const double start_us = recorder_ ? backend_.now_us() : 0.0;
+  std::vector<RanLaunch> blocks, reductions;  // by chunk
   for (int c = 0; c < u.chunks; ++c) {
-    RanLaunch ran{mm.id, c, {}};
-    args.push_back(runner.tile_block(mm, c, ran.elements));
-    ran_.push_back(std::move(ran));
-    RanLaunch reduced{coll.id, c, {}};
-    collective.blocks.push_back(runner.tile_reduction(coll, c, reduced.elements));
-    ran_.push_back(std::move(reduced));
+    blocks.push_back({mm.id, c, {}});
+    args.push_back(runner.tile_block(mm, c, blocks.back().elements));
+    reductions.push_back({coll.id, c, {}});
+    collective.blocks.push_back(runner.tile_reduction(coll, c, reductions.back().elements));
   }
+  for (const plan::Launch& l : plan::issue_order(plan_, u))  // recorded in the plan's order, as every unit's
+    ran_.push_back((l.op == mm.id ? blocks : reductions).at(static_cast<std::size_t>(l.chunk)));
   backend_.tiled_matmul_collective(args, collective);
   if (recorder_) {
     const double end_us = backend_.now_us();
