@@ -16,6 +16,7 @@
 
 #include "../unit/dry_backend.h"
 #include "exec/executor.h"
+#include "kernels/cuda/tile_gemm.h"
 #include "kernels/cuda/tile_plan.h"
 #include "model/catalog.h"
 #include "model/enumerate.h"
@@ -107,6 +108,26 @@ TEST(TilePlan, AnEmptyBlockCompletesAtOnceAndTheLimitsAreNamed) {
   const std::vector<std::vector<kc::TileRows>> runs{std::vector<kc::TileRows>(kc::kMaxTileSegments + 1, {0, 0, 1})};
   EXPECT_THROW((void)kc::plan_tile_gemm(runs, 64), UserError);
   EXPECT_THROW((void)kc::plan_tile_gemm(blocks, 0), UserError);
+}
+
+// The GEMM's argument checks run on the host before anything is queued (the
+// communication kernel would wait for a GEMM that never runs). Shown to
+// fail: without the stride check, lda < k passed.
+TEST(TilePlan, TheGemmRefusesBadArgumentsBeforeItLaunches) {
+  const std::vector<std::vector<kc::TileRows>> blocks{{{0, 0, 64}}};
+  const kc::TileGemmPlan p = kc::plan_tile_gemm(blocks, 64);
+  int a = 0, b = 0, c = 0;
+  const kc::TileGemmArgs good{&a, &b, &c, nullptr, model::DType::f16, model::DType::f16, 64, 32, 32, 64, 64};
+  EXPECT_NO_THROW(kc::validate_tile_gemm(good, p));
+  kc::TileGemmArgs short_rows = good;
+  short_rows.lda = 31;
+  EXPECT_THROW(kc::validate_tile_gemm(short_rows, p), UserError);
+  kc::TileGemmArgs narrow_c = good;
+  narrow_c.ldc = 63;
+  EXPECT_THROW(kc::validate_tile_gemm(narrow_c, p), UserError);
+  kc::TileGemmArgs no_a = good;
+  no_a.a = nullptr;
+  EXPECT_THROW(kc::validate_tile_gemm(no_a, p), UserError);
 }
 
 // Shown to fail: with peer_order starting at the rank itself, the own window
