@@ -31,7 +31,6 @@
 // - The communication kernel holds kTileCommCtas CTAs resident while it
 //   waits; the GEMM never waits on it, so the GEMM always progresses on the
 //   other SMs (no deadlock whatever the launch order).
-#include <cuda/atomic>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -39,6 +38,7 @@
 #include <nccl.h>
 #include <nccl_device.h>
 
+#include <cuda/atomic>
 #include <string>
 
 #include "kernels/cuda/check.h"
@@ -67,7 +67,8 @@ constexpr int kWarp = 32;
 constexpr int kSimtRows = 4;
 constexpr int kSimtCols = 8;
 static_assert(kTileGemmThreads == 4 * kWarp, "four warps, each a 32 x 32 quarter of the tile");
-static_assert((kTileRows / kSimtRows) * (kTileCols / kSimtCols) == kTileGemmThreads, "the f32 path covers the tile");
+static_assert((kTileRows / kSimtRows) * (kTileCols / kSimtCols) == kTileGemmThreads,
+              "the f32 path covers the tile");
 // Nanoseconds a waiting thread sleeps between polls of a flag.
 constexpr unsigned kSpinSleepNs = 200;
 
@@ -104,8 +105,8 @@ struct TileSmem {
 // A's rows [row0, row0 + kTileRows) of segment s and B's columns [col0, ..)
 // at K step k0 into shared memory; outside the matrices: zeros.
 template <typename T>
-__device__ void load_step(const TileGemmParams& p, const TileSegment& s, std::int64_t row0, std::int64_t col0,
-                          std::int64_t k0, TileSmem<T>& sm) {
+__device__ void load_step(const TileGemmParams& p, const TileSegment& s, std::int64_t row0,
+                          std::int64_t col0, std::int64_t k0, TileSmem<T>& sm) {
   const T* a = static_cast<const T*>(p.a) + s.a_offset;
   const T* b = static_cast<const T*>(p.b);
   for (int i = threadIdx.x; i < kTileRows * kTileDepth; i += kTileGemmThreads) {
@@ -122,8 +123,8 @@ __device__ void load_step(const TileGemmParams& p, const TileSegment& s, std::in
 
 // The tile's product into sm.cs (f16/bf16: tensor cores).
 template <typename T>
-__device__ void mma_tile(const TileGemmParams& p, const TileSegment& s, std::int64_t row0, std::int64_t col0,
-                         TileSmem<T>& sm) {
+__device__ void mma_tile(const TileGemmParams& p, const TileSegment& s, std::int64_t row0,
+                         std::int64_t col0, TileSmem<T>& sm) {
   using namespace nvcuda;
   const int warp = threadIdx.x / kWarp;
   const int wm = (warp / 2) * 2 * kWmma, wn = (warp % 2) * 2 * kWmma;
@@ -146,14 +147,15 @@ __device__ void mma_tile(const TileGemmParams& p, const TileSegment& s, std::int
   }
   for (int i = 0; i < 2; ++i)
     for (int j = 0; j < 2; ++j)
-      wmma::store_matrix_sync(&sm.cs[wm + i * kWmma][wn + j * kWmma], acc[i][j], kCsLd, wmma::mem_row_major);
+      wmma::store_matrix_sync(&sm.cs[wm + i * kWmma][wn + j * kWmma], acc[i][j], kCsLd,
+                              wmma::mem_row_major);
   __syncthreads();
 }
 
 // f32: CUDA cores, f32 fused multiply-adds in K order.
 template <>
-__device__ void mma_tile<float>(const TileGemmParams& p, const TileSegment& s, std::int64_t row0, std::int64_t col0,
-                                TileSmem<float>& sm) {
+__device__ void mma_tile<float>(const TileGemmParams& p, const TileSegment& s, std::int64_t row0,
+                                std::int64_t col0, TileSmem<float>& sm) {
   const int tr = static_cast<int>(threadIdx.x) / (kTileCols / kSimtCols) * kSimtRows;
   const int tc = static_cast<int>(threadIdx.x) % (kTileCols / kSimtCols) * kSimtCols;
   float acc[kSimtRows][kSimtCols] = {};
@@ -164,7 +166,8 @@ __device__ void mma_tile<float>(const TileGemmParams& p, const TileSegment& s, s
 #pragma unroll
       for (int i = 0; i < kSimtRows; ++i)
 #pragma unroll
-        for (int j = 0; j < kSimtCols; ++j) acc[i][j] = fmaf(sm.as[tr + i][kk], sm.bs[kk][tc + j], acc[i][j]);
+        for (int j = 0; j < kSimtCols; ++j)
+          acc[i][j] = fmaf(sm.as[tr + i][kk], sm.bs[kk][tc + j], acc[i][j]);
     __syncthreads();
   }
   for (int i = 0; i < kSimtRows; ++i)
@@ -173,8 +176,8 @@ __device__ void mma_tile<float>(const TileGemmParams& p, const TileSegment& s, s
 }
 
 // sm.cs to C (and the window), inside the segment and the columns only.
-__device__ void store_tile(const TileGemmParams& p, const TileSegment& s, std::int64_t row0, std::int64_t col0,
-                           const float (&cs)[kTileRows][kCsLd]) {
+__device__ void store_tile(const TileGemmParams& p, const TileSegment& s, std::int64_t row0,
+                           std::int64_t col0, const float (&cs)[kTileRows][kCsLd]) {
   for (int i = threadIdx.x; i < kTileRows * kTileCols; i += kTileGemmThreads) {
     const int r = i / kTileCols, c = i % kTileCols;
     const std::int64_t gr = row0 + r, gc = col0 + c;
@@ -195,7 +198,8 @@ __device__ void publish(unsigned* flag) {
 }
 
 template <typename T>
-__global__ void __launch_bounds__(kTileGemmThreads) tile_gemm_kernel(const __grid_constant__ TileGemmParams p) {
+__global__ void __launch_bounds__(kTileGemmThreads)
+    tile_gemm_kernel(const __grid_constant__ TileGemmParams p) {
   __shared__ __align__(32) TileSmem<T> sm;
   __shared__ int ticket;
   for (;;) {
@@ -207,14 +211,16 @@ __global__ void __launch_bounds__(kTileGemmThreads) tile_gemm_kernel(const __gri
     const TileSegment& s = p.seg[at.segment];
     mma_tile<T>(p, s, at.row, at.col, sm);
     store_tile(p, s, at.row, at.col, sm.cs);
-    publish(p.flags + s.block);  // its __syncthreads also keeps `ticket` until every thread has read it
+    publish(p.flags +
+            s.block);  // its __syncthreads also keeps `ticket` until every thread has read it
   }
 }
 
 template <typename T>
 void launch_gemm(const TileGemmParams& p, cudaStream_t stream) {
-  const int grid = blocks_for(p.total_tiles, 1,
-                              grid_cap(reinterpret_cast<const void*>(&tile_gemm_kernel<T>), kTileGemmThreads));
+  const int grid =
+      blocks_for(p.total_tiles, 1,
+                 grid_cap(reinterpret_cast<const void*>(&tile_gemm_kernel<T>), kTileGemmThreads));
   tile_gemm_kernel<T><<<grid, kTileGemmThreads, 0, stream>>>(p);
   COCONET_CUDA_CHECK_LAUNCH();
 }
@@ -242,10 +248,13 @@ __device__ void await_block(const unsigned* flag, unsigned target) {
 
 __device__ __forceinline__ float combine(ReduceOp op, float acc, float x) {
   switch (op) {
-    case ReduceOp::max: return fmaxf(acc, x);
-    case ReduceOp::min: return fminf(acc, x);
+    case ReduceOp::max:
+      return fmaxf(acc, x);
+    case ReduceOp::min:
+      return fminf(acc, x);
     case ReduceOp::sum:
-    case ReduceOp::mean: break;
+    case ReduceOp::mean:
+      break;
   }
   return acc + x;
 }
@@ -257,15 +266,18 @@ __device__ __forceinline__ void* peer_at(const TileCommParams& p, std::int64_t i
 // One step over the grid: element i read from every peer, reduced, stored.
 __device__ void reduce_step(const TileCommParams& p, const TileStep& s) {
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < s.count; i += stride) {
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+       i < s.count; i += stride) {
     float acc = load_elem(peer_at(p, s.src + i, p.peers[0]), p.dtype, 0);
-    for (int j = 1; j < p.n_peers; ++j) acc = combine(p.op, acc, load_elem(peer_at(p, s.src + i, p.peers[j]), p.dtype, 0));
+    for (int j = 1; j < p.n_peers; ++j)
+      acc = combine(p.op, acc, load_elem(peer_at(p, s.src + i, p.peers[j]), p.dtype, 0));
     if (p.op == ReduceOp::mean) acc /= static_cast<float>(p.n_peers);
     if (!p.in_place) {
       store_elem(p.out, p.dtype, s.dst + i, acc);
       continue;
     }
-    for (int j = 0; j < p.n_peers; ++j) store_elem(peer_at(p, s.dst + i, p.peers[j]), p.dtype, 0, acc);
+    for (int j = 0; j < p.n_peers; ++j)
+      store_elem(peer_at(p, s.dst + i, p.peers[j]), p.dtype, 0, acc);
   }
 }
 
@@ -293,12 +305,15 @@ void validate_tile_gemm(const TileGemmArgs& g, const TileGemmPlan& plan) {
   if (plan.total_tiles > 0 && (g.a == nullptr || g.b == nullptr || g.c == nullptr))
     throw UserError(where + ": a null operand");
   if (g.n < 1 || g.k < 1 || g.lda < g.k || g.ldb < g.n || g.ldc < g.n)
-    throw UserError(where + ": row strides must hold a row (lda >= k, ldb >= n, ldc >= n) and n, k >= 1");
-  if (static_cast<int>(plan.segments.size()) > kMaxTileSegments || static_cast<int>(plan.block_tiles.size()) > kMaxTileBlocks)
+    throw UserError(where +
+                    ": row strides must hold a row (lda >= k, ldb >= n, ldc >= n) and n, k >= 1");
+  if (static_cast<int>(plan.segments.size()) > kMaxTileSegments ||
+      static_cast<int>(plan.block_tiles.size()) > kMaxTileBlocks)
     throw UserError(where + ": a plan past the kernel's limits (tile_plan.h)");
 }
 
-void tile_gemm(const TileGemmArgs& g, const TileGemmPlan& plan, unsigned* flags, cudaStream_t stream) {
+void tile_gemm(const TileGemmArgs& g, const TileGemmPlan& plan, unsigned* flags,
+               cudaStream_t stream) {
   validate_tile_gemm(g, plan);
   if (plan.total_tiles == 0) return;
   TileGemmParams p{};
@@ -318,21 +333,26 @@ void tile_gemm(const TileGemmArgs& g, const TileGemmPlan& plan, unsigned* flags,
   p.total_tiles = plan.total_tiles;
   for (std::size_t s = 0; s < plan.segments.size(); ++s) p.seg[s] = plan.segments[s];
   switch (g.ab_dtype) {
-    case DType::f16: return launch_gemm<__half>(p, stream);
-    case DType::bf16: return launch_gemm<__nv_bfloat16>(p, stream);
-    case DType::f32: return launch_gemm<float>(p, stream);
+    case DType::f16:
+      return launch_gemm<__half>(p, stream);
+    case DType::bf16:
+      return launch_gemm<__nv_bfloat16>(p, stream);
+    case DType::f32:
+      return launch_gemm<float>(p, stream);
   }
 }
 
-void tile_comm(const LsaComm& lsa, const TileCommPlan& comm, const TileGemmPlan& gemm, const unsigned* flags,
-               const SymmetricBuffer& window, void* out, ReduceOp op, bool in_place, cudaStream_t stream) {
+void tile_comm(const LsaComm& lsa, const TileCommPlan& comm, const TileGemmPlan& gemm,
+               const unsigned* flags, const SymmetricBuffer& window, void* out, ReduceOp op,
+               bool in_place, cudaStream_t stream) {
   const std::string where = "tile communication kernel";
   if (static_cast<int>(comm.peers.size()) != lsa.lsa_size())
-    throw UserError(where + ": a plan for " + std::to_string(comm.peers.size()) + " ranks on an LSA team of " +
-                    std::to_string(lsa.lsa_size()));
+    throw UserError(where + ": a plan for " + std::to_string(comm.peers.size()) +
+                    " ranks on an LSA team of " + std::to_string(lsa.lsa_size()));
   if (comm.blocks != static_cast<int>(gemm.block_tiles.size()))
     throw UserError(where + ": the communication plan and the GEMM's differ in blocks");
-  if (!in_place && out == nullptr && !comm.steps.empty()) throw UserError(where + ": a reduce-scatter with no output");
+  if (!in_place && out == nullptr && !comm.steps.empty())
+    throw UserError(where + ": a reduce-scatter with no output");
   TileCommParams p{};
   p.flags = flags;
   p.window = window.window();
@@ -343,7 +363,8 @@ void tile_comm(const LsaComm& lsa, const TileCommPlan& comm, const TileGemmPlan&
   p.blocks = comm.blocks;
   p.steps = static_cast<int>(comm.steps.size());
   p.n_peers = static_cast<int>(comm.peers.size());
-  for (int b = 0; b < comm.blocks; ++b) p.targets[b] = gemm.block_tiles[static_cast<std::size_t>(b)];
+  for (int b = 0; b < comm.blocks; ++b)
+    p.targets[b] = gemm.block_tiles[static_cast<std::size_t>(b)];
   for (std::size_t q = 0; q < comm.peers.size(); ++q) p.peers[q] = comm.peers[q];
   for (std::size_t s = 0; s < comm.steps.size(); ++s) p.step[s] = comm.steps[s];
   tile_comm_kernel<<<kTileCommCtas, kBlockThreads, 0, stream>>>(lsa.impl().dev, p);

@@ -45,7 +45,8 @@ void reset_tile_flags(unsigned* flags, cudaStream_t stream);
 // Queues the GEMM of `plan`'s tiles on `stream`, tiles taken in ticket order;
 // each written tile adds 1 to flags[its block] (release). Throws UserError on
 // bad arguments (validate_tile_gemm).
-void tile_gemm(const TileGemmArgs& args, const TileGemmPlan& plan, unsigned* flags, cudaStream_t stream);
+void tile_gemm(const TileGemmArgs& args, const TileGemmPlan& plan, unsigned* flags,
+               cudaStream_t stream);
 
 // What tile_gemm refuses, without a GPU: null operands, strides shorter than
 // a row, a C dtype other than the operands' family allows (any of f16, bf16,
@@ -60,7 +61,8 @@ void validate_tile_gemm(const TileGemmArgs& args, const TileGemmPlan& plan);
 // place (allreduce); an LSA barrier at the end (every peer's stores visible,
 // no peer reads this rank's window after). `window` holds the GEMM's result
 // as `dtype`; allreduce copies come after (the caller's, comm.copies).
-void tile_comm(const LsaComm& lsa, const TileCommPlan& comm, const TileGemmPlan& gemm, const unsigned* flags,
-               const SymmetricBuffer& window, void* out, model::ReduceOp op, bool in_place, cudaStream_t stream);
+void tile_comm(const LsaComm& lsa, const TileCommPlan& comm, const TileGemmPlan& gemm,
+               const unsigned* flags, const SymmetricBuffer& window, void* out, model::ReduceOp op,
+               bool in_place, cudaStream_t stream);
 
 }  // namespace coconet::kernels::cuda

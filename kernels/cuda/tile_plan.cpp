@@ -22,15 +22,16 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; 
 TileGemmPlan plan_tile_gemm(std::span<const std::vector<TileRows>> blocks, std::int64_t n) {
   require(n > 0, "the GEMM has no columns");
   require(static_cast<int>(blocks.size()) <= kMaxTileBlocks,
-          std::to_string(blocks.size()) + " blocks exceed the limit of " + std::to_string(kMaxTileBlocks) +
-              "; choose fewer chunks");
+          std::to_string(blocks.size()) + " blocks exceed the limit of " +
+              std::to_string(kMaxTileBlocks) + "; choose fewer chunks");
   TileGemmPlan p;
   p.col_tiles = static_cast<std::int32_t>(ceil_div(n, kTileCols));
   std::int64_t ticket = 0;
   for (std::size_t b = 0; b < blocks.size(); ++b) {
     std::int64_t tiles = 0;
     for (const TileRows& r : blocks[b]) {
-      require(r.rows >= 0 && r.a_offset >= 0 && r.c_offset >= 0, "a run of rows with a negative size or offset");
+      require(r.rows >= 0 && r.a_offset >= 0 && r.c_offset >= 0,
+              "a run of rows with a negative size or offset");
       if (r.rows == 0) continue;
       TileSegment s;
       s.a_offset = r.a_offset;
@@ -60,12 +61,16 @@ std::vector<int> peer_order(int ranks, int rank) {
   return out;
 }
 
-TileCommPlan plan_tile_comm(TileCollectiveKind kind, std::span<const TileBlockViews> blocks, int ranks, int rank) {
-  require(ranks >= 1 && rank >= 0 && rank < ranks, "rank " + std::to_string(rank) + " of " + std::to_string(ranks));
-  require(ranks <= kMaxTilePeers, std::to_string(ranks) + " ranks exceed the " + std::to_string(kMaxTilePeers) +
+TileCommPlan plan_tile_comm(TileCollectiveKind kind, std::span<const TileBlockViews> blocks,
+                            int ranks, int rank) {
+  require(ranks >= 1 && rank >= 0 && rank < ranks,
+          "rank " + std::to_string(rank) + " of " + std::to_string(ranks));
+  require(ranks <= kMaxTilePeers, std::to_string(ranks) + " ranks exceed the " +
+                                      std::to_string(kMaxTilePeers) +
                                       " of one NVLink domain the communication kernel reads");
-  require(static_cast<int>(blocks.size()) <= kMaxTileBlocks,
-          std::to_string(blocks.size()) + " blocks exceed the limit of " + std::to_string(kMaxTileBlocks));
+  require(static_cast<int>(blocks.size()) <= kMaxTileBlocks, std::to_string(blocks.size()) +
+                                                                 " blocks exceed the limit of " +
+                                                                 std::to_string(kMaxTileBlocks));
   TileCommPlan p;
   p.blocks = static_cast<int>(blocks.size());
   p.peers = peer_order(ranks, rank);
@@ -83,11 +88,13 @@ TileCommPlan plan_tile_comm(TileCollectiveKind kind, std::span<const TileBlockVi
     for (std::size_t k = 0; k < v.parts.size(); ++k) {
       const Span1d run = v.parts[k];
       const Span1d shard = shard_of(run.size, ranks, rank);
-      if (shard.size > 0) p.steps.push_back({run.begin + shard.begin, shard.size, run.begin + shard.begin, block, 0});
+      if (shard.size > 0)
+        p.steps.push_back({run.begin + shard.begin, shard.size, run.begin + shard.begin, block, 0});
       if (run.size > 0) p.copies.push_back({run.begin, v.outs[k], run.size});
     }
   }
-  require(static_cast<int>(p.steps.size()) <= kMaxTileSteps && static_cast<int>(p.copies.size()) <= kMaxTileSteps,
+  require(static_cast<int>(p.steps.size()) <= kMaxTileSteps &&
+              static_cast<int>(p.copies.size()) <= kMaxTileSteps,
           "more reductions than the communication kernel takes (" + std::to_string(kMaxTileSteps) +
               "); choose fewer chunks");
   return p;

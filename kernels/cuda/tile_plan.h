@@ -62,9 +62,11 @@ struct TileSegment {
 };
 
 struct TileGemmPlan {
-  std::vector<TileSegment> segments;          // in compute order: block 0's runs first, each block's as given
-  std::vector<std::int32_t> block_tiles;      // tiles of block b: flag b's value once the block is written
-  std::int32_t col_tiles = 0;                 // tiles across n
+  std::vector<TileSegment>
+      segments;  // in compute order: block 0's runs first, each block's as given
+  std::vector<std::int32_t>
+      block_tiles;             // tiles of block b: flag b's value once the block is written
+  std::int32_t col_tiles = 0;  // tiles across n
   std::int32_t total_tiles = 0;
 };
 
@@ -72,7 +74,8 @@ struct TileGemmPlan {
 // in the order they are to be computed) over n output columns. Empty runs are
 // dropped; a block with no rows has target 0 (complete at once). Throws
 // UserError past the limits above or for a negative size.
-[[nodiscard]] TileGemmPlan plan_tile_gemm(std::span<const std::vector<TileRows>> blocks, std::int64_t n);
+[[nodiscard]] TileGemmPlan plan_tile_gemm(std::span<const std::vector<TileRows>> blocks,
+                                          std::int64_t n);
 
 // Where ticket `ticket` lies: the segment, the tile's first row inside it and
 // its first column. The segments are in ticket order (plan_tile_gemm).
@@ -81,7 +84,8 @@ struct TileCoord {
   std::int64_t row = 0;
   std::int64_t col = 0;
 };
-COCONET_HD TileCoord tile_at(const TileSegment* segments, int count, int col_tiles, std::int32_t ticket) {
+COCONET_HD TileCoord tile_at(const TileSegment* segments, int count, int col_tiles,
+                             std::int32_t ticket) {
   TileCoord c;
   for (int s = 0; s < count && segments[s].first_tile <= ticket; ++s) c.segment = s;
   if (c.segment < 0) return c;
@@ -128,7 +132,8 @@ struct TileCopy {
 struct TileCommPlan {
   std::vector<TileStep> steps;   // by block, in block order
   std::vector<TileCopy> copies;  // allreduce only
-  std::vector<int> peers;        // the order peers' windows are read: rank + 1, rank + 2, ..., this rank last
+  std::vector<int>
+      peers;  // the order peers' windows are read: rank + 1, rank + 2, ..., this rank last
   int blocks = 0;
 };
 
@@ -137,8 +142,9 @@ struct TileCommPlan {
 // every run copied out after. Throws UserError on parts that do not match
 // the kind (a reduce-scatter needs one part per rank and one output), for
 // ranks outside [0, ranks) or past the limits.
-[[nodiscard]] TileCommPlan plan_tile_comm(TileCollectiveKind kind, std::span<const TileBlockViews> blocks,
-                                          int ranks, int rank);
+[[nodiscard]] TileCommPlan plan_tile_comm(TileCollectiveKind kind,
+                                          std::span<const TileBlockViews> blocks, int ranks,
+                                          int rank);
 
 // The order in which rank `rank` of `ranks` reads its peers: (rank + 1 + j) % ranks,
 // its own window last, as a ring adds its own part in its last step.

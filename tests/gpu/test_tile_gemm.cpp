@@ -6,9 +6,8 @@
 // communication kernel reads its own window), both verified against the
 // unscheduled program and the reference interpreter. Skipped, with the
 // reason, without a GPU.
-#include <gtest/gtest.h>
-
 #include <cuda_runtime.h>
+#include <gtest/gtest.h>
 
 #include <memory>
 #include <string>
@@ -43,7 +42,8 @@ class DeviceFlags {
   [[nodiscard]] std::vector<unsigned> read() const {
     std::vector<unsigned> out(kc::kTileFlagWords);
     COCONET_CUDA_CHECK(cudaDeviceSynchronize());
-    COCONET_CUDA_CHECK(cudaMemcpy(out.data(), flags_, sizeof(unsigned) * out.size(), cudaMemcpyDeviceToHost));
+    COCONET_CUDA_CHECK(
+        cudaMemcpy(out.data(), flags_, sizeof(unsigned) * out.size(), cudaMemcpyDeviceToHost));
     return out;
   }
 
@@ -54,7 +54,8 @@ class DeviceFlags {
 // m x k times k x n of small integers: every product and sum exact in f32,
 // and every result (at most 6 * k = 240) exact in f16 and bf16.
 struct IntegerGemm {
-  std::int64_t m = 300, n = 130, k = 40;  // ragged in every dimension: 64-row, 64-column and 32-deep tiles
+  std::int64_t m = 300, n = 130,
+               k = 40;  // ragged in every dimension: 64-row, 64-column and 32-deep tiles
   std::vector<double> a, b, c;
   IntegerGemm() : a(m * k), b(k * n), c(m * n, 0.0) {
     for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<double>(i % 7) - 3;
@@ -65,7 +66,9 @@ struct IntegerGemm {
   }
   // Rows cut into 3 blocks, each of 2 runs given in a rotated (ring) order.
   [[nodiscard]] std::vector<std::vector<kc::TileRows>> blocks() const {
-    const auto run = [&](std::int64_t first, std::int64_t rows) { return kc::TileRows{first * k, first * n, rows}; };
+    const auto run = [&](std::int64_t first, std::int64_t rows) {
+      return kc::TileRows{first * k, first * n, rows};
+    };
     return {{run(50, 50), run(0, 50)}, {run(150, 50), run(100, 50)}, {run(250, 50), run(200, 50)}};
   }
 };
@@ -77,18 +80,22 @@ TEST_F(TileGemm, EqualsTheReferenceAndCublasExactlyOnIntegersInEveryDtype) {
   kc::Blas blas;
   for (DType t : {DType::f16, DType::bf16, DType::f32}) {
     DeviceArray da(x.a, t), db(x.b, t), c(std::vector<double>(x.m * x.n, 0.0), t),
-        window(std::vector<double>(x.m * x.n, 0.0), t), cublas(std::vector<double>(x.m * x.n, 0.0), t);
+        window(std::vector<double>(x.m * x.n, 0.0), t),
+        cublas(std::vector<double>(x.m * x.n, 0.0), t);
     const kc::TileGemmPlan plan = kc::plan_tile_gemm(x.blocks(), x.n);
     DeviceFlags flags;
     kc::reset_tile_flags(flags.data(), nullptr);
-    kc::TileGemmArgs g{da.data(), db.data(), c.data(), window.data(), t, t, x.n, x.k, x.k, x.n, x.n};
+    kc::TileGemmArgs g{da.data(), db.data(), c.data(), window.data(), t,  t,
+                       x.n,       x.k,       x.k,      x.n,           x.n};
     kc::tile_gemm(g, plan, flags.data(), nullptr);
     EXPECT_TRUE(close(c.read(), x.c, 0.0)) << model::to_string(t);
     EXPECT_TRUE(close(window.read(), x.c, 0.0)) << model::to_string(t) << " (the window's copy)";
     const std::vector<unsigned> f = flags.read();
     for (std::size_t b = 0; b < plan.block_tiles.size(); ++b)
-      EXPECT_EQ(f[b], static_cast<unsigned>(plan.block_tiles[b])) << model::to_string(t) << " block " << b;
-    EXPECT_GE(f[kc::kMaxTileBlocks], static_cast<unsigned>(plan.total_tiles));  // every ticket was taken
+      EXPECT_EQ(f[b], static_cast<unsigned>(plan.block_tiles[b]))
+          << model::to_string(t) << " block " << b;
+    EXPECT_GE(f[kc::kMaxTileBlocks],
+              static_cast<unsigned>(plan.total_tiles));  // every ticket was taken
     kc::GemmArgs cb{da.data(), db.data(), cublas.data(), t, t, x.m, x.n, x.k, x.k, x.n, x.n};
     kc::gemm(blas, cb, nullptr);
     EXPECT_TRUE(close(c.read(), cublas.read(), 0.0)) << model::to_string(t) << " against cuBLAS";
@@ -96,10 +103,12 @@ TEST_F(TileGemm, EqualsTheReferenceAndCublasExactlyOnIntegersInEveryDtype) {
   // The comparison can fail: a plan without block 1's second run.
   auto partial = x.blocks();
   partial[1].pop_back();
-  DeviceArray da(x.a, DType::f16), db(x.b, DType::f16), c(std::vector<double>(x.m * x.n, 0.0), DType::f16);
+  DeviceArray da(x.a, DType::f16), db(x.b, DType::f16),
+      c(std::vector<double>(x.m * x.n, 0.0), DType::f16);
   DeviceFlags flags;
   kc::reset_tile_flags(flags.data(), nullptr);
-  kc::TileGemmArgs g{da.data(), db.data(), c.data(), nullptr, DType::f16, DType::f16, x.n, x.k, x.k, x.n, x.n};
+  kc::TileGemmArgs g{da.data(), db.data(), c.data(), nullptr, DType::f16, DType::f16,
+                     x.n,       x.k,       x.k,      x.n,     x.n};
   kc::tile_gemm(g, kc::plan_tile_gemm(partial, x.n), flags.data(), nullptr);
   EXPECT_FALSE(close(c.read(), x.c, 0.0));
 }
@@ -137,7 +146,8 @@ exec::Backend& tile_backend() {
 void expect_tile_verifies_like_chunk(exec::Backend& b) {
   b.set_groups(1);
   const model::Program p = model::load_program(model::resolve_workload("megatron_mlp"));
-  const model::Bindings sizes = p.bind({{"B", 2}, {"S", 100}, {"H", 96}});  // 200 rows: ragged 64-row tiles
+  const model::Bindings sizes =
+      p.bind({{"B", 2}, {"S", 100}, {"H", 96}});  // 200 rows: ragged 64-row tiles
   exec::RunOptions options;
   options.iters = 2;
   options.warmup = 1;
@@ -151,7 +161,8 @@ void expect_tile_verifies_like_chunk(exec::Backend& b) {
       s.knobs.overlap = g;
       const exec::RunRow row = exec::run_schedule(b, s, sizes, refs, options);
       EXPECT_TRUE(row.verified) << s.name() << " " << model::to_string(g) << ": " << row.mismatch;
-      EXPECT_EQ(row.checked_against, "program+interpreter") << s.name() << " " << model::to_string(g);
+      EXPECT_EQ(row.checked_against, "program+interpreter")
+          << s.name() << " " << model::to_string(g);
       ++ran;
     }
   }
@@ -160,10 +171,12 @@ void expect_tile_verifies_like_chunk(exec::Backend& b) {
 
 // tile against chunk on one GPU (a loopback LSA team of one).
 TEST_F(TileGemm, TileSchedulesVerifyLikeTheirChunkSchedulesOnOneRank) {
-  if (exec::launched_by_mpirun()) GTEST_SKIP() << "under mpirun: GpuTest.TileSchedulesVerifyOverEveryRankUnderMpirun";
+  if (exec::launched_by_mpirun())
+    GTEST_SKIP() << "under mpirun: GpuTest.TileSchedulesVerifyOverEveryRankUnderMpirun";
   exec::Backend& b = tile_backend();
   const plan::Capabilities caps = b.capabilities();
-  if (!caps.tile_overlap) FAIL() << "the cuda backend refuses tiles on one GPU: " << caps.no_tile_reason;
+  if (!caps.tile_overlap)
+    FAIL() << "the cuda backend refuses tiles on one GPU: " << caps.no_tile_reason;
   expect_tile_verifies_like_chunk(b);
 }
 
@@ -171,11 +184,14 @@ TEST_F(TileGemm, TileSchedulesVerifyLikeTheirChunkSchedulesOnOneRank) {
 // communication kernel reads its peers' windows and reduces across them.
 TEST_F(GpuTest, TileSchedulesVerifyOverEveryRankUnderMpirun) {
   if (!exec::launched_by_mpirun())
-    COCONET_EXPECTED_SKIP("not started by mpirun: one rank is TileGemm.TileSchedulesVerifyLikeTheirChunkSchedulesOnOneRank");
+    COCONET_EXPECTED_SKIP(
+        "not started by mpirun: one rank is "
+        "TileGemm.TileSchedulesVerifyLikeTheirChunkSchedulesOnOneRank");
   exec::Backend& b = tile_backend();
   if (b.world_size() < 2) COCONET_EXPECTED_SKIP("one rank: covered by TileGemm.*");
   const plan::Capabilities caps = b.capabilities();
-  if (!caps.tile_overlap) COCONET_EXPECTED_SKIP("the backend refuses tiles here: " + caps.no_tile_reason);
+  if (!caps.tile_overlap)
+    COCONET_EXPECTED_SKIP("the backend refuses tiles here: " + caps.no_tile_reason);
   expect_tile_verifies_like_chunk(b);
 }
 

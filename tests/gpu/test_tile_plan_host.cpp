@@ -20,8 +20,8 @@
 #include "kernels/cuda/tile_plan.h"
 #include "model/catalog.h"
 #include "model/enumerate.h"
-#include "model/parse.h"
 #include "model/error.h"
+#include "model/parse.h"
 #include "model/program.h"
 #include "plan/step_plan.h"
 
@@ -43,7 +43,8 @@ Coverage cover(const kc::TileGemmPlan& p, std::int64_t n, std::int64_t ldc) {
   c.tiles_per_block.assign(p.block_tiles.size(), 0);
   int last_block = 0;
   for (std::int32_t t = 0; t < p.total_tiles; ++t) {
-    const kc::TileCoord at = kc::tile_at(p.segments.data(), static_cast<int>(p.segments.size()), p.col_tiles, t);
+    const kc::TileCoord at =
+        kc::tile_at(p.segments.data(), static_cast<int>(p.segments.size()), p.col_tiles, t);
     EXPECT_GE(at.segment, 0) << "ticket " << t;
     if (at.segment < 0) continue;
     const kc::TileSegment& s = p.segments[static_cast<std::size_t>(at.segment)];
@@ -51,7 +52,8 @@ Coverage cover(const kc::TileGemmPlan& p, std::int64_t n, std::int64_t ldc) {
     last_block = s.block;
     ++c.tiles_per_block[static_cast<std::size_t>(s.block)];
     for (std::int64_t r = at.row; r < std::min<std::int64_t>(at.row + kc::kTileRows, s.rows); ++r)
-      for (std::int64_t col = at.col; col < std::min<std::int64_t>(at.col + kc::kTileCols, n); ++col)
+      for (std::int64_t col = at.col; col < std::min<std::int64_t>(at.col + kc::kTileCols, n);
+           ++col)
         ++c.writes[{s.c_offset / ldc + r, col}];
   }
   return c;
@@ -87,7 +89,9 @@ TEST(TilePlan, EveryOutputElementIsWrittenOnceBlockByBlock) {
     EXPECT_TRUE(rows.count(at.first)) << "row " << at.first << " is no block's";
   }
   // The first run of block 0 is computed first: ticket 0 is its first tile.
-  EXPECT_EQ(kc::tile_at(p.segments.data(), static_cast<int>(p.segments.size()), p.col_tiles, 0).segment, 0);
+  EXPECT_EQ(
+      kc::tile_at(p.segments.data(), static_cast<int>(p.segments.size()), p.col_tiles, 0).segment,
+      0);
   EXPECT_EQ(p.segments.front().c_offset, 70 * ldc);
 }
 
@@ -105,7 +109,8 @@ TEST(TilePlan, AnEmptyBlockCompletesAtOnceAndTheLimitsAreNamed) {
   } catch (const UserError& e) {
     EXPECT_NE(std::string(e.what()).find("choose fewer chunks"), std::string::npos) << e.what();
   }
-  const std::vector<std::vector<kc::TileRows>> runs{std::vector<kc::TileRows>(kc::kMaxTileSegments + 1, {0, 0, 1})};
+  const std::vector<std::vector<kc::TileRows>> runs{
+      std::vector<kc::TileRows>(kc::kMaxTileSegments + 1, {0, 0, 1})};
   EXPECT_THROW((void)kc::plan_tile_gemm(runs, 64), UserError);
   EXPECT_THROW((void)kc::plan_tile_gemm(blocks, 0), UserError);
 }
@@ -117,7 +122,8 @@ TEST(TilePlan, TheGemmRefusesBadArgumentsBeforeItLaunches) {
   const std::vector<std::vector<kc::TileRows>> blocks{{{0, 0, 64}}};
   const kc::TileGemmPlan p = kc::plan_tile_gemm(blocks, 64);
   int a = 0, b = 0, c = 0;
-  const kc::TileGemmArgs good{&a, &b, &c, nullptr, model::DType::f16, model::DType::f16, 64, 32, 32, 64, 64};
+  const kc::TileGemmArgs good{&a, &b, &c, nullptr, model::DType::f16, model::DType::f16, 64,
+                              32, 32, 64, 64};
   EXPECT_NO_THROW(kc::validate_tile_gemm(good, p));
   kc::TileGemmArgs short_rows = good;
   short_rows.lda = 31;
@@ -149,13 +155,15 @@ TEST(TileComm, PeersAreReadInRingOrderOwnWindowLast) {
 // allreduce's shard taken at the rank's position 0 (shard_of(n, p, 0)), the
 // shards overlapped and left the tail unreduced.
 TEST(TileComm, EachRankReducesItsPartOfEveryBlockOnce) {
-  std::vector<kc::TileBlockViews> rs{{{{0, 10}, {10, 7}, {17, 7}}, {100}}, {{{24, 3}, {27, 0}, {27, 3}}, {110}}};
+  std::vector<kc::TileBlockViews> rs{{{{0, 10}, {10, 7}, {17, 7}}, {100}},
+                                     {{{24, 3}, {27, 0}, {27, 3}}, {110}}};
   for (int r = 0; r < 3; ++r) {
     const kc::TileCommPlan p = kc::plan_tile_comm(kc::TileCollectiveKind::reduce_scatter, rs, 3, r);
     EXPECT_EQ(p.blocks, 2);
     EXPECT_TRUE(p.copies.empty());
     for (const kc::TileStep& s : p.steps) {
-      const kc::Span1d part = rs[static_cast<std::size_t>(s.block)].parts[static_cast<std::size_t>(r)];
+      const kc::Span1d part =
+          rs[static_cast<std::size_t>(s.block)].parts[static_cast<std::size_t>(r)];
       EXPECT_EQ(s.src, part.begin);
       EXPECT_EQ(s.count, part.size);
       EXPECT_EQ(s.dst, rs[static_cast<std::size_t>(s.block)].outs.front());
@@ -177,7 +185,8 @@ TEST(TileComm, EachRankReducesItsPartOfEveryBlockOnce) {
   }
   EXPECT_EQ(reduced.size(), 11u + 5u + 2u);
   for (const auto& [i, count] : reduced) EXPECT_EQ(count, 1) << "element " << i;
-  EXPECT_THROW((void)kc::plan_tile_comm(kc::TileCollectiveKind::reduce_scatter, rs, 2, 0), UserError);
+  EXPECT_THROW((void)kc::plan_tile_comm(kc::TileCollectiveKind::reduce_scatter, rs, 2, 0),
+               UserError);
   EXPECT_THROW((void)kc::plan_tile_comm(kc::TileCollectiveKind::allreduce, ar, 4, 4), UserError);
 }
 
@@ -190,7 +199,8 @@ TEST(TileComm, EachRankReducesItsPartOfEveryBlockOnce) {
 // Shown to fail: without the executor's rotation the own slice came first.
 TEST(TileExecutor, TheBlocksComeInRingOrderAndTheReductionsCoverTheResult) {
   const model::Program p = model::load_program(model::resolve_workload("megatron_mlp"));
-  const model::Bindings sizes = p.bind({{"B", 2}, {"S", 7}, {"H", 8}});  // 14 rows: ragged over 3 ranks
+  const model::Bindings sizes =
+      p.bind({{"B", 2}, {"S", 7}, {"H", 8}});  // 14 rows: ragged over 3 ranks
   int checked = 0;
   for (const char* name : {"ol(MM,RS)-C-AG", "ol(MM,AR)-C"}) {
     model::Schedule s;
@@ -218,35 +228,43 @@ TEST(TileExecutor, TheBlocksComeInRingOrderAndTheReductionsCoverTheResult) {
         std::vector<kc::TileBlockViews> views;
         for (std::size_t b = 0; b < call.blocks.size(); ++b) {
           runs.emplace_back();
-          for (const auto& a : call.blocks[b]) runs.back().push_back({a.a.offset, a.out.offset, a.m});
+          for (const auto& a : call.blocks[b])
+            runs.back().push_back({a.a.offset, a.out.offset, a.m});
           if (call.collective.op == model::OpKind::reducescatter) {
             // The own slice's run is the block's last, the next rank's its first.
             const auto slice = [&](std::int64_t offset) {
               for (int q = 0; q < ranks; ++q) {
                 const auto& part = call.collective.blocks[b].parts[static_cast<std::size_t>(q)];
-                if (part.count > 0 && offset >= part.offset && offset < part.offset + part.count) return q;
+                if (part.count > 0 && offset >= part.offset && offset < part.offset + part.count)
+                  return q;
               }
               return -1;
             };
-            EXPECT_EQ(slice(call.blocks[b].back().out.offset), r) << name << " P=" << ranks << " block " << b;
-            EXPECT_EQ(slice(call.blocks[b].front().out.offset), (r + 1) % ranks) << name << " block " << b;
+            EXPECT_EQ(slice(call.blocks[b].back().out.offset), r)
+                << name << " P=" << ranks << " block " << b;
+            EXPECT_EQ(slice(call.blocks[b].front().out.offset), (r + 1) % ranks)
+                << name << " block " << b;
           }
           kc::TileBlockViews v;
-          for (const auto& part : call.collective.blocks[b].parts) v.parts.push_back({part.offset, part.count});
+          for (const auto& part : call.collective.blocks[b].parts)
+            v.parts.push_back({part.offset, part.count});
           for (const auto& out : call.collective.blocks[b].outs) v.outs.push_back(out.offset);
           views.push_back(v);
         }
         const kc::TileGemmPlan gemm = kc::plan_tile_gemm(runs, call.blocks.front().front().n);
-        EXPECT_EQ(cover(gemm, call.blocks.front().front().n, ldc).writes.size(), static_cast<std::size_t>(result_size));
-        const auto kind = call.collective.op == model::OpKind::reducescatter ? kc::TileCollectiveKind::reduce_scatter
-                                                                             : kc::TileCollectiveKind::allreduce;
+        EXPECT_EQ(cover(gemm, call.blocks.front().front().n, ldc).writes.size(),
+                  static_cast<std::size_t>(result_size));
+        const auto kind = call.collective.op == model::OpKind::reducescatter
+                              ? kc::TileCollectiveKind::reduce_scatter
+                              : kc::TileCollectiveKind::allreduce;
         const kc::TileCommPlan comm = kc::plan_tile_comm(kind, views, ranks, r);
         for (const kc::TileStep& st : comm.steps)
           for (std::int64_t i = 0; i < st.count; ++i) ++reduced[st.src + i];
         ++checked;
       }
       EXPECT_EQ(reduced.size(), static_cast<std::size_t>(result_size)) << name << " P=" << ranks;
-      for (const auto& [i, count] : reduced) EXPECT_EQ(count, 1) << name << " P=" << ranks << " element " << i;
+      for (const auto& [i, count] : reduced)
+        EXPECT_EQ(count, 1) << name << " P=" << ranks << " element " << i;
     }
   }
   EXPECT_EQ(checked, 2 * (2 + 3));
