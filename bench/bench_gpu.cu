@@ -7,7 +7,9 @@
 //   as compile_elementwise makes it from workloads/adam.yaml, against the
 //   hand-written kc::adam_step: the same 26 bytes per element;
 // - one GEMM vs the same GEMM in 2/4/8 row chunks at the paper's Megatron
-//   shapes (GPT-2 8.3B on 8 GPUs: B*S = 8192 rows, H = 3072);
+//   shapes (GPT-2 8.3B on 8 GPUs: B*S = 8192 rows, H = 3072), and the
+//   project's tiled GEMM of overlap: tile (kernels/cuda/tile_gemm.h) at the
+//   same shape, 8 blocks, flags published (its efficiency against cuBLAS);
 // - the fused RS+Adam+AG on one rank, LSA kernel vs host-API fallback, and
 //   the generated single LSA kernel on Adam's compiled program against the
 //   hand-written LSA kernel (the same operands and bytes).
@@ -33,6 +35,7 @@
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/grid.h"
 #include "kernels/cuda/optimizer.h"
+#include "kernels/cuda/tile_gemm.h"
 
 namespace kc = coconet::kernels::cuda;
 using coconet::model::DType;
@@ -199,6 +202,27 @@ void BM_MegatronGemm(benchmark::State& state) {
   (void)cudaStreamDestroy(comm);
 }
 
+// overlap: tile's GEMM at BM_MegatronGemm's shape: the rows in 8 blocks (one
+// per rank's slice, as an 8-rank ring would take them), each block's flag
+// raised; no window copy (one rank reads none), no communication kernel.
+void BM_TileGemm(benchmark::State& state) {
+  const std::int64_t m = kRows, k = 4 * kHidden / kRanks, n = kHidden;
+  DeviceMem a(m * k * 2), b(k * n * 2), c(m * n * 2), flags(sizeof(unsigned) * kc::kTileFlagWords);
+  std::vector<std::vector<kc::TileRows>> blocks;
+  for (std::int64_t r = 0; r < kRanks; ++r) {
+    const kc::Span1d rows = kc::shard_of(m, static_cast<int>(kRanks), static_cast<int>(r));
+    blocks.push_back({{rows.begin * k, rows.begin * n, rows.size}});
+  }
+  const kc::TileGemmPlan plan = kc::plan_tile_gemm(blocks, n);
+  const kc::TileGemmArgs g{a.p, b.p, c.p, nullptr, DType::f16, DType::f16, n, k, k, n, n};
+  auto* f = static_cast<unsigned*>(flags.p);
+  time_with_events(state, 2.0 * (m * k + k * n + m * n), [&] {
+    kc::reset_tile_flags(f, nullptr);
+    kc::tile_gemm(g, plan, f, nullptr);
+  });
+  state.counters["flops"] = benchmark::Counter(2.0 * m * n * k, benchmark::Counter::kIsIterationInvariantRate);
+}
+
 // One-rank communicator for the fused collective.
 ncclComm_t one_rank_comm() {
   int device = 0;
@@ -308,6 +332,7 @@ void register_all() {
       ->Arg(kLargeShard)->Arg(std::int64_t{1} << 30)->UseManualTime()->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("BM_MegatronGemm", BM_MegatronGemm)
       ->ArgName("chunks")->Arg(1)->Arg(2)->Arg(4)->Arg(8)->UseManualTime()->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("BM_TileGemm", BM_TileGemm)->UseManualTime()->Unit(benchmark::kMicrosecond);
 }
 
 }  // namespace

@@ -128,7 +128,9 @@ std::vector<model::Schedule> named_schedules(Job& j, const RunArgs& a) {
 // knobs are the ones predict chooses (a tune file's and the knob flags pinned)
 // and its prediction is kept; `best` keeps the fastest. Without one, the
 // file's knobs or the flags' apply, and a tune file's own prediction is shown.
-void select_schedules(Job& j, const RunArgs& a, const std::optional<sim::Topology>& topology) {
+// `tile_here`: the backend that runs refuses no tiles (its instance's
+// plan::Capabilities::tile_overlap): false keeps the tuner to chunks.
+void select_schedules(Job& j, const RunArgs& a, const std::optional<sim::Topology>& topology, bool tile_here) {
   const bool file = model::is_schedule_file(a.schedule);
   auto schedules = named_schedules(j, a);
   if (!topology) {
@@ -146,6 +148,7 @@ void select_schedules(Job& j, const RunArgs& a, const std::optional<sim::Topolog
   }
   sim::Context ctx{*topology, j.point.ranks_per_group, j.point.sizes, plan::parse_backend(a.backend, "--backend")};
   ctx.tile_designs = false;  // what this backend runs: tile only where it runs tiles
+  ctx.tile_here = tile_here;
   for (auto& s : schedules) {
     const auto c = sim::tune({s}, ctx, a.knobs.space(s, file)).ranked.front();
     s.knobs = c.knobs;
@@ -200,7 +203,7 @@ model::PointOptions point_options(const model::Assignments& values, const std::o
 
 // Every job of the target on `world_size` ranks, checked: the same on every
 // rank, and what `run` checks before it starts any.
-std::vector<Job> prepare_jobs(const RunArgs& a, exec::RunOptions& options, int world_size) {
+std::vector<Job> prepare_jobs(const RunArgs& a, exec::RunOptions& options, int world_size, bool tile_here = true) {
   a.knobs.check();
   model::check_timeout(a.timeout_s, "--timeout");
   model::SetArgs sets = model::split_sets(a.sets);
@@ -215,7 +218,7 @@ std::vector<Job> prepare_jobs(const RunArgs& a, exec::RunOptions& options, int w
   std::vector<Job> jobs;
   for (auto& pt : model::expand(e, point_options(sets.workload, topology, world_size))) {
     jobs.push_back(Job{std::move(pt), {}, {}, {}, std::nullopt, {}});
-    select_schedules(jobs.back(), a, topology);
+    select_schedules(jobs.back(), a, topology, tile_here);
   }
   return jobs;
 }
@@ -659,7 +662,7 @@ void run_command(const RunArgs& a) {
     if (a.ranks > 0 && a.ranks != backend->world_size())
       throw UserError("--ranks " + std::to_string(a.ranks) + " but the job has " +
                       std::to_string(backend->world_size()) + " ranks; drop --ranks inside mpirun");
-    jobs = prepare_jobs(a, options, backend->world_size());
+    jobs = prepare_jobs(a, options, backend->world_size(), backend->capabilities().tile_overlap);
     if (backend->world_rank() == 0) {
       warn_other_machine(a);
       note_long_run(jobs, options);

@@ -55,6 +55,12 @@ void Backend::tiled_matmul(std::span<const std::vector<MatmulArgs>> /*blocks*/, 
   throw InternalError("backend " + name() + " runs no tiled GEMM (plan::Capabilities::tile_overlap)");
 }
 
+void Backend::tiled_matmul_collective(std::span<const std::vector<MatmulArgs>> /*blocks*/,
+                                      const TileCollective& /*collective*/) {
+  throw InternalError("backend " + name() + " runs no tile unit's collective as one call "
+                      "(plan::Capabilities::tile_one_collective)");
+}
+
 double Backend::start_timer() {
   synchronize();
   return now_us();

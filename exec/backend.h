@@ -159,6 +159,13 @@
 //     blocks may share their right operand (a tile GEMM's weight): a backend
 //     prepares it once. If it throws, every event completes (the comm
 //     stream is not left waiting).
+//   tiled_matmul_collective(blocks, collective): the same GEMM with the
+//     unit's collective as one call resident across the blocks (a backend
+//     whose capabilities() say tile_one_collective: the cuda backend's
+//     communication kernel, kernels/cuda/tile_gemm.h); collective.blocks[b]
+//     is block b's share of the reduce-scatter or allreduce, as
+//     reduce_scatter() and allreduce() would take it, queued behind block b.
+//     No events: the GEMM and the collective synchronise in device memory.
 #pragma once
 
 #include <cstdint>
@@ -200,6 +207,20 @@ struct MatmulArgs {
   std::int64_t lda = 0, ldb = 0, ldc = 0;  // row strides in elements
   std::int64_t batch = 1;                  // products, each the next `stride_*` elements on
   std::int64_t stride_a = 0, stride_b = 0, stride_out = 0;
+};
+
+// Block b's share of a tile unit's collective (Backend::tiled_matmul_collective):
+// reduce-scatter: parts[r] the block's part of position r's slice, outs[0]
+// where my reduced part lands; allreduce: the block's runs of rows (parts)
+// and where each run's reduction lands (outs, one per part).
+struct TileReduction {
+  std::vector<View> parts;
+  std::vector<View> outs;
+};
+struct TileCollective {
+  model::OpKind op = model::OpKind::reducescatter;  // or allreduce
+  ReduceOp reduce = ReduceOp::sum;
+  std::vector<TileReduction> blocks;  // in block order
 };
 
 // The elements of `views` together (a collective's parts).
@@ -326,6 +347,8 @@ class Backend {
   virtual void fused(const FusedCall& call);
   [[nodiscard]] virtual std::vector<Event> tile_events(int blocks);
   virtual void tiled_matmul(std::span<const std::vector<MatmulArgs>> blocks, std::span<const Event> events);
+  virtual void tiled_matmul_collective(std::span<const std::vector<MatmulArgs>> blocks,
+                                       const TileCollective& collective);
   // What this backend runs (fused ops, overlap), the input of plan::lower.
   [[nodiscard]] virtual plan::Capabilities capabilities() const = 0;
 };

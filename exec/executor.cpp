@@ -68,6 +68,34 @@ class OpRunner {
     return matmul_args(s, rs);
   }
 
+  // Block `chunk`'s share of a tile unit's collective `op` (a reduce-scatter
+  // or allreduce of the matmul's result), the views communicate() would hand
+  // the backend, recorded as its calls.
+  TileReduction tile_reduction(const plan::Op& op, int chunk, std::vector<std::int64_t>& calls) {
+    calls_ = &calls;
+    const Stmt& s = stmt(op.stmts.front());
+    const auto& x = values_.at(s.operands.front());
+    const auto& y = values_.at(s.name);
+    TileReduction t;
+    if (s.op == OpKind::reducescatter) {
+      const auto rs = ranges(x.rows, chunk, true);
+      for (const auto& r : rs) t.parts.push_back(rows_view(x, r.begin, r.end));
+      const auto& mine = rs[static_cast<std::size_t>(values_.position())];
+      t.outs.push_back(rows_view(y, mine.begin, mine.end));
+      call(total_count(t.parts));
+      for (const auto& v : t.parts) touched_.view(v);
+      touched_.view(t.outs.front());
+      return t;
+    }
+    COCONET_ASSERT(s.op == OpKind::allreduce, "a tile unit's collective reduce-scatters or allreduces");
+    for (const auto& r : local_ranges(y, chunk, unit_.slice_mode)) {
+      t.parts.push_back(rows_view(x, r.begin, r.end));
+      t.outs.push_back(rows_view(y, r.begin, r.end));
+      both(t.parts.back(), t.outs.back());
+    }
+    return t;
+  }
+
  private:
   const Stmt& stmt(const std::string& n) const { return *plan_.program->find_stmt(n); }
   // Records one backend call of `elements` (its input on this rank).
@@ -392,6 +420,7 @@ void Executor::run_tiled_unit(const plan::Unit& u) {
   const plan::Op& mm = plan_.op(u.ops.front());
   COCONET_ASSERT(mm.cls == plan::OpClass::matmul, "a tile unit starts with its matmul");
   if (!mm.involves(group)) return;
+  if (plan_.caps.tile_one_collective) return run_resident_tile_unit(u);
   const std::vector<Event> blocks = backend_.tile_events(u.chunks);
   try {
     for (const plan::Launch& l : plan::issue_order(plan_, u)) {
@@ -416,6 +445,37 @@ void Executor::run_tiled_unit(const plan::Unit& u) {
   }
   backend_.tiled_matmul(args, blocks);
   if (recorder_) recorder_->add({mm.id, 0, mm.stream, start_us, backend_.now_us()});
+}
+
+// One backend call: the GEMM's blocks and, block by block, the views of the
+// unit's one collective (plan::why_not_tile with tile_fused false: a plain
+// reduce-scatter or allreduce of the matmul's result).
+void Executor::run_resident_tile_unit(const plan::Unit& u) {
+  COCONET_ASSERT(u.ops.size() == 2, "a resident tile unit is its matmul and one collective");
+  const plan::Op& mm = plan_.op(u.ops.front());
+  const plan::Op& coll = plan_.op(u.ops.back());
+  COCONET_ASSERT(coll.cls == plan::OpClass::collective && coll.stmts.size() == 1,
+                 "a resident tile unit's collective is one plain collective");
+  OpRunner runner(backend_, plan_, values_, u, touched_);
+  std::vector<std::vector<MatmulArgs>> args;
+  const Stmt& head = *plan_.program->find_stmt(coll.stmts.front());
+  TileCollective collective{head.op, head.reduce, {}};
+  const double start_us = recorder_ ? backend_.now_us() : 0.0;
+  std::vector<RanLaunch> blocks, reductions;  // by chunk
+  for (int c = 0; c < u.chunks; ++c) {
+    blocks.push_back({mm.id, c, {}});
+    args.push_back(runner.tile_block(mm, c, blocks.back().elements));
+    reductions.push_back({coll.id, c, {}});
+    collective.blocks.push_back(runner.tile_reduction(coll, c, reductions.back().elements));
+  }
+  for (const plan::Launch& l : plan::issue_order(plan_, u))  // recorded in the plan's order, as every unit's
+    ran_.push_back((l.op == mm.id ? blocks : reductions).at(static_cast<std::size_t>(l.chunk)));
+  backend_.tiled_matmul_collective(args, collective);
+  if (recorder_) {
+    const double end_us = backend_.now_us();
+    recorder_->add({mm.id, 0, mm.stream, start_us, end_us});
+    recorder_->add({coll.id, 0, coll.stream, start_us, end_us});
+  }
 }
 
 std::vector<double> Executor::run_step() {

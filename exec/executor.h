@@ -86,6 +86,9 @@ class Executor {
   // A tile unit (plan::Unit::tile): every block's collective queued behind
   // its block's event, then the one GEMM.
   void run_tiled_unit(const plan::Unit& u);
+  // A tile unit whose collective is one call over the blocks
+  // (plan::Capabilities::tile_one_collective: the cuda backend).
+  void run_resident_tile_unit(const plan::Unit& u);
   // Issues launch (op, chunk) of unit `u` on the op's stream (a fused op
   // whole, others through the op runner) and returns the event that marks its end.
   Event launch(const plan::Unit& u, const plan::Op& op, int chunk);

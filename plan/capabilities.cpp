@@ -37,10 +37,13 @@ Capabilities cuda_capabilities() {
   c.backend = BackendKind::cuda;
   c.resident_overlap = false;  // exec/executor.cpp issues one NCCL call per chunk
   c.fused_piece_bytes = kCudaFusedPieceBytes;
-  c.tile_overlap = false;  // no tiled GEMM that signals its blocks to a communication kernel yet
-  // The design (issue 33): one kernel on NCCL's device API, as the LSA path,
-  // takes the blocks as the GEMM signals them.
+  // kernels/cuda/tile_gemm.h: the project's tiled GEMM publishes each block
+  // in device memory, one communication kernel on NCCL's device API (LSA)
+  // takes the blocks as they complete. A backend instance turns it off where
+  // its group is not one LSA team (CudaBackend::capabilities, with the reason).
+  c.tile_overlap = true;
   c.tile_one_collective = true;
+  c.tile_fused = false;  // the communication kernel runs a plain reduce-scatter or allreduce
   return c;
 }
 

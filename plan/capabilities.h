@@ -41,6 +41,15 @@ struct Capabilities {
   // collective started once the block is done (exec/backend.h, "Tiles").
   // False: plan::lower refuses tile.
   bool tile_overlap = false;
+  // Why tile_overlap is false where the backend can say (the cuda backend on
+  // a group that is not one LSA team, exec/cuda/cuda_backend.cpp); quoted in
+  // the refusal. Empty otherwise.
+  std::string no_tile_reason;
+  // A tile unit's collective may be a fused op (its program run block by
+  // block on the comm stream: the cpu backend). False: only a plain
+  // reduce-scatter or allreduce of the matmul's result (the cuda backend's
+  // communication kernel reduces, it runs no fused op's program).
+  bool tile_fused = true;
   // In a tile unit the collective is one call that takes the blocks as they
   // complete (a communication kernel resident across blocks: its latency
   // once, its transfers at the whole message's rate); false: one call per

@@ -545,18 +545,23 @@ bool tile_pair(const model::Schedule& s, const model::OverlapGroup& g) {
 std::string why_not_tile(const model::Schedule& s, const Capabilities& caps) {
   if (s.overlaps.empty()) return {};
   if (!caps.tile_overlap)
-    return fmt::format("the {} backend runs no tiled GEMM (plan::Capabilities::tile_overlap); use overlap: chunk",
-                       to_string(caps.backend));
-  for (const auto& g : s.overlaps)
-    if (!tile_pair(s, g)) {
-      std::vector<std::string> codes;
-      for (int k = g.first; k <= g.last; ++k) codes.push_back(s.stages[static_cast<std::size_t>(k)].code(s.program));
-      std::string group;
-      for (const auto& c : codes) group += (group.empty() ? "" : ",") + c;
+    return fmt::format("the {} backend runs no tiled GEMM{}{} (plan::Capabilities::tile_overlap); use overlap: chunk",
+                       to_string(caps.backend), caps.no_tile_reason.empty() ? "" : " here: ", caps.no_tile_reason);
+  for (const auto& g : s.overlaps) {
+    std::vector<std::string> codes;
+    for (int k = g.first; k <= g.last; ++k) codes.push_back(s.stages[static_cast<std::size_t>(k)].code(s.program));
+    std::string group;
+    for (const auto& c : codes) group += (group.empty() ? "" : ",") + c;
+    if (!tile_pair(s, g))
       return fmt::format("overlap group ol({}) of {} is not a matmul then the reduce-scatter or allreduce of its "
                          "result (ol(MM,RS), ol(MM,AR), ol(MM,fuse(RS-...))); use overlap: chunk",
                          group, s.name());
-    }
+    if (!caps.tile_fused && s.stages[static_cast<std::size_t>(g.last)].kind == model::StageKind::fused)
+      return fmt::format("overlap group ol({}) of {}: the {} backend's tiles feed a plain reduce-scatter or "
+                         "allreduce (its communication kernel runs no fused op's program; "
+                         "plan::Capabilities::tile_fused); use overlap: chunk, or ol(MM,RS) / ol(MM,AR)",
+                         group, s.name(), to_string(caps.backend));
+  }
   return {};
 }
 

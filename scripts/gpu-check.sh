@@ -4,8 +4,8 @@
 #   0 closure   every library the bundled programs need is in the bundle or the image's
 #   1 preflight GPU, driver, CUDA runtime, NCCL runtime vs headers, cuBLAS, and the
 #               glibc / libstdc++ the bundle needs (stops if anything is missing)
-#   2 smoke     the LSA and raw-kernel tests first, in their own process (a device
-#               fault there cannot poison the rest; the newest code is seen first)
+#   2 smoke     the LSA, raw-kernel and overlap: tile tests first, in their own process
+#               (a device fault there cannot poison the rest; the newest code is seen first)
 #   3 tests     test_gpu_host, then the rest of test_gpu (every workload through the
 #               runtime on one rank, the zeroing race, the wrong-GEMM check)
 #   4 bench     copy bandwidth; fused, unfused and generic Adam, LAMB as % of copy;
@@ -45,8 +45,11 @@ readonly BUDGET_SUMMARY=10
 readonly BUDGET_TOTAL=450
 readonly KILL_AFTER=5
 # The smoke step's tests: the LSA kernels (NCCL's device API, inlined
-# structures) and the raw kernels, the code no GPU has run yet.
-readonly SMOKE_FILTER='FusedProgramLsa.*:FusedAllreduce.*:CudaKernels.*'
+# structures), the raw kernels and overlap: tile (the tiled GEMM against the
+# reference and cuBLAS; megatron_mlp's tile schedules against their chunk
+# schedules on one GPU, a loopback LSA team of one, verified against the
+# interpreter), the code no GPU has run yet.
+readonly SMOKE_FILTER='FusedProgramLsa.*:FusedAllreduce.*:CudaKernels.*:TileGemm.*'
 # Google Benchmark 1.7 (the one bundled, Debian's libbenchmark) takes
 # --benchmark_min_time in seconds as a plain number; "0.2s" is 1.8's form and
 # 1.7 rejects it (bench_gpu exits 2 on a flag it does not know).

@@ -25,6 +25,7 @@ MAX_ROWS = 8               # schedules listed per workload, fastest measured fir
 MAX_FAILURES = 5           # failing (or unexpectedly skipped) test names listed per binary
 MAX_REASON = 60            # characters of an expected skip's reason kept
 EXPECTED_SKIP_KEY = "expected_skip"   # tests/gpu/gpu_test_util.h kExpectedSkipProperty
+TILE_SUITE = "TileGemm"      # overlap: tile's GPU tests (tests/gpu/test_tile_gemm.cpp), in the smoke step
 
 
 def load(path):
@@ -69,6 +70,17 @@ def tests(report):
     return s
 
 
+def suite(report, name):
+    """One suite's outcome: overlap: tile's GPU tests (TileGemm, in the smoke
+    report): passed, or the names of the tests that failed or did not pass."""
+    cases = [c for s in (report or {}).get("testsuites", []) if s["name"] == name for c in s.get("testsuite", [])]
+    bad = [c["name"] for c in cases if c.get("failures") or c.get("result") == "SKIPPED"
+           or c.get("status") == "NOTRUN"]
+    if not cases:
+        return "not_run"
+    return "pass" if not bad else {"not_passed": bad[:MAX_FAILURES]}
+
+
 def benchmarks(report):
     rows = {}
     for b in (report or {}).get("benchmarks", []):
@@ -109,6 +121,8 @@ def performance(rows):
     for c in (2, 4, 8):
         t = time_us(f"BM_MegatronGemm/chunks:{c}")
         perf["gemm_chunk_loss"][str(c)] = rnd(t / one - 1) if t and one else None
+    tile = time_us("BM_TileGemm")  # overlap: tile's GEMM (the project's kernel) over cuBLAS's, same shape
+    perf["tile_gemm_over_cublas"] = rnd(tile / one) if tile and one else None
     pct = [perf["pct_of_copy"][k] for k in ("AdamFused", "LambFused")]
     losses = [perf["gemm_chunk_loss"][c] for c in ("4", "8")]
     perf["goals"] = {
@@ -184,6 +198,7 @@ def main():
         summary["tests"] = {"host": t_host, "gpu": t_gpu}
     if mode == "run":
         summary["tests"] = {"smoke": t_smoke, "host": t_host, "gpu": t_gpu}
+        summary["tile"] = suite(load(out / "test_gpu_smoke.json"), TILE_SUITE)
         summary["performance"] = performance(benchmarks(load(out / "bench_gpu.json")))
         summary["runs"] = run_rows
     text = json.dumps(summary, separators=(",", ":"))

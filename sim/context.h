@@ -39,6 +39,10 @@ struct Context {
   // plan::Capabilities::tile_overlap). False: only where the backend runs it,
   // as `run` tunes the schedules it will execute.
   bool tile_designs = true;
+  // False: the backend that will run refuses tiles here (its instance's
+  // plan::Capabilities::tile_overlap, e.g. a cuda group that is not one LSA
+  // team); with tile_designs false the tuner then keeps to chunks.
+  bool tile_here = true;
 
   [[nodiscard]] Placement placement() const { return where ? *where : place(topology, ranks); }
   [[nodiscard]] plan::Capabilities capabilities() const;

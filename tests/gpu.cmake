@@ -5,7 +5,8 @@
 #     fused collective; each test GTEST_SKIPs with the reason when no GPU.
 if(COCONET_HAVE_CUDA AND TARGET coconet_exec AND TARGET coconet_kernels_cuda)
   add_executable(test_gpu_host ${CMAKE_CURRENT_SOURCE_DIR}/gpu/test_cuda_host.cpp
-    ${CMAKE_CURRENT_SOURCE_DIR}/gpu/test_lsa_program_host.cpp)
+    ${CMAKE_CURRENT_SOURCE_DIR}/gpu/test_lsa_program_host.cpp
+    ${CMAKE_CURRENT_SOURCE_DIR}/gpu/test_tile_plan_host.cpp)
   target_link_libraries(test_gpu_host PRIVATE coconet_exec coconet_kernels_cuda_reference GTest::gtest_main
     coconet_warnings)
   gtest_discover_tests(test_gpu_host TEST_PREFIX "gpu_host." DISCOVERY_MODE PRE_TEST)
@@ -14,6 +15,7 @@ if(COCONET_HAVE_CUDA AND TARGET coconet_exec AND TARGET coconet_kernels_cuda)
     ${CMAKE_CURRENT_SOURCE_DIR}/gpu/test_cuda_kernels.cpp
     ${CMAKE_CURRENT_SOURCE_DIR}/gpu/test_cuda_runtime.cpp
     ${CMAKE_CURRENT_SOURCE_DIR}/gpu/test_fused_program_lsa.cpp
+    ${CMAKE_CURRENT_SOURCE_DIR}/gpu/test_tile_gemm.cpp
   )
   target_link_libraries(test_gpu PRIVATE coconet_exec coconet_kernels_cuda_reference GTest::gtest_main
     coconet_warnings)

@@ -28,6 +28,14 @@
 //   stream between waits on the compute stream. Otherwise, or with
 //   COCONET_FUSED_LSA=0, Backend::fused's default (exec/fused_call.h). Why
 //   the LSA team is unavailable is said once on stderr.
+// - overlap: tile (tiled_matmul_collective): the project's tiled GEMM on the
+//   compute stream writes the matmul's result into its buffer and into a
+//   symmetric window, raising a flag per block in device memory; the
+//   communication kernel on the comm stream takes each block as its flag
+//   completes and reduces it across the LSA team (kernels/cuda/tile_gemm.h).
+//   Offered (capabilities().tile_overlap) only where the group is one LSA
+//   team and NCCL at run time is the headers' version; refused with the
+//   reason otherwise.
 // - synchronize() polls the streams and the communicators' async errors with
 //   a deadline (nccl_watchdog.h): a hang becomes ncclCommAbort + DeviceError.
 #include "exec/cuda/cuda_backend.h"
@@ -36,6 +44,7 @@
 #include <mpi.h>
 #include <nccl.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdio>
@@ -62,6 +71,7 @@
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/norm.h"
 #include "kernels/cuda/rowreduce.h"
+#include "kernels/cuda/tile_gemm.h"
 #include "kernels/mpi_check.h"
 #include "model/error.h"
 
@@ -124,6 +134,7 @@ class CudaBackend final : public Backend {
     (void)cudaEventDestroy(zeroed_);
     (void)cudaFree(norm_workspace_);
     (void)cudaFree(alltoall_scratch_);
+    (void)cudaFree(tile_flags_);
     blas_.reset();
     if (group_ != world_ && group_ != nullptr) (void)ncclCommDestroy(group_);
     if (world_ != nullptr) (void)ncclCommDestroy(world_);
@@ -135,7 +146,14 @@ class CudaBackend final : public Backend {
   CudaBackend& operator=(const CudaBackend&) = delete;
 
   [[nodiscard]] std::string name() const override { return "cuda"; }
-  [[nodiscard]] plan::Capabilities capabilities() const override { return plan::cuda_capabilities(); }
+  [[nodiscard]] plan::Capabilities capabilities() const override {
+    plan::Capabilities c = plan::cuda_capabilities();
+    if (std::string why; !tile_team(why)) {
+      c.tile_overlap = false;
+      c.no_tile_reason = why;
+    }
+    return c;
+  }
   [[nodiscard]] int world_rank() const override { return rank_; }
   [[nodiscard]] int world_size() const override { return size_; }
   [[nodiscard]] int ranks_per_group() const override { return size_ / groups_; }
@@ -399,6 +417,46 @@ class CudaBackend final : public Backend {
     run_fused(*this, call);
   }
 
+  // ---- overlap: tile
+
+  void tiled_matmul_collective(std::span<const std::vector<MatmulArgs>> blocks, const TileCollective& c) override {
+    const MatmulArgs* shape = first_matmul(blocks);
+    if (shape == nullptr) return;  // no rows on any rank (every rank's plan is alike)
+    const kc::TileGemmArgs g = tile_gemm_args(*shape);
+    std::vector<std::vector<kc::TileRows>> rows;
+    for (const auto& block : blocks) {
+      rows.emplace_back();
+      for (const MatmulArgs& a : block) {
+        require_tile_shape(a, *shape);
+        rows.back().push_back({a.a.offset, a.out.offset, a.m});
+      }
+    }
+    const kc::TileGemmPlan gemm = kc::plan_tile_gemm(rows, shape->n);
+    kc::validate_tile_gemm(g, gemm);
+    const bool in_place = c.op == model::OpKind::allreduce;
+    const BufferId result = shape->out.buffer;
+    const BufferId out = tile_output(c, result);
+    const kc::TileCommPlan comm = kc::plan_tile_comm(
+        in_place ? kc::TileCollectiveKind::allreduce : kc::TileCollectiveKind::reduce_scatter, tile_views(c),
+        ranks_per_group(), position());
+    const kc::LsaComm& lsa = tile_lsa();  // collective on first use, like the windows below
+    const kc::SymmetricBuffer& window = tile_window(g.c_dtype, size_of(result));
+    unsigned* flags = tile_flags();
+    // Nothing can throw past here: the communication kernel would wait for a GEMM that never runs.
+    compute_after(comm_);  // a previous communication kernel no longer reads the flags
+    kc::reset_tile_flags(flags, compute_);
+    comm_after(compute_);
+    kc::tile_comm(lsa, comm, gemm, flags, window, in_place ? nullptr : buffer(out).data, c.reduce, in_place, comm_);
+    kc::TileGemmArgs with_window = g;
+    with_window.c_window = window.view().data;
+    kc::tile_gemm(with_window, gemm, flags, compute_);
+    const std::size_t bytes = kc::storage_bytes(g.c_dtype);
+    for (const kc::TileCopy& k : comm.copies)
+      copy_on_comm(static_cast<char*>(buffer(out).data) + k.dst * bytes,
+                   static_cast<const char*>(window.view().data) + k.src * bytes, k.count, g.c_dtype);
+    compute_after(comm_);
+  }
+
   // ---- host helpers
 
   void barrier() override {
@@ -570,6 +628,7 @@ class CudaBackend final : public Backend {
         lsa_tried_ = true;
       }
     }
+    lsa_why_ = why;
     if (lsa_ == nullptr && rank_ == 0)
       std::fprintf(stderr, "coconet: fused ops take the host path (NCCL host calls per piece): %s\n", why.c_str());
     return lsa_ != nullptr;
@@ -616,11 +675,109 @@ class CudaBackend final : public Backend {
     compute_after(comm_);
   }
 
+  // Whether the group can run the tile path: NCCL at run time is the
+  // headers' version and every rank of the group shares one LSA team (host
+  // queries only, nothing collective); `why` says what is missing.
+  bool tile_team(std::string& why) const {
+    if (!kc::lsa_runtime_supported(why)) return false;
+    const int lsa = kc::lsa_team_size(group_);
+    if (lsa == ranks_per_group()) return true;
+    why = fmt::format("only {} of the group's {} ranks share a load/store (NVLink) domain, which the tiles' "
+                      "communication kernel (NCCL's device API) needs",
+                      lsa, ranks_per_group());
+    return false;
+  }
+
+  static const MatmulArgs* first_matmul(std::span<const std::vector<MatmulArgs>> blocks) {
+    for (const auto& block : blocks)
+      if (!block.empty()) return &block.front();
+    return nullptr;
+  }
+
+  [[nodiscard]] kc::TileGemmArgs tile_gemm_args(const MatmulArgs& a) const {
+    kc::TileGemmArgs g;
+    g.a = buffer(a.a.buffer).data;
+    g.b = address(a.b);
+    g.c = buffer(a.out.buffer).data;
+    g.ab_dtype = dtype_of(a.a.buffer);
+    g.c_dtype = dtype_of(a.out.buffer);
+    if (dtype_of(a.b.buffer) != g.ab_dtype)
+      throw UserError("matmul on the cuda backend: both operands must share one dtype");
+    g.n = a.n;
+    g.k = a.k;
+    g.lda = a.lda;
+    g.ldb = a.ldb;
+    g.ldc = a.ldc;
+    return g;
+  }
+
+  // Every run of rows shares the first's operands but A's and C's rows: one GEMM.
+  static void require_tile_shape(const MatmulArgs& a, const MatmulArgs& first) {
+    if (a.batch != 1)
+      throw UserError("overlap: tile on the cuda backend: a batched matmul (its weight has more than two "
+                      "dimensions) runs no tiled GEMM; use overlap: chunk");
+    COCONET_ASSERT(a.a.buffer == first.a.buffer && a.out.buffer == first.out.buffer && a.b.buffer == first.b.buffer &&
+                       a.b.offset == first.b.offset && a.n == first.n && a.k == first.k && a.lda == first.lda &&
+                       a.ldb == first.ldb && a.ldc == first.ldc,
+                   "a tile unit's blocks are rows of one GEMM");
+  }
+
+  // The collective's output buffer; its parts must be views of the matmul's result.
+  BufferId tile_output(const TileCollective& c, BufferId result) const {
+    BufferId out = -1;
+    for (const TileReduction& b : c.blocks) {
+      for (const View& v : b.parts)
+        COCONET_ASSERT(v.count == 0 || v.buffer == result, "a tile unit's collective reads the matmul's result");
+      for (const View& v : b.outs)
+        if (v.count > 0) out = v.buffer;
+    }
+    if (out >= 0 && dtype_of(out) != dtype_of(result))
+      throw UserError("overlap: tile on the cuda backend: the collective's output has another dtype than the "
+                      "matmul's result; use overlap: chunk");
+    return out < 0 ? result : out;
+  }
+
+  static std::vector<kc::TileBlockViews> tile_views(const TileCollective& c) {
+    std::vector<kc::TileBlockViews> out;
+    for (const TileReduction& b : c.blocks) {
+      kc::TileBlockViews v;
+      for (const View& p : b.parts) v.parts.push_back({p.offset, p.count});
+      for (const View& o : b.outs) v.outs.push_back(o.offset);
+      out.push_back(std::move(v));
+    }
+    return out;
+  }
+
+  const kc::LsaComm& tile_lsa() {
+    if (!lsa_ready())
+      throw UserError("overlap: tile on the cuda backend needs the group's device communicator (NCCL's device "
+                      "API), which is not available here: " + lsa_why_ + "; use overlap: chunk");
+    return *lsa_;
+  }
+
+  // The symmetric window the GEMM writes its result into (as large as the
+  // result's buffer); grown collectively (every rank runs the same tile unit).
+  const kc::SymmetricBuffer& tile_window(DType dtype, std::int64_t count) {
+    if (tile_window_ == nullptr || tile_window_->view().dtype != dtype || tile_window_->view().size < count) {
+      synchronize();
+      tile_window_.reset();
+      tile_window_ = std::make_unique<kc::SymmetricBuffer>(group_, dtype, std::max<std::int64_t>(count, 1));
+      COCONET_CUDA_CHECK(cudaDeviceSynchronize());  // its zero fill is done
+    }
+    return *tile_window_;
+  }
+
+  unsigned* tile_flags() {
+    if (tile_flags_ == nullptr) tile_flags_ = static_cast<unsigned*>(raw_alloc(sizeof(unsigned) * kc::kTileFlagWords));
+    return tile_flags_;
+  }
+
   // A local operand's address; nullptr for an empty view (none, or an empty shard).
   [[nodiscard]] void* local(View v) const { return v.buffer < 0 || v.count == 0 ? nullptr : address(v); }
 
   // Windows and the device communicator go before the communicator they were made over.
   void drop_lsa() {
+    tile_window_.reset();
     staging_.clear();
     lsa_.reset();
     lsa_tried_ = false;
@@ -630,6 +787,7 @@ class CudaBackend final : public Backend {
     // The windows and device communicator belong to a communicator being
     // aborted: released without deregistering (the process is ending).
     for (auto& s : staging_) (void)s.release();
+    (void)tile_window_.release();
     staging_.clear();
     (void)lsa_.release();
     const std::array<ncclComm_t, 2> comms{group_ != world_ ? group_ : nullptr, world_};
@@ -654,6 +812,9 @@ class CudaBackend final : public Backend {
   std::unique_ptr<kc::LsaComm> lsa_;  // the group as one LSA team, when it is one
   bool lsa_tried_ = false;
   std::vector<std::unique_ptr<kc::SymmetricBuffer>> staging_;  // 0: the head's input; k + 1: output k
+  std::string lsa_why_;  // why lsa_ is null, once tried
+  std::unique_ptr<kc::SymmetricBuffer> tile_window_;  // the tiled GEMM's result, read by the communication kernel
+  unsigned* tile_flags_ = nullptr;  // kc::kTileFlagWords: block flags and the GEMM's ticket counter
   void* norm_workspace_ = nullptr;
   void* alltoall_scratch_ = nullptr;  // packed alltoall blocks (kernels/cuda/alltoall.h)
   std::size_t alltoall_scratch_bytes_ = 0;

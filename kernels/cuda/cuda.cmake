@@ -28,6 +28,8 @@ add_library(coconet_kernels_cuda STATIC
   ${COCONET_KCUDA_DIR}/lsa_comm.cu
   ${COCONET_KCUDA_DIR}/fused_program_lsa.cu
   ${COCONET_KCUDA_DIR}/lsa_program_plan.cpp
+  ${COCONET_KCUDA_DIR}/tile_plan.cpp
+  ${COCONET_KCUDA_DIR}/tile_gemm.cu
 )
 target_include_directories(coconet_kernels_cuda PUBLIC ${COCONET_KCUDA_ROOT} ${NCCL_INCLUDE_DIR})
 target_link_libraries(coconet_kernels_cuda

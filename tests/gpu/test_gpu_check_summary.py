@@ -93,6 +93,18 @@ class Summary(unittest.TestCase):
         self.assertEqual(summarise("run", HOST, GPU, smoke, RUNS)["status"], "fail")
         self.assertEqual(summarise("run", HOST, GPU, None, RUNS)["status"], "fail")
 
+    def test_the_tile_entry_says_whether_overlap_tile_passed(self):
+        # Shown to fail: with the summary reading the suite from the GPU report, "not_run" both times.
+        tile = {"TileGemm": [case("EqualsTheReferenceAndCublasExactlyOnIntegersInEveryDtype"),
+                             case("TileSchedulesVerifyLikeTheirChunkSchedulesOnOneRank")]}
+        self.assertEqual(summarise("run", HOST, GPU, {**SMOKE, **tile}, RUNS)["tile"], "pass")
+        broken = {"TileGemm": [case("EqualsTheReferenceAndCublasExactlyOnIntegersInEveryDtype"),
+                               case("TileSchedulesVerifyLikeTheirChunkSchedulesOnOneRank", failed=True)]}
+        s = summarise("run", HOST, GPU, {**SMOKE, **broken}, RUNS)
+        self.assertEqual(s["tile"], {"not_passed": ["TileSchedulesVerifyLikeTheirChunkSchedulesOnOneRank"]})
+        self.assertEqual(s["status"], "fail")
+        self.assertEqual(summarise("run", HOST, GPU, SMOKE, RUNS)["tile"], "not_run")
+
     def test_the_dry_run_needs_the_gpu_free_tests_to_pass(self):
         no_gpu_host = {"CudaBackend": [case("NoGpuMeansAPlainUserError"), case("OfferedByTheFactory")]}
         data = {"GpuData": [case("TheGpuTestsFindTheirFilesThroughTheDataRoot")]}

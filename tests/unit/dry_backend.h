@@ -88,6 +88,16 @@ class DryBackend final : public Backend {
   }
   [[nodiscard]] const std::vector<FusedCall>& fused_calls() const { return fused_; }
 
+  // A tile unit whose collective is one call (plan::Capabilities::tile_one_collective).
+  struct TileCall {
+    std::vector<std::vector<MatmulArgs>> blocks;
+    TileCollective collective;
+  };
+  void tiled_matmul_collective(std::span<const std::vector<MatmulArgs>> blocks, const TileCollective& c) override {
+    tiles_.push_back({{blocks.begin(), blocks.end()}, c});
+  }
+  [[nodiscard]] const std::vector<TileCall>& tile_calls() const { return tiles_; }
+
  private:
   void nccl_call(model::OpKind kind, std::int64_t sent, std::int64_t received, View v) {
     if (!nccl_) return;
@@ -103,6 +113,7 @@ class DryBackend final : public Backend {
   std::int64_t events_ = 0;
   std::int64_t available_ = std::int64_t{1} << 40;
   std::vector<FusedCall> fused_;
+  std::vector<TileCall> tiles_;
   std::optional<NcclLike> nccl_;
 };
 

@@ -335,18 +335,39 @@ TEST(Tiles, AMatmulThenItsCollectiveLowersAsTiles) {
 }
 
 // The errors of the knob: a group that is not a matmul then its collective,
-// and a backend that runs no tiles (cuda), each named with the fix; a
-// schedule without an overlap group takes the knob and changes nothing.
+// a fused collective on the cuda backend (its communication kernel runs no
+// program), and a backend that runs no tiles here (a cuda group that is not
+// one LSA team: the backend instance's reason quoted), each named with the
+// fix; a schedule without an overlap group takes the knob and changes nothing.
+// Shown to fail: with tile_fused ignored in why_not_tile, ol(MM,fuse(RS-C-AG))
+// lowered for cuda; with no_tile_reason left out of the message, the reason
+// was missing.
 TEST(Tiles, RefusedWhereNoMatmulFeedsTheGroupsCollectiveOrTheBackendRunsNoTiles) {
   const model::Program mlp = workload("megatron_mlp");
   model::Schedule s = named(mlp, "ol(MM,fuse(RS-C-AG))");
   s.knobs.overlap = model::Grain::tile;
   try {
     (void)lower(s, mlp.bind(), 2, cuda_capabilities());
-    ADD_FAILURE() << "tile lowered for the cuda backend";
+    ADD_FAILURE() << "a fused collective tiled for the cuda backend";
   } catch (const UserError& e) {
     const std::string msg = e.what();
-    EXPECT_NE(msg.find("overlap: tile: the cuda backend runs no tiled GEMM"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("the cuda backend's tiles feed a plain reduce-scatter or allreduce"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("use overlap: chunk"), std::string::npos) << msg;
+  }
+  model::Schedule rs = named(mlp, "ol(MM,RS)-C-AG");
+  rs.knobs.overlap = model::Grain::tile;
+  EXPECT_EQ(why_not_tile(rs, cuda_capabilities()), "");
+  Capabilities no_team = cuda_capabilities();
+  no_team.tile_overlap = false;
+  no_team.no_tile_reason = "only 4 of the group's 8 ranks share a load/store (NVLink) domain";
+  try {
+    (void)lower(rs, mlp.bind(), 2, no_team);
+    ADD_FAILURE() << "tile lowered for a cuda group that is not one LSA team";
+  } catch (const UserError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("overlap: tile: the cuda backend runs no tiled GEMM here: only 4 of the group's 8 ranks"),
+              std::string::npos)
+        << msg;
     EXPECT_NE(msg.find("use overlap: chunk"), std::string::npos) << msg;
   }
   const model::Program pipeline = workload("gpt3_pipeline");

@@ -268,6 +268,35 @@ TEST(PlanExecution, AChangedChunkCountIsCaught) {
   FAIL() << "megatron_mlp has no overlapped schedule";
 }
 
+// A tile unit whose collective is one call (the cuda backend's,
+// Capabilities::tile_one_collective) records its launches as the plan
+// issues them, each block's GEMM calls and collective calls as the plan
+// counts them, every element of the views once, on every rank. Shown to
+// fail: with the allreduce's calls not recorded, "op 1 AR chunk 0: 0 calls,
+// the plan counts 1".
+TEST(PlanExecution, AResidentTileUnitRunsThePlan) {
+  const model::Program prog = workload("megatron_mlp");
+  const sim::Topology t = sim::load_topology("dgx-h100");
+  int checked = 0;
+  for (model::Schedule s : model::enumerate_schedules(prog)) {
+    if (s.name() != "ol(MM,RS)-C-AG" && s.name() != "ol(MM,AR)-C") continue;
+    s.knobs.chunks = kChunks;
+    s.knobs.overlap = model::Grain::tile;
+    for (int ranks : kRankCounts) {
+      const model::Bindings b = prog.bind({{"B", 2}, {"S", 7}, {"H", 8}});
+      const plan::StepPlan p = plan::lower(s, b, ranks, plan::cuda_capabilities());
+      ASSERT_TRUE(std::any_of(p.units.begin(), p.units.end(), [](const plan::Unit& u) { return u.tile; }));
+      const sim::Context ctx{t, ranks, b, plan::BackendKind::cuda};
+      const auto ran = run_every_rank(p);
+      for (std::size_t r = 0; r < ran.size(); ++r)
+        EXPECT_EQ(compare(p, ran[r], 0, int(r), ctx), "") << s.name() << " P=" << ranks;
+      EXPECT_EQ(compare_bytes(p, ran.front()), "") << s.name() << " P=" << ranks;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 2 * static_cast<int>(std::size(kRankCounts)));
+}
+
 // A fused op reaches the backend whole: one call per chunk, its pieces and
 // passes as the plan cut them, the gradient shard and the new weights' shard
 // in scratch (no buffer of their own), the allgather in place.

@@ -555,5 +555,31 @@ TEST(TileOverlap, NeverSlowerThanUnoverlappedPlusOneBlocksCollective) {
   EXPECT_GE(checked, 100);
 }
 
+// What `run` tunes on cuda (tile_designs off): tiles of a plain collective
+// where the backend instance runs them, none where it refuses them
+// (tile_here off: a group that is not one LSA team), and never a fused
+// collective's tiles, which `predict` still prices as the design. Shown to
+// fail: with tile_here ignored, the refusing backend's context allowed tile.
+TEST(TileOverlap, RunTunesTilesOnlyWhereTheCudaBackendRunsThem) {
+  const model::Program p = model::load_program(model::resolve_workload("megatron_mlp"));
+  model::Schedule rs, fused;
+  for (const auto& s : model::enumerate_schedules(p)) {
+    if (s.name() == "ol(MM,RS)-C-AG") rs = s;
+    if (s.name() == "ol(MM,fuse(RS-C-AG))") fused = s;
+  }
+  ASSERT_FALSE(rs.overlaps.empty());
+  ASSERT_FALSE(fused.overlaps.empty());
+  Context ctx{load_topology("dgx-h100"), 8, p.params, plan::BackendKind::cuda};
+  EXPECT_EQ(plan::why_not_tile(rs, ctx.capabilities()), "");  // predict: both designs
+  EXPECT_EQ(plan::why_not_tile(fused, ctx.capabilities()), "");
+  ctx.tile_designs = false;  // run
+  EXPECT_EQ(plan::why_not_tile(rs, ctx.capabilities()), "");
+  EXPECT_NE(plan::why_not_tile(fused, ctx.capabilities()), "");
+  ctx.tile_here = false;
+  EXPECT_NE(plan::why_not_tile(rs, ctx.capabilities()), "");
+  ctx.tile_designs = true;  // predict prices the design whatever the machine
+  EXPECT_EQ(plan::why_not_tile(rs, ctx.capabilities()), "");
+}
+
 }  // namespace
 }  // namespace coconet::sim
