@@ -56,16 +56,8 @@ class OpRunner {
   std::vector<MatmulArgs> tile_block(const plan::Op& op, int chunk, std::vector<std::int64_t>& calls) {
     calls_ = &calls;
     const Stmt& s = stmt(op.stmts.front());
-    const ValueInfo& v = values_.at(s.name);
-    // In the ring's order: the slice after this rank's first, its own last
-    // (each slice a call of its own, even where two slices' rows meet).
-    std::vector<RowRange> slices = ranges(v.rows, chunk, unit_.slice_mode);
-    if (unit_.slice_mode)
-      std::rotate(slices.begin(), slices.begin() + (values_.position() + 1) % std::ssize(slices), slices.end());
-    std::vector<RowRange> rs;
-    for (const RowRange& r : slices)
-      for (const RowRange& held : plan::held_of({r}, v)) rs.push_back(held);
-    return matmul_args(s, rs);
+    return matmul_args(s, plan::tile_block_rows(values_.at(s.name), values_.ranks_per_group(), unit_.chunks, chunk,
+                                                unit_.slice_mode, values_.position()));
   }
 
   // Block `chunk`'s share of a tile unit's collective `op` (a reduce-scatter

@@ -299,7 +299,9 @@ class Lowering {
                             s.op != OpKind::allgather);
       if (by_rows) {
         const auto& v = view(s.op == OpKind::send ? s.operands.front() : s.name);
-        calls = static_cast<int>(held_rows(v, p, u.chunks, c, u.slice_mode).size());
+        calls = static_cast<int>(op.cls == OpClass::matmul && u.tile
+                                     ? tile_block_rows(v, p, u.chunks, c, u.slice_mode, 0).size()
+                                     : held_rows(v, p, u.chunks, c, u.slice_mode).size());
       }
       op.calls.push_back(calls);
     }

@@ -48,4 +48,14 @@ std::vector<RowRange> held_rows(const ValueView& v, int ranks, int chunks, int c
   return held_of(chunk_rows(v.rows, ranks, chunks, chunk, slice_mode), v);
 }
 
+std::vector<RowRange> tile_block_rows(const ValueView& v, int ranks, int chunks, int chunk, bool slice_mode,
+                                      int position) {
+  std::vector<RowRange> slices = chunk_rows(v.rows, ranks, chunks, chunk, slice_mode);
+  if (slice_mode) std::rotate(slices.begin(), slices.begin() + (position + 1) % std::ssize(slices), slices.end());
+  std::vector<RowRange> out;
+  for (const RowRange& r : slices)
+    for (const RowRange& held : held_of({r}, v)) out.push_back(held);
+  return out;
+}
+
 }  // namespace coconet::plan

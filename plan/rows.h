@@ -36,4 +36,10 @@ struct RowRange {
 // merged, empty ones dropped.
 [[nodiscard]] std::vector<RowRange> held_rows(const ValueView& v, int ranks, int chunks, int chunk, bool slice_mode);
 
+// Block `chunk` of a tile GEMM (plan::Unit::tile): the rows of that chunk
+// that `v` holds, one range per rank slice in the ring's order from the
+// slice after `position`'s (its own last), empty ones dropped, none merged.
+[[nodiscard]] std::vector<RowRange> tile_block_rows(const ValueView& v, int ranks, int chunks, int chunk,
+                                                    bool slice_mode, int position);
+
 }  // namespace coconet::plan
