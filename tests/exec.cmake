@@ -119,37 +119,26 @@ if(COCONET_HAVE_MPI AND COCONET_MPIEXEC)
     # COCONET_TEST_FAULT); the job must end non-zero, quickly, saying why. A
     # throw (an internal error) and a hang (the watchdog) abort the job with
     # exit code 3; a death by signal ends it with whatever mpirun reports.
-    foreach(fault throw die hang)
-      set(regex "aborting the job")
-      set(code 3)
-      if(fault STREQUAL "die")
-        set(regex "signal|exited|killed|aborting")
-        set(code nonzero)
-      endif()
-      add_test(NAME exec.fault.${fault}
-               COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mpi/expect_exit.sh ${code} "${regex}" --
-                       $<TARGET_FILE:coconet> run sgd --ranks 2 --set N=1000 --iters 1 --timeout 3)
-      set_tests_properties(exec.fault.${fault} PROPERTIES TIMEOUT 60 PROCESSORS 2
-                           ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT};COCONET_TEST_FAULT=${fault}@rank1")
-    endforeach()
-
-    # The same faults while the other rank is inside a tile unit (overlap:
-    # tile, whose collectives run on the comm thread, each waiting on its
-    # GEMM block): the job must still end as above, no rank left waiting on
-    # a block or a collective.
-    foreach(fault throw die hang)
-      set(regex "aborting the job")
-      set(code 3)
-      if(fault STREQUAL "die")
-        set(regex "signal|exited|killed|aborting")
-        set(code nonzero)
-      endif()
-      add_test(NAME exec.fault.tile_${fault}
-               COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mpi/expect_exit.sh ${code} "${regex}" --
-                       $<TARGET_FILE:coconet> run megatron_mlp --ranks 2 --schedule "ol(MM,RS)-C-AG" --overlap tile
-                       --set B=1 S=64 H=256 --iters 1 --timeout 3)
-      set_tests_properties(exec.fault.tile_${fault} PROPERTIES TIMEOUT 60 PROCESSORS 2
-                           ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT};COCONET_TEST_FAULT=${fault}@rank1")
+    # The tile_ runs have the other rank inside a tile unit (overlap: tile,
+    # its collectives on the comm thread, each waiting on its GEMM block): no
+    # rank may be left waiting on a block or a collective.
+    set(fault_run_ run sgd --ranks 2 --set N=1000 --iters 1 --timeout 3)
+    set(fault_run_tile_ run megatron_mlp --ranks 2 --schedule "ol(MM,RS)-C-AG" --overlap tile
+                        --set B=1 S=64 H=256 --iters 1 --timeout 3)
+    foreach(kind "" tile_)
+      foreach(fault throw die hang)
+        set(regex "aborting the job")
+        set(code 3)
+        if(fault STREQUAL "die")
+          set(regex "signal|exited|killed|aborting")
+          set(code nonzero)
+        endif()
+        add_test(NAME exec.fault.${kind}${fault}
+                 COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mpi/expect_exit.sh ${code} "${regex}" --
+                         $<TARGET_FILE:coconet> ${fault_run_${kind}})
+        set_tests_properties(exec.fault.${kind}${fault} PROPERTIES TIMEOUT 60 PROCESSORS 2
+                             ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT};COCONET_TEST_FAULT=${fault}@rank1")
+      endforeach()
     endforeach()
 
     # A rank process SIGKILLed from outside mid-run (no hook): the job must

@@ -103,6 +103,14 @@ TEST_P(EveryScheduleTest, VerifiesAgainstProgramAndInterpreter) {
       }
 }
 
+// Schedule `name` of `p` with `chunks` chunks and overlap: tile.
+model::Schedule tiled(const model::Program& p, const std::string& name, int chunks) {
+  model::Schedule s = model::find_schedule(p, name);
+  s.knobs.chunks = chunks;
+  s.knobs.overlap = model::Grain::tile;
+  return s;
+}
+
 // overlap: tile runs one GEMM whose blocks are the chunks: every block's
 // collective is issued before the GEMM (each waits for its block), the GEMM's
 // blocks follow in chunk order, and the result verifies; a GEMM kernel that
@@ -114,9 +122,7 @@ TEST(Tiles, OneGemmItsBlocksTakenByTheCollectiveAsTheyComplete) {
   const auto sizes = small_sizes(p);
   const auto refs = compute_references(backend, p, sizes, quick());
   for (const char* name : {"ol(MM,RS)-C-AG", "ol(MM,fuse(RS-C-AG))", "ol(MM,AR)-C", "ol(MM,fuse(AR-C))"}) {
-    model::Schedule s = model::find_schedule(p, name);
-    s.knobs.chunks = 3;
-    s.knobs.overlap = model::Grain::tile;
+    const model::Schedule s = tiled(p, name, 3);
     Executor ex(backend, lower_for(backend, s, sizes));
     (void)ex.run_step();
     const plan::Unit& u = *std::find_if(ex.plan().units.begin(), ex.plan().units.end(),
@@ -145,10 +151,7 @@ TEST(Tiles, BlocksInChunkOrderSlicesInTheRingsOrderOwnLast) {
   const auto p = model::load_program(model::resolve_workload("megatron_mlp"));
   backend.set_groups(p.groups());
   const auto sizes = small_sizes(p);
-  model::Schedule s = model::find_schedule(p, "ol(MM,RS)-C-AG");
-  s.knobs.chunks = 2;
-  s.knobs.overlap = model::Grain::tile;
-  Executor ex(backend, lower_for(backend, s, sizes));
+  Executor ex(backend, lower_for(backend, tiled(p, "ol(MM,RS)-C-AG", 2), sizes));
   (void)ex.run_step();
   backend.synchronize();
   const int ranks = backend.ranks_per_group();
@@ -180,9 +183,7 @@ TEST(Tiles, AGemmThatFailsMidTileLeavesNoCollectiveWaiting) {
   const auto p = model::load_program(model::resolve_workload("megatron_mlp"));
   failing.set_groups(p.groups());
   const auto sizes = small_sizes(p);
-  model::Schedule s = model::find_schedule(p, "ol(MM,RS)-C-AG");
-  s.knobs.chunks = 3;
-  s.knobs.overlap = model::Grain::tile;
+  const model::Schedule s = tiled(p, "ol(MM,RS)-C-AG", 3);
   {
     Executor ex(failing, lower_for(failing, s, sizes));
     EXPECT_THROW((void)ex.run_step(), InternalError);
