@@ -219,6 +219,12 @@ CollectiveCost collective_cost(const Topology& t, const plan::Collective& c, Col
   return predict_collective(t, r);
 }
 
+}  // namespace
+
+double tile_block_barrier_us(const Topology& t) { return t.node.hop_latency_us.at(model::Proto::ll); }
+
+namespace {
+
 // `whole`: the launch is the share of one collective call over the whole
 // message (a tile unit's resident collective, Capabilities::tile_one_collective):
 // priced at the whole message's size, its transfers and hops scaled to the share.
@@ -277,9 +283,12 @@ Task comm_task(const plan::Work& w, const plan::FusedForm* form, const Context& 
   // that pipelines its rows in `calls` pieces (plan/fused_form.h).
   const double pipeline_depth = std::max({2, where.ranks, calls});
   const double launches = compute > 0 ? calls * t.gpu.launch_us : 0.0;  // a fused op's kernel per piece
-  // A resident call (whole) pays its fixed cost once, and each block its share of the ring's hops.
+  // A resident call (whole) pays its fixed cost once, and each block its
+  // share of the ring's hops and the barrier its communication kernel
+  // crosses before reading the peers' block (tile_block_barrier_us).
+  const double block_barrier = whole && crosses ? tile_block_barrier_us(t) : 0.0;
   k.latency_us = (pays_latency ? (whole ? 1 : calls) * base : 0.0) + (pays_latency || whole ? hops : 0.0) + launches +
-                 (form != nullptr ? fused_form_latency_us(*form, ctx, calls) : 0.0);
+                 block_barrier + (form != nullptr ? fused_form_latency_us(*form, ctx, calls) : 0.0);
   // The element-wise part runs beside the transfers only on compute units the
   // collectives leave free; with none left (a CPU rank whose one core drives
   // MPI, sms_per_channel fitted by calibrate) the two take turns.

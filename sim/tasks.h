@@ -87,6 +87,13 @@ struct Prediction {
 // Lowers `s` (its knobs) for the context's backend, then predicts it.
 [[nodiscard]] Prediction predict_analytic(const model::Schedule& s, const Context& ctx);
 
+// The barrier a tile unit's resident collective crosses per block before
+// reading the peers' block (Capabilities::tile_one_collective, the cuda
+// backend's communication kernel, kernels/cuda/tile_gemm.h: an LSA barrier,
+// flags written across the NVLink team and polled): one NVLink step's latency
+// at the LL protocol's (a flag store and its read, no bulk data).
+[[nodiscard]] double tile_block_barrier_us(const Topology& t);
+
 // The plan of `s` (its knobs) on the context's backend, ranks and sizes,
 // its collectives resolved on the context (sim/resolve.h).
 [[nodiscard]] plan::StepPlan lower_for(const model::Schedule& s, const Context& ctx);
