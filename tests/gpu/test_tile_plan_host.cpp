@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -113,6 +114,15 @@ TEST(TilePlan, AnEmptyBlockCompletesAtOnceAndTheLimitsAreNamed) {
       std::vector<kc::TileRows>(kc::kMaxTileSegments + 1, {0, 0, 1})};
   EXPECT_THROW((void)kc::plan_tile_gemm(runs, 64), UserError);
   EXPECT_THROW((void)kc::plan_tile_gemm(blocks, 0), UserError);
+  // Shown to fail: without the limit on a run's rows, 2^31 rows in one
+  // column tile (2^25 tickets, within the ticket check) became a segment of
+  // -2^31 rows (TileSegment::rows is 32-bit), and the kernel wrote none.
+  const std::vector<std::vector<kc::TileRows>> tall{{{0, 0, std::int64_t{1} << 31}}};
+  EXPECT_THROW((void)kc::plan_tile_gemm(tall, 1), UserError);
+  const std::vector<std::vector<kc::TileRows>> tallest_allowed{
+      {{0, 0, std::numeric_limits<std::int32_t>::max()}}};
+  EXPECT_EQ(kc::plan_tile_gemm(tallest_allowed, 1).segments.front().rows,
+            std::numeric_limits<std::int32_t>::max());
 }
 
 // The GEMM's argument checks run on the host before anything is queued (the
