@@ -69,6 +69,9 @@ constexpr int kSimtCols = 8;
 static_assert(kTileGemmThreads == 4 * kWarp, "four warps, each a 32 x 32 quarter of the tile");
 static_assert((kTileRows / kSimtRows) * (kTileCols / kSimtCols) == kTileGemmThreads,
               "the f32 path covers the tile");
+// CTA i of the communication kernel syncs on LSA barrier i, and the device
+// communicator holds kFusedCtas of them (lsa_comm.cu, lsaBarrierCount).
+static_assert(kTileCommCtas <= kFusedCtas, "one LSA barrier per communication CTA");
 // Nanoseconds a waiting thread sleeps between polls of a flag.
 constexpr unsigned kSpinSleepNs = 200;
 
@@ -201,13 +204,16 @@ template <typename T>
 __global__ void __launch_bounds__(kTileGemmThreads)
     tile_gemm_kernel(const __grid_constant__ TileGemmParams p) {
   __shared__ __align__(32) TileSmem<T> sm;
-  __shared__ int ticket;
+  // Unsigned: every CTA draws one ticket past the last, so the counter ends
+  // up to the grid past total_tiles, which may pass INT32_MAX (a signed
+  // ticket would wrap negative, pass the test below and index seg[-1]).
+  __shared__ unsigned ticket;
   for (;;) {
-    if (threadIdx.x == 0) ticket = static_cast<int>(atomicAdd(p.flags + kMaxTileBlocks, 1u));
+    if (threadIdx.x == 0) ticket = atomicAdd(p.flags + kMaxTileBlocks, 1u);
     __syncthreads();
-    const int t = ticket;
-    if (t >= p.total_tiles) return;
-    const TileCoord at = tile_at(p.seg, p.segments, p.col_tiles, t);
+    const unsigned t = ticket;
+    if (t >= static_cast<unsigned>(p.total_tiles)) return;
+    const TileCoord at = tile_at(p.seg, p.segments, p.col_tiles, static_cast<std::int32_t>(t));
     const TileSegment& s = p.seg[at.segment];
     mma_tile<T>(p, s, at.row, at.col, sm);
     store_tile(p, s, at.row, at.col, sm.cs);
