@@ -30,7 +30,13 @@
 //   K-deep reads.
 // - The communication kernel holds kTileCommCtas CTAs resident while it
 //   waits; the GEMM never waits on it, so the GEMM always progresses on the
-//   other SMs (no deadlock whatever the launch order).
+//   other SMs. The GEMM is launched first: where kernels run one after the
+//   other (CUDA_LAUNCH_BLOCKING=1, tools that serialise launches), a
+//   communication kernel launched first would spin on flags of a GEMM that
+//   never starts, the host blocked in the launch, out of the watchdog's
+//   reach. Its grid leaves kTileCommCtas SMs' worth of room
+//   (tile_gemm_grid), so the communication kernel, launched second, still
+//   finds room beside the persistent GEMM's CTAs.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -224,9 +230,12 @@ __global__ void __launch_bounds__(kTileGemmThreads)
 
 template <typename T>
 void launch_gemm(const TileGemmParams& p, cudaStream_t stream) {
-  const int grid =
-      blocks_for(p.total_tiles, 1,
-                 grid_cap(reinterpret_cast<const void*>(&tile_gemm_kernel<T>), kTileGemmThreads));
+  int device = 0, sms = 0;
+  COCONET_CUDA_CHECK(cudaGetDevice(&device));
+  COCONET_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const std::int64_t resident =
+      grid_cap(reinterpret_cast<const void*>(&tile_gemm_kernel<T>), kTileGemmThreads);
+  const int grid = tile_gemm_grid(p.total_tiles, resident / (std::int64_t{sms} * kGridWaves), sms);
   tile_gemm_kernel<T><<<grid, kTileGemmThreads, 0, stream>>>(p);
   COCONET_CUDA_CHECK_LAUNCH();
 }

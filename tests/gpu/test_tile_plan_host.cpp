@@ -146,6 +146,19 @@ TEST(TilePlan, TheGemmRefusesBadArgumentsBeforeItLaunches) {
   EXPECT_THROW(kc::validate_tile_gemm(no_a, p), UserError);
 }
 
+// The persistent GEMM leaves kTileCommCtas SMs' worth of room for the
+// communication kernel, launched after it. Shown to fail: with the grid at
+// every SM's resident CTAs (the occupancy cap), an H100's 132 SMs x 6 CTAs
+// gave 792, no room left.
+TEST(TilePlan, TheGemmGridLeavesRoomForTheCommunicationKernel) {
+  const int h100_sms = 132, per_sm = 6;  // ptxas: 80 registers x 128 threads -> 6 CTAs per SM
+  EXPECT_EQ(kc::tile_gemm_grid(1 << 20, per_sm, h100_sms), per_sm * (h100_sms - kc::kTileCommCtas));
+  EXPECT_EQ(kc::tile_gemm_grid(10, per_sm, h100_sms), 10);  // no more CTAs than tiles
+  EXPECT_EQ(kc::tile_gemm_grid(0, per_sm, h100_sms), 1);
+  EXPECT_EQ(kc::tile_gemm_grid(1 << 20, per_sm, kc::kTileCommCtas), per_sm);  // a small GPU: one SM's worth
+  EXPECT_EQ(kc::tile_gemm_grid(1 << 20, 0, h100_sms), h100_sms - kc::kTileCommCtas);
+}
+
 // Shown to fail: with peer_order starting at the rank itself, the own window
 // was read first.
 TEST(TileComm, PeersAreReadInRingOrderOwnWindowLast) {
