@@ -155,7 +155,8 @@ TEST(TilePlan, TheGemmGridLeavesRoomForTheCommunicationKernel) {
   EXPECT_EQ(kc::tile_gemm_grid(1 << 20, per_sm, h100_sms), per_sm * (h100_sms - kc::kTileCommCtas));
   EXPECT_EQ(kc::tile_gemm_grid(10, per_sm, h100_sms), 10);  // no more CTAs than tiles
   EXPECT_EQ(kc::tile_gemm_grid(0, per_sm, h100_sms), 1);
-  EXPECT_EQ(kc::tile_gemm_grid(1 << 20, per_sm, kc::kTileCommCtas), per_sm);  // a small GPU: one SM's worth
+  // A GPU of no more SMs than the communication kernel's CTAs: one SM's worth.
+  EXPECT_EQ(kc::tile_gemm_grid(1 << 20, per_sm, kc::kTileCommCtas), per_sm);
   EXPECT_EQ(kc::tile_gemm_grid(1 << 20, 0, h100_sms), h100_sms - kc::kTileCommCtas);
 }
 
