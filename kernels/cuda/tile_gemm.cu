@@ -44,6 +44,7 @@
 #include <nccl.h>
 #include <nccl_device.h>
 
+#include <algorithm>
 #include <cuda/atomic>
 #include <string>
 
@@ -235,7 +236,8 @@ void launch_gemm(const TileGemmParams& p, cudaStream_t stream) {
   COCONET_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   const std::int64_t resident =
       grid_cap(reinterpret_cast<const void*>(&tile_gemm_kernel<T>), kTileGemmThreads);
-  const int grid = tile_gemm_grid(p.total_tiles, resident / (std::int64_t{sms} * kGridWaves), sms);
+  const std::int64_t per_sm = resident / (std::max<std::int64_t>(sms, 1) * kGridWaves);
+  const int grid = tile_gemm_grid(p.total_tiles, per_sm, sms);
   tile_gemm_kernel<T><<<grid, kTileGemmThreads, 0, stream>>>(p);
   COCONET_CUDA_CHECK_LAUNCH();
 }
