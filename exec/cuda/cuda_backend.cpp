@@ -442,14 +442,15 @@ class CudaBackend final : public Backend {
     const kc::LsaComm& lsa = tile_lsa();  // collective on first use, like the windows below
     const kc::SymmetricBuffer& window = tile_window(g.c_dtype, size_of(result));
     unsigned* flags = tile_flags();
-    // Nothing can throw past here: the communication kernel would wait for a GEMM that never runs.
     compute_after(comm_);  // a previous communication kernel no longer reads the flags
     kc::reset_tile_flags(flags, compute_);
-    comm_after(compute_);
-    kc::tile_comm(lsa, comm, gemm, flags, window, in_place ? nullptr : buffer(out).data, c.reduce, in_place, comm_);
+    comm_after(compute_);  // recorded before the GEMM: the kernels overlap
+    // The GEMM first (tile_gemm.h): it waits on nothing, so a throw after it leaves nothing waiting,
+    // and serialised kernels (CUDA_LAUNCH_BLOCKING=1) run it to its end before the communication kernel.
     kc::TileGemmArgs with_window = g;
     with_window.c_window = window.view().data;
     kc::tile_gemm(with_window, gemm, flags, compute_);
+    kc::tile_comm(lsa, comm, gemm, flags, window, in_place ? nullptr : buffer(out).data, c.reduce, in_place, comm_);
     const std::size_t bytes = kc::storage_bytes(g.c_dtype);
     for (const kc::TileCopy& k : comm.copies)
       copy_on_comm(static_cast<char*>(buffer(out).data) + k.dst * bytes,

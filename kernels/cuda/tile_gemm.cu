@@ -30,7 +30,13 @@
 //   K-deep reads.
 // - The communication kernel holds kTileCommCtas CTAs resident while it
 //   waits; the GEMM never waits on it, so the GEMM always progresses on the
-//   other SMs (no deadlock whatever the launch order).
+//   other SMs. The GEMM is launched first: where kernels run one after the
+//   other (CUDA_LAUNCH_BLOCKING=1, tools that serialise launches), a
+//   communication kernel launched first would spin on flags of a GEMM that
+//   never starts, the host blocked in the launch, out of the watchdog's
+//   reach. Its grid leaves kTileCommCtas SMs' worth of room
+//   (tile_gemm_grid), so the communication kernel, launched second, still
+//   finds room beside the persistent GEMM's CTAs.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -38,6 +44,7 @@
 #include <nccl.h>
 #include <nccl_device.h>
 
+#include <algorithm>
 #include <cuda/atomic>
 #include <string>
 
@@ -69,6 +76,9 @@ constexpr int kSimtCols = 8;
 static_assert(kTileGemmThreads == 4 * kWarp, "four warps, each a 32 x 32 quarter of the tile");
 static_assert((kTileRows / kSimtRows) * (kTileCols / kSimtCols) == kTileGemmThreads,
               "the f32 path covers the tile");
+// CTA i of the communication kernel syncs on LSA barrier i, and the device
+// communicator holds kFusedCtas of them (lsa_comm.cu, lsaBarrierCount).
+static_assert(kTileCommCtas <= kFusedCtas, "one LSA barrier per communication CTA");
 // Nanoseconds a waiting thread sleeps between polls of a flag.
 constexpr unsigned kSpinSleepNs = 200;
 
@@ -201,13 +211,16 @@ template <typename T>
 __global__ void __launch_bounds__(kTileGemmThreads)
     tile_gemm_kernel(const __grid_constant__ TileGemmParams p) {
   __shared__ __align__(32) TileSmem<T> sm;
-  __shared__ int ticket;
+  // Unsigned: every CTA draws one ticket past the last, so the counter ends
+  // up to the grid past total_tiles, which may pass INT32_MAX (a signed
+  // ticket would wrap negative, pass the test below and index seg[-1]).
+  __shared__ unsigned ticket;
   for (;;) {
-    if (threadIdx.x == 0) ticket = static_cast<int>(atomicAdd(p.flags + kMaxTileBlocks, 1u));
+    if (threadIdx.x == 0) ticket = atomicAdd(p.flags + kMaxTileBlocks, 1u);
     __syncthreads();
-    const int t = ticket;
-    if (t >= p.total_tiles) return;
-    const TileCoord at = tile_at(p.seg, p.segments, p.col_tiles, t);
+    const unsigned t = ticket;
+    if (t >= static_cast<unsigned>(p.total_tiles)) return;
+    const TileCoord at = tile_at(p.seg, p.segments, p.col_tiles, static_cast<std::int32_t>(t));
     const TileSegment& s = p.seg[at.segment];
     mma_tile<T>(p, s, at.row, at.col, sm);
     store_tile(p, s, at.row, at.col, sm.cs);
@@ -218,9 +231,13 @@ __global__ void __launch_bounds__(kTileGemmThreads)
 
 template <typename T>
 void launch_gemm(const TileGemmParams& p, cudaStream_t stream) {
-  const int grid =
-      blocks_for(p.total_tiles, 1,
-                 grid_cap(reinterpret_cast<const void*>(&tile_gemm_kernel<T>), kTileGemmThreads));
+  int device = 0, sms = 0;
+  COCONET_CUDA_CHECK(cudaGetDevice(&device));
+  COCONET_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const std::int64_t resident =
+      grid_cap(reinterpret_cast<const void*>(&tile_gemm_kernel<T>), kTileGemmThreads);
+  const std::int64_t per_sm = resident / (std::max<std::int64_t>(sms, 1) * kGridWaves);
+  const int grid = tile_gemm_grid(p.total_tiles, per_sm, sms);
   tile_gemm_kernel<T><<<grid, kTileGemmThreads, 0, stream>>>(p);
   COCONET_CUDA_CHECK_LAUNCH();
 }

@@ -44,7 +44,9 @@ void reset_tile_flags(unsigned* flags, cudaStream_t stream);
 
 // Queues the GEMM of `plan`'s tiles on `stream`, tiles taken in ticket order;
 // each written tile adds 1 to flags[its block] (release). Throws UserError on
-// bad arguments (validate_tile_gemm).
+// bad arguments (validate_tile_gemm). Launch it before tile_comm: the GEMM
+// waits on nothing, the communication kernel waits on the GEMM, so only
+// this order completes where kernels are serialised (CUDA_LAUNCH_BLOCKING=1).
 void tile_gemm(const TileGemmArgs& args, const TileGemmPlan& plan, unsigned* flags,
                cudaStream_t stream);
 

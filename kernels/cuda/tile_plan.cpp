@@ -2,6 +2,7 @@
 // reductions (see tile_plan.h).
 #include "kernels/cuda/tile_plan.h"
 
+#include <limits>
 #include <string>
 
 #include "model/error.h"
@@ -16,6 +17,9 @@ void require(bool ok, const std::string& what) {
 }
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+// The most rows one run may have: TileSegment::rows is 32-bit.
+constexpr std::int64_t kMaxRunRows = std::numeric_limits<std::int32_t>::max();
 
 }  // namespace
 
@@ -32,6 +36,9 @@ TileGemmPlan plan_tile_gemm(std::span<const std::vector<TileRows>> blocks, std::
     for (const TileRows& r : blocks[b]) {
       require(r.rows >= 0 && r.a_offset >= 0 && r.c_offset >= 0,
               "a run of rows with a negative size or offset");
+      require(r.rows <= kMaxRunRows, std::to_string(r.rows) +
+                                         " rows in one run exceed the GEMM's 32-bit row count (" +
+                                         std::to_string(kMaxRunRows) + "); choose more chunks");
       if (r.rows == 0) continue;
       TileSegment s;
       s.a_offset = r.a_offset;

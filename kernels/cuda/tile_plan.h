@@ -42,6 +42,23 @@ inline constexpr int kMaxTilePeers = 72;
 // never waits on the communication kernel, so no resident CTA can starve it).
 inline constexpr int kTileCommCtas = 16;
 
+// The GEMM's grid: one CTA per tile at most, and no more CTAs than
+// `per_sm` (resident GEMM CTAs per SM) on the SMs left after kTileCommCtas
+// SMs' worth of room for the communication kernel (at least one SM). The
+// GEMM is persistent (its CTAs leave only when the tickets run out), so a
+// grid that fills every SM keeps the communication kernel's CTAs off the
+// GPU until the GEMM ends whenever the GEMM is dispatched first, and the
+// GEMM is launched first (tile_gemm.h) so that serialised kernels
+// (CUDA_LAUNCH_BLOCKING=1) cannot leave the communication kernel waiting for
+// a GEMM queued behind it.
+[[nodiscard]] constexpr int tile_gemm_grid(std::int32_t total_tiles, std::int64_t per_sm,
+                                           std::int64_t sms) {
+  const std::int64_t left = sms > kTileCommCtas ? sms - kTileCommCtas : 1;
+  const std::int64_t cap = (per_sm > 1 ? per_sm : 1) * left;
+  const std::int64_t want = total_tiles > 1 ? total_tiles : 1;
+  return static_cast<int>(want < cap ? want : cap);
+}
+
 // One run of output rows of one block, as the executor cuts them (one
 // exec::MatmulArgs): element offsets of its first row in A and in C.
 struct TileRows {

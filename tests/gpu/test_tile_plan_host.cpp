@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -113,6 +114,15 @@ TEST(TilePlan, AnEmptyBlockCompletesAtOnceAndTheLimitsAreNamed) {
       std::vector<kc::TileRows>(kc::kMaxTileSegments + 1, {0, 0, 1})};
   EXPECT_THROW((void)kc::plan_tile_gemm(runs, 64), UserError);
   EXPECT_THROW((void)kc::plan_tile_gemm(blocks, 0), UserError);
+  // Shown to fail: without the limit on a run's rows, 2^31 rows in one
+  // column tile (2^25 tickets, within the ticket check) became a segment of
+  // -2^31 rows (TileSegment::rows is 32-bit), and the kernel wrote none.
+  const std::vector<std::vector<kc::TileRows>> tall{{{0, 0, std::int64_t{1} << 31}}};
+  EXPECT_THROW((void)kc::plan_tile_gemm(tall, 1), UserError);
+  const std::vector<std::vector<kc::TileRows>> tallest_allowed{
+      {{0, 0, std::numeric_limits<std::int32_t>::max()}}};
+  EXPECT_EQ(kc::plan_tile_gemm(tallest_allowed, 1).segments.front().rows,
+            std::numeric_limits<std::int32_t>::max());
 }
 
 // The GEMM's argument checks run on the host before anything is queued (the
@@ -134,6 +144,20 @@ TEST(TilePlan, TheGemmRefusesBadArgumentsBeforeItLaunches) {
   kc::TileGemmArgs no_a = good;
   no_a.a = nullptr;
   EXPECT_THROW(kc::validate_tile_gemm(no_a, p), UserError);
+}
+
+// The persistent GEMM leaves kTileCommCtas SMs' worth of room for the
+// communication kernel, launched after it. Shown to fail: with the grid at
+// every SM's resident CTAs (the occupancy cap), an H100's 132 SMs x 6 CTAs
+// gave 792, no room left.
+TEST(TilePlan, TheGemmGridLeavesRoomForTheCommunicationKernel) {
+  const int h100_sms = 132, per_sm = 6;  // ptxas: 80 registers x 128 threads -> 6 CTAs per SM
+  EXPECT_EQ(kc::tile_gemm_grid(1 << 20, per_sm, h100_sms), per_sm * (h100_sms - kc::kTileCommCtas));
+  EXPECT_EQ(kc::tile_gemm_grid(10, per_sm, h100_sms), 10);  // no more CTAs than tiles
+  EXPECT_EQ(kc::tile_gemm_grid(0, per_sm, h100_sms), 1);
+  // A GPU of no more SMs than the communication kernel's CTAs: one SM's worth.
+  EXPECT_EQ(kc::tile_gemm_grid(1 << 20, per_sm, kc::kTileCommCtas), per_sm);
+  EXPECT_EQ(kc::tile_gemm_grid(1 << 20, 0, h100_sms), h100_sms - kc::kTileCommCtas);
 }
 
 // Shown to fail: with peer_order starting at the rank itself, the own window
