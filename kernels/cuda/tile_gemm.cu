@@ -245,6 +245,12 @@ void launch_gemm(const TileGemmParams& p, cudaStream_t stream) {
 struct TileCommParams {
   const unsigned* flags;
   ncclWindow_t window;
+  // This rank's window at the address the GEMM stores it through (the
+  // buffer's own, not NCCL's LSA mapping of it): the kernel reads its own
+  // part through the same virtual address the GEMM wrote, so no proxy
+  // fence is needed between two aliases of one memory while both kernels run.
+  void* own;
+  int own_peer;  // its LSA rank
   void* out;
   DType dtype;
   ReduceOp op;
@@ -277,7 +283,9 @@ __device__ __forceinline__ float combine(ReduceOp op, float acc, float x) {
 }
 
 __device__ __forceinline__ void* peer_at(const TileCommParams& p, std::int64_t i, int peer) {
-  return ncclGetLsaPointer(p.window, static_cast<size_t>(i) * storage_bytes(p.dtype), peer);
+  const size_t offset = static_cast<size_t>(i) * storage_bytes(p.dtype);
+  if (peer == p.own_peer) return static_cast<char*>(p.own) + offset;
+  return ncclGetLsaPointer(p.window, offset, peer);
 }
 
 // One step over the grid: element i read from every peer, reduced, stored.
@@ -373,6 +381,8 @@ void tile_comm(const LsaComm& lsa, const TileCommPlan& comm, const TileGemmPlan&
   TileCommParams p{};
   p.flags = flags;
   p.window = window.window();
+  p.own = window.view().data;
+  p.own_peer = lsa.lsa_rank();
   p.out = out;
   p.dtype = window.view().dtype;
   p.op = op;

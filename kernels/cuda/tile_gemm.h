@@ -51,8 +51,8 @@ void tile_gemm(const TileGemmArgs& args, const TileGemmPlan& plan, unsigned* fla
                cudaStream_t stream);
 
 // What tile_gemm refuses, without a GPU: null operands, strides shorter than
-// a row, a C dtype other than the operands' family allows (any of f16, bf16,
-// f32), sizes past 32-bit tickets.
+// a row, a plan past the kernel's limits (segments, blocks; a run past 32-bit
+// rows or tickets is refused when the plan is made, plan_tile_gemm).
 void validate_tile_gemm(const TileGemmArgs& args, const TileGemmPlan& plan);
 
 // Queues the communication kernel on `stream`: for each block b in order,
