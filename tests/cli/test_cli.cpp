@@ -933,10 +933,12 @@ std::size_t count_of(const std::string& text, const std::string& part) {
 TEST_F(Cli, ACalibrationFromAnotherMachineIsSaidAndRedoneInTheCache) {
   const auto before = tracked_snapshot();
   const std::string cache = (dir_ / "cache").string();
-  const Args other{"COCONET_MACHINE=cpu=Fake Xeon 9999; cores=2", "XDG_CACHE_HOME=" + cache};
-  const Args same{"COCONET_MACHINE=cpu=AMD EPYC; cores=2", "XDG_CACHE_HOME=" + cache};
-  const std::string both = "warning: cpu-local was calibrated on another machine: AMD EPYC, 2 cores (2026-12-01); "
-                           "this one is Fake Xeon 9999, 2 cores";
+  // The memory and MPI cpu-local records (2026-12-06) given too, so that only the CPU differs on any host.
+  const std::string recorded = "memory_GiB=23.5; mpi=Open MPI v4.1.4";
+  const Args other{"COCONET_MACHINE=cpu=Fake Xeon 9999; cores=2; " + recorded, "XDG_CACHE_HOME=" + cache};
+  const Args same{"COCONET_MACHINE=cpu=AMD EPYC; cores=2; " + recorded, "XDG_CACHE_HOME=" + cache};
+  const std::string both = "warning: cpu-local was calibrated on another machine: AMD EPYC, 2 cores, 23.5 GiB, "
+                           "Open MPI v4.1.4 (2026-12-06); this one is Fake Xeon 9999, 2 cores";
   const Args predict{"predict", "adam", "--backend", "cpu", "--topology", "cpu-local", "--set", "N=4096"};
   const Result told = run(predict, other);
   EXPECT_EQ(told.code, 0) << told.all();

@@ -454,6 +454,71 @@ TEST(CpuElementwise, RootsBitForBitAsTheOneElementEvaluator) {
   }
 }
 
+// A 16-bit run scaled by a constant and read by its consumer's loop (`w +
+// 0.5 * g`: widened and multiplied there), bit for bit as the one-element
+// evaluator, f16 and bf16: beside an f32 run or a scalar, under each of the
+// four operations and on either side, scaled again, beside another scaled
+// run or 16-bit run (settled first), read by an operation that is not one
+// of the four (max), into 16-bit outputs, stored through a run (an output
+// read back), and over its f32 partner in place; at ragged sizes, at one
+// short tile and over several long ones. Each 16-bit input is loaded once
+// in its program (one loaded again is converted once a tile instead).
+TEST(CpuElementwise, ScaledSixteenBitRunsBitForBitAsTheOneElementEvaluator) {
+  using model::DType;
+  for (const DType t : {DType::f16, DType::bf16}) {
+    const std::map<std::string, DType> ins{{"x", t}, {"y", t}, {"w", DType::f32}, {"v", DType::f32}};
+    for (const std::size_t n : {std::size_t{13}, std::size_t{1000}, std::size_t{4096 * 2 + 333}}) {
+      SCOPED_TRACE(testing::Message() << model::to_string(t) << " " << n);
+      for (const char* e : {"w + 0.5 * x", "w - x * 0.25", "0.5 * x - w", "3 * x / w", "w / (x * 0.75)", "1 + x * 0.1",
+                            "x * 0.5 * 3", "0.5 * x + 0.25 * y", "0.5 * x + w * 3", "max(0.5 * x, w)",
+                            "x * 30000 - y * 0.001", "v * (x * 0.5) + w"}) {
+        SCOPED_TRACE(e);
+        EXPECT_EQ(differences(parsed({{"a", e}}, DType::f32), ins, n), 0);
+        EXPECT_EQ(differences(parsed({{"a", e}}, t), ins, n), 0);
+      }
+      EXPECT_EQ(differences(parsed({{"a", "w + 0.5 * x"}, {"b", "0.5 * y - v"}}, t), ins, n), 0);
+      EXPECT_EQ(differences(parsed({{"a", "x * 0.5"}, {"b", "a + w"}}, t), ins, n), 0);
+      EXPECT_EQ(differences(parsed({{"w1", "w + 0.5 * x"}}, DType::f32), ins, n, {{"w1", "w"}}), 0);
+    }
+  }
+}
+
+// A product or quotient of two runs (or of a scaled run and a run, or of a
+// run and a root plus a constant: Adam's `0.001 * m / (sqrt(v) + eps)`)
+// computed inside the loop of the add or subtract that consumes it next,
+// bit for bit as the one-element evaluator: beside an f32 run, a scalar or
+// a scaled run, with a scaled operand on either side of a product, a
+// divisor computed into the run above (`x / (y - w)`, which a push after it
+// would overwrite: `+ (w - y)`), division by zero (infinities, NaN), square
+// roots of negatives; computed first for any other consumer (a multiply, a
+// max, a store, a 16-bit output, a 16-bit run or a root beside it), a
+// divide by a scaled run, a root plus a constant not divided (stored, or
+// multiplied); Adam's updates with a bf16 gradient, and in place.
+TEST(CpuElementwise, PairsBitForBitAsTheOneElementEvaluator) {
+  using model::DType;
+  const std::map<std::string, DType> ins{{"x", DType::f32}, {"y", DType::f32}, {"w", DType::f32},
+                                         {"g", DType::f16}, {"z", DType::f32}};
+  for (const std::size_t n : {std::size_t{13}, std::size_t{1000}, std::size_t{4096 * 2 + 333}}) {
+    SCOPED_TRACE(n);
+    EXPECT_EQ(differences(parsed({{"a", "w + x * y"}, {"b", "w - x * y"}, {"c", "w - 0.3 * x / y"}, {"d", "1 - x / y"},
+                                  {"e", "0.9 * w + x * (0.1 * y)"}, {"f", "0.9 * w - 0.1 * x * y"}, {"h", "z * x + x * y"}},
+                                 DType::f32), ins, n), 0);
+    EXPECT_EQ(differences(parsed({{"a", "x / (y - w) + (w - y)"}, {"b", "w - x / (y - w)"}, {"c", "w - x / (y - y)"},
+                                  {"d", "x / (y * 0.5) + w"}, {"e", "max(x * y, w)"}, {"f", "x * y * w"}},
+                                 DType::f32), ins, n), 0);
+    EXPECT_EQ(differences(parsed({{"a", "g + x * y"}, {"b", "sqrt(abs(x)) + x * y"}, {"c", "x * y"}}, DType::f32), ins, n), 0);
+    EXPECT_EQ(differences(parsed({{"a", "w + x * y"}, {"b", "w - 0.5 * x / (sqrt(abs(y)) + 0.25)"}}, DType::f16), ins, n), 0);
+    EXPECT_EQ(differences(parsed({{"a", "w - 0.001 * x / (sqrt(abs(y)) + 0.00000001)"}, {"b", "w - x / (1 + sqrt(y))"},
+                                  {"c", "sqrt(abs(y)) + 1"}, {"d", "(sqrt(abs(y)) + 1) * 2"}, {"e", "(sqrt(abs(x)) + 1) / y - w"},
+                                  {"f", "x * (sqrt(abs(y)) + 0.5) + w"}}, DType::f32), ins, n), 0);
+    const auto adam = parsed({{"m1", "0.9 * m + 0.1 * g"}, {"v1", "0.999 * v + 0.001 * g * g"},
+                              {"w1", "w - 0.001 * m1 / (sqrt(v1) + 0.00000001)"}}, DType::f32);
+    const std::map<std::string, DType> state{{"g", DType::bf16}, {"m", DType::f32}, {"v", DType::f32}, {"w", DType::f32}};
+    EXPECT_EQ(differences(adam, state, n), 0);
+    EXPECT_EQ(differences(adam, state, n, {{"m1", "m"}, {"v1", "v"}, {"w1", "w"}}), 0);
+  }
+}
+
 // Every GEMM level this CPU runs (kernels/cpu_gemm.h) at a blocked size with
 // ragged edges, strided operands and output: small-integer products are
 // exact, so each level equals the naive sum; and the levels are told apart
