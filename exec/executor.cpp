@@ -61,11 +61,29 @@ class OpRunner {
   }
 
   // Block `chunk`'s share of a tile unit's collective `op` (a reduce-scatter
-  // or allreduce of the matmul's result), the views communicate() would hand
-  // the backend, recorded as its calls.
+  // or allreduce of the matmul's result): the views communicate() hands the
+  // backend, recorded as its calls.
   TileReduction tile_reduction(const plan::Op& op, int chunk, std::vector<std::int64_t>& calls) {
     calls_ = &calls;
-    const Stmt& s = stmt(op.stmts.front());
+    return reduction_views(stmt(op.stmts.front()), chunk);
+  }
+
+ private:
+  const Stmt& stmt(const std::string& n) const { return *plan_.program->find_stmt(n); }
+  // Records one backend call of `elements` (its input on this rank).
+  void call(std::int64_t elements) { calls_->push_back(elements); }
+  // Records a collective call reading `in` and writing `out`.
+  void both(View in, View out) {
+    call(in.count);
+    touched_.view(in);
+    touched_.view(out);
+  }
+
+  // A reduce-scatter's or allreduce's views of chunk `chunk`, its calls
+  // recorded: a reduce-scatter one call over every rank's part (outs[0] its
+  // own reduced part); an allreduce one call per run of rows held (outs[i]
+  // where parts[i] lands).
+  TileReduction reduction_views(const Stmt& s, int chunk) {
     const auto& x = values_.at(s.operands.front());
     const auto& y = values_.at(s.name);
     TileReduction t;
@@ -79,24 +97,13 @@ class OpRunner {
       touched_.view(t.outs.front());
       return t;
     }
-    COCONET_ASSERT(s.op == OpKind::allreduce, "a tile unit's collective reduce-scatters or allreduces");
+    COCONET_ASSERT(s.op == OpKind::allreduce, "reduction_views: a reduce-scatter or an allreduce");
     for (const auto& r : local_ranges(y, chunk, unit_.slice_mode)) {
       t.parts.push_back(rows_view(x, r.begin, r.end));
       t.outs.push_back(rows_view(y, r.begin, r.end));
       both(t.parts.back(), t.outs.back());
     }
     return t;
-  }
-
- private:
-  const Stmt& stmt(const std::string& n) const { return *plan_.program->find_stmt(n); }
-  // Records one backend call of `elements` (its input on this rank).
-  void call(std::int64_t elements) { calls_->push_back(elements); }
-  // Records a collective call reading `in` and writing `out`.
-  void both(View in, View out) {
-    call(in.count);
-    touched_.view(in);
-    touched_.view(out);
   }
 
   // Chunk `chunk` of a value with `rows` global rows (plan/rows.h).
@@ -208,12 +215,11 @@ class OpRunner {
     const auto& x = values_.at(s.operands.front());
     const auto& y = values_.at(s.name);
     switch (s.op) {
-      case OpKind::allreduce:
-        for (const auto& r : local_ranges(y, chunk, unit_.slice_mode)) {
-          both(rows_view(x, r.begin, r.end), rows_view(y, r.begin, r.end));
-          b_.allreduce(rows_view(x, r.begin, r.end), rows_view(y, r.begin, r.end), s.reduce);
-        }
+      case OpKind::allreduce: {
+        const TileReduction t = reduction_views(s, chunk);
+        for (std::size_t i = 0; i < t.parts.size(); ++i) b_.allreduce(t.parts[i], t.outs[i], s.reduce);
         return;
+      }
       case OpKind::broadcast:
         require_whole(x, s);
         for (const auto& r : local_ranges(y, chunk, unit_.slice_mode)) {
@@ -228,14 +234,8 @@ class OpRunner {
         }
         return;
       case OpKind::reducescatter: {
-        const auto rs = ranges(x.rows, chunk, true);
-        std::vector<View> parts;
-        for (const auto& r : rs) parts.push_back(rows_view(x, r.begin, r.end));
-        const auto& mine = rs[static_cast<std::size_t>(values_.position())];
-        call(total_count(parts));
-        for (const auto& v : parts) touched_.view(v);
-        touched_.view(rows_view(y, mine.begin, mine.end));
-        b_.reduce_scatter(parts, rows_view(y, mine.begin, mine.end), s.reduce);
+        const TileReduction t = reduction_views(s, chunk);
+        b_.reduce_scatter(t.parts, t.outs.front(), s.reduce);
         return;
       }
       case OpKind::allgather: {

@@ -219,12 +219,6 @@ CollectiveCost collective_cost(const Topology& t, const plan::Collective& c, Col
   return predict_collective(t, r);
 }
 
-}  // namespace
-
-double tile_block_barrier_us(const Topology& t) { return t.node.hop_latency_us.at(model::Proto::ll); }
-
-namespace {
-
 // `whole`: the launch is the share of one collective call over the whole
 // message (a tile unit's resident collective, Capabilities::tile_one_collective):
 // priced at the whole message's size, its transfers and hops scaled to the share.
@@ -784,6 +778,8 @@ Prediction predict_analytic(const plan::StepPlan& p, const Context& ctx, const s
   }
   return out;
 }
+
+double tile_block_barrier_us(const Topology& t) { return t.node.hop_latency_us.at(model::Proto::ll); }
 
 plan::StepPlan lower_for(const model::Schedule& s, const Context& ctx) {
   plan::StepPlan p = plan::lower(s, ctx.sizes, ctx.ranks, ctx.capabilities());
