@@ -449,6 +449,49 @@ double node_limited_a2a_us(const ModelSpec& s, const sim::Topology& t, const Moe
   return kAllToAllsPerPass * hops;
 }
 
+// The SMs the dispatcher's kernels hold while they run, as a share of the
+// GPU's (gpu.sms): deepep, DeepEP's normal (training) kernels on
+// kDeepepSms; alltoall, NCCL's all-to-all on its channels, each
+// sms_per_channel (sim/collective.h), as the simulator holds a collective's.
+// Megatron-core's moe_deepep_num_sms, "historical default 20"
+// (megatron/core/transformer/transformer_config.py, now
+// moe_flex_dispatcher_num_sms); DeepEP's README: V2 cut "V3-like legacy
+// training" from 24 SMs to 4-6, the ModelZoo's rows ran V1.
+constexpr double kDeepepSms = 20;
+
+double dispatcher_sm_share(const ModelSpec& s, const sim::Topology& t, const MoeShape& ms) {
+  if (t.gpu.sms <= 0) return 0;
+  const double held = s.moe.dispatcher == Dispatcher::deepep
+                          ? kDeepepSms
+                          : t.nccl.channels * sim::sms_per_channel(t, OpKind::alltoall,
+                                                                   sim::place_strided(t, ms.ep, ms.etp));
+  return std::clamp(held / t.gpu.sms, 0.0, 1.0);
+}
+
+// What a communication of `comm_us` exposes beside a computation of
+// `compute_us` (its time alone) when the communication's kernels hold `held`
+// of the SMs while they run: the computation runs at 1 - held of its speed
+// meanwhile (the simulator's rule for a kernel beside a collective, taken
+// proportional), so the pair lasts max(comm, compute + held x comm) and
+// exposes max(comm - compute, held x comm) beyond the computation alone.
+double overlapped_exposure_us(double comm_us, double compute_us, double held) {
+  return std::max({0.0, comm_us - compute_us, held * comm_us});
+}
+
+// The share of a stage's passes that the 1F1B all-to-all overlap pairs:
+// Megatron-core's merged schedule pairs a forward with a backward only in
+// the steady state; its warm-up forwards (and as many cool-down backwards)
+// run alone. Warm-ups (megatron/core/pipeline_parallel/schedules.py,
+// get_pp_rank_microbatches): interleaved, (pp - rank - 1) x 2 + (v - 1) x pp
+// plus one with the overlap; the last stage's, the fewest, are taken (a
+// bound: earlier stages have 2 (pp - 1 - rank) more). Without interleaving
+// one forward runs before the first backward. Of m x v passes each way.
+double paired_share(const Layout& l) {
+  const double passes = double(l.micro_batches) * l.virtual_stages;
+  const double unpaired = l.virtual_stages > 1 ? double(l.virtual_stages - 1) * l.pp + 1 : 1.0;
+  return std::clamp(1 - unpaired / passes, 0.0, 1.0);
+}
+
 struct MoeLayer {
   LayerTimes times;
   std::string fwd_schedule, bwd_schedule;
@@ -505,18 +548,20 @@ MoeLayer moe_layer_times(const ModelSpec& s, const Layout& l, const sim::Topolog
     // beside the backward's MLP, its MLP beside the backward's dispatch, its
     // combine beside the backward's attention. A pass's all-to-all time is
     // its dispatch and combine, half each; each is exposed by what it takes
-    // beyond the computation it runs beside. Every pass is priced as paired,
-    // the pipeline's warm-up forwards and cool-down backwards too (an
-    // optimistic bound: (pp - 1) v of the stage's m v passes each way are
-    // not). GPipe pairs none (a search's GPipe layouts keep them exposed).
+    // beyond the computation it runs beside, that computation on the SMs the
+    // dispatcher's kernels leave (overlapped_exposure_us). The warm-up
+    // forwards and cool-down backwards run unpaired (paired_share). GPipe
+    // pairs none (a search's GPipe layouts keep them exposed).
     const double attn_fwd = c.fwd.gemm_us + c.cp_extra_fwd.gemm_us + c.fwd.elementwise_us + c.cp_extra_fwd.elementwise_us;
     const double attn_bwd = c.bwd.gemm_us + c.cp_extra_bwd.gemm_us + c.bwd.elementwise_us + c.cp_extra_bwd.elementwise_us;
     const double mlp_fwd = m.fwd_gemm_us + m.fwd_elementwise_us - attn_fwd;
     const double mlp_bwd = m.bwd_gemm_us + m.bwd_elementwise_us - attn_bwd;
-    const auto beyond = [](double comm, double compute) { return std::max(0.0, comm - compute); };
+    const double held = dispatcher_sm_share(s, t, ms);
+    const auto beyond = [held](double comm, double compute) { return overlapped_exposure_us(comm, compute, held); };
     const double fwd_half = m.fwd_a2a_us / 2, bwd_half = m.bwd_a2a_us / 2;
-    m.fwd_a2a_us = beyond(fwd_half, mlp_bwd) + beyond(fwd_half, attn_bwd);
-    m.bwd_a2a_us = beyond(bwd_half, attn_fwd) + beyond(bwd_half, mlp_fwd);
+    const double paired = paired_share(l);
+    m.fwd_a2a_us = paired * (beyond(fwd_half, mlp_bwd) + beyond(fwd_half, attn_bwd)) + (1 - paired) * m.fwd_a2a_us;
+    m.bwd_a2a_us = paired * (beyond(bwd_half, attn_fwd) + beyond(bwd_half, mlp_fwd)) + (1 - paired) * m.bwd_a2a_us;
   }
   const CpExchange kv = cp_exchange(t, x, l, s.parallel.cp_comm, c, collectives);
   m.fwd_cp_us = kv.fwd_us;

@@ -352,5 +352,59 @@ TEST(StepMoePricing, TheOneF1BOverlapHidesTheAllToAllBehindTheOtherPass) {
   EXPECT_TRUE(has(gpipe, "moe.a2a_overlap") && has(gpipe, "1F1B")) << gpipe;
 }
 
+// With the overlap, DeepEP's kernels hold Megatron-core's default 20 of the
+// H100's 132 SMs while they run: the paired computation runs on the rest, so
+// a hidden all-to-all still exposes that share of itself. On 400 Gb/s NICs
+// every pair's computation outlasts its all-to-all (without the SMs' share
+// nothing of the paired passes would stay exposed).
+TEST(StepMoePricing, TheOverlapExposesTheSmsDeepEpHolds) {
+  const sim::Topology t = sim::load_topology("dgx-h100", {{"nodes", "2"}});
+  const Overrides base{{"moe.experts", "16"}, {"parallel.etp", "1"},        {"parallel.tp", "1"},
+                       {"parallel.ep", "16"}, {"training.global_batch", "512"}, {"moe.dispatcher", "deepep"}};
+  Overrides on = base;
+  on.emplace_back("moe.a2a_overlap", "true");
+  const StepReport off_r = predict_step(parse_model(kMoe, "moe.yaml", base), t);
+  const StepReport on_r = predict_step(parse_model(kMoe, "moe.yaml", on), t);
+  const double off = off_r.moe_layer.fwd_a2a_us + off_r.moe_layer.bwd_a2a_us;
+  const double exposed = on_r.moe_layer.fwd_a2a_us + on_r.moe_layer.bwd_a2a_us;
+  const double m = double(on_r.layout.micro_batches);
+  const double paired = 1 - 1 / m;  // one pipeline stage: the first forward and last backward alone
+  constexpr double kDeepEpShare = 20.0 / 132;
+  ASSERT_GT(off, 0);
+  EXPECT_NEAR(exposed, off * (paired * kDeepEpShare + (1 - paired)), 1e-6 * off);
+  EXPECT_LT(exposed, off);
+}
+
+// The warm-up forwards and cool-down backwards of the interleaved schedule
+// run unpaired (Megatron-core: (v - 1) pp + 1 of the last stage's m v passes
+// each way): with few micro-batches a larger share of the all-to-all stays
+// exposed, at least that share.
+TEST(StepMoePricing, TheOverlapLeavesTheWarmUpPassesExposed) {
+  const sim::Topology t = sim::load_topology("dgx-h100", {{"nodes", "4"}});
+  const auto share = [&](const char* global_batch) {
+    const Overrides base{{"moe.experts", "16"},
+                         {"parallel.etp", "1"},
+                         {"parallel.tp", "1"},
+                         {"parallel.ep", "16"},
+                         {"parallel.pp", "2"},
+                         {"parallel.schedule", "interleaved"},
+                         {"parallel.virtual_stages", "2"},
+                         {"training.global_batch", global_batch}};
+    Overrides on = base;
+    on.emplace_back("moe.a2a_overlap", "true");
+    const StepReport off = predict_step(parse_model(kMoe, "moe.yaml", base), t);
+    const StepReport r = predict_step(parse_model(kMoe, "moe.yaml", on), t);
+    EXPECT_GT(off.moe_layer.fwd_a2a_us, 0) << global_batch;
+    return std::make_pair(r.layout.micro_batches, (r.moe_layer.fwd_a2a_us + r.moe_layer.bwd_a2a_us) /
+                                                      (off.moe_layer.fwd_a2a_us + off.moe_layer.bwd_a2a_us));
+  };
+  const auto [few_m, few] = share("64");
+  const auto [many_m, many] = share("1024");
+  ASSERT_EQ(few_m, 4);    // 8 passes each way, 3 of them unpaired
+  ASSERT_EQ(many_m, 64);  // 128 passes, 3 unpaired
+  EXPECT_GE(few, 3.0 / 8 - 1e-9);
+  EXPECT_GT(few, many);
+}
+
 }  // namespace
 }  // namespace coconet::step
