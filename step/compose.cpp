@@ -461,10 +461,11 @@ constexpr double kDeepepSms = 20;
 
 double dispatcher_sm_share(const ModelSpec& s, const sim::Topology& t, const MoeShape& ms) {
   if (t.gpu.sms <= 0) return 0;
-  const double held = s.moe.dispatcher == Dispatcher::deepep
-                          ? kDeepepSms
-                          : t.nccl.channels * sim::sms_per_channel(t, OpKind::alltoall,
-                                                                   sim::place_strided(t, ms.ep, ms.etp));
+  const double held =
+      s.moe.dispatcher == Dispatcher::deepep
+          ? kDeepepSms
+          : t.nccl.channels *
+                sim::sms_per_channel(t, OpKind::alltoall, sim::place_strided(t, ms.ep, ms.etp));
   return std::clamp(held / t.gpu.sms, 0.0, 1.0);
 }
 
@@ -557,11 +558,15 @@ MoeLayer moe_layer_times(const ModelSpec& s, const Layout& l, const sim::Topolog
     const double mlp_fwd = m.fwd_gemm_us + m.fwd_elementwise_us - attn_fwd;
     const double mlp_bwd = m.bwd_gemm_us + m.bwd_elementwise_us - attn_bwd;
     const double held = dispatcher_sm_share(s, t, ms);
-    const auto beyond = [held](double comm, double compute) { return overlapped_exposure_us(comm, compute, held); };
+    const auto beyond = [held](double comm, double compute) {
+      return overlapped_exposure_us(comm, compute, held);
+    };
     const double fwd_half = m.fwd_a2a_us / 2, bwd_half = m.bwd_a2a_us / 2;
     const double paired = paired_share(l);
-    m.fwd_a2a_us = paired * (beyond(fwd_half, mlp_bwd) + beyond(fwd_half, attn_bwd)) + (1 - paired) * m.fwd_a2a_us;
-    m.bwd_a2a_us = paired * (beyond(bwd_half, attn_fwd) + beyond(bwd_half, mlp_fwd)) + (1 - paired) * m.bwd_a2a_us;
+    m.fwd_a2a_us = paired * (beyond(fwd_half, mlp_bwd) + beyond(fwd_half, attn_bwd)) +
+                   (1 - paired) * m.fwd_a2a_us;
+    m.bwd_a2a_us = paired * (beyond(bwd_half, attn_fwd) + beyond(bwd_half, mlp_fwd)) +
+                   (1 - paired) * m.bwd_a2a_us;
   }
   const CpExchange kv = cp_exchange(t, x, l, s.parallel.cp_comm, c, collectives);
   m.fwd_cp_us = kv.fwd_us;

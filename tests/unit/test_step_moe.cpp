@@ -359,8 +359,12 @@ TEST(StepMoePricing, TheOneF1BOverlapHidesTheAllToAllBehindTheOtherPass) {
 // nothing of the paired passes would stay exposed).
 TEST(StepMoePricing, TheOverlapExposesTheSmsDeepEpHolds) {
   const sim::Topology t = sim::load_topology("dgx-h100", {{"nodes", "2"}});
-  const Overrides base{{"moe.experts", "16"}, {"parallel.etp", "1"},        {"parallel.tp", "1"},
-                       {"parallel.ep", "16"}, {"training.global_batch", "512"}, {"moe.dispatcher", "deepep"}};
+  const Overrides base{{"moe.experts", "16"},
+                       {"parallel.etp", "1"},
+                       {"parallel.tp", "1"},
+                       {"parallel.ep", "16"},
+                       {"training.global_batch", "512"},
+                       {"moe.dispatcher", "deepep"}};
   Overrides on = base;
   on.emplace_back("moe.a2a_overlap", "true");
   const StepReport off_r = predict_step(parse_model(kMoe, "moe.yaml", base), t);
@@ -395,8 +399,9 @@ TEST(StepMoePricing, TheOverlapLeavesTheWarmUpPassesExposed) {
     const StepReport off = predict_step(parse_model(kMoe, "moe.yaml", base), t);
     const StepReport r = predict_step(parse_model(kMoe, "moe.yaml", on), t);
     EXPECT_GT(off.moe_layer.fwd_a2a_us, 0) << global_batch;
-    return std::make_pair(r.layout.micro_batches, (r.moe_layer.fwd_a2a_us + r.moe_layer.bwd_a2a_us) /
-                                                      (off.moe_layer.fwd_a2a_us + off.moe_layer.bwd_a2a_us));
+    return std::make_pair(r.layout.micro_batches,
+                          (r.moe_layer.fwd_a2a_us + r.moe_layer.bwd_a2a_us) /
+                              (off.moe_layer.fwd_a2a_us + off.moe_layer.bwd_a2a_us));
   };
   const auto [few_m, few] = share("64");
   const auto [many_m, many] = share("1024");
