@@ -72,7 +72,7 @@ std::int64_t gemm_tiles(const Topology& t, const GemmShape& g) {
 double gemm_body_us(const Topology& t, const GemmShape& g, int sms) {
   if (g.m <= 0 || g.n <= 0 || g.k <= 0 || g.batch <= 0) return 0.0;
   sms = std::clamp(sms, 1, t.gpu.sms);
-  const double per_sm = gemm_peak_tflops(t, g) * t.gpu.gemm_efficiency / t.gpu.sms;
+  const double per_sm = gemm_peak_tflops(t, g) * t.gpu.gemm_efficiency * t.gpu.sustained() / t.gpu.sms;
   const double tile_us = gemm_flops_us(2.0 * t.gpu.gemm_tile_m * t.gpu.gemm_tile_n * double(g.k), per_sm * kFlopsPerTflopsUs);
   const std::int64_t waves = (gemm_tiles(t, g) + sms - 1) / sms;
   // Where the operands have a rate of their own (the cpu backend widens and

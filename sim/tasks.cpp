@@ -126,14 +126,16 @@ Task gemm_task(const plan::Gemm& g, const Context& ctx, const GemmCut& cut, bool
 
 // A kernel stage as one kernel (plan::Kernel): one launch; a fused
 // element-wise kernel by its bytes and FLOPs, a flash-attention kernel by
-// its GEMMs' FLOPs at the GPU's flash-attention efficiency or its bytes,
+// its GEMMs' FLOPs at the GPU's flash-attention efficiency (and sustained
+// share) or its bytes,
 // whichever takes longer.
 Task kernel_task(const plan::Kernel& kn, const Context& ctx, double share, bool describe = true) {
   const Topology& t = ctx.topology;
   Task k = elementwise_task(kn.work, ctx, share, 1, describe);
   if (kn.attention_flops <= 0) return k;
   const double bytes = kn.work.hbm_bytes * share;
-  const double efficiency = kn.attention_backward ? t.gpu.flash_bwd_efficiency() : t.gpu.flash_efficiency();
+  const double efficiency =
+      (kn.attention_backward ? t.gpu.flash_bwd_efficiency() : t.gpu.flash_efficiency()) * t.gpu.sustained();
   const double peak = t.gpu.gemm_tflops(kn.dtype) * efficiency;
   const double math = kn.attention_flops * share / (peak * kFlopsPerTflopsUs);
   k.work_us = std::max(math, transfer_us(bytes, t.gpu.hbm_effective_GBps()));

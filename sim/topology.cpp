@@ -224,7 +224,8 @@ GpuSpec read_gpu(const Reader& r, const YAML::Node& root) {
   const YAML::Node n = r.section(root, "", "gpu",
                                  {"model", "sms", "hbm_GBps", "hbm_efficiency", "tflops",
                                   "gemm_efficiency", "gemm_tile", "launch_us", "memory_GB", "reserved_GB", "gemm_operand_GBps",
-                                  "copy", "op_flops", "attention_efficiency", "attention_bwd_efficiency"});
+                                  "copy", "op_flops", "attention_efficiency", "attention_bwd_efficiency",
+                                  "sustained_share"});
   GpuSpec g;
   g.model = r.value<std::string>(n, "gpu", "model");
   g.sms = r.positive_int(n, "gpu", "sms");
@@ -239,6 +240,7 @@ GpuSpec read_gpu(const Reader& r, const YAML::Node& root) {
   g.gemm_efficiency = r.fraction(n, "gpu", "gemm_efficiency");
   if (n["attention_efficiency"]) g.attention_efficiency = r.fraction(n, "gpu", "attention_efficiency");
   if (n["attention_bwd_efficiency"]) g.attention_bwd_efficiency = r.fraction(n, "gpu", "attention_bwd_efficiency");
+  if (n["sustained_share"]) g.sustained_share = r.fraction(n, "gpu", "sustained_share");
   const YAML::Node tile = r.section(n, "gpu", "gemm_tile", {"m", "n"});
   g.gemm_tile_m = r.positive_int(tile, "gpu.gemm_tile", "m");
   g.gemm_tile_n = r.positive_int(tile, "gpu.gemm_tile", "n");

@@ -59,6 +59,13 @@ struct GpuSpec {
   std::optional<double> attention_bwd_efficiency;
   [[nodiscard]] double flash_efficiency() const { return attention_efficiency.value_or(gemm_efficiency); }
   [[nodiscard]] double flash_bwd_efficiency() const { return attention_bwd_efficiency.value_or(flash_efficiency()); }
+  // Optional `sustained_share`: the share of the GEMM and attention rates
+  // above (measured on an idle GPU, kernel by kernel) that the GPU sustains
+  // through a training run (power-limited clocks under hours of tensor-core
+  // load, the kernels around each): it scales every GEMM's and flash
+  // kernel's time, not memory-bound work. Absent: 1.
+  std::optional<double> sustained_share;
+  [[nodiscard]] double sustained() const { return sustained_share.value_or(1.0); }
   int gemm_tile_m = 0;
   int gemm_tile_n = 0;
   double launch_us = 0;

@@ -9,6 +9,7 @@
 
 #include "model/catalog.h"
 #include "model/error.h"
+#include "sim/compute.h"
 #include "sim/topology.h"
 
 namespace coconet::sim {
@@ -272,6 +273,22 @@ TEST(TopologyErrors, AttentionEfficiencies) {
   EXPECT_NE(error_of(replace(shipped(), "attention_bwd_efficiency: 0.565", "attention_bwd_efficiency: 0")), "");
   const std::string dropped = replace(shipped(), "attention_bwd_efficiency: 0.565", "");
   EXPECT_DOUBLE_EQ(parse_topology(dropped, "t.yaml", {}).gpu.flash_bwd_efficiency(), 0.62);
+}
+
+// gpu.sustained_share is an optional fraction (absent: 1) that scales every
+// GEMM's and flash kernel's time by its inverse and no memory-bound work's.
+TEST(TopologyErrors, SustainedShare) {
+  const Topology t = parse_topology(shipped(), "t.yaml", {});
+  ASSERT_TRUE(t.gpu.sustained_share.has_value());
+  const Topology idle = parse_topology(replace(shipped(), "sustained_share: 0.82", ""), "t.yaml", {});
+  EXPECT_DOUBLE_EQ(idle.gpu.sustained(), 1.0);
+  const sim::GemmShape g{.m = 8192, .n = 8192, .k = 8192, .dtype = model::DType::bf16};
+  EXPECT_NEAR(gemm_body_us(t, g, t.gpu.sms) / gemm_body_us(idle, g, idle.gpu.sms), 1.0 / *t.gpu.sustained_share, 1e-9);
+  EXPECT_DOUBLE_EQ(elementwise_body_us(t, 1e9, 0.0), elementwise_body_us(idle, 1e9, 0.0));
+  const std::string high = error_of(replace(shipped(), "sustained_share: 0.82", "sustained_share: 1.2"));
+  EXPECT_NE(high.find("t.yaml:17:"), std::string::npos) << high;
+  EXPECT_NE(high.find("gpu.sustained_share"), std::string::npos) << high;
+  EXPECT_NE(error_of(replace(shipped(), "sustained_share: 0.82", "sustained_share: 0")), "");
 }
 
 // A cpu topology states MPI's constants under mpi: and its ranks under

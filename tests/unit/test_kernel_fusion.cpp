@@ -161,11 +161,13 @@ TEST(KernelFusion, TheTunerChoosesFlashAttentionAndFusedKernels) {
   EXPECT_TRUE(b.fwd.fused_kernels && b.bwd.fused_kernels) << b.fwd.schedule << " / " << b.bwd.schedule;
   // The flash-attention kernel at FlashAttention-3's measured rate (forward,
   // head dim 128, bf16 on H100: 614 TFLOP/s, Shah et al. 2024, the figure
-  // dgx-h100.yaml cites) on the causal attention's FLOPs: Q K^T and P V, 2 s^2 d
+  // dgx-h100.yaml cites) times the share a training run sustains
+  // (gpu.sustained_share) on the causal attention's FLOPs: Q K^T and P V, 2 s^2 d
   // each per head, half of them under the causal mask; 8 heads a GPU; one launch.
   constexpr double kFa3Tflops = 614;
+  const sim::Topology h100 = sim::load_topology("dgx-h100");
   const double causal_flops = 2.0 * 2 * 8192.0 * 8192 * 128 * (64 / 8) / 2;
-  const double expected_us = causal_flops / (kFa3Tflops * 1e6) + sim::load_topology("dgx-h100").gpu.launch_us;
+  const double expected_us = causal_flops / (kFa3Tflops * h100.gpu.sustained() * 1e6) + h100.gpu.launch_us;
   EXPECT_NEAR(b.fwd.attention_us, expected_us, 0.01 * expected_us);
   x.fp8 = true;
   const step::LayerBlock f = pricer.price(x);
