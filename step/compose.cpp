@@ -207,8 +207,11 @@ struct LayerCompute {
 };
 
 // The layer programs' best schedules (step/layer_block.h), plus what they
-// leave out by formula; selective recomputation's attention core by its
-// GEMMs and the softmax and dropout bytes.
+// leave out by formula. Selective recomputation runs the attention core's
+// forward again as the layer ran it: with flash attention its kernel (and
+// under context parallelism its blocks against the other ranks' keys,
+// Transformer Engine recomputing the whole core_attn); materialised, its
+// GEMMs over every key and the softmax and dropout bytes.
 LayerCompute layer_compute(const sim::Topology& t, const Shapes& x, const LayerBlock& tuned, bool sp) {
   const double launch = t.gpu.launch_us;
   const FamilyTraits& f = family_traits(x.family);
@@ -225,12 +228,15 @@ LayerCompute layer_compute(const sim::Topology& t, const Shapes& x, const LayerB
   c.bwd.elementwise_us = tuned.bwd.elementwise_us + kBwdElementwiseFactor * drop + rope +
                          ew(t, parameter_gradient_bytes(x, sp)) + bwd_kernels * launch;
   c.bwd_tp_us = tuned.bwd.tp_us();
-  c.attention_fwd.gemm_us = attention_core(t, x).fwd;
-  c.attention_fwd.elementwise_us =
-      ew(t, attention_elementwise_bytes(x)) + attention_core_kernels(f) * launch;
   if (x.cp > 1) {
     c.cp_extra_fwd = cp_extra_attention(t, x, tuned.fwd, Pass::fwd);
     c.cp_extra_bwd = cp_extra_attention(t, x, tuned.bwd, Pass::bwd);
+  }
+  if (tuned.fwd.flash_attention) {
+    c.attention_fwd = {tuned.fwd.attention_us + c.cp_extra_fwd.gemm_us, c.cp_extra_fwd.elementwise_us};
+  } else {
+    c.attention_fwd.gemm_us = attention_core(t, x).fwd;
+    c.attention_fwd.elementwise_us = ew(t, attention_elementwise_bytes(x)) + attention_core_kernels(f) * launch;
   }
   return c;
 }

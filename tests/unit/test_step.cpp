@@ -147,6 +147,30 @@ TEST(StepCompose, BreakdownAddsUpAndFlopsFollowEquation3) {
   EXPECT_NEAR(r.mfu, no_recompute / (r.step_us * 1e-6) / 8 / 1e12 / 312, 1e-12);
 }
 
+// Selective recomputation runs the attention core's forward again as the
+// layer ran it: with flash attention, its flash kernel (and under context
+// parallelism cp times it: the blocks against the other ranks' keys, one
+// launch each), not the materialised GEMMs and scores; materialised, those.
+TEST(StepCompose, SelectiveRecomputationRunsTheAttentionAsTheLayerRanIt) {
+  const sim::Topology t = a100(1);
+  for (const int cp : {1, 2}) {
+    const ModelSpec s = parse_model(kSmall, "s", {{"parallel.recompute", "selective"}, {"parallel.cp", std::to_string(cp)}});
+    const StepReport flash = predict_step(s, t);
+    LayerBlockPricer pricer(t);
+    const LayerBlock& b = pricer.price(step_layer_shape(s, flash.layout));
+    ASSERT_TRUE(b.fwd.flash_attention);
+    const double expected = cp * b.fwd.attention_us + (cp - 1) * t.gpu.launch_us;
+    EXPECT_NEAR(flash.layer.recompute_us, expected, 1e-9 * expected) << "cp " << cp;
+    const StepReport materialised =
+        predict_step(parse_model(kSmall, "s",
+                                 {{"parallel.recompute", "selective"},
+                                  {"parallel.cp", std::to_string(cp)},
+                                  {"training.attention", "materialised"}}),
+                     t);
+    EXPECT_GT(materialised.layer.recompute_us, 1.5 * flash.layer.recompute_us) << "cp " << cp;
+  }
+}
+
 TEST(StepCompose, EachChoiceMovesTimeAndMemoryTheWayItShould) {
   const sim::Topology t = a100(1);
   const ModelSpec s = parse_model(kSmall, "small.yaml");
