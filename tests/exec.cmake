@@ -111,8 +111,8 @@ if(COCONET_HAVE_MPI AND COCONET_MPIEXEC)
     # The Megatron-LM blocks at the paper's sizes (H = 3072, S = 1024; B = 2,
     # the rows only scale the time), every schedule on 2 ranks, one step: the
     # inputs model/input_ranges.h chooses keep the f16 sums finite (the classic
-    # inputs overflowed them). About 2 min (MLP) and 35 s (attention) on 2
-    # cores, hence the label `paper` (make test runs it; `ctest -LE paper`
+    # inputs overflowed them). About 11 s (MLP) and 4 s (attention) on 2
+    # cores (2026-12-06), hence the label `paper` (make test runs it; `ctest -LE paper`
     # leaves it out).
     foreach(w megatron_mlp megatron_attention)
       add_test(NAME exec.paper.${w}
