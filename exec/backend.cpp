@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "model/error.h"
+#include "model/input_fill.h"
 
 #if defined(COCONET_EXEC_HAVE_MPI)
 #include "exec/cpu/cpu_backend.h"
@@ -42,9 +43,14 @@ void Backend::fill_input(View dst, const model::InputPattern& pattern) {
   for (std::int64_t begin = 0; begin < dst.count; begin += kHostFillBlock) {
     const std::int64_t end = std::min(dst.count, begin + kHostFillBlock);
     values.resize(static_cast<std::size_t>(end - begin));
-    for (std::int64_t i = begin; i < end; ++i) values[static_cast<std::size_t>(i - begin)] = model::input_at(pattern, i);
+    model::fill_input_values(pattern, begin, std::span<double>(values));
     write(View{dst.buffer, dst.offset + begin, end - begin}, values);
   }
+}
+
+std::vector<float> Backend::read_f32(View src) {
+  const std::vector<double> values = read(src);
+  return {values.begin(), values.end()};
 }
 
 std::vector<Event> Backend::tile_events(int /*blocks*/) {

@@ -34,6 +34,9 @@
 //     device backend generates them where the buffer lives.
 //   read(src): buffer -> host doubles (exact widening). write/read wait for
 //     all work queued before them (they synchronize).
+//   read_f32(src): the same as f32, which holds every f16, bf16 and f32
+//     value exactly (half a double copy's memory; the runtime's outputs). The
+//     default narrows read(src).
 //   copy(dst, src): same dtype and count; queued on the compute stream.
 //
 // Streams and events (what makes overlap possible)
@@ -312,6 +315,7 @@ class Backend {
   virtual void write(View dst, std::span<const double> values) = 0;
   virtual void fill_input(View dst, const model::InputPattern& pattern);
   [[nodiscard]] virtual std::vector<double> read(View src) = 0;
+  [[nodiscard]] virtual std::vector<float> read_f32(View src);
   virtual void copy(View dst, View src) = 0;
 
   [[nodiscard]] virtual Event record(StreamKind stream) = 0;

@@ -365,6 +365,25 @@ std::vector<double> Executor::read(const std::string& value) {
   return backend_.read(whole(v));
 }
 
+std::vector<float> Executor::read_f32(const std::string& value) {
+  const auto& v = values_.at(value);
+  if (!v.allocated) return {};
+  return backend_.read_f32(whole(v));
+}
+
+void Executor::read_f32(const std::string& value, std::int64_t first, std::span<float> out) {
+  const View part = whole(values_.at(value));
+  const auto count = static_cast<std::int64_t>(out.size());
+  COCONET_ASSERT(first >= 0 && first + count <= part_count(value), "read_f32: outside the value's part");
+  const std::vector<float> values = backend_.read_f32(View{part.buffer, part.offset + first, count});
+  std::copy(values.begin(), values.end(), out.begin());
+}
+
+std::int64_t Executor::part_count(const std::string& value) const {
+  const auto& v = values_.at(value);
+  return v.allocated ? whole(v).count : 0;
+}
+
 void Executor::run_unit(const plan::Unit& u) {
   if (u.tile) return run_tiled_unit(u);
   const int group = backend_.group();

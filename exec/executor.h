@@ -75,6 +75,12 @@ class Executor {
   void set_recorder(LaunchRecorder* r) { recorder_ = r; }
   // This rank's part of a value (empty when it lives in another group).
   [[nodiscard]] std::vector<double> read(const std::string& value);
+  [[nodiscard]] std::vector<float> read_f32(const std::string& value);  // the same as f32 (exact)
+  // This rank's part of a value from its local element `first` on, out.size()
+  // elements of it, as f32 (Backend::read_f32 of that view).
+  void read_f32(const std::string& value, std::int64_t first, std::span<float> out);
+  // Elements of this rank's part of a value (0 when it lives in another group).
+  [[nodiscard]] std::int64_t part_count(const std::string& value) const;
 
   // Bytes one rank allocates for `program` at `sizes` (the largest group's; nothing allocated).
   [[nodiscard]] static std::int64_t bytes_needed(const model::Program& program, const model::Bindings& sizes,

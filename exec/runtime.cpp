@@ -18,9 +18,9 @@ namespace coconet::exec {
 namespace {
 
 constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
-// Host bytes per output element the runtime keeps: the reference's and the
-// run's values as doubles.
-constexpr std::int64_t kHostBytesPerOutputElement = 2 * sizeof(double);
+// Host bytes per output element the runtime keeps: the reference's values
+// as f32 (Backend::read_f32); a schedule's are read a block at a time.
+constexpr std::int64_t kHostBytesPerOutputElement = sizeof(float);
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0.0;
@@ -29,11 +29,24 @@ double median(std::vector<double> v) {
   return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+// The outputs this rank holds, to be read from the backend in blocks.
+OutputSources output_sources(Executor& ex) {
+  OutputSources out;
+  for (const auto& name : ex.plan().program->outputs) {
+    const auto& info = ex.values().at(name);
+    if (!info.here) continue;
+    out.emplace(name, OutputSource{info, ex.part_count(name), [&ex, name](std::int64_t first, std::span<float> values) {
+                                     ex.read_f32(name, first, values);
+                                   }});
+  }
+  return out;
+}
+
 Outputs read_outputs(Executor& ex) {
   Outputs out;
   for (const auto& name : ex.plan().program->outputs) {
     const auto& info = ex.values().at(name);
-    if (info.here) out.emplace(name, OutputPart{info, ex.read(name)});
+    if (info.here) out.emplace(name, OutputPart{info, ex.read_f32(name)});
   }
   return out;
 }
@@ -128,7 +141,7 @@ RunRow run_schedule(Backend& backend, const model::Schedule& schedule, const mod
   row.max_us = steps.empty() ? 0.0 : *std::max_element(steps.begin(), steps.end());
   for (std::size_t u = 0; u < names.size(); ++u) row.stages.push_back({names[u], median(units[u])});
 
-  const auto actual = read_outputs(ex);
+  const auto actual = output_sources(ex);
   const auto& outputs = schedule.program.outputs;
   const double tolerance = schedule_tolerance(schedule.program, sizes);
   const Verdict vs_program = verify(backend, outputs, actual, refs.program, tolerance, "unscheduled program");

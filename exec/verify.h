@@ -30,8 +30,11 @@
 //    bf16 outputs 2^-7 (same, for bf16's 8-bit mantissa).
 #pragma once
 
+#include <functional>
 #include <map>
+#include <span>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "exec/backend.h"
@@ -39,12 +42,28 @@
 
 namespace coconet::exec {
 
+// An output's values on the host: f32 as a backend stores them (f16, bf16
+// and f32 values exactly, half a double copy's memory at BERT-large sizes),
+// or double as the reference interpreter computes them (no rounding to a
+// storage type).
+using HostValues = std::variant<std::vector<float>, std::vector<double>>;
+
 // One output's part on this rank, and where it sits in the global tensor.
 struct OutputPart {
   ValueInfo info;
-  std::vector<double> values;
+  HostValues values;
 };
 using Outputs = std::map<std::string, OutputPart>;  // by output name
+
+// An output's part on this rank as a backend holds it, read in blocks
+// rather than copied whole: read(first, out) writes out.size() of its f32
+// values from local element `first` on (the part's row-major order).
+struct OutputSource {
+  ValueInfo info;
+  std::int64_t count = 0;  // the part's elements
+  std::function<void(std::int64_t first, std::span<float> out)> read;
+};
+using OutputSources = std::map<std::string, OutputSource>;  // by output name
 
 struct Verdict {
   bool ok = true;
@@ -75,6 +94,9 @@ struct Verdict {
 // rank and combines the results over the world (collective: every rank calls
 // it). `rtol` < 0 means: interpreter_tolerance of each output's dtype.
 [[nodiscard]] Verdict verify(Backend& backend, const std::vector<std::string>& outputs, const Outputs& actual,
+                             const Outputs& expected, double rtol, const std::string& against);
+// The same with `actual` read from the backend a block at a time.
+[[nodiscard]] Verdict verify(Backend& backend, const std::vector<std::string>& outputs, const OutputSources& actual,
                              const Outputs& expected, double rtol, const std::string& against);
 
 }  // namespace coconet::exec

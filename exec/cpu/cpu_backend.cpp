@@ -1,8 +1,11 @@
 // The cpu backend (see exec/backend.h for the contract).
 //
 // Design notes
-// - Buffers are host vectors of bytes tagged with their dtype (16-bit floats
-//   stored as 16 bits).
+// - Buffers are host blocks of bytes tagged with their dtype (16-bit floats
+//   stored as 16 bits), taken from a pool that keeps released blocks for the
+//   next plan (exec/cpu/host_pool.h): a run of every schedule maps its memory
+//   once. Inputs are filled in place (model/input_fill.h), outputs read as
+//   f32, which holds every f16, bf16 and f32 value exactly.
 // - The compute stream is the calling thread: elementwise, matmul, norm and row_reduce run
 //   synchronously. The comm stream is a CommThread running blocking MPI calls
 //   in order, so an overlapped group's collectives on chunk k proceed while
@@ -39,12 +42,14 @@
 #include <sched.h>
 
 #include "exec/cpu/comm_thread.h"
+#include "exec/cpu/host_pool.h"
 #include "exec/cpu/reduce_ops.h"
 #include "exec/mpi_session.h"
 #include "kernels/cpu_elementwise.h"
 #include "kernels/cpu_matmul.h"
 #include "kernels/cpu_rowreduce.h"
 #include "kernels/mpi_check.h"
+#include "model/input_fill.h"
 
 namespace coconet::exec::cpu {
 
@@ -138,7 +143,7 @@ class CpuBackend final : public Backend {
     b.dtype = dtype;
     b.count = count;
     try {
-      b.bytes.assign(static_cast<std::size_t>(count * model::bytes_of(dtype)), std::byte{0});
+      b.block = pool_.take(static_cast<std::size_t>(count * model::bytes_of(dtype)));
     } catch (const std::bad_alloc&) {
       throw UserError("out of host memory allocating " + std::to_string(count) + " elements on rank " +
                       std::to_string(rank_) + "; use smaller sizes (--set)");
@@ -149,6 +154,7 @@ class CpuBackend final : public Backend {
 
   void release_all() override {
     synchronize();
+    for (Buffer& b : buffers_) pool_.give_back(std::move(b.block));
     buffers_.clear();
   }
 
@@ -156,8 +162,10 @@ class CpuBackend final : public Backend {
   std::int64_t size_of(BufferId b) const override { return buffer(b).count; }
 
   std::int64_t available_bytes() const override {
+    // The pool's free blocks are this rank's to reuse, though the kernel counts them as used.
     return static_cast<std::int64_t>(static_cast<double>(mem_available_bytes()) * kUsableMemoryShare /
-                                     ranks_on_node_);
+                                     ranks_on_node_) +
+           static_cast<std::int64_t>(pool_.free_bytes());
   }
 
   void write(View dst, std::span<const double> values) override {
@@ -169,11 +177,28 @@ class CpuBackend final : public Backend {
   }
 
   std::vector<double> read(View src) override {
+    const std::vector<float> values = read_f32(src);
+    return {values.begin(), values.end()};
+  }
+
+  std::vector<float> read_f32(View src) override {
     synchronize();
     check(src);
-    std::vector<float> tmp(static_cast<std::size_t>(src.count));
-    kernels::load_f32(data(src.buffer), dtype_of(src.buffer), src.offset, 1, src.count, tmp.data());
-    return {tmp.begin(), tmp.end()};
+    std::vector<float> values(static_cast<std::size_t>(src.count));
+    kernels::load_f32(data(src.buffer), dtype_of(src.buffer), src.offset, 1, src.count, values.data());
+    return values;
+  }
+
+  // In place, a tile of f32 values at a time: no host copy of the tensor.
+  void fill_input(View dst, const model::InputPattern& pattern) override {
+    synchronize();
+    check(dst);
+    std::vector<float> tile(static_cast<std::size_t>(std::min<std::int64_t>(kFillTile, dst.count)));
+    for (std::int64_t first = 0; first < dst.count; first += kFillTile) {
+      const std::int64_t n = std::min<std::int64_t>(kFillTile, dst.count - first);
+      model::fill_input_values(pattern, first, std::span<float>(tile.data(), static_cast<std::size_t>(n)));
+      kernels::store_f32(data(dst.buffer), dtype_of(dst.buffer), dst.offset + first, 1, n, tile.data());
+    }
   }
 
   void copy(View dst, View src) override {
@@ -447,6 +472,7 @@ class CpuBackend final : public Backend {
 
  private:
   static constexpr std::int64_t kNormTile = 4096;
+  static constexpr std::int64_t kFillTile = 4096;  // f32 input values per store: 16 KiB, in L1
 
   static bool same_matrix(const kernels::CpuMatrix& x, const kernels::CpuMatrix& y) {
     return x.data == y.data && x.dtype == y.dtype && x.first == y.first && x.rows == y.rows && x.cols == y.cols &&
@@ -470,7 +496,7 @@ class CpuBackend final : public Backend {
   struct Buffer {
     DType dtype = DType::f32;
     std::int64_t count = 0;
-    std::vector<std::byte> bytes;
+    HostBlock block;
   };
 
   struct Staged {
@@ -482,7 +508,7 @@ class CpuBackend final : public Backend {
     COCONET_ASSERT(b >= 0 && b < static_cast<BufferId>(buffers_.size()), "unknown buffer id");
     return buffers_[static_cast<std::size_t>(b)];
   }
-  std::byte* data(BufferId b) { return buffers_.at(static_cast<std::size_t>(b)).bytes.data(); }
+  std::byte* data(BufferId b) { return buffers_.at(static_cast<std::size_t>(b)).block.data(); }
   void* ptr(View v) { return data(v.buffer) + v.offset * model::bytes_of(dtype_of(v.buffer)); }
   static bool same(View a, View b) { return a.buffer == b.buffer && a.offset == b.offset; }
 
@@ -622,6 +648,7 @@ class CpuBackend final : public Backend {
   std::unique_ptr<ReduceOps> ops_;
   std::unique_ptr<CommThread> comm_;
   bool pinned_ = false;  // this rank runs on one CPU of its own (exec::Binding::core)
+  HostPool pool_;  // before buffers_: their blocks go back to it
   std::vector<Buffer> buffers_;
   std::vector<float> tile_weight_;            // a tile GEMM's weight widened to f32 (kernels::CpuF32Operand)
   std::int64_t tiles_planned_ = 0;            // the last tile event handed out

@@ -4,6 +4,7 @@
 // so a wrong GEMM that also overflowed went unnoticed).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -72,6 +73,84 @@ TEST(Verify, ANonFiniteResultFailsWhereTheReferenceIsFiniteWhateverTheTolerance)
     EXPECT_NE(v.first_mismatch.find("non-finite result"), std::string::npos) << v.first_mismatch;
   }
   EXPECT_TRUE(check({kF16Max}, {kF16Max}).ok);
+}
+
+// Parts placed differently in the global tensor (a sliced schedule's output
+// against the replicated reference): element (row, col) of the actual part is
+// compared where the expected part holds it, and a mismatch is named by its
+// global index. The actual part is f32 (Backend::read_f32), the reference
+// f32 or double (the interpreter's).
+OutputPart placed(HostValues values, std::int64_t rows, std::int64_t cols, std::int64_t row_begin,
+                  std::int64_t col_begin, std::int64_t local_rows, std::int64_t local_cols) {
+  OutputPart p;
+  p.info.type.dtype = model::DType::f32;
+  p.info.rows = rows;
+  p.info.cols = cols;
+  p.info.row_begin = row_begin;
+  p.info.col_begin = col_begin;
+  p.info.local_rows = local_rows;
+  p.info.local_cols = local_cols;
+  p.info.here = true;
+  p.values = std::move(values);
+  return p;
+}
+
+TEST(Verify, APartIsComparedWhereTheReferenceHoldsItsElements) {
+  testing::DryBackend backend(0, 1, plan::Capabilities{});
+  backend.set_groups(1);
+  // The whole 3 x 4 tensor, element (r, c) = 10 r + c, as the reference.
+  std::vector<double> whole;
+  for (int r = 0; r < 3; ++r)
+    for (int c = 0; c < 4; ++c) whole.push_back(10 * r + c);
+  // Rows 1-2, columns 2-3 of it as a schedule's part.
+  std::vector<float> part{12, 13, 22, 23};
+  const Outputs e{{"y", placed(whole, 3, 4, 0, 0, 3, 4)}};
+  EXPECT_TRUE(verify(backend, {"y"}, {{"y", placed(part, 3, 4, 1, 2, 2, 2)}}, e, 0.0, "reference").ok);
+  EXPECT_TRUE(verify(backend, {"y"}, {{"y", placed(std::vector<float>(whole.begin(), whole.end()), 3, 4, 0, 0, 3, 4)}},
+                     {{"y", placed(part, 3, 4, 1, 2, 2, 2)}}, 0.0, "reference")
+                  .ok);
+  part[2] = 21.5f;  // element (2, 2): global index 10
+  const Verdict v = verify(backend, {"y"}, {{"y", placed(part, 3, 4, 1, 2, 2, 2)}}, e, 0.0, "reference");
+  EXPECT_FALSE(v.ok);
+  EXPECT_NE(v.first_mismatch.find("y[10]"), std::string::npos) << v.first_mismatch;
+  EXPECT_NE(v.first_mismatch.find("expected 22"), std::string::npos) << v.first_mismatch;
+  EXPECT_DOUBLE_EQ(v.max_abs_error, 0.5);
+  // Equal bits are not enough: an inf on both sides still fails, in f32 as in double.
+  std::vector<float> inf_part{12, 13, 22, static_cast<float>(kInf)};
+  const Outputs inf_ref{{"y", placed(inf_part, 3, 4, 1, 2, 2, 2)}};
+  const Verdict inf = verify(backend, {"y"}, {{"y", placed(inf_part, 3, 4, 1, 2, 2, 2)}}, inf_ref, 0.0, "reference");
+  EXPECT_FALSE(inf.ok);
+  EXPECT_NE(inf.first_mismatch.find("y[11]"), std::string::npos) << inf.first_mismatch;
+  // A part beside the reference's columns compares nothing.
+  const Outputs left{{"y", placed(std::vector<float>{0, 0, 0}, 3, 4, 0, 0, 3, 1)}};
+  EXPECT_TRUE(verify(backend, {"y"}, {{"y", placed(part, 3, 4, 1, 2, 2, 2)}}, left, 0.0, "reference").ok);
+}
+
+// A schedule's outputs are read from the backend a block at a time
+// (OutputSources): the same verdict as the whole part, a mismatch past the
+// first block named by its index, and no read of the whole part at once.
+TEST(Verify, OutputsReadInBlocksGiveTheWholePartsVerdict) {
+  testing::DryBackend backend(0, 1, plan::Capabilities{});
+  backend.set_groups(1);
+  const std::int64_t n = (std::int64_t{1} << 21) + 5;  // two blocks and a bit
+  std::vector<float> values(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) values[static_cast<std::size_t>(i)] = static_cast<float>(i % 1000);
+  const Outputs e{{"y", placed(values, 1, n, 0, 0, 1, n)}};
+  values[static_cast<std::size_t>(n - 3)] += 0.5f;
+  std::int64_t reads = 0, largest = 0;
+  OutputSource source{e.at("y").info, n, [&](std::int64_t first, std::span<float> out) {
+                        ++reads;
+                        largest = std::max<std::int64_t>(largest, static_cast<std::int64_t>(out.size()));
+                        std::copy_n(values.begin() + first, out.size(), out.begin());
+                      }};
+  const Verdict blocks = verify(backend, {"y"}, OutputSources{{"y", source}}, e, 0.0, "reference");
+  const Verdict whole = verify(backend, {"y"}, {{"y", placed(values, 1, n, 0, 0, 1, n)}}, e, 0.0, "reference");
+  EXPECT_FALSE(blocks.ok);
+  EXPECT_EQ(blocks.first_mismatch, whole.first_mismatch);
+  EXPECT_NE(blocks.first_mismatch.find("y[" + std::to_string(n - 3) + "]"), std::string::npos) << blocks.first_mismatch;
+  EXPECT_DOUBLE_EQ(blocks.max_abs_error, 0.5);
+  EXPECT_GT(reads, 2);
+  EXPECT_LT(largest, n);
 }
 
 TEST(Verify, AcceptableIsTheElementRule) {
