@@ -441,8 +441,23 @@ class Lowering {
     const auto& a = view(s.operands.at(0)).local_dims;
     const auto& b = view(s.operands.at(1)).local_dims;
     const model::DType dtype = view(s.operands.at(0)).type.dtype;
-    if (b.size() <= 2) return Gemm{a.size() >= 2 ? model::numel({a.begin(), a.end() - 1}) : 1, b.back(), a.back(), dtype};
-    return Gemm{a[a.size() - 2], b.back(), a.back(), dtype, model::numel({b.begin(), b.end() - 2})};
+    Gemm g = b.size() <= 2 ? Gemm{a.size() >= 2 ? model::numel({a.begin(), a.end() - 1}) : 1, b.back(), a.back(), dtype}
+                           : Gemm{a[a.size() - 2], b.back(), a.back(), dtype, model::numel({b.begin(), b.end() - 2})};
+    if (gathered(s.operands.at(0))) g.a_gathered = out_.ranks_per_group;
+    return g;
+  }
+
+  // Whether value `n` is an allgather's result.
+  bool gathered(const std::string& n) const { return index_.contains(n) && stmt(n).op == OpKind::allgather; }
+
+  // Whether value `n` is the first operand of a (2-D) matmul: a GEMM FP8
+  // training runs in FP8 (sim::GemmShape::fp8).
+  bool feeds_gemm(const std::string& n) const {
+    for (const int i : users_of(n)) {
+      const Stmt& u = p_.stmts[std::size_t(i)];
+      if (u.op == OpKind::matmul && u.operands.at(0) == n && view(u.operands.at(1)).local_dims.size() <= 2) return true;
+    }
+    return false;
   }
 
   // Whether an element-wise result of `op` is written to memory: a fused op
@@ -483,6 +498,8 @@ class Lowering {
         Collective c = collective_of(s);
         // A value a fused op keeps only to gather is written at this rank's place in the gather's output.
         c.in_place = s.op == OpKind::allgather && op.fused && op.fused->scratch.contains(s.operands.at(0));
+        if (s.op == OpKind::allgather && feeds_gemm(s.name))
+          c.fp8_bytes = c.bytes / double(model::bytes_of(view(s.name).type.dtype));
         op.work.collectives.push_back(c);
       } else if (s.op == OpKind::matmul) {
         op.work.gemm = gemm_of(s);

@@ -69,6 +69,12 @@ struct Collective {
   std::string stmt;
   double bytes = 0;  // nccl-tests size on rank 0 (sim/collective.h): whole op, all chunks
   bool in_place = false;  // a fused op's allgather of what it wrote at this rank's place
+  // An allgather whose result is a matmul's first operand: with FP8 GEMMs
+  // (sim::Context::fp8_gemms) Transformer Engine casts that operand to FP8
+  // before it is gathered (the norm writes it quantized), so the gather
+  // moves one byte an element. Its size so (nccl-tests size on rank 0, all
+  // chunks); 0 for any other collective.
+  double fp8_bytes = 0;
   // The resolved choice of each chunk's calls (index: chunk of the op's unit),
   // what the simulator prices and the executors apply per call; empty until
   // resolved. Chunks differ only where a chunk's size crosses a choice's edge.
@@ -81,6 +87,10 @@ struct Gemm {
   std::int64_t m = 0, n = 0, k = 0;
   model::DType dtype = model::DType::f16;
   std::int64_t batch = 1;
+  // The ranks its first operand was all-gathered over (1: not gathered):
+  // with FP8 GEMMs each rank cast its own slice of it before the gather
+  // (plan::Collective::fp8_bytes), 1/a_gathered of the operand.
+  int a_gathered = 1;
 
   // The part one of `calls` backend calls makes of the `share` of the op's
   // rows a chunk holds: rows are a batched GEMM's batches, else its rows.

@@ -111,8 +111,9 @@ Task gemm_task(const plan::Gemm& g, const Context& ctx, const GemmCut& cut, bool
   k.latency_us = launches * t.gpu.launch_us;
   k.work_us = calls * gemm_body_us(t, k.gemm, t.gpu.sms) * body_share;
   if (k.gemm.fp8) {  // the cast of its first operand to FP8 (with its amax): a kernel of its own
+    // (of this rank's slice only, before the gather, when the operand was all-gathered)
     k.latency_us += launches * t.gpu.launch_us;
-    k.work_us += calls * fp8_cast_body_us(t, double(part.m) * double(part.k)) * body_share;
+    k.work_us += calls * fp8_cast_body_us(t, double(part.m) * double(part.k) / part.a_gathered) * body_share;
   }
   k.demand_GBps[int(Resource::hbm)] = demand(k.gemm.bytes(), k.work_us, capacity_GBps(ctx, Resource::hbm));
   if (!describe) return k;
@@ -239,8 +240,10 @@ Task comm_task(const plan::Work& w, const plan::FusedForm* form, const Context& 
   std::string detail;
   bool crosses = false;  // some collective moves data between ranks
   for (const auto& c : w.collectives) {
-    const double bytes = c.bytes * share;
-    const CollectiveRequest r{c.op, whole ? c.bytes : bytes / calls, where, model::Algo::auto_, model::Proto::auto_, 0,
+    // An allgather into an FP8 GEMM moves the operand already cast (plan::Collective::fp8_bytes).
+    const double size = ctx.fp8_gemms && c.fp8_bytes > 0 ? c.fp8_bytes : c.bytes;
+    const double bytes = size * share;
+    const CollectiveRequest r{c.op, whole ? size : bytes / calls, where, model::Algo::auto_, model::Proto::auto_, 0,
                               c.in_place};
     const CollectiveCost cost = collective_cost(t, c, r, how);
     const double times = whole ? share : double(calls);  // of the priced call

@@ -13,6 +13,7 @@
 #include "model/parse.h"
 #include "model/transforms.h"
 #include "sim/compute.h"
+#include "sim/simulator.h"
 #include "sim/tasks.h"
 #include "sim/topology.h"
 #include "step/layer_block.h"
@@ -138,6 +139,49 @@ TEST(KernelFusion, Fp8GemmsRunAtTheFp8RateWithTheirCast) {
   EXPECT_DOUBLE_EQ(sim::fp8_cast_body_us(h100, 1e9), 3e9 / (h100.gpu.hbm_effective_GBps() * 1e3));
   sim::Topology a100 = sim::load_topology("dgx-a100");
   EXPECT_THROW((void)sim::gemm_body_us(a100, g, a100.gpu.sms), UserError);
+}
+
+// With FP8 GEMMs, an allgather whose result is a GEMM's first operand moves
+// that operand cast to FP8 (Transformer Engine quantizes the norm's output
+// before the sequence-parallel gather): one byte an element, half a bf16
+// gather; the GEMM then casts only this rank's slice. A reduce-scatter
+// moves bf16 either way.
+TEST(KernelFusion, Fp8AllGathersMoveTheCastOperand) {
+  const sim::Topology h100 = sim::load_topology("dgx-h100");
+  const model::Program p = at_bf16(program("llama_layer_sp_fwd"));
+  constexpr int kTp = 8;
+  const model::Bindings sizes{{"B", 1}, {"S", 4096}, {"H", 8192}, {"KV", 8}, {"G", 8}, {"GQ", 10}, {"D", 128}, {"F", 28672}};
+  sim::Context ctx{h100, kTp, p.bind(sizes), std::nullopt};
+  const plan::StepPlan plan = sim::lower_for(model::baseline(p), ctx);
+  int gathers = 0, gathered_gemms = 0;
+  for (const plan::Op& op : plan.ops) {
+    for (const plan::Collective& c : op.work.collectives) {
+      if (c.op == model::OpKind::allgather) {
+        ++gathers;
+        EXPECT_DOUBLE_EQ(c.fp8_bytes, c.bytes / 2) << c.stmt;
+      } else {
+        EXPECT_EQ(c.fp8_bytes, 0) << c.stmt;
+      }
+    }
+    if (op.work.gemm && op.work.gemm->a_gathered > 1) {
+      ++gathered_gemms;
+      EXPECT_EQ(op.work.gemm->a_gathered, kTp);
+    }
+  }
+  EXPECT_EQ(gathers, 2);         // before the QKV and the FC1/FC3 GEMMs
+  EXPECT_EQ(gathered_gemms, 3);  // QKV, FC1 and FC3 read the gathered values
+  const auto stage_us = [&](bool fp8, const std::string& code) {
+    sim::Context c = ctx;
+    c.fp8_gemms = fp8;
+    double us = 0;
+    for (const sim::StageTiming& st : sim::simulate(plan, c).stages)
+      if (st.code == code) us += st.alone_us;
+    return us;
+  };
+  // Half the bytes at NVLink's bandwidth: a little over half the time (the latency stays).
+  EXPECT_LT(stage_us(true, "AG"), 0.6 * stage_us(false, "AG"));
+  EXPECT_GT(stage_us(true, "AG"), 0.5 * stage_us(false, "AG"));
+  EXPECT_DOUBLE_EQ(stage_us(true, "RS"), stage_us(false, "RS"));
 }
 
 // The tuner picks flash attention and the fused kernels for a Llama layer
