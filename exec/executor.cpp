@@ -359,12 +359,6 @@ void Executor::fill_inputs(std::uint64_t seed, const std::vector<model::InputRan
   backend_.synchronize();  // a device fill is queued on the compute stream; the comm stream reads inputs too
 }
 
-std::vector<double> Executor::read(const std::string& value) {
-  const auto& v = values_.at(value);
-  if (!v.allocated) return {};
-  return backend_.read(whole(v));
-}
-
 std::vector<float> Executor::read_f32(const std::string& value) {
   const auto& v = values_.at(value);
   if (!v.allocated) return {};

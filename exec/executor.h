@@ -73,9 +73,9 @@ class Executor {
   // Records every launch's start and end into `r` from now on (nullptr: stop);
   // the recorder must outlive the steps it records.
   void set_recorder(LaunchRecorder* r) { recorder_ = r; }
-  // This rank's part of a value (empty when it lives in another group).
-  [[nodiscard]] std::vector<double> read(const std::string& value);
-  [[nodiscard]] std::vector<float> read_f32(const std::string& value);  // the same as f32 (exact)
+  // This rank's part of a value as f32, which holds every f16, bf16 and f32
+  // value exactly (empty when it lives in another group).
+  [[nodiscard]] std::vector<float> read_f32(const std::string& value);
   // This rank's part of a value from its local element `first` on, out.size()
   // elements of it, as f32 (Backend::read_f32 of that view).
   void read_f32(const std::string& value, std::int64_t first, std::span<float> out);

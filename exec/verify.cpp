@@ -102,15 +102,13 @@ void compare_run(std::size_t position, const ValueInfo& ai, std::int64_t i, cons
                  double rtol, LocalResult& out) {
   if constexpr (std::is_same_v<A, float> && std::is_same_v<E, float>)
     if (identical_and_finite(a, e, n)) return;  // the usual verdict: nothing to add
-  constexpr double kLargest = std::numeric_limits<double>::max();
   double worst = out.max_abs_error;
   bool bad = false;
   for (std::int64_t k = 0; k < n; ++k) {
     const double want = e[k], got = a[k];
-    const double err = std::fabs(want - got);
-    const bool finite = std::fabs(want) <= kLargest && std::fabs(got) <= kLargest;
-    worst = std::max(worst, finite ? err : INFINITY);
-    bad |= !(finite && err <= rtol * std::max(std::fabs(want), 1.0));
+    const bool finite = std::isfinite(want) && std::isfinite(got);
+    worst = std::max(worst, finite ? std::fabs(want - got) : INFINITY);
+    bad |= !acceptable(want, got, rtol);
   }
   out.max_abs_error = worst;
   if (!bad) return;
