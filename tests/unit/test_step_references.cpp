@@ -32,12 +32,14 @@ struct Row {
   std::string model, precision;
   int gpus = 0, tp = 0, pp = 0, cp = 0, vp = 0, mbs = 0, gbs = 0;
   double step_s = 0, mfu = 0;
+  int layers = 0;  // the row's layer count (the 405B proxies); 0: the model file's
 };
 
 Row row_of(const YAML::Node& n) {
   return {n[0].as<std::string>(), n[1].as<std::string>(), n[2].as<int>(), n[3].as<int>(), n[4].as<int>(),
           n[5].as<int>(),         n[6].IsNull() ? 1 : n[6].as<int>(),  // vp: null without interleaving
-          n[7].as<int>(),         n[8].as<int>(),         n[9].as<double>(), n[10].as<double>()};
+          n[7].as<int>(),         n[8].as<int>(),         n[9].as<double>(), n[10].as<double>(),
+          n.size() > 11 ? n[11].as<int>() : 0};
 }
 
 YAML::Node reference() {
@@ -72,7 +74,7 @@ bool listed(const YAML::Node& list, const std::string& model) {
 step::ModelSpec spec_of(const Row& r) {
   const int dp = r.gpus / (r.tp * r.pp * r.cp);
   const bool tp_overlap = listed(reference()["tp_comm_overlap"], r.model);
-  const step::Overrides o{{"training.dtype", r.precision},
+  step::Overrides o{{"training.dtype", r.precision},
                           {"training.micro_batch", std::to_string(r.mbs)},
                           {"training.global_batch", std::to_string(r.gbs)},
                           {"parallel.tp", std::to_string(r.tp)},
@@ -85,6 +87,7 @@ step::ModelSpec spec_of(const Row& r) {
                           {"parallel.sequence_parallel", "true"},
                           {"parallel.recompute", "none"},
                           {"parallel.tp_overlap", tp_overlap ? "true" : "false"}};
+  if (r.layers > 0) o.emplace_back("model.layers", std::to_string(r.layers));
   return step::load_model(r.model, o);
 }
 
@@ -107,8 +110,9 @@ TEST(StepReferences, DgxcH100RowsAreWithinTolerance) {
     // The source's MFU: the peak is the precision's (FP8's for FP8 runs);
     // with the source's FLOP count (the next test) it follows the step time.
     EXPECT_DOUBLE_EQ(p.peak_tflops, ref["peak_tflops"][r.precision].as<double>()) << what;
-    std::printf("%-14s %-4s %5d GPUs: step %6.2f s (published %5.2f, %+5.1f%%), MFU %.3f (published %.4f)\n",
-                r.model.c_str(), r.precision.c_str(), r.gpus, step_s, r.step_s, 100 * (step_s / r.step_s - 1),
+    const std::string name = r.layers > 0 ? r.model + "/" + std::to_string(r.layers) + "L" : r.model;
+    std::printf("%-18s %-4s %5d GPUs: step %6.2f s (published %5.2f, %+5.1f%%), MFU %.3f (published %.4f)\n",
+                name.c_str(), r.precision.c_str(), r.gpus, step_s, r.step_s, 100 * (step_s / r.step_s - 1),
                 p.mfu * source_flops_ratio(ref, r), r.mfu);
   }
 }
