@@ -122,6 +122,15 @@ if(COCONET_HAVE_MPI AND COCONET_MPIEXEC)
                            ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT}")
     endforeach()
 
+    # The MLP block at the paper's size on 4 ranks too (issue 31: the sizes
+    # that overflowed f16 at 2 and 4 ranks), time-sliced on 2 cores
+    # (--oversubscribe): verification, not timing. About 11 s (2026-12-06).
+    add_test(NAME exec.paper.megatron_mlp.ranks4
+             COMMAND $<TARGET_FILE:coconet> run megatron_mlp --set B=2 --schedule all --backend cpu --ranks 4
+                     --oversubscribe --iters 1 --warmup 0)
+    set_tests_properties(exec.paper.megatron_mlp.ranks4 PROPERTIES TIMEOUT 600 PROCESSORS 2 LABELS paper
+                         ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT}")
+
     # The data-parallel optimizers and the GPT-3 pipeline boundary at their
     # workloads' own sizes (the paper's: BERT-large's N = 335,708,160; B 1,
     # S 2048, H 12288), every schedule on 2 ranks, one step: 59 s (sgd) and
