@@ -9,7 +9,10 @@
 // projection's input 2sbaD, the MLP's 4sbf (GELU's input and output; squared
 // ReLU's relu(u) and its square) or 6sbf (SwiGLU's gate, up and their
 // product), and the scores 5as^2b (GPT: softmax output 2, dropout mask 1,
-// dropout output 2) or 2as^2b (Llama, Nemotron: no dropout).
+// dropout output 2) or 2as^2b (Llama, Nemotron: no dropout). Multi-head
+// latent attention (MLA) keeps Q, K, V at its own widths, 2sb a (2 (nope +
+// rope) + v), its projection's input 2sb a v, and its latents replicated on
+// every rank (latent_bytes).
 // Flash attention keeps no scores but each query's log-sum-exp per head, 4asb
 // bytes (fp32), split over the TP ranks. Selective recomputation drops the
 // scores term (and flash attention's statistics: the recomputed forward makes
