@@ -60,6 +60,7 @@ struct Shapes {
   std::int64_t v_head_dim;  // a value's (head_dim but with MLA)
   std::int64_t kv_cols_per_gpu;  // a rank's K and V columns per token: 2 kv D / t; MLA a (D + v) / t
   std::int64_t rope_dim;    // MLA: the rotary dimensions of a query head and of the shared key (0 otherwise)
+  std::int64_t latent_cols; // MLA: the normed latents' columns, q_lora_rank + kv_lora_rank (0 otherwise)
   std::int64_t seq;      // s / cp: a rank's queries of each sequence
   std::int64_t full_seq; // s: the keys each query attends to
   int cp;
@@ -79,6 +80,7 @@ Shapes shapes_of(const ModelSpec& s, const Layout& l) {
                                            : kKvTensors * m.kv_heads / l.tp * m.head_dim;
   return Shapes{s.training.micro_batch * seq, m.hidden,   m.heads / l.tp, m.kv_heads / l.tp, m.head_dim,
                 m.v_head_dim(),               kv_cols,    m.latent() ? m.mla.qk_rope_head_dim : 0,
+                m.latent() ? m.mla.q_lora_rank + m.mla.kv_lora_rank : 0,
                 seq,                          m.sequence, l.cp,           s.training.micro_batch,
                 m.ffn / l.tp,                 (m.vocabulary + l.tp - 1) / l.tp,
                 l.tp,                         s.training.dtype, m.family()};
@@ -140,19 +142,24 @@ double ew(const sim::Topology& t, double bytes) { return sim::elementwise_body_u
 // Every family: the two norms' parameter gradients (a LayerNorm's gamma and
 // beta in one kernel, an RMSNorm's gamma; each reads the gradient and the
 // normalised input). GPT: 1 kernel forward, 7 backward; Llama and Nemotron:
-// 1 forward, 3 backward.
+// 1 forward, 3 backward. MLA (mla_layer_*.yaml): RoPE on the rotary parts
+// and the q/k concatenations as one kernel each way (rope_bytes), and its
+// latents' two RMSNorm gammas too (over q_lora_rank and kv_lora_rank, on
+// each rank's tokens): 1 forward, 5 backward.
 constexpr int kAttentionDropoutFwdKernels = 1;  // the probabilities' dropout
 constexpr int kAttentionDropoutBwdKernels = 1;  // its backward
 constexpr int kBiasGradientKernels = 4;         // QKV, projection, FC1, FC2
 constexpr int kRopeKernels = 1;                 // on q and k (forward) or dq and dk (backward)
 constexpr int kNormGradientKernels = 2;         // one per norm
+constexpr int kLatentNormGradientKernels = 2;   // MLA: the q and kv latents' norms
 
 int left_out_fwd_kernels(const FamilyTraits& f) {
   return (f.dropout ? kAttentionDropoutFwdKernels : 0) + (f.learned_positions ? 0 : kRopeKernels);
 }
 int left_out_bwd_kernels(const FamilyTraits& f) {
   return (f.dropout ? kAttentionDropoutBwdKernels : 0) + (f.biases ? kBiasGradientKernels : 0) +
-         (f.learned_positions ? 0 : kRopeKernels) + kNormGradientKernels;
+         (f.learned_positions ? 0 : kRopeKernels) + kNormGradientKernels +
+         (f.attention == AttentionKind::mla ? kLatentNormGradientKernels : 0);
 }
 int attention_core_kernels(const FamilyTraits& f) {
   return kAttentionCoreKernels + (f.dropout ? kAttentionDropoutKernels : 0);
@@ -184,7 +191,9 @@ double rope_bytes(const Shapes& x) {
 double parameter_gradient_bytes(const Shapes& x, bool sp) {
   const double e = model::bytes_of(x.dtype);
   const double th = double(x.tokens) * double(x.hidden) / (sp ? x.tp : 1);
-  const double norms = 2 * 2 * th;  // two norms, each reading the gradient and the normalised input
+  // two norms, each reading the gradient and the normalised input; MLA's latents' two likewise
+  const double latents = double(x.tokens) * double(x.latent_cols) / (sp ? x.tp : 1);
+  const double norms = 2 * 2 * th + 2 * latents;
   if (!family_traits(x.family).biases) return norms * e;
   const double per_gpu_h = double(x.tokens) * double(x.hidden) / x.tp;
   const double biases = 2 * th + double(x.tokens) * double(x.ffn_per_gpu) + 3 * per_gpu_h;

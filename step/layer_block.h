@@ -52,7 +52,7 @@ struct LayerShape {
   model::DType dtype = model::DType::bf16;
   bool sequence_parallel = false;
   bool tp_overlap = false;  // may the tuner pick overlapped or collective-fused schedules
-  Family family = Family::gpt;  // which programs: megatron_layer_*, llama_layer_* or nemotron_layer_*
+  Family family = Family::gpt;  // which programs: megatron_layer_*, llama_layer_*, nemotron_layer_* or mla_layer_*
   std::int64_t hidden = 0;      // h (llama and nemotron programs; 0: a D, the gpt programs' hidden)
   std::int64_t kv_heads = 0;    // K/V heads (llama and nemotron programs; 0: a)
   // Multi-head latent attention (the mla programs; head_dim is then the
