@@ -16,6 +16,10 @@
 //                       --nodes 4 --search`: 32 GPUs, the dense search's
 //                       sizes and ep x etp (the experts' layouts) with the MoE
 //                       programs through the tuner: under 2 s (issue 32)
+//   BM_StepSearchDeepSeekV3  `coconet step deepseek-v3 --topology dgx-h100
+//                       --nodes 128 --search`: 1024 GPUs, the MoE search's
+//                       sizes with the MLA programs (workloads/mla_layer_*)
+//                       through the tuner
 //   BM_StepTrace        the Chrome trace of that step's shipped layout
 #include <benchmark/benchmark.h>
 
@@ -54,6 +58,21 @@ void BM_StepSearchGpt3(benchmark::State& state) {
   state.counters["tuned_layers"] = layers;
 }
 BENCHMARK(BM_StepSearchGpt3)->Unit(benchmark::kMillisecond);
+
+void BM_StepSearchDeepSeekV3(benchmark::State& state) {
+  const step::ModelSpec s = step::load_model("deepseek-v3");
+  const sim::Topology t = sim::load_topology("dgx-h100", {{"nodes", "128"}});
+  int evaluated = 0, layers = 0;
+  for (auto _ : state) {
+    const step::SearchResult r = step::search_layouts(s, t);
+    evaluated = r.evaluated;
+    layers = r.tuned_layers;
+    benchmark::DoNotOptimize(r.best.data());
+  }
+  state.counters["layouts"] = evaluated;
+  state.counters["tuned_layers"] = layers;
+}
+BENCHMARK(BM_StepSearchDeepSeekV3)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 void search_llama405b(benchmark::State& state, bool vary_precision) {
   const step::ModelSpec s = step::load_model("llama3-405b");

@@ -79,9 +79,14 @@ void print_detail(const step::StepReport& r, const sim::Topology& t, const step:
   const auto programs = step::layer_programs(step::LayerShape{
       .tp = r.layout.tp, .sequence_parallel = step::sequence_parallel_on(r.spec.parallel, r.layout),
       .family = md.family()});
-  fmt::print("# {} layers, hidden {}, {} heads ({} K/V) of {}, ffn {} {}, {}, embeddings {}; layer programs {} and {}\n",
-             md.layers, md.hidden, md.heads, md.kv_heads, md.head_dim, md.ffn, step::to_string(md.ffn_type),
-             step::to_string(md.norm), md.tied_embeddings ? "tied" : "untied", programs.first, programs.second);
+  const std::string heads =
+      md.latent() ? fmt::format("{} heads of {} (q, k) and {} (v), MLA latents q {} kv {} + rope {}", md.heads,
+                                md.head_dim, md.v_head_dim(), md.mla.q_lora_rank, md.mla.kv_lora_rank,
+                                md.mla.qk_rope_head_dim)
+                  : fmt::format("{} heads ({} K/V) of {}", md.heads, md.kv_heads, md.head_dim);
+  fmt::print("# {} layers, hidden {}, {}, ffn {} {}, {}, embeddings {}; layer programs {} and {}\n", md.layers,
+             md.hidden, heads, md.ffn, step::to_string(md.ffn_type), step::to_string(md.norm),
+             md.tied_embeddings ? "tied" : "untied", programs.first, programs.second);
   fmt::print("# kernels: {}\n", kernels_label(k));
   fmt::print("step time                    {:>10.1f} ms\n", step / kUsPerMs);
   line("compute", b.compute_us);

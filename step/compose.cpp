@@ -50,14 +50,17 @@ constexpr double kSecondsPerUs = 1e-6;
 constexpr double kFlopsPerTflop = 1e12;
 constexpr int kEmbeddingFwdKernels = 1;  // the lookup (its TP reduction is a collective)
 constexpr int kEmbeddingBwdKernels = 1;  // the gradient's scatter-add into the table
-constexpr double kKvTensors = 2;         // keys and values
 
 struct Shapes {
   std::int64_t tokens;   // b s / cp: a rank's tokens of its micro-batch
   std::int64_t hidden;   // h
   std::int64_t heads_per_gpu;
   std::int64_t kv_heads_per_gpu;
-  std::int64_t head_dim;
+  std::int64_t head_dim;    // a query's and key's (MLA: nope + rope)
+  std::int64_t v_head_dim;  // a value's (head_dim but with MLA)
+  std::int64_t kv_cols_per_gpu;  // a rank's K and V columns per token: 2 kv D / t; MLA a (D + v) / t
+  std::int64_t rope_dim;    // MLA: the rotary dimensions of a query head and of the shared key (0 otherwise)
+  std::int64_t latent_cols; // MLA: the normed latents' columns, q_lora_rank + kv_lora_rank (0 otherwise)
   std::int64_t seq;      // s / cp: a rank's queries of each sequence
   std::int64_t full_seq; // s: the keys each query attends to
   int cp;
@@ -72,7 +75,12 @@ struct Shapes {
 Shapes shapes_of(const ModelSpec& s, const Layout& l) {
   const auto& m = s.model;
   const std::int64_t seq = m.sequence / l.cp;
+  constexpr std::int64_t kKvTensors = 2;  // keys and values
+  const std::int64_t kv_cols = m.latent() ? m.heads * (m.head_dim + m.v_head_dim()) / l.tp
+                                           : kKvTensors * m.kv_heads / l.tp * m.head_dim;
   return Shapes{s.training.micro_batch * seq, m.hidden,   m.heads / l.tp, m.kv_heads / l.tp, m.head_dim,
+                m.v_head_dim(),               kv_cols,    m.latent() ? m.mla.qk_rope_head_dim : 0,
+                m.latent() ? m.mla.q_lora_rank + m.mla.kv_lora_rank : 0,
                 seq,                          m.sequence, l.cp,           s.training.micro_batch,
                 m.ffn / l.tp,                 (m.vocabulary + l.tp - 1) / l.tp,
                 l.tp,                         s.training.dtype, m.family()};
@@ -101,7 +109,7 @@ GemmPasses linear(const sim::Topology& t, std::int64_t m, std::int64_t n, std::i
 GemmPasses attention_core(const sim::Topology& t, const Shapes& x, std::int64_t queries, std::int64_t keys) {
   const std::int64_t batch = x.micro_batch * x.heads_per_gpu;
   const GemmPasses qk = linear(t, batch * queries, keys, x.head_dim, x.dtype);
-  const GemmPasses av = linear(t, batch * queries, x.head_dim, keys, x.dtype);
+  const GemmPasses av = linear(t, batch * queries, x.v_head_dim, keys, x.dtype);
   return {qk.fwd + av.fwd, qk.bwd + av.bwd};
 }
 GemmPasses attention_core(const sim::Topology& t, const Shapes& x) { return attention_core(t, x, x.seq, x.full_seq); }
@@ -134,19 +142,24 @@ double ew(const sim::Topology& t, double bytes) { return sim::elementwise_body_u
 // Every family: the two norms' parameter gradients (a LayerNorm's gamma and
 // beta in one kernel, an RMSNorm's gamma; each reads the gradient and the
 // normalised input). GPT: 1 kernel forward, 7 backward; Llama and Nemotron:
-// 1 forward, 3 backward.
+// 1 forward, 3 backward. MLA (mla_layer_*.yaml): RoPE on the rotary parts
+// and the q/k concatenations as one kernel each way (rope_bytes), and its
+// latents' two RMSNorm gammas too (over q_lora_rank and kv_lora_rank, on
+// each rank's tokens): 1 forward, 5 backward.
 constexpr int kAttentionDropoutFwdKernels = 1;  // the probabilities' dropout
 constexpr int kAttentionDropoutBwdKernels = 1;  // its backward
 constexpr int kBiasGradientKernels = 4;         // QKV, projection, FC1, FC2
 constexpr int kRopeKernels = 1;                 // on q and k (forward) or dq and dk (backward)
 constexpr int kNormGradientKernels = 2;         // one per norm
+constexpr int kLatentNormGradientKernels = 2;   // MLA: the q and kv latents' norms
 
 int left_out_fwd_kernels(const FamilyTraits& f) {
   return (f.dropout ? kAttentionDropoutFwdKernels : 0) + (f.learned_positions ? 0 : kRopeKernels);
 }
 int left_out_bwd_kernels(const FamilyTraits& f) {
   return (f.dropout ? kAttentionDropoutBwdKernels : 0) + (f.biases ? kBiasGradientKernels : 0) +
-         (f.learned_positions ? 0 : kRopeKernels) + kNormGradientKernels;
+         (f.learned_positions ? 0 : kRopeKernels) + kNormGradientKernels +
+         (f.attention == AttentionKind::mla ? kLatentNormGradientKernels : 0);
 }
 int attention_core_kernels(const FamilyTraits& f) {
   return kAttentionCoreKernels + (f.dropout ? kAttentionDropoutKernels : 0);
@@ -158,17 +171,29 @@ double attention_dropout_bytes(const Shapes& x) {
   return scores_of(x, x.seq) * (2 * e + 1);
 }
 
-// Rotary embeddings (Su et al. 2021, "RoFormer"): read and write the queries and keys.
+// Rotary embeddings (Su et al. 2021, "RoFormer"): read and write the queries
+// and keys. Multi-head latent attention rotates only the rotary parts, each
+// query head's and the one key part every head shares (computed on every TP
+// rank), then concatenates each head's query and key from their non-rotary
+// and rotary parts (Megatron-core's MLASelfAttention, torch.cat): read and
+// write the rank's queries and keys once more.
 double rope_bytes(const Shapes& x) {
   if (family_traits(x.family).learned_positions) return 0;
   const double e = model::bytes_of(x.dtype);
+  if (family_traits(x.family).attention == AttentionKind::mla) {
+    const double rotary = double(x.heads_per_gpu + 1) * double(x.rope_dim);
+    const double concatenated = 2 * double(x.heads_per_gpu) * double(x.head_dim);  // queries and keys
+    return 2 * double(x.tokens) * (rotary + concatenated) * e;
+  }
   return 2 * double(x.tokens) * double(x.heads_per_gpu + x.kv_heads_per_gpu) * double(x.head_dim) * e;
 }
 
 double parameter_gradient_bytes(const Shapes& x, bool sp) {
   const double e = model::bytes_of(x.dtype);
   const double th = double(x.tokens) * double(x.hidden) / (sp ? x.tp : 1);
-  const double norms = 2 * 2 * th;  // two norms, each reading the gradient and the normalised input
+  // two norms, each reading the gradient and the normalised input; MLA's latents' two likewise
+  const double latents = double(x.tokens) * double(x.latent_cols) / (sp ? x.tp : 1);
+  const double norms = 2 * 2 * th + 2 * latents;
   if (!family_traits(x.family).biases) return norms * e;
   const double per_gpu_h = double(x.tokens) * double(x.hidden) / x.tp;
   const double biases = 2 * th + double(x.tokens) * double(x.ffn_per_gpu) + 3 * per_gpu_h;
@@ -257,8 +282,7 @@ struct CpExchange {
 CpExchange cp_exchange(const sim::Topology& t, const Shapes& x, const Layout& l, CpComm comm, const LayerCompute& c,
                        CollectiveTimes& collectives) {
   if (l.cp <= 1) return {};
-  const double chunk = double(x.tokens) * kKvTensors * double(x.kv_heads_per_gpu) * double(x.head_dim) *
-                       model::bytes_of(x.dtype);
+  const double chunk = double(x.tokens) * double(x.kv_cols_per_gpu) * model::bytes_of(x.dtype);
   const double steps = l.cp - 1;
   if (comm == CpComm::ring) {
     const sim::Placement peer = sim::place_send(t, l.tp);

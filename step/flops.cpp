@@ -12,24 +12,24 @@ double tokens(const ModelSpec& s) {
   return double(s.training.global_batch) * double(s.model.sequence);
 }
 
-// Scores Q K^T and context P V, forward, per token: 2 x 2 s a D.
+// Scores Q K^T and context P V, forward, per token: 2 s a D each (MLA: the
+// scores at D = nope + rope, the context at v_head_dim).
 double attention_core_flops_per_token(const Transformer& m) {
-  return 2 * kFlopsPerMac * double(m.sequence) * double(m.attention_width());
+  return kFlopsPerMac * double(m.sequence) * double(m.score_context_width());
 }
 
 }  // namespace
 
 double layer_forward_flops_per_token(const Transformer& m) {
-  const double h = double(m.hidden), f = double(m.ffn), ad = double(m.attention_width()),
-               kvd = double(m.kv_width());
-  const double weights = h * (ad + 2 * kvd) + ad * h + double(m.ffn_matrices()) * h * f;
+  const double h = double(m.hidden), f = double(m.ffn);
+  const double weights = m.attention_weights() + double(m.ffn_matrices()) * h * f;
   return kFlopsPerMac * weights + attention_core_flops_per_token(m);
 }
 
 double moe_layer_forward_flops_per_token(const ModelSpec& s) {
   const auto& m = s.model;
-  const double h = double(m.hidden), ad = double(m.attention_width()), kvd = double(m.kv_width());
-  const double attention = h * (ad + 2 * kvd) + ad * h;
+  const double h = double(m.hidden);
+  const double attention = m.attention_weights();
   const double router = h * double(s.moe.experts);
   const double experts = double(s.moe.top_k + s.moe.shared_experts) * double(m.ffn_matrices()) * h *
                          double(s.moe.expert_ffn);

@@ -13,7 +13,10 @@ namespace coconet::step {
 
 // One layer's forward FLOPs per token: 2 (h (a + 2 kv) D + a D h + m h f)
 // (m = 2 for gelu and squared_relu, 3 for swiglu)
-// for the GEMMs with weights, 4 s a D for the scores and the context.
+// for the GEMMs with weights, 4 s a D for the scores and the context. With
+// multi-head latent attention the attention's GEMMs are its down- and
+// up-projections and projection (Transformer::attention_weights) and the
+// scores and context 2 s a (D + v_head_dim), D = nope + rope.
 [[nodiscard]] double layer_forward_flops_per_token(const Transformer& m);
 // A layer with experts (the moe section): the attention as above, the router
 // h x experts, and each token's top_k routed and every shared expert, 3 h

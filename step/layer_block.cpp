@@ -43,6 +43,20 @@ std::int64_t kv_heads_of(const LayerShape& x) { return x.kv_heads > 0 ? x.kv_hea
 }  // namespace
 
 model::Bindings layer_bindings(const LayerShape& x) {
+  if (family_traits(x.family).attention == AttentionKind::mla) {
+    const Mla& a = x.mla;
+    return {{"B", x.micro_batch},
+            {"S", x.sequence},
+            {"H", hidden_of(x)},
+            {"NH", x.heads},
+            {"QR", a.q_lora_rank},
+            {"KR", a.kv_lora_rank},
+            {"KE", a.kv_lora_rank + a.qk_rope_head_dim},
+            {"DQ", a.qk_nope_head_dim + a.qk_rope_head_dim},
+            {"DV", a.v_head_dim},
+            {"DKV", a.qk_nope_head_dim + a.v_head_dim},
+            {"F", x.ffn}};
+  }
   if (!family_traits(x.family).grouped_kv)
     return {{"B", x.micro_batch}, {"S", x.sequence}, {"NH", x.heads}, {"D", x.head_dim}, {"F", x.ffn}};
   const std::int64_t kv = kv_heads_of(x), group = x.heads / kv;
@@ -71,6 +85,7 @@ LayerShape step_layer_shape(const ModelSpec& s, const Layout& l) {
   x.family = m.family();
   x.hidden = m.hidden;
   x.kv_heads = m.kv_heads;
+  x.mla = m.mla;
   x.fp8 = s.training.fp8;
   x.flash_attention = s.training.flash_attention;
   x.fused_kernels = s.training.fused_kernels;
@@ -188,7 +203,9 @@ const LayerBlock& LayerBlockPricer::price(const LayerShape& x) {
   const bool sp = on_tp_group(x.sequence_parallel, x.tp);
   const Key key{x.micro_batch, x.sequence, x.heads,       x.head_dim,      x.ffn,      x.tp,
                 int(x.dtype),  sp,         on_tp_group(x.tp_overlap, x.tp), int(x.family), hidden_of(x), kv_heads_of(x),
-                x.fp8, x.flash_attention, x.fused_kernels};
+                x.fp8, x.flash_attention, x.fused_kernels,
+                std::make_tuple(x.mla.q_lora_rank, x.mla.kv_lora_rank, x.mla.qk_rope_head_dim, x.mla.qk_nope_head_dim,
+                                x.mla.v_head_dim)};
   if (const auto hit = cache_.find(key); hit != cache_.end()) return hit->second;
   const auto [fwd, bwd] = layer_programs(x);
   return cache_.emplace(key, LayerBlock{tune(fwd, x), tune(bwd, x)}).first->second;

@@ -3,7 +3,8 @@
 // family's workloads/megatron_layer_fwd.yaml and megatron_layer_bwd.yaml (or
 // their sequence-parallel variants megatron_layer_sp_*.yaml), the Llama
 // family's llama_layer_*.yaml (RMSNorm, GQA, SwiGLU), the Nemotron family's
-// nemotron_layer_*.yaml (LayerNorm, GQA, squared ReLU). Every schedule
+// nemotron_layer_*.yaml (LayerNorm, GQA, squared ReLU), the MLA family's
+// mla_layer_*.yaml (DeepSeek-V3: multi-head latent attention, SwiGLU). Every schedule
 // of each program, at the step's shapes and dtype, is predicted on the
 // tensor-parallel group's placement and the best is taken. Without TP
 // overlap (Megatron-LM SC'21) only the schedules that neither overlap stages
@@ -51,9 +52,12 @@ struct LayerShape {
   model::DType dtype = model::DType::bf16;
   bool sequence_parallel = false;
   bool tp_overlap = false;  // may the tuner pick overlapped or collective-fused schedules
-  Family family = Family::gpt;  // which programs: megatron_layer_*, llama_layer_* or nemotron_layer_*
+  Family family = Family::gpt;  // which programs: megatron_layer_*, llama_layer_*, nemotron_layer_* or mla_layer_*
   std::int64_t hidden = 0;      // h (llama and nemotron programs; 0: a D, the gpt programs' hidden)
   std::int64_t kv_heads = 0;    // K/V heads (llama and nemotron programs; 0: a)
+  // Multi-head latent attention (the mla programs; head_dim is then the
+  // query's and key's, nope + rope): its latents and the value's head_dim.
+  Mla mla;
   // The linear layers' GEMMs in FP8 (`dtype: fp8`: sim::Context::fp8_gemms);
   // the programs' values stay in `dtype`.
   bool fp8 = false;
@@ -63,7 +67,8 @@ struct LayerShape {
   bool fused_kernels = true;
 };
 
-// The programs' sizes for `x` (gpt: B, S, NH, D, F; llama and nemotron: B, S, H, KV, G, GQ, D, F).
+// The programs' sizes for `x` (gpt: B, S, NH, D, F; llama and nemotron: B, S, H, KV, G, GQ, D, F; mla:
+// B, S, H, NH, QR, KR, KE, DQ, DV, DKV, F).
 [[nodiscard]] model::Bindings layer_bindings(const LayerShape& x);
 // The forward and backward programs of `x`'s family and sequence parallelism.
 [[nodiscard]] std::pair<std::string, std::string> layer_programs(const LayerShape& x);
@@ -125,7 +130,8 @@ class LayerBlockPricer {
 
  private:
   using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, int, int, bool, bool,
-                         int, std::int64_t, std::int64_t, bool, bool, bool>;
+                         int, std::int64_t, std::int64_t, bool, bool, bool,
+                         std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t>>;
   struct Programs {
     std::vector<model::Schedule> bases;  // model::enumerate_schedules
     std::optional<sim::ScheduleList> all;  // with their kernel choices: made when first asked for

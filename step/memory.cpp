@@ -9,7 +9,10 @@
 // projection's input 2sbaD, the MLP's 4sbf (GELU's input and output; squared
 // ReLU's relu(u) and its square) or 6sbf (SwiGLU's gate, up and their
 // product), and the scores 5as^2b (GPT: softmax output 2, dropout mask 1,
-// dropout output 2) or 2as^2b (Llama, Nemotron: no dropout).
+// dropout output 2) or 2as^2b (Llama, Nemotron: no dropout). Multi-head
+// latent attention (MLA) keeps Q, K, V at its own widths, 2sb a (2 (nope +
+// rope) + v), its projection's input 2sb a v, and its latents replicated on
+// every rank (latent_bytes).
 // Flash attention keeps no scores but each query's log-sum-exp per head, 4asb
 // bytes (fp32), split over the TP ranks. Selective recomputation drops the
 // scores term (and flash attention's statistics: the recomputed forward makes
@@ -85,16 +88,28 @@ double moe_mlp_bytes(const ModelSpec& s, const Layout& l) {
   return experts + router + shared;
 }
 
+// Multi-head latent attention keeps its latents for the backward, on every
+// TP rank (the down-projections are duplicated): the two down-projections'
+// outputs (the latents' RMSNorm inputs, q_lora_rank and kv_lora_rank + rope)
+// and the normed latents (the up-projections' inputs, q_lora_rank and
+// kv_lora_rank). Their Q, K and V count with the split terms (qkv_width).
+double latent_bytes(const Transformer& m, double sb) {
+  if (!m.latent()) return 0;
+  const Mla& a = m.mla;
+  return kActivationBytes * sb * double(2 * a.q_lora_rank + 2 * a.kv_lora_rank + a.qk_rope_head_dim);
+}
+
 double full_layer_bytes(const ModelSpec& s, const Layout& l, bool drop_attention, AttentionMemory a,
                         bool moe = false) {
   const auto& m = s.model;
   const double sb = double(m.sequence) / l.cp * double(s.training.micro_batch), e = kActivationBytes;
-  const double h = double(m.hidden), ad = double(m.attention_width()), kvd = double(m.kv_width());
+  const double h = double(m.hidden);
   const double t = l.tp;
-  // 2 norm inputs, QKV and MLP inputs, and the two dropout masks of a family with dropout
-  const double replicated = sb * h * (4 * e + (m.traits().dropout ? 2 * kMaskBytes : 0.0));
+  // 2 norm inputs, QKV and MLP inputs, and the two dropout masks of a family
+  // with dropout; MLA's latents (latent_bytes)
+  const double replicated = sb * h * (4 * e + (m.traits().dropout ? 2 * kMaskBytes : 0.0)) + latent_bytes(m, sb);
   const double mlp = moe ? 0.0 : mlp_tensors(m.ffn_type) * e * sb * double(m.ffn);
-  const double split = e * sb * (ad + 2 * kvd) + e * sb * ad + mlp;
+  const double split = e * sb * double(m.qkv_width()) + e * sb * double(m.context_width()) + mlp;
   const double scores = drop_attention ? 0.0 : attention_state_bytes(s, l, a);
   const double experts = moe ? moe_mlp_bytes(s, l) : 0.0;
   if (s.parallel.sequence_parallel) return (replicated + split + scores) / t + experts;

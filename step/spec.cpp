@@ -28,7 +28,9 @@ constexpr model::EnumName<FfnType> kFfnTypes[] = {
     {FfnType::gelu, "gelu"}, {FfnType::swiglu, "swiglu"}, {FfnType::squared_relu, "squared_relu"}};
 constexpr model::EnumName<Norm> kNorms[] = {{Norm::layernorm, "layernorm"}, {Norm::rmsnorm, "rmsnorm"}};
 constexpr model::EnumName<Family> kFamilyNames[] = {
-    {Family::gpt, "gpt"}, {Family::llama, "llama"}, {Family::nemotron, "nemotron"}};
+    {Family::gpt, "gpt"}, {Family::llama, "llama"}, {Family::nemotron, "nemotron"}, {Family::mla, "mla"}};
+constexpr model::EnumName<AttentionKind> kAttentionKinds[] = {{AttentionKind::mha, "mha"},
+                                                              {AttentionKind::mla, "mla"}};
 constexpr model::EnumName<CpComm> kCpComms[] = {{CpComm::ring, "ring"}, {CpComm::allgather, "allgather"}};
 constexpr model::EnumName<Router> kRouters[] = {{Router::dropless, "dropless"}, {Router::capacity, "capacity"}};
 constexpr model::EnumName<Dispatcher> kDispatchers[] = {{Dispatcher::alltoall, "alltoall"},
@@ -50,20 +52,27 @@ Recompute parse_recompute(const std::string& s) { return parse_named(kRecomputes
 std::string to_string(FfnType f) { return std::string(model::name_of(kFfnTypes, f)); }
 std::string to_string(Norm n) { return std::string(model::name_of(kNorms, n)); }
 std::string to_string(Family f) { return std::string(model::name_of(kFamilyNames, f)); }
+std::string to_string(AttentionKind a) { return std::string(model::name_of(kAttentionKinds, a)); }
+AttentionKind parse_attention_kind(const std::string& s) { return parse_named(kAttentionKinds, s, "attention"); }
 
 namespace {
 
-// The families, one row each: which (ffn_type, norm) pair chooses it and what
+// The families, one row each: which (ffn_type, norm, attention) triple chooses it and what
 // its layer has. Every place that differs by family reads this table.
 constexpr FamilyTraits kFamilies[] = {
     // Megatron-LM's GPT (megatron/core/models/gpt: add_bias_linear, hidden
     // and attention dropout, learned_absolute positions).
-    {Family::gpt, FfnType::gelu, Norm::layernorm, "megatron_layer_", true, true, true, false},
+    {Family::gpt, FfnType::gelu, Norm::layernorm, AttentionKind::mha, "megatron_layer_", true, true, true, false},
     // Llama (Touvron et al. 2023; Llama Team 2024, section 3.1).
-    {Family::llama, FfnType::swiglu, Norm::rmsnorm, "llama_layer_", false, false, false, true},
+    {Family::llama, FfnType::swiglu, Norm::rmsnorm, AttentionKind::mha, "llama_layer_", false, false, false, true},
     // Nemotron-4 (arXiv:2402.16819 section 2; NeMo's NemotronConfig:
     // add_bias_linear False, hidden_dropout and attention_dropout 0, rope).
-    {Family::nemotron, FfnType::squared_relu, Norm::layernorm, "nemotron_layer_", false, false, false, true},
+    {Family::nemotron, FfnType::squared_relu, Norm::layernorm, AttentionKind::mha, "nemotron_layer_", false, false,
+     false, true},
+    // DeepSeek-V2/V3 (arXiv:2405.04434 section 2.1, arXiv:2412.19437 section
+    // 2.1.1; Megatron-core's MLASelfAttention: no biases, no dropout, RoPE on
+    // the rotary dimensions).
+    {Family::mla, FfnType::swiglu, Norm::rmsnorm, AttentionKind::mla, "mla_layer_", false, false, false, false},
 };
 
 }  // namespace
@@ -74,15 +83,28 @@ const FamilyTraits& family_traits(Family f) {
   throw InternalError("family_traits: a family without a row");
 }
 
-const FamilyTraits* family_of(FfnType f, Norm n) {
+const FamilyTraits* family_of(FfnType f, Norm n, AttentionKind a) {
   for (const FamilyTraits& t : kFamilies)
-    if (t.ffn_type == f && t.norm == n) return &t;
+    if (t.ffn_type == f && t.norm == n && t.attention == a) return &t;
   return nullptr;
 }
 
 Family Transformer::family() const {
-  const FamilyTraits* t = family_of(ffn_type, norm);
+  const FamilyTraits* t = family_of(ffn_type, norm, attention);
   return t != nullptr ? t->family : Family::gpt;
+}
+
+double Transformer::attention_weights() const {
+  const double h = double(hidden), a = double(heads);
+  if (!latent()) return h * double(attention_width() + 2 * kv_width()) + double(attention_width()) * h;
+  const double down = h * double(mla.q_lora_rank) + h * double(mla.kv_lora_rank + mla.qk_rope_head_dim);
+  const double up = double(mla.q_lora_rank) * a * double(head_dim) +
+                    double(mla.kv_lora_rank) * a * double(mla.qk_nope_head_dim + mla.v_head_dim);
+  return down + up + double(context_width()) * h;
+}
+
+double Transformer::latent_norm_parameters() const {
+  return latent() ? double(mla.q_lora_rank + mla.kv_lora_rank) : 0.0;
 }
 
 FfnType parse_ffn_type(const std::string& s) { return parse_named(kFfnTypes, s, "ffn_type"); }
@@ -177,7 +199,9 @@ YAML::Node key_or_section(const YAML::Node& n, const char* key) { return n[key] 
 std::string family_pairs() {
   std::vector<std::string> out;
   for (const FamilyTraits& t : kFamilies)
-    out.push_back(fmt::format("{} with {} (workloads/{}*)", to_string(t.ffn_type), to_string(t.norm), t.programs));
+    out.push_back(fmt::format("{} with {}{} (workloads/{}*)", to_string(t.ffn_type), to_string(t.norm),
+                              t.attention == AttentionKind::mha ? "" : " and attention " + to_string(t.attention),
+                              t.programs));
   return fmt::format("{}", fmt::join(out, ", "));
 }
 
@@ -190,12 +214,13 @@ std::string grouped_kv_pairs() {
 }
 
 void check_family(const Reader& r, const YAML::Node& n, const Transformer& m) {
-  const FamilyTraits* f = family_of(m.ffn_type, m.norm);
+  const FamilyTraits* f = family_of(m.ffn_type, m.norm, m.attention);
   if (f == nullptr)
-    r.ctx().fail(n["norm"] ? n["norm"] : key_or_section(n, "ffn_type"),
-                 fmt::format("model.ffn_type {} with model.norm {} has no layer programs: coconet step prices {}",
-                             to_string(m.ffn_type), to_string(m.norm), family_pairs()));
-  if (f->grouped_kv) return;
+    r.ctx().fail(m.latent() ? n["attention"] : n["norm"] ? n["norm"] : key_or_section(n, "ffn_type"),
+                 fmt::format("model.ffn_type {} with model.norm {}{} has no layer programs: coconet step prices {}",
+                             to_string(m.ffn_type), to_string(m.norm),
+                             m.latent() ? " and attention " + to_string(m.attention) : "", family_pairs()));
+  if (f->grouped_kv || m.latent()) return;
   if (m.kv_heads != m.heads)
     r.ctx().fail(key_or_section(n, "kv_heads"),
                  fmt::format("model.kv_heads = {} < heads = {} (grouped-query attention) needs {}: the {}* programs "
@@ -208,10 +233,38 @@ void check_family(const Reader& r, const YAML::Node& n, const Transformer& m) {
                              m.heads, m.head_dim, m.hidden, grouped_kv_pairs(), f->programs));
 }
 
+// The MLA keys (model.attention: mla), as DeepSeek-V3's config.json names them.
+constexpr const char* kMlaKeys[] = {"q_lora_rank", "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim",
+                                    "v_head_dim"};
+
+// attention mla: its five sizes, each required; no head_dim or kv_heads (MLA
+// has one K and one V per head, of the sizes these give). Without it, none
+// of the five.
+void read_mla(const Reader& r, const YAML::Node& n, Transformer& m) {
+  if (!m.latent()) {
+    for (const char* k : kMlaKeys)
+      if (n[k]) r.ctx().fail(n[k], fmt::format("model.{} is a size of multi-head latent attention: it needs "
+                                               "model.attention: mla", k));
+    return;
+  }
+  for (const char* k : {"head_dim", "kv_heads"})
+    if (n[k]) r.ctx().fail(n[k], fmt::format("model.{} does not apply with model.attention: mla (each head's query "
+                                             "and key have qk_nope_head_dim + qk_rope_head_dim dimensions, its "
+                                             "value v_head_dim, one K and V per head): remove it", k));
+  m.mla.q_lora_rank = r.count(n, "model", "q_lora_rank");
+  m.mla.kv_lora_rank = r.count(n, "model", "kv_lora_rank");
+  m.mla.qk_rope_head_dim = r.count(n, "model", "qk_rope_head_dim");
+  m.mla.qk_nope_head_dim = r.count(n, "model", "qk_nope_head_dim");
+  m.mla.v_head_dim = r.count(n, "model", "v_head_dim");
+  m.head_dim = m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim;
+  m.kv_heads = m.heads;
+}
+
 Transformer read_model(const Reader& r, const YAML::Node& root) {
   const YAML::Node n =
       r.section(root, "model", {"layers", "hidden", "heads", "kv_heads", "head_dim", "ffn", "ffn_type", "norm",
-                                "tied_embeddings", "sequence", "vocabulary"});
+                                "tied_embeddings", "sequence", "vocabulary", "attention", "q_lora_rank",
+                                "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"});
   Transformer m;
   m.layers = r.count(n, "model", "layers", -1, kMaxLayers);
   m.hidden = r.count(n, "model", "hidden");
@@ -223,9 +276,11 @@ Transformer read_model(const Reader& r, const YAML::Node& root) {
   m.ffn_type = r.parsed(n, "ffn_type", FfnType::gelu, parse_ffn_type);
   m.norm = r.parsed(n, "norm", Norm::layernorm, parse_norm);
   if (n["tied_embeddings"]) m.tied_embeddings = r.ctx().scalar<bool>(n["tied_embeddings"], "model.tied_embeddings");
-  if (n["head_dim"]) {
+  m.attention = r.parsed(n, "attention", AttentionKind::mha, parse_attention_kind);
+  read_mla(r, n, m);  // MLA's head_dim and kv_heads follow from its sizes
+  if (!m.latent() && n["head_dim"]) {
     m.head_dim = r.count(n, "model", "head_dim");
-  } else {
+  } else if (!m.latent()) {
     if (m.hidden % m.heads != 0)
       r.ctx().fail(n["heads"], fmt::format("model.heads = {} does not divide model.hidden = {} (or give "
                                            "model.head_dim)", m.heads, m.hidden));
@@ -355,9 +410,9 @@ void read_moe(const Reader& r, const YAML::Node& root, ModelSpec& s) {
   if (m.top_k > m.experts)
     r.ctx().fail(n["top_k"], fmt::format("moe.top_k = {} is more than moe.experts = {}: a token cannot pick more "
                                          "experts than there are", m.top_k, m.experts));
-  if (s.model.family() != Family::llama)
+  if (s.model.family() != Family::llama && s.model.family() != Family::mla)
     r.ctx().fail(n, "a moe section needs model.ffn_type swiglu and norm rmsnorm: the experts' programs "
-                    "(workloads/moe_layer_*) are SwiGLU, the layer's attention the llama family's");
+                    "(workloads/moe_layer_*) are SwiGLU, the layer's attention the llama or mla family's");
   const auto& p = s.parallel;
   const YAML::Node at = par["ep"] ? par["ep"] : par;
   if (m.experts % p.ep != 0)
@@ -609,7 +664,8 @@ double layer_parameters(const Transformer& m) {
   // QKV h (a + 2 kv) D, projection a D h, the MLP's matrices, two norms; for
   // GPT (a D = h, kv = a: 4h^2 + 2hf + 9h + f) the biases of QKV (3h),
   // projection (h), FC1 (f) and FC2 (h).
-  const double weights = h * (ad + 2 * kvd) + ad * h + double(m.ffn_matrices()) * h * f + 2 * norm_parameters(m);
+  const double weights =
+      m.attention_weights() + m.latent_norm_parameters() + double(m.ffn_matrices()) * h * f + 2 * norm_parameters(m);
   const double biases = m.traits().biases ? (ad + 2 * kvd) + h + f + h : 0.0;
   return weights + biases;
 }
@@ -638,7 +694,7 @@ double expert_parameters(const ModelSpec& s) {
 double moe_layer_dense_parameters(const ModelSpec& s) {
   const Transformer& m = s.model;
   const double h = double(m.hidden);
-  const double attention = h * double(m.attention_width() + 2 * m.kv_width()) + double(m.attention_width()) * h;
+  const double attention = m.attention_weights() + m.latent_norm_parameters();
   const double shared = double(s.moe.shared_experts) * kExpertMatrices * h * double(s.moe.expert_ffn);
   return attention + 2 * norm_parameters(m) + h * double(s.moe.experts) + shared;
 }

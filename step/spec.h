@@ -31,12 +31,24 @@ enum class Norm { layernorm, rmsnorm };
 // attention (workloads/llama_layer_*.yaml); nemotron (squared_relu,
 // layernorm): Nemotron-4's, as llama but LayerNorm and a squared-ReLU MLP
 // (workloads/nemotron_layer_*.yaml). Other pairs have no programs: an error.
-enum class Family { gpt, llama, nemotron };
-// What a family's layer has, beyond its (ffn_type, norm) pair.
+// mla (swiglu, rmsnorm, attention mla): DeepSeek-V2/V3's, as llama but
+// multi-head latent attention (workloads/mla_layer_*.yaml).
+enum class Family { gpt, llama, nemotron, mla };
+// The attention a layer has (model.attention): mha, multi-head attention with
+// kv_heads K/V heads of head_dim each (grouped-query below heads: Ainslie et
+// al. 2023); mla, multi-head latent attention (DeepSeek-AI 2024,
+// "DeepSeek-V2", arXiv:2405.04434, section 2.1; "DeepSeek-V3 Technical
+// Report", arXiv:2412.19437, section 2.1.1): queries, keys and values through
+// low-rank latents, per head a query/key of qk_nope_head_dim +
+// qk_rope_head_dim dimensions (the rotary part of the key shared by every
+// head) and a value of v_head_dim.
+enum class AttentionKind { mha, mla };
+// What a family's layer has, beyond its (ffn_type, norm, attention) triple.
 struct FamilyTraits {
   Family family;
   FfnType ffn_type;
   Norm norm;
+  AttentionKind attention;
   const char* programs;    // workloads/<programs>fwd.yaml, <programs>bwd.yaml, <programs>sp_*.yaml
   bool biases;             // the linear layers' biases
   bool dropout;            // dropout after the projection and the MLP and on the attention probabilities
@@ -44,8 +56,8 @@ struct FamilyTraits {
   bool grouped_kv;         // the programs take kv_heads < heads and heads x head_dim != hidden
 };
 [[nodiscard]] const FamilyTraits& family_traits(Family f);
-// The family of a (ffn_type, norm) pair; nullptr when no programs exist for it.
-[[nodiscard]] const FamilyTraits* family_of(FfnType f, Norm n);
+// The family of an (ffn_type, norm, attention) triple; nullptr when no programs exist for it.
+[[nodiscard]] const FamilyTraits* family_of(FfnType f, Norm n, AttentionKind a = AttentionKind::mha);
 // How context parallelism exchanges keys and values (parallel.cp_comm): ring,
 // each rank passing its K/V chunk to the next by P2P while it computes
 // attention on the chunk it holds (Megatron-LM / Transformer Engine's "p2p",
@@ -71,7 +83,9 @@ enum class Dispatcher { alltoall, deepep };
 [[nodiscard]] Recompute parse_recompute(const std::string& s);         // throws UserError
 [[nodiscard]] std::string to_string(FfnType f);  // gelu, swiglu, squared_relu
 [[nodiscard]] std::string to_string(Norm n);     // layernorm, rmsnorm
-[[nodiscard]] std::string to_string(Family f);   // gpt, llama, nemotron
+[[nodiscard]] std::string to_string(Family f);   // gpt, llama, nemotron, mla
+[[nodiscard]] std::string to_string(AttentionKind a);            // mha, mla
+[[nodiscard]] AttentionKind parse_attention_kind(const std::string& s);  // throws UserError
 [[nodiscard]] FfnType parse_ffn_type(const std::string& s);  // throws UserError
 [[nodiscard]] Norm parse_norm(const std::string& s);         // throws UserError
 [[nodiscard]] std::string to_string(CpComm c);                // ring, allgather
@@ -94,6 +108,18 @@ inline constexpr std::int64_t kMaxPipelineOps = std::int64_t{1} << 22;
 // A model's name, printed in every report's first line.
 inline constexpr std::size_t kMaxNameChars = 256;
 
+// Multi-head latent attention's sizes (model.attention: mla; the names of
+// DeepSeek-V3's Hugging Face config.json): the query latent (q_lora_rank),
+// the key/value latent (kv_lora_rank), and per head the query's and key's
+// non-rotary and rotary dimensions and the value's.
+struct Mla {
+  std::int64_t q_lora_rank = 0;
+  std::int64_t kv_lora_rank = 0;
+  std::int64_t qk_rope_head_dim = 0;
+  std::int64_t qk_nope_head_dim = 0;
+  std::int64_t v_head_dim = 0;
+};
+
 struct Transformer {
   std::int64_t layers = 0;
   std::int64_t hidden = 0;
@@ -106,12 +132,37 @@ struct Transformer {
   FfnType ffn_type = FfnType::gelu;
   Norm norm = Norm::layernorm;
   bool tied_embeddings = true;  // the output layer shares the word embedding (GPT); false: its own V x h
+  AttentionKind attention = AttentionKind::mha;
+  // attention mla: its sizes; head_dim is then the query's and key's
+  // (qk_nope_head_dim + qk_rope_head_dim) and kv_heads is heads.
+  Mla mla;
 
-  // The pair's family (checked when parsed); gpt for a pair without programs.
+  // The triple's family (checked when parsed); gpt for one without programs.
   [[nodiscard]] Family family() const;
   [[nodiscard]] const FamilyTraits& traits() const { return family_traits(family()); }
+  [[nodiscard]] bool latent() const { return attention == AttentionKind::mla; }
   [[nodiscard]] std::int64_t attention_width() const { return heads * head_dim; }  // a D
   [[nodiscard]] std::int64_t kv_width() const { return kv_heads * head_dim; }      // kv D
+  // A value head's dimensions: head_dim, or MLA's v_head_dim.
+  [[nodiscard]] std::int64_t v_head_dim() const { return latent() ? mla.v_head_dim : head_dim; }
+  // The attention context's width, the output projection's input: a x v_head_dim.
+  [[nodiscard]] std::int64_t context_width() const { return heads * v_head_dim(); }
+  // Q, K and V as the attention core reads them, per token: (a + 2 kv) D;
+  // MLA a (2 (nope + rope) + v).
+  [[nodiscard]] std::int64_t qkv_width() const {
+    return latent() ? heads * (2 * head_dim + mla.v_head_dim) : attention_width() + 2 * kv_width();
+  }
+  // The attention core's scores and context per query, summed over the
+  // heads: Q K^T's inner dimensions and P V's, a D + a v_head_dim.
+  [[nodiscard]] std::int64_t score_context_width() const { return attention_width() + context_width(); }
+  // The attention's linear layers' weights (each one multiply-add per token
+  // forward): QKV h (a + 2 kv) D and projection a D h; MLA the q and kv
+  // down-projections h q_lora_rank and h (kv_lora_rank + rope), their
+  // up-projections q_lora_rank a D and kv_lora_rank a (nope + v), the
+  // projection a v h.
+  [[nodiscard]] double attention_weights() const;
+  // The MLA latents' RMSNorm gammas (q_lora_rank + kv_lora_rank; 0 without).
+  [[nodiscard]] double latent_norm_parameters() const;
   [[nodiscard]] int ffn_matrices() const { return ffn_type == FfnType::swiglu ? 3 : 2; }
 };
 

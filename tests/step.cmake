@@ -39,6 +39,20 @@ rc=$?; echo \"$out\"; echo \"exit $rc\"")
   set_tests_properties(step.cli.nemotron_prices_its_programs PROPERTIES
                        PASS_REGULAR_EXPRESSION "squared_relu, layernorm, embeddings untied; layer programs nemotron_layer_sp_fwd and nemotron_layer_sp_bwd\n# kernels: attention flash \\(forward and backward\\); element-wise fused kernels \\(forward and backward\\)"
                        ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT}")
+  # Multi-head latent attention through the command (DeepSeek-V3): its
+  # programs and sizes in the header, the exposed all-to-all in the breakdown;
+  # an MLA size without attention mla exits 2 at its line.
+  add_test(NAME step.cli.mla_prices_its_programs
+           COMMAND $<TARGET_FILE:coconet> step deepseek-v3 --topology dgx-h100 --nodes 128)
+  set_tests_properties(step.cli.mla_prices_its_programs PROPERTIES
+                       PASS_REGULAR_EXPRESSION "128 heads of 192 \\(q, k\\) and 128 \\(v\\), MLA latents q 1536 kv 512 \\+ rope 64, ffn 18432 swiglu, rmsnorm, embeddings untied; layer programs mla_layer_sp_fwd and mla_layer_sp_bwd\n[^\n]*\n[^\n]*\n[^\n]*\n[^\n]*\n  exposed all-to-all \\(EP\\)"
+                       ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT}")
+  add_test(NAME step.cli.mla_size_without_mla_exits_2
+           COMMAND sh -c "out=$($<TARGET_FILE:coconet> step deepseek-v3 --nodes 128 --set model.attention=mha 2>&1); \
+rc=$?; echo \"$out\"; echo \"exit $rc\"")
+  set_tests_properties(step.cli.mla_size_without_mla_exits_2 PROPERTIES
+                       PASS_REGULAR_EXPRESSION "deepseek-v3.yaml:[0-9]+:[0-9]+: model.q_lora_rank is a size of multi-head latent attention: it needs model.attention: mla[^\n]*\nexit 2"
+                       ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT}")
   # Impossible expert layouts through the command (issue 32): exit 2, the file and line named.
   foreach(case "ep_not_dividing_experts|--set parallel.ep=3|mixtral-8x7b.yaml:[0-9]+:[0-9]+: parallel.ep = 3 does not divide moe.experts = 8"
                "ep_not_fitting_a_stage|--set parallel.pp=8|mixtral-8x7b.yaml:[0-9]+:[0-9]+: ep x etp = 8 x 1 = 8 does not divide the 4 ranks of a pipeline stage"

@@ -9,6 +9,9 @@
 #include <span>
 
 #include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
 
 #include "model/builder.h"
 #include "model/enumerate.h"
@@ -238,6 +241,72 @@ INSTANTIATE_TEST_SUITE_P(Workloads, EquivalenceLlamaLayer,
                                            "llama_layer_sp_bwd", "nemotron_layer_fwd", "nemotron_layer_bwd",
                                            "nemotron_layer_sp_fwd", "nemotron_layer_sp_bwd"),
                          [](const auto& info) { return info.param; });
+
+// The multi-head latent attention programs (workloads/mla_layer_*.yaml;
+// DeepSeek-V3): duplicated down-projections, the latents' RMSNorms,
+// column-parallel up-projections, the attention core with a query/key head
+// dimension DQ other than the value's DV, SwiGLU, and their backward, tensor
+// and sequence parallel. Every schedule, with the kernel choices, equals the
+// program for P in {1, 2, 4}, with heads the ranks do not divide (3 over 2
+// and 4) and DQ above, equal to and below DV.
+class EquivalenceMlaLayer : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(EquivalenceMlaLayer, EveryScheduleOfTheLayerProgram) {
+  const Program p = workload(GetParam());
+  const auto schedules = with_kernel_choices(enumerate_schedules(p));
+  EXPECT_GT(schedules.size(), 4u);
+  constexpr int kRanks[] = {1, 2, 4};
+  expect_every_schedule_equal(
+      p, schedules,
+      {Bindings{{"B", 1}, {"S", 3}, {"H", 5}, {"NH", 3}, {"QR", 4}, {"KR", 3}, {"KE", 4}, {"DQ", 3}, {"DV", 2},
+                {"DKV", 4}, {"F", 8}},
+       Bindings{{"B", 1}, {"S", 3}, {"H", 6}, {"NH", 3}, {"QR", 3}, {"KR", 2}, {"KE", 3}, {"DQ", 2}, {"DV", 2},
+                {"DKV", 3}, {"F", 9}},
+       Bindings{{"B", 2}, {"S", 4}, {"H", 4}, {"NH", 4}, {"QR", 5}, {"KR", 3}, {"KE", 4}, {"DQ", 2}, {"DV", 3},
+                {"DKV", 4}, {"F", 8}}},
+      kRanks);
+}
+
+INSTANTIATE_TEST_SUITE_P(Workloads, EquivalenceMlaLayer,
+                         ::testing::Values("mla_layer_fwd", "mla_layer_bwd", "mla_layer_sp_fwd", "mla_layer_sp_bwd"),
+                         [](const auto& info) { return info.param; });
+
+// The sequence-parallel MLA programs compute the tensor-parallel ones'
+// outputs, but for the down-projections' weight gradients: over each rank's
+// tokens, partial sums whose sum over the ranks is the tensor-parallel
+// program's (Megatron-LM reduces them once per step).
+TEST(EquivalenceMlaLayer, SequenceParallelEqualsTensorParallel) {
+  const Bindings sizes{{"B", 1}, {"S", 4}, {"H", 4}, {"NH", 2}, {"QR", 3}, {"KR", 2}, {"KE", 3},
+                       {"DQ", 3}, {"DV", 2}, {"DKV", 3}, {"F", 8}};
+  const std::vector<std::string> partial{"dwdq", "dwdkv"};
+  for (const char* pass : {"fwd", "bwd"}) {
+    Program tp = workload(std::string("mla_layer_") + pass);
+    const Program sp = workload(std::string("mla_layer_sp_") + pass);
+    const Bindings b = tp.bind(sizes);
+    for (int ranks : {1, 2, 4}) {
+      SCOPED_TRACE(fmt::format("{} P={}", sp.name, ranks));
+      const State expected = interpret(tp, ranks, b, make_inputs(tp, ranks, b));
+      const State actual = interpret(sp, ranks, b, make_inputs(sp, ranks, b));
+      Program whole = tp;
+      std::erase_if(whole.outputs, [&](const std::string& o) {
+        return std::find(partial.begin(), partial.end(), o) != partial.end();
+      });
+      const auto mismatches = compare_outputs(whole, expected, actual, ranks);
+      EXPECT_TRUE(mismatches.empty()) << describe(mismatches);
+      for (const std::string& w : partial) {
+        if (!expected.contains(w)) continue;
+        const std::vector<double> e = global_value(expected.at(w), ranks);
+        const std::vector<double> parts = global_value(actual.at(w), ranks);
+        ASSERT_EQ(parts.size(), e.size() * std::size_t(ranks)) << w;
+        for (std::size_t i = 0; i < e.size(); ++i) {
+          double sum = 0;
+          for (int r = 0; r < ranks; ++r) sum += parts[std::size_t(r) * e.size() + i];
+          EXPECT_NEAR(sum, e[i], 1e-9 * std::max(1.0, std::fabs(e[i]))) << w << "[" << i << "]";
+        }
+      }
+    }
+  }
+}
 
 // The MoE programs (workloads/moe_layer_*.yaml; issue 32): router, dispatch
 // and combine all-to-alls, grouped SwiGLU GEMMs over each rank's experts, the

@@ -581,5 +581,145 @@ TEST(StepLayerBlock, LlamaLayersAreTunedAndCachedPerShape) {
   EXPECT_GT(r.model_tflops_per_gpu, 0);
 }
 
+
+// ---- multi-head latent attention (DeepSeek-V3) -----------------------------------------
+
+// A small MLA model (line numbers matter: attention on line 6, q_lora_rank 7,
+// kv_lora_rank 8, qk_rope_head_dim 9, qk_nope_head_dim 10, v_head_dim 11).
+const char* const kMla = R"(name: tiny-mla
+model:
+  layers: 4
+  hidden: 1024
+  heads: 16
+  attention: mla
+  q_lora_rank: 384
+  kv_lora_rank: 128
+  qk_rope_head_dim: 32
+  qk_nope_head_dim: 64
+  v_head_dim: 64
+  ffn: 2816
+  ffn_type: swiglu
+  norm: rmsnorm
+  sequence: 2048
+  vocabulary: 32000
+training:
+  micro_batch: 1
+  global_batch: 32
+parallel:
+  tp: 2
+)";
+
+TEST(StepModelKeys, MlaKeysParse) {
+  const Transformer m = parse_model(kMla, "tiny.yaml").model;
+  EXPECT_EQ(m.attention, AttentionKind::mla);
+  EXPECT_EQ(m.family(), Family::mla);
+  EXPECT_EQ(m.mla.q_lora_rank, 384);
+  EXPECT_EQ(m.mla.kv_lora_rank, 128);
+  EXPECT_EQ(m.head_dim, 96);  // nope + rope: a query's and a key's
+  EXPECT_EQ(m.v_head_dim(), 64);
+  EXPECT_EQ(m.kv_heads, 16);  // one K and V per head
+  EXPECT_EQ(m.context_width(), 16 * 64);
+  EXPECT_EQ(m.qkv_width(), 16 * (2 * 96 + 64));
+  // The default is multi-head attention, whose value heads are head_dim wide.
+  const Transformer llama = parse_model(kLlama, "tiny.yaml").model;
+  EXPECT_EQ(llama.attention, AttentionKind::mha);
+  EXPECT_EQ(llama.v_head_dim(), llama.head_dim);
+  EXPECT_EQ(llama.qkv_width(), llama.attention_width() + 2 * llama.kv_width());
+  EXPECT_EQ(error_of(kMla), "");
+}
+
+TEST(StepModelKeys, EachBadMlaValueNamesItsLine) {
+  const std::string kind = error_of(kMla, {{"model.attention", "sparse"}});
+  EXPECT_TRUE(has(kind, "tiny.yaml:6:")) << kind;
+  EXPECT_TRUE(has(kind, "not one of mha, mla")) << kind;
+  const std::string rank = error_of(kMla, {{"model.q_lora_rank", "0"}});
+  EXPECT_TRUE(has(rank, "tiny.yaml:7:")) << rank;
+  EXPECT_TRUE(has(rank, "model.q_lora_rank must be a whole number")) << rank;
+  const std::string v = error_of(kMla, {{"model.v_head_dim", "-4"}});
+  EXPECT_TRUE(has(v, "tiny.yaml:11:")) << v;
+  // Every size is required with attention mla.
+  std::string without(kMla);
+  without.erase(without.find("  kv_lora_rank: 128\n"), std::string("  kv_lora_rank: 128\n").size());
+  const std::string missing = error_of(without);
+  EXPECT_TRUE(has(missing, "tiny.yaml:")) << missing;
+  EXPECT_TRUE(has(missing, "model needs the key 'kv_lora_rank'")) << missing;
+  // MLA's sizes without attention mla, head_dim or kv_heads with it.
+  const std::string stray = error_of(kMla, {{"model.attention", "mha"}});
+  EXPECT_TRUE(has(stray, "tiny.yaml:7:")) << stray;
+  EXPECT_TRUE(has(stray, "needs model.attention: mla")) << stray;
+  const std::string dim = error_of(kMla, {{"model.head_dim", "128"}});
+  EXPECT_TRUE(has(dim, "does not apply with model.attention: mla")) << dim;
+  const std::string kv = error_of(kMla, {{"model.kv_heads", "4"}});
+  EXPECT_TRUE(has(kv, "model.kv_heads does not apply")) << kv;
+  // MLA has programs with SwiGLU and RMSNorm only; the message names the triple.
+  const std::string gelu = error_of(kMla, {{"model.ffn_type", "gelu"}});
+  EXPECT_TRUE(has(gelu, "tiny.yaml:6:")) << gelu;
+  EXPECT_TRUE(has(gelu, "gelu with model.norm rmsnorm and attention mla has no layer programs")) << gelu;
+  EXPECT_TRUE(has(gelu, "swiglu with rmsnorm and attention mla (workloads/mla_layer_*)")) << gelu;
+}
+
+// DeepSeek-V3: 671B parameters (arXiv:2412.19437, section 1; the main model,
+// the multi-token-prediction module's 14B apart). By hand, the attention:
+// down-projections 7168 x 1536 and 7168 x (512 + 64), up-projections
+// 1536 x 128 x 192 and 512 x 128 x (128 + 128), projection 128 x 128 x 7168,
+// the latents' norms 1536 + 512.
+TEST(StepParameters, DeepSeekV3MatchesThePublishedTotal) {
+  const ModelSpec s = load_model("deepseek-v3");
+  const Transformer& m = s.model;
+  const double h = 7168;
+  const double attention = h * 1536 + h * 576 + 1536.0 * 128 * 192 + 512.0 * 128 * 256 + 128.0 * 128 * h;
+  EXPECT_DOUBLE_EQ(m.attention_weights(), attention);
+  EXPECT_DOUBLE_EQ(layer_parameters(m), attention + 2048 + 3 * h * 18432 + 2 * h);
+  const double total = 3 * layer_parameters(m) +
+                       58 * (moe_layer_dense_parameters(s) + expert_parameters(s)) + 2 * 129280 * h + h;
+  EXPECT_NEAR(total / 671e9, 1.0, 0.005) << total / 1e9 << "B";
+}
+
+// MLA's FLOPs per token: its attention GEMMs (attention_weights) and the
+// scores at nope + rope, the context at v_head_dim: a wider value head adds
+// its up-projection's and projection's columns and its share of the core.
+TEST(StepFlops, MlaCountsTheScoresAndTheContextAtTheirOwnHeadDims) {
+  const Transformer m = parse_model(kMla, "tiny.yaml").model;
+  const Transformer wide_v = parse_model(kMla, "tiny.yaml", {{"model.v_head_dim", "96"}}).model;
+  const double a = 16, s = 2048, h = 1024, extra = 32;  // v_head_dim 64 -> 96
+  const double weights = 128 * a * extra + a * extra * h;  // kv up-projection, projection
+  const double core = 2 * s * a * extra;                   // the context P V
+  EXPECT_DOUBLE_EQ(layer_forward_flops_per_token(wide_v) - layer_forward_flops_per_token(m), 2 * weights + core);
+  // The core at equal widths is multi-head attention's 4 s a D.
+  EXPECT_DOUBLE_EQ(layer_forward_flops_per_token(m) - 2 * (m.attention_weights() + 3 * h * 2816),
+                   2 * s * a * (96 + 64));
+}
+
+TEST(StepLayerBlock, MlaChoosesItsProgramsAndBindsTheLatents) {
+  const ModelSpec s = load_model("deepseek-v3");
+  const sim::Topology t = h100(128);
+  const Layout l = resolve_layout(s, t);
+  LayerShape x = step_layer_shape(s, l);
+  EXPECT_EQ(x.family, Family::mla);
+  EXPECT_EQ(layer_programs(x).first, "mla_layer_sp_fwd");
+  EXPECT_EQ(layer_programs(x).second, "mla_layer_sp_bwd");
+  x.sequence_parallel = false;
+  EXPECT_EQ(layer_programs(x).first, "mla_layer_fwd");
+  const model::Bindings b = layer_bindings(x);
+  EXPECT_EQ(b.at("QR"), 1536);
+  EXPECT_EQ(b.at("KR"), 512);
+  EXPECT_EQ(b.at("KE"), 576);   // the kv down-projection: latent and shared rotary key
+  EXPECT_EQ(b.at("DQ"), 192);   // a query's and key's head: 128 + 64
+  EXPECT_EQ(b.at("DV"), 128);
+  EXPECT_EQ(b.at("DKV"), 256);  // the kv up-projection's columns per head: 128 + 128
+  for (const char* w : {"mla_layer_fwd", "mla_layer_bwd", "mla_layer_sp_fwd", "mla_layer_sp_bwd"}) {
+    const model::Program p = model::load_program(model::resolve_workload(w));
+    const model::Bindings bound = p.bind(b);
+    for (const auto& in : p.inputs)
+      if (in.name == "wukv") {
+        EXPECT_EQ(model::eval_shape(in.type.shape, bound)[1], 128 * 256) << w;
+      }
+  }
+  // A step prices them: flash attention and MLA's own GEMMs.
+  const StepReport r = predict_step(s, t);
+  EXPECT_TRUE(r.layer_fwd_schedule.find("FA") != std::string::npos) << r.layer_fwd_schedule;
+  EXPECT_GT(r.moe_layer.fwd_gemm_us, r.layer.fwd_gemm_us * 0.5);
+}
+
 }  // namespace
 }  // namespace coconet::step
