@@ -71,7 +71,8 @@ if(COCONET_HAVE_MPI AND COCONET_MPIEXEC)
     # workload's sizes and at ragged ones (3 heads and a hidden size of 9 over
     # 2 ranks; 7 rows and 5 columns re-sliced).
     # The layer programs `coconet step` prices: forward at the workload's
-    # sizes and ragged ones (3 heads or K/V groups, 7 tokens over 2 ranks),
+    # sizes and ragged ones (3 heads or K/V groups, 7 tokens over 2 ranks;
+    # MLA's latents replicated, its 3 heads over 2 ranks),
     # backward at its (ragged) defaults. The MoE programs at their sizes and
     # skewed: 3 experts over 2 ranks, each padded to the hottest expert's 7
     # slots (more than the mean 6 x 2 / 3 = 4), ragged over the ranks.
@@ -87,6 +88,10 @@ if(COCONET_HAVE_MPI AND COCONET_MPIEXEC)
                  "nemotron_layer_fwd --set B=1 --set S=7 --set KV=3 --set G=2 --set GQ=4 --set D=3 --set H=10 --set F=10"
                  "nemotron_layer_sp_fwd --set B=1 --set S=7 --set KV=3 --set G=2 --set GQ=4 --set D=3 --set H=10 --set F=10"
                  "nemotron_layer_sp_bwd"
+                 "mla_layer_fwd" "mla_layer_bwd"
+                 "mla_layer_fwd --set B=1 --set S=7 --set NH=3"
+                 "mla_layer_sp_fwd --set B=1 --set S=7 --set NH=3"
+                 "mla_layer_sp_bwd"
                  "moe_layer_fwd" "moe_layer_bwd"
                  "moe_layer_fwd --set E=3 --set S=7 --set T=6 --set F=3"
                  "moe_layer_bwd --set E=3 --set S=7 --set T=6 --set F=3"
