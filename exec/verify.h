@@ -32,6 +32,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <variant>
@@ -42,11 +43,24 @@
 
 namespace coconet::exec {
 
+// f32 values in host memory that ranks of a node may share
+// (Backend::share_on_node): the unscheduled program's outputs, held once per
+// host where ranks hold the same part (exec/runtime.cpp).
+struct SharedF32 {
+  std::shared_ptr<const std::byte> owner;  // keeps the region mapped
+  const float* first = nullptr;
+  std::size_t count = 0;
+  [[nodiscard]] const float* data() const { return first; }
+  [[nodiscard]] std::size_t size() const { return count; }
+  [[nodiscard]] const float* begin() const { return first; }
+  [[nodiscard]] const float* end() const { return first + count; }
+};
+
 // An output's values on the host: f32 as a backend stores them (f16, bf16
 // and f32 values exactly, half a double copy's memory at BERT-large sizes),
-// or double as the reference interpreter computes them (no rounding to a
-// storage type).
-using HostValues = std::variant<std::vector<float>, std::vector<double>>;
+// in a vector or a region ranks share, or double as the reference
+// interpreter computes them (no rounding to a storage type).
+using HostValues = std::variant<std::vector<float>, std::vector<double>, SharedF32>;
 
 // One output's part on this rank, and where it sits in the global tensor.
 struct OutputPart {
