@@ -65,6 +65,8 @@ void Backend::read_f32(View src, std::span<float> out) {
   std::copy(values.begin(), values.end(), out.begin());
 }
 
+std::optional<std::span<const float>> Backend::host_f32(View /*src*/) { return std::nullopt; }
+
 std::vector<float> Backend::read_f32(View src) {
   const std::vector<double> values = read(src);
   return {values.begin(), values.end()};

@@ -21,6 +21,9 @@
 //   allocate(dtype, count): a new zero-filled buffer of `count` elements
 //     stored as `dtype` (f16/bf16: 16 bits each, f32: 32). Never returns an
 //     invalid id; throws UserError when memory runs out. count may be 0.
+//   allocate_to_fill(dtype, count): the same, its contents unspecified: for a
+//     buffer the caller writes whole before anything reads it (an input,
+//     filled). The default zero-fills it too.
 //   release_all(): frees every buffer (ids become invalid). Implies synchronize().
 //   updates_in_place(): whether alias() gives views of buffers, so that an
 //     update is written over the state it updates (exec/update_in_place.h).
@@ -44,6 +47,9 @@
 //     value exactly (half a double copy's memory; the runtime's outputs). The
 //     default narrows read(src). read_f32(src, out) writes them into `out`
 //     (src.count elements), by default a copy of read_f32(src).
+//   host_f32(src): the values themselves where the buffer is f32 in host
+//     memory (after a synchronize), valid until the next call that writes
+//     the buffer; nullopt by default.
 //   copy(dst, src): same dtype and count; queued on the compute stream.
 //   share_on_node(key, bytes): collective (every rank of the world calls it,
 //     each with its own key of at most kNodeKeyLength numbers): the ranks of
@@ -189,6 +195,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -332,6 +339,7 @@ class Backend {
 
   [[nodiscard]] virtual BufferId allocate(DType dtype, std::int64_t count) = 0;
   virtual void release_all() = 0;
+  [[nodiscard]] virtual BufferId allocate_to_fill(DType dtype, std::int64_t count) { return allocate(dtype, count); }
   [[nodiscard]] virtual bool updates_in_place() const { return false; }
   [[nodiscard]] virtual BufferId alias(BufferId target, std::int64_t offset, std::int64_t count);
   [[nodiscard]] virtual DType dtype_of(BufferId b) const = 0;
@@ -342,6 +350,7 @@ class Backend {
   [[nodiscard]] virtual std::vector<double> read(View src) = 0;
   [[nodiscard]] virtual std::vector<float> read_f32(View src);
   virtual void read_f32(View src, std::span<float> out);
+  [[nodiscard]] virtual std::optional<std::span<const float>> host_f32(View src);
   virtual void copy(View dst, View src) = 0;
   [[nodiscard]] virtual NodeShared share_on_node(std::span<const std::int64_t> key, std::int64_t bytes);
   [[nodiscard]] virtual std::vector<int> node_ranks() const { return {world_rank()}; }

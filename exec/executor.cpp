@@ -383,6 +383,13 @@ void Executor::read_f32(const std::string& value, std::int64_t first, std::span<
   backend_.read_f32(View{part.buffer, part.offset + first, count}, out);
 }
 
+std::optional<std::span<const float>> Executor::host_f32(const std::string& value, std::int64_t first,
+                                                         std::int64_t count) {
+  const View part = whole(values_.at(value));
+  COCONET_ASSERT(first >= 0 && first + count <= part_count(value), "host_f32: outside the value's part");
+  return backend_.host_f32(View{part.buffer, part.offset + first, count});
+}
+
 std::int64_t Executor::part_count(const std::string& value) const {
   const auto& v = values_.at(value);
   return v.allocated ? whole(v).count : 0;

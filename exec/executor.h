@@ -85,6 +85,10 @@ class Executor {
   // This rank's part of a value from its local element `first` on, out.size()
   // elements of it, as f32 (Backend::read_f32 of that view).
   void read_f32(const std::string& value, std::int64_t first, std::span<float> out);
+  // The same values in place where the backend holds them as f32 on the
+  // host (Backend::host_f32), else nullopt.
+  [[nodiscard]] std::optional<std::span<const float>> host_f32(const std::string& value, std::int64_t first,
+                                                               std::int64_t count);
   // Elements of this rank's part of a value (0 when it lives in another group).
   [[nodiscard]] std::int64_t part_count(const std::string& value) const;
 

@@ -9,6 +9,7 @@ RankValues::RankValues(const model::Program& p, const model::Bindings& sizes, in
     : p_(ranks_per_group), position_(position) {
   auto views = plan::rank_views(p, sizes, ranks_per_group, plan::RankId{group, position});
   if (in_place) in_place_ = in_place_values(p, views, unallocated);
+  for (const auto& in : p.inputs) inputs_.insert(in.name);
   for (auto& [name, view] : views) {
     ValueInfo v;
     static_cast<plan::ValueView&>(v) = std::move(view);
@@ -40,7 +41,9 @@ std::set<std::string> RankValues::overwritten_inputs() const {
 // The state tensors first, then the values written in place as views of them.
 void RankValues::allocate(Backend& backend) {
   for (auto& [name, v] : values_)
-    if (v.allocated && !v.in_place) v.buffer = backend.allocate(v.type.dtype, v.local_numel());
+    if (v.allocated && !v.in_place)
+      v.buffer = inputs_.contains(name) ? backend.allocate_to_fill(v.type.dtype, v.local_numel())
+                                        : backend.allocate(v.type.dtype, v.local_numel());
   for (auto& [name, v] : values_)
     if (v.allocated && v.in_place) v.buffer = backend.alias(at(v.in_place->target).buffer, v.in_place->offset,
                                                             v.local_numel());

@@ -43,7 +43,8 @@ class RankValues {
   [[nodiscard]] const std::map<std::string, InPlace>& in_place() const { return in_place_; }
   // The inputs a step overwrites with their updates (to be refilled before the next).
   [[nodiscard]] std::set<std::string> overwritten_inputs() const;
-  // Allocates every value of this rank's group.
+  // Allocates every value of this rank's group (the inputs uncleared:
+  // Backend::allocate_to_fill).
   void allocate(Backend& backend);
   [[nodiscard]] int ranks_per_group() const { return p_; }
   [[nodiscard]] int position() const { return position_; }
@@ -51,6 +52,7 @@ class RankValues {
  private:
   std::map<std::string, ValueInfo> values_;
   std::map<std::string, InPlace> in_place_;
+  std::set<std::string> inputs_;  // the program's inputs (filled whole, Executor::fill_inputs)
   int p_ = 1;
   int position_ = 0;
 };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <numeric>
@@ -41,28 +42,50 @@ OutputSources output_sources(Executor& ex) {
   for (const auto& name : ex.plan().program->outputs) {
     const auto& info = ex.values().at(name);
     if (!info.here) continue;
-    out.emplace(name, OutputSource{info, ex.part_count(name), [&ex, name](std::int64_t first, std::span<float> values) {
+    out.emplace(name, OutputSource{info, ex.part_count(name),
+                                   [&ex, name](std::int64_t first, std::span<float> values) {
                                      ex.read_f32(name, first, values);
+                                   },
+                                   [&ex, name](std::int64_t first, std::int64_t count) {
+                                     return ex.host_f32(name, first, count);
                                    }});
   }
   return out;
 }
 
+// Whether every one of n f32 values is finite (no exponent of all ones).
+bool all_finite(const float* v, std::int64_t n) {
+  constexpr std::uint32_t kExponent = 0x7f800000u;
+  bool finite = true;
+  for (std::int64_t k = 0; k < n; ++k) finite &= (std::bit_cast<std::uint32_t>(v[k]) & kExponent) != kExponent;
+  return finite;
+}
+
+// What read_part found: whether the part holds exactly the values it was
+// compared with, and whether they are all finite.
+struct PartRead {
+  bool same = true;
+  bool finite = true;
+};
+
 // Output `name`'s part on this rank read into `values` (count elements), a
-// block at a time; or, with `compare`, whether it holds exactly those values.
-bool read_part(Executor& ex, const std::string& name, std::int64_t count, float* values, bool compare) {
+// block at a time; or, with `compare`, checked to hold exactly those values.
+PartRead read_part(Executor& ex, const std::string& name, std::int64_t count, float* values, bool compare) {
+  PartRead r;
   std::vector<float> block;
-  for (std::int64_t first = 0; first < count; first += kReadBlock) {
+  for (std::int64_t first = 0; first < count && r.same; first += kReadBlock) {
     const std::int64_t n = std::min(kReadBlock, count - first);
-    if (!compare) {
-      ex.read_f32(name, first, std::span<float>(values + first, static_cast<std::size_t>(n)));
-      continue;
+    float* at = values + first;
+    if (compare) {
+      block.resize(static_cast<std::size_t>(n));
+      ex.read_f32(name, first, std::span<float>(block));
+      r.same = std::memcmp(block.data(), at, block.size() * sizeof(float)) == 0;
+    } else {
+      ex.read_f32(name, first, std::span<float>(at, static_cast<std::size_t>(n)));
     }
-    block.resize(static_cast<std::size_t>(n));
-    ex.read_f32(name, first, std::span<float>(block));
-    if (std::memcmp(block.data(), values + first, block.size() * sizeof(float)) != 0) return false;
+    r.finite = r.finite && all_finite(at, n);
   }
-  return true;
+  return r;
 }
 
 // The outputs this rank holds, as f32 on the host (collective). Where ranks
@@ -81,15 +104,19 @@ Outputs read_outputs(Backend& backend, Executor& ex) {
                                           info.col_begin,                info.local_cols, count};
     NodeShared region = backend.share_on_node(key, count * kHostBytesPerOutputElement);
     auto* values = reinterpret_cast<float*>(region.data.get());
-    if (region.writer) (void)read_part(ex, names[k], count, values, false);
+    PartRead read;
+    if (region.writer) read = read_part(ex, names[k], count, values, false);
     backend.barrier();  // the writers' values are in place
-    if (!region.writer && !read_part(ex, names[k], count, values, true)) {
+    if (!region.writer) read = read_part(ex, names[k], count, values, true);
+    if (!read.same) {
       region.data = std::shared_ptr<std::byte>(new std::byte[static_cast<std::size_t>(count) * sizeof(float)],
                                                std::default_delete<std::byte[]>());
       values = reinterpret_cast<float*>(region.data.get());
-      (void)read_part(ex, names[k], count, values, false);
+      read = read_part(ex, names[k], count, values, false);
     }
-    if (info.here) out.emplace(names[k], OutputPart{info, SharedF32{region.data, values, static_cast<std::size_t>(count)}});
+    if (info.here)
+      out.emplace(names[k], OutputPart{info, SharedF32{region.data, values, static_cast<std::size_t>(count)},
+                                       read.finite});
   }
   return out;
 }

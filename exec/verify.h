@@ -32,6 +32,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <memory>
 #include <span>
 #include <string>
@@ -66,6 +67,9 @@ using HostValues = std::variant<std::vector<float>, std::vector<double>, SharedF
 struct OutputPart {
   ValueInfo info;
   HostValues values;
+  // Every value finite, as the reference's are known to be once read: a
+  // result equal to them bit for bit is then finite too (no pass to check).
+  bool finite = false;
 };
 using Outputs = std::map<std::string, OutputPart>;  // by output name
 
@@ -76,6 +80,9 @@ struct OutputSource {
   ValueInfo info;
   std::int64_t count = 0;  // the part's elements
   std::function<void(std::int64_t first, std::span<float> out)> read;
+  // The same values where the backend holds them as f32 on the host
+  // (Backend::host_f32): compared in place, no copy. May be empty.
+  std::function<std::optional<std::span<const float>>(std::int64_t first, std::int64_t count)> view;
 };
 using OutputSources = std::map<std::string, OutputSource>;  // by output name
 

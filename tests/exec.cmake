@@ -23,6 +23,10 @@ add_executable(test_verify ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_verify.cpp)
 target_link_libraries(test_verify PRIVATE coconet_exec GTest::gtest_main coconet_warnings)
 gtest_discover_tests(test_verify TEST_PREFIX "exec.")
 
+add_executable(test_update_in_place ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_update_in_place.cpp)
+target_link_libraries(test_update_in_place PRIVATE coconet_exec GTest::gtest_main coconet_warnings)
+gtest_discover_tests(test_update_in_place TEST_PREFIX "exec." PROPERTIES ENVIRONMENT "COCONET_ROOT=${COCONET_SOURCE_ROOT}")
+
 add_executable(test_exec_memory ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_exec_memory.cpp)
 target_link_libraries(test_exec_memory PRIVATE coconet_exec GTest::gtest_main coconet_warnings)
 gtest_discover_tests(test_exec_memory TEST_PREFIX "exec.")

@@ -140,12 +140,16 @@ class CpuBackend final : public Backend {
     COCONET_MPI_CHECK(MPI_Comm_dup(group_comm_, &group_compute_));
   }
 
-  BufferId allocate(DType dtype, std::int64_t count) override {
+  BufferId allocate(DType dtype, std::int64_t count) override { return take(dtype, count, true); }
+  // A reused block is not cleared first: the input's fill writes every element.
+  BufferId allocate_to_fill(DType dtype, std::int64_t count) override { return take(dtype, count, false); }
+
+  BufferId take(DType dtype, std::int64_t count, bool zeroed) {
     Buffer b;
     b.dtype = dtype;
     b.count = count;
     try {
-      b.block = pool_.take(static_cast<std::size_t>(count * model::bytes_of(dtype)));
+      b.block = pool_.take(static_cast<std::size_t>(count * model::bytes_of(dtype)), zeroed);
     } catch (const std::bad_alloc&) {
       throw UserError("out of host memory allocating " + std::to_string(count) + " elements on rank " +
                       std::to_string(rank_) + "; use smaller sizes (--set)");
@@ -213,6 +217,13 @@ class CpuBackend final : public Backend {
     synchronize();
     check(src);
     kernels::load_f32(data(src.buffer), dtype_of(src.buffer), src.offset, 1, src.count, out.data());
+  }
+
+  std::optional<std::span<const float>> host_f32(View src) override {
+    if (dtype_of(src.buffer) != DType::f32) return std::nullopt;
+    synchronize();
+    check(src);
+    return std::span<const float>(reinterpret_cast<const float*>(ptr(src)), static_cast<std::size_t>(src.count));
   }
 
   // In place, a tile of f32 values at a time: no host copy of the tensor.
