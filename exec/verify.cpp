@@ -67,6 +67,15 @@ void for_each_match(const ValueInfo& ai, std::int64_t first, std::int64_t last, 
   }
   const std::int64_t cols = ai.local_cols;
   if (cols <= 0) return;
+  if (ei.col_begin == ai.col_begin && ei.local_cols == cols) {
+    // Whole rows of both parts (a 1-D tensor's elements are rows of one):
+    // the rows they share are one run, expected's index actual's + shift.
+    const std::int64_t shift = (ai.row_begin - ei.row_begin) * cols;
+    const std::int64_t begin = std::max(first, -shift);
+    const std::int64_t end = std::min({last, ei.local_rows * cols - shift, ne - shift});
+    if (begin < end) run(begin, begin + shift, end - begin);
+    return;
+  }
   // The columns of a row of actual's part that expected's part holds.
   const std::int64_t first_col = std::clamp<std::int64_t>(ei.col_begin - ai.col_begin, 0, cols);
   const std::int64_t end_col = std::clamp<std::int64_t>(ei.col_begin + ei.local_cols - ai.col_begin, 0, cols);
