@@ -24,7 +24,8 @@ std::set<std::string> ancestors(const Program& p, const std::string& name) {
   return seen;
 }
 
-// Whether every statement reading `target`, other than `value`'s own, is one `value` is computed from.
+// Whether every statement reading `target`, other than `value`'s own, is one `value` is computed
+// from.
 bool old_values_read_first(const Program& p, const std::string& target, const std::string& value) {
   const std::set<std::string> before = ancestors(p, value);
   for (int i : p.users(target)) {
@@ -36,15 +37,18 @@ bool old_values_read_first(const Program& p, const std::string& target, const st
 
 // Where `v`'s part lies in `t`'s part on this rank (elements in), when it lies inside it.
 std::optional<std::int64_t> offset_inside(const plan::ValueView& v, const plan::ValueView& t) {
-  if (!v.here || !t.here || v.type.dtype != t.type.dtype || v.global_dims != t.global_dims) return std::nullopt;
+  if (!v.here || !t.here || v.type.dtype != t.type.dtype || v.global_dims != t.global_dims)
+    return std::nullopt;
   if (v.local_cols != t.local_cols || v.col_begin != t.col_begin) return std::nullopt;
-  if (v.row_begin < t.row_begin || v.row_begin + v.local_rows > t.row_begin + t.local_rows) return std::nullopt;
+  if (v.row_begin < t.row_begin || v.row_begin + v.local_rows > t.row_begin + t.local_rows)
+    return std::nullopt;
   return (v.row_begin - t.row_begin) * t.local_cols;
 }
 
 }  // namespace
 
-std::map<std::string, InPlace> in_place_values(const Program& p, const std::map<std::string, plan::ValueView>& views,
+std::map<std::string, InPlace> in_place_values(const Program& p,
+                                               const std::map<std::string, plan::ValueView>& views,
                                                const std::set<std::string>& scratch) {
   std::map<std::string, InPlace> out;
   for (const Stmt& s : p.stmts) {
@@ -63,14 +67,16 @@ std::map<std::string, InPlace> in_place_values(const Program& p, const std::map<
       if (g.op != OpKind::allgather || scratch.contains(g.name)) continue;
       const plan::ValueView& gv = views.at(g.name);
       const auto whole = offset_inside(gv, t);
-      if (whole && *whole == 0 && gv.local_rows == t.local_rows && old_values_read_first(p, s.target, g.name))
+      if (whole && *whole == 0 && gv.local_rows == t.local_rows &&
+          old_values_read_first(p, s.target, g.name))
         out.emplace(g.name, InPlace{s.target, 0});
     }
   }
   return out;
 }
 
-void check_reads_before_writes(const model::ElementwiseProgram& program, const std::map<std::string, InPlace>& in_place) {
+void check_reads_before_writes(const model::ElementwiseProgram& program,
+                               const std::map<std::string, InPlace>& in_place) {
   for (std::size_t o = 0; o < program.output_names.size(); ++o) {
     const auto it = in_place.find(program.output_names[o]);
     if (it == in_place.end()) continue;
@@ -82,8 +88,8 @@ void check_reads_before_writes(const model::ElementwiseProgram& program, const s
     for (const model::Instr& in : program.code) {
       if (in.code == model::OpCode::store && in.slot == static_cast<int>(o)) stored = true;
       if (in.code == model::OpCode::load && in.slot == slot && stored)
-        throw InternalError("'" + program.output_names[o] + "' is written in place over '" + it->second.target +
-                            "' before the program's last read of it");
+        throw InternalError("'" + program.output_names[o] + "' is written in place over '" +
+                            it->second.target + "' before the program's last read of it");
     }
   }
 }

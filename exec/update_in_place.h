@@ -39,9 +39,9 @@ struct InPlace {
 // The values of `p` this rank writes in place (by value name), given every
 // value's view on this rank; `scratch` names the values a fused op keeps in
 // scratch (no buffer of their own).
-[[nodiscard]] std::map<std::string, InPlace> in_place_values(const model::Program& p,
-                                                             const std::map<std::string, plan::ValueView>& views,
-                                                             const std::set<std::string>& scratch = {});
+[[nodiscard]] std::map<std::string, InPlace> in_place_values(
+    const model::Program& p, const std::map<std::string, plan::ValueView>& views,
+    const std::set<std::string>& scratch = {});
 
 // Throws InternalError when `program` stores a value written in place (one
 // of `in_place`) before its last load of the target it overwrites.

@@ -10,10 +10,10 @@
 // call a region of its own (a HostBlock), as before.
 #pragma once
 
+#include <mpi.h>
+
 #include <cstdint>
 #include <span>
-
-#include <mpi.h>
 
 #include "exec/backend.h"
 
@@ -21,7 +21,7 @@ namespace coconet::exec::cpu {
 
 // Collective over `node` (its ranks call it in the same order); `serial`
 // numbers the calls, the same on every rank, and names the objects apart.
-[[nodiscard]] NodeShared share_on_node(MPI_Comm node, std::span<const std::int64_t> key, std::int64_t bytes,
-                                       std::int64_t serial);
+[[nodiscard]] NodeShared share_on_node(MPI_Comm node, std::span<const std::int64_t> key,
+                                       std::int64_t bytes, std::int64_t serial);
 
 }  // namespace coconet::exec::cpu

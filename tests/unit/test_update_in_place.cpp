@@ -25,14 +25,16 @@ constexpr std::int64_t kN = 1000;
 
 model::Program adam() { return model::load_program(model::resolve_workload("adam")); }
 
-std::map<std::string, InPlace> in_place_of(const model::Program& p, int position, std::int64_t n = kN) {
+std::map<std::string, InPlace> in_place_of(const model::Program& p, int position,
+                                           std::int64_t n = kN) {
   return RankValues(p, {{"N", n}}, 2, 0, position, {}, true).in_place();
 }
 
 TEST(UpdateInPlace, AdamsUpdatesOverwriteTheirState) {
   const auto got = in_place_of(adam(), 1);
   ASSERT_EQ(got.size(), 3u);
-  for (const auto& [value, target] : std::map<std::string, std::string>{{"m1", "m"}, {"v1", "v"}, {"w1", "w"}}) {
+  for (const auto& [value, target] :
+       std::map<std::string, std::string>{{"m1", "m"}, {"v1", "v"}, {"w1", "w"}}) {
     ASSERT_TRUE(got.contains(value)) << value;
     EXPECT_EQ(got.at(value).target, target);
     EXPECT_EQ(got.at(value).offset, 0);
@@ -53,9 +55,11 @@ TEST(UpdateInPlace, SlicedUpdatesOverwriteTheRanksSliceAndTheirGatherTheWhole) {
   }
   const RankValues values(s.program, {{"N", kN}}, 2, 0, 1, {}, true);
   EXPECT_EQ(values.overwritten_inputs(), (std::set<std::string>{"m", "v", "w"}));
-  // Every input but the gradient's and the sliced gradient itself, and nothing of the updates: held in place.
+  // Every input but the gradient's and the sliced gradient itself, and nothing of the updates: held
+  // in place.
   EXPECT_EQ(values.bytes(), 2 * kN + kN + 3 * 4 * kN);
-  EXPECT_EQ(RankValues(s.program, {{"N", kN}}, 2, 0, 1).bytes(), 2 * kN + kN + 3 * 4 * kN + 3 * 6 * kN);
+  EXPECT_EQ(RankValues(s.program, {{"N", kN}}, 2, 0, 1).bytes(),
+            2 * kN + kN + 3 * 4 * kN + 3 * 6 * kN);
 }
 
 // A statement that reads w's old values and does not feed w1 may run after
@@ -81,8 +85,8 @@ TEST(UpdateInPlace, AProgramThatReadsTheStateAfterWritingItIsRefused) {
     i.code = c;
     return i;
   };
-  program.code = {instr(model::OpCode::load), instr(model::OpCode::store), instr(model::OpCode::load),
-                  instr(model::OpCode::store)};
+  program.code = {instr(model::OpCode::load), instr(model::OpCode::store),
+                  instr(model::OpCode::load), instr(model::OpCode::store)};
   const std::map<std::string, InPlace> w1_over_w{{"w1", InPlace{"w", 0}}};
   EXPECT_THROW(check_reads_before_writes(program, w1_over_w), InternalError);
   program.code.resize(2);
