@@ -48,6 +48,25 @@ void Backend::fill_input(View dst, const model::InputPattern& pattern) {
   }
 }
 
+NodeShared Backend::share_on_node(std::span<const std::int64_t> key, std::int64_t bytes) {
+  COCONET_ASSERT(key.size() <= kNodeKeyLength && bytes >= 0, "share_on_node: a key too long or a negative size");
+  return NodeShared{std::shared_ptr<std::byte>(new std::byte[static_cast<std::size_t>(bytes)](),
+                                               std::default_delete<std::byte[]>()),
+                    true};
+}
+
+BufferId Backend::alias(BufferId /*target*/, std::int64_t /*offset*/, std::int64_t /*count*/) {
+  throw InternalError("the " + name() + " backend does not alias buffers (updates_in_place is false)");
+}
+
+void Backend::read_f32(View src, std::span<float> out) {
+  COCONET_ASSERT(static_cast<std::int64_t>(out.size()) == src.count, "read_f32: size mismatch");
+  const std::vector<float> values = read_f32(src);
+  std::copy(values.begin(), values.end(), out.begin());
+}
+
+std::optional<std::span<const float>> Backend::host_f32(View /*src*/) { return std::nullopt; }
+
 std::vector<float> Backend::read_f32(View src) {
   const std::vector<double> values = read(src);
   return {values.begin(), values.end()};

@@ -21,7 +21,16 @@
 //   allocate(dtype, count): a new zero-filled buffer of `count` elements
 //     stored as `dtype` (f16/bf16: 16 bits each, f32: 32). Never returns an
 //     invalid id; throws UserError when memory runs out. count may be 0.
+//   allocate_to_fill(dtype, count): the same, its contents unspecified: for a
+//     buffer the caller writes whole before anything reads it (an input,
+//     filled). The default zero-fills it too.
 //   release_all(): frees every buffer (ids become invalid). Implies synchronize().
+//   updates_in_place(): whether alias() gives views of buffers, so that an
+//     update is written over the state it updates (exec/update_in_place.h).
+//     Default false: every value gets a buffer of its own.
+//   alias(target, offset, count): a buffer id for elements [offset, offset +
+//     count) of `target`, sharing its memory (a write through one is seen
+//     through the other); released with it. Only where updates_in_place().
 //   dtype_of(buffer), size_of(buffer): what allocate was given.
 //   available_bytes(): memory this rank may still allocate (host RAM shared by
 //     the ranks of this node, or free device memory); used to reject sizes
@@ -36,8 +45,21 @@
 //     all work queued before them (they synchronize).
 //   read_f32(src): the same as f32, which holds every f16, bf16 and f32
 //     value exactly (half a double copy's memory; the runtime's outputs). The
-//     default narrows read(src).
+//     default narrows read(src). read_f32(src, out) writes them into `out`
+//     (src.count elements), by default a copy of read_f32(src).
+//   host_f32(src): the values themselves where the buffer is f32 in host
+//     memory (after a synchronize), valid until the next call that writes
+//     the buffer; nullopt by default.
 //   copy(dst, src): same dtype and count; queued on the compute stream.
+//   share_on_node(key, bytes): collective (every rank of the world calls it,
+//     each with its own key of at most kNodeKeyLength numbers): the ranks of
+//     one node that pass the same key and size (non-zero) get one host region
+//     of `bytes` bytes, mapped in each, so that what they all need is held
+//     once per host (the runtime's reference outputs); the lowest of them is
+//     its writer, which fills it before the ranks' next barrier(). The
+//     default, and a rank alone with its key, gets a region of its own.
+//   node_ranks(): the world ranks on this rank's node, in order (this one
+//     alone by default).
 //
 // Streams and events (what makes overlap possible)
 //   Every compute operation (elementwise, matmul, norm, copy) is queued on the
@@ -173,6 +195,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -295,6 +318,13 @@ struct FusedCall {
   StreamKind compute_stream = StreamKind::compute;
 };
 
+// Host memory that ranks of one node may share (Backend::share_on_node).
+inline constexpr std::size_t kNodeKeyLength = 8;
+struct NodeShared {
+  std::shared_ptr<std::byte> data;  // the region, unmapped with its last owner
+  bool writer = true;               // this rank fills it; the others only read it
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -309,6 +339,9 @@ class Backend {
 
   [[nodiscard]] virtual BufferId allocate(DType dtype, std::int64_t count) = 0;
   virtual void release_all() = 0;
+  [[nodiscard]] virtual BufferId allocate_to_fill(DType dtype, std::int64_t count) { return allocate(dtype, count); }
+  [[nodiscard]] virtual bool updates_in_place() const { return false; }
+  [[nodiscard]] virtual BufferId alias(BufferId target, std::int64_t offset, std::int64_t count);
   [[nodiscard]] virtual DType dtype_of(BufferId b) const = 0;
   [[nodiscard]] virtual std::int64_t size_of(BufferId b) const = 0;
   [[nodiscard]] virtual std::int64_t available_bytes() const = 0;
@@ -316,7 +349,11 @@ class Backend {
   virtual void fill_input(View dst, const model::InputPattern& pattern);
   [[nodiscard]] virtual std::vector<double> read(View src) = 0;
   [[nodiscard]] virtual std::vector<float> read_f32(View src);
+  virtual void read_f32(View src, std::span<float> out);
+  [[nodiscard]] virtual std::optional<std::span<const float>> host_f32(View src);
   virtual void copy(View dst, View src) = 0;
+  [[nodiscard]] virtual NodeShared share_on_node(std::span<const std::int64_t> key, std::int64_t bytes);
+  [[nodiscard]] virtual std::vector<int> node_ranks() const { return {world_rank()}; }
 
   [[nodiscard]] virtual Event record(StreamKind stream) = 0;
   virtual void wait(StreamKind stream, Event e) = 0;

@@ -300,8 +300,9 @@ Executor::Executor(Backend& backend, plan::StepPlan plan, std::uint64_t seed,
                    std::optional<std::vector<model::InputRange>> inputs)
     : backend_(backend),
       plan_(std::move(plan)),
+      seed_(seed),
       values_(*plan_.program, plan_.sizes, backend.ranks_per_group(), backend.group(), backend.position(),
-              fused_scratch_values(plan_)),
+              fused_scratch_values(plan_), backend.updates_in_place()),
       touched_(backend) {
   COCONET_ASSERT(backend.ranks_per_group() == plan_.ranks_per_group && plan_.groups == backend.world_size() /
                                                                                          backend.ranks_per_group(),
@@ -313,9 +314,17 @@ Executor::Executor(Backend& backend, plan::StepPlan plan, std::uint64_t seed,
     for (BufferId b : calls.scratch) touched_.add_scratch(b);
     fused_calls_.emplace(op.id, std::move(calls));
   }
+  for (const auto& op : plan_.ops)
+    if (op.program) check_reads_before_writes(*op.program, values_.in_place());
+  for (const auto& [id, calls] : fused_calls_)
+    for (const auto& chunk : calls.chunks)
+      for (const auto& pass : chunk.passes)
+        for (const auto& piece : pass.pieces)
+          for (const auto& c : piece.computes) check_reads_before_writes(*c.program, values_.in_place());
   if (!inputs) inputs = model::choose_inputs(*plan_.program, plan_.sizes, plan_.ranks_per_group).ranges;
   COCONET_ASSERT(inputs->size() == plan_.program->inputs.size(), "one input range per program input");
-  fill_inputs(seed, *inputs);
+  ranges_ = std::move(*inputs);
+  fill_inputs();
 }
 
 Executor::~Executor() {
@@ -333,18 +342,20 @@ std::vector<std::string> Executor::unit_names() const {
 }
 
 std::int64_t Executor::bytes_needed(const model::Program& program, const model::Bindings& sizes,
-                                    int ranks_per_group) {
+                                    int ranks_per_group, bool in_place) {
   std::int64_t most = 0;
   for (int g = 0; g < program.groups(); ++g)
-    most = std::max(most, RankValues(program, sizes, ranks_per_group, g, 0).bytes());
+    most = std::max(most, RankValues(program, sizes, ranks_per_group, g, 0, {}, in_place).bytes());
   return most;
 }
 
-void Executor::fill_inputs(std::uint64_t seed, const std::vector<model::InputRange>& ranges) {
+void Executor::fill_inputs(const std::optional<std::set<std::string>>& only) {
+  const std::uint64_t seed = seed_;
+  const auto& ranges = ranges_;
   const auto& inputs = plan_.program->inputs;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const auto& v = values_.at(inputs[i].name);
-    if (!v.here) continue;
+    if (!v.here || (only && !only->contains(inputs[i].name))) continue;
     model::InputPattern pattern;
     pattern.key = model::input_key(seed, static_cast<int>(i));
     pattern.local = inputs[i].type.layout.is_local();
@@ -369,8 +380,14 @@ void Executor::read_f32(const std::string& value, std::int64_t first, std::span<
   const View part = whole(values_.at(value));
   const auto count = static_cast<std::int64_t>(out.size());
   COCONET_ASSERT(first >= 0 && first + count <= part_count(value), "read_f32: outside the value's part");
-  const std::vector<float> values = backend_.read_f32(View{part.buffer, part.offset + first, count});
-  std::copy(values.begin(), values.end(), out.begin());
+  backend_.read_f32(View{part.buffer, part.offset + first, count}, out);
+}
+
+std::optional<std::span<const float>> Executor::host_f32(const std::string& value, std::int64_t first,
+                                                         std::int64_t count) {
+  const View part = whole(values_.at(value));
+  COCONET_ASSERT(first >= 0 && first + count <= part_count(value), "host_f32: outside the value's part");
+  return backend_.host_f32(View{part.buffer, part.offset + first, count});
 }
 
 std::int64_t Executor::part_count(const std::string& value) const {
@@ -483,7 +500,16 @@ void Executor::run_resident_tile_unit(const plan::Unit& u) {
   }
 }
 
+void Executor::prepare_step() {
+  if (!stepped_) return;
+  const std::set<std::string> overwritten = values_.overwritten_inputs();
+  if (!overwritten.empty()) fill_inputs(overwritten);
+  stepped_ = false;
+}
+
 std::vector<double> Executor::run_step() {
+  prepare_step();
+  stepped_ = true;
   ran_.clear();
   touched_.reset();
   std::vector<double> times;

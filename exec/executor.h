@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -59,8 +60,13 @@ class Executor {
   // overlap group's ("ol(MM,AR)").
   [[nodiscard]] std::vector<std::string> unit_names() const;
   // Runs one step; returns each unit's wall time on this rank (us), measured
-  // between synchronisations of the backend.
+  // between synchronisations of the backend. Every step starts from the same
+  // inputs: prepare_step() first, unless the caller did.
   std::vector<double> run_step();
+  // Refills the inputs the last step overwrote with their updates (values
+  // written in place, exec/update_in_place.h); nothing before the first
+  // step. Untimed: call it before the step's barrier.
+  void prepare_step();
   // The backend's now_us() when the last step started on this rank.
   [[nodiscard]] double step_start_us() const { return step_start_us_; }
   [[nodiscard]] const plan::StepPlan& plan() const { return plan_; }
@@ -79,15 +85,21 @@ class Executor {
   // This rank's part of a value from its local element `first` on, out.size()
   // elements of it, as f32 (Backend::read_f32 of that view).
   void read_f32(const std::string& value, std::int64_t first, std::span<float> out);
+  // The same values in place where the backend holds them as f32 on the
+  // host (Backend::host_f32), else nullopt.
+  [[nodiscard]] std::optional<std::span<const float>> host_f32(const std::string& value, std::int64_t first,
+                                                               std::int64_t count);
   // Elements of this rank's part of a value (0 when it lives in another group).
   [[nodiscard]] std::int64_t part_count(const std::string& value) const;
 
-  // Bytes one rank allocates for `program` at `sizes` (the largest group's; nothing allocated).
+  // Bytes one rank allocates for `program` at `sizes` (the largest group's;
+  // nothing allocated), on a backend that writes updates in place or not.
   [[nodiscard]] static std::int64_t bytes_needed(const model::Program& program, const model::Bindings& sizes,
-                                                 int ranks_per_group);
+                                                 int ranks_per_group, bool in_place);
 
  private:
-  void fill_inputs(std::uint64_t seed, const std::vector<model::InputRange>& ranges);
+  // Fills the program's inputs (only those named in `only`, when given).
+  void fill_inputs(const std::optional<std::set<std::string>>& only = std::nullopt);
   void run_unit(const plan::Unit& u);
   // A tile unit (plan::Unit::tile): every block's collective queued behind
   // its block's event, then the one GEMM.
@@ -102,6 +114,9 @@ class Executor {
   Backend& backend_;
   plan::StepPlan plan_;
   double step_start_us_ = 0;
+  std::uint64_t seed_ = 1;
+  std::vector<model::InputRange> ranges_;  // one per program input
+  bool stepped_ = false;                   // a step ran since the inputs were last filled
   RankValues values_;
   BytesTouched touched_;
   std::map<int, FusedOpCalls> fused_calls_;  // by op id

@@ -5,12 +5,16 @@
 namespace coconet::exec {
 
 RankValues::RankValues(const model::Program& p, const model::Bindings& sizes, int ranks_per_group, int group,
-                       int position, const std::set<std::string>& unallocated)
+                       int position, const std::set<std::string>& unallocated, bool in_place)
     : p_(ranks_per_group), position_(position) {
-  for (auto& [name, view] : plan::rank_views(p, sizes, ranks_per_group, plan::RankId{group, position})) {
+  auto views = plan::rank_views(p, sizes, ranks_per_group, plan::RankId{group, position});
+  if (in_place) in_place_ = in_place_values(p, views, unallocated);
+  for (const auto& in : p.inputs) inputs_.insert(in.name);
+  for (auto& [name, view] : views) {
     ValueInfo v;
     static_cast<plan::ValueView&>(v) = std::move(view);
     v.allocated = v.here && !unallocated.contains(name);
+    if (const auto it = in_place_.find(name); it != in_place_.end() && v.allocated) v.in_place = it->second;
     values_.emplace(name, std::move(v));
   }
 }
@@ -24,13 +28,25 @@ const ValueInfo& RankValues::at(const std::string& name) const {
 std::int64_t RankValues::bytes() const {
   std::int64_t total = 0;
   for (const auto& [name, v] : values_)
-    if (v.allocated) total += v.local_bytes();
+    if (v.allocated && !v.in_place) total += v.local_bytes();
   return total;
 }
 
+std::set<std::string> RankValues::overwritten_inputs() const {
+  std::set<std::string> out;
+  for (const auto& [name, where] : in_place_) out.insert(where.target);
+  return out;
+}
+
+// The state tensors first, then the values written in place as views of them.
 void RankValues::allocate(Backend& backend) {
   for (auto& [name, v] : values_)
-    if (v.allocated) v.buffer = backend.allocate(v.type.dtype, v.local_numel());
+    if (v.allocated && !v.in_place)
+      v.buffer = inputs_.contains(name) ? backend.allocate_to_fill(v.type.dtype, v.local_numel())
+                                        : backend.allocate(v.type.dtype, v.local_numel());
+  for (auto& [name, v] : values_)
+    if (v.allocated && v.in_place) v.buffer = backend.alias(at(v.in_place->target).buffer, v.in_place->offset,
+                                                            v.local_numel());
 }
 
 View rows_view(const ValueInfo& v, std::int64_t begin, std::int64_t end) {

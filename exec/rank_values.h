@@ -1,14 +1,17 @@
 // This rank's values: every value of a program placed by the plan's per-rank
 // views (plan/views.h) and, for the values of this rank's process group, the
-// backend buffer that holds its part.
+// backend buffer that holds its part: its own, or, for an update written in
+// place (exec/update_in_place.h), a view of the state tensor's buffer.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 
 #include "exec/backend.h"
+#include "exec/update_in_place.h"
 #include "model/program.h"
 #include "plan/views.h"
 
@@ -17,6 +20,7 @@ namespace coconet::exec {
 struct ValueInfo : plan::ValueView {
   BufferId buffer = -1;
   bool allocated = false;  // false: lives only in a fused op's scratch
+  std::optional<InPlace> in_place;  // held in an input's buffer (exec/update_in_place.h)
 };
 
 class RankValues {
@@ -24,20 +28,31 @@ class RankValues {
   // Every input and statement of `p` (which must be checked) as position
   // `position` of group `group` sees it, P ranks per group. Values named in
   // `unallocated` (a fused op's scratch, plan/fused_form.h) get no buffer.
+  // `in_place`: updates are written over the state they update where
+  // update_in_place.h allows (the backend aliases buffers:
+  // Backend::updates_in_place).
   RankValues(const model::Program& p, const model::Bindings& sizes, int ranks_per_group, int group, int position,
-             const std::set<std::string>& unallocated = {});
+             const std::set<std::string>& unallocated = {}, bool in_place = false);
 
   [[nodiscard]] const ValueInfo& at(const std::string& name) const;
   [[nodiscard]] const std::map<std::string, ValueInfo>& values() const { return values_; }
-  // Bytes this rank allocates for the values of its group.
+  // Bytes this rank allocates for the values of its group (none for the
+  // values written in place).
   [[nodiscard]] std::int64_t bytes() const;
-  // Allocates every value of this rank's group.
+  // The values written in place, by name (the same on every rank of a group).
+  [[nodiscard]] const std::map<std::string, InPlace>& in_place() const { return in_place_; }
+  // The inputs a step overwrites with their updates (to be refilled before the next).
+  [[nodiscard]] std::set<std::string> overwritten_inputs() const;
+  // Allocates every value of this rank's group (the inputs uncleared:
+  // Backend::allocate_to_fill).
   void allocate(Backend& backend);
   [[nodiscard]] int ranks_per_group() const { return p_; }
   [[nodiscard]] int position() const { return position_; }
 
  private:
   std::map<std::string, ValueInfo> values_;
+  std::map<std::string, InPlace> in_place_;
+  std::set<std::string> inputs_;  // the program's inputs (filled whole, Executor::fill_inputs)
   int p_ = 1;
   int position_ = 0;
 };

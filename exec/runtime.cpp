@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <optional>
+#include <set>
 
 #include <fmt/core.h>
 
@@ -19,8 +22,12 @@ namespace {
 
 constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
 // Host bytes per output element the runtime keeps: the reference's values
-// as f32 (Backend::read_f32); a schedule's are read a block at a time.
+// as f32 (Backend::read_f32), once per node where its ranks hold the same
+// part (Backend::share_on_node); a schedule's are read a block at a time.
 constexpr std::int64_t kHostBytesPerOutputElement = sizeof(float);
+// Elements of an output read from the backend at a time while the
+// reference is taken: 4 MiB of f32, as verify reads a schedule's.
+constexpr std::int64_t kReadBlock = std::int64_t{1} << 20;
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0.0;
@@ -35,18 +42,81 @@ OutputSources output_sources(Executor& ex) {
   for (const auto& name : ex.plan().program->outputs) {
     const auto& info = ex.values().at(name);
     if (!info.here) continue;
-    out.emplace(name, OutputSource{info, ex.part_count(name), [&ex, name](std::int64_t first, std::span<float> values) {
+    out.emplace(name, OutputSource{info, ex.part_count(name),
+                                   [&ex, name](std::int64_t first, std::span<float> values) {
                                      ex.read_f32(name, first, values);
+                                   },
+                                   [&ex, name](std::int64_t first, std::int64_t count) {
+                                     return ex.host_f32(name, first, count);
                                    }});
   }
   return out;
 }
 
-Outputs read_outputs(Executor& ex) {
+// Whether every one of n f32 values is finite (no exponent of all ones).
+bool all_finite(const float* v, std::int64_t n) {
+  constexpr std::uint32_t kExponent = 0x7f800000u;
+  bool finite = true;
+  for (std::int64_t k = 0; k < n; ++k) finite &= (std::bit_cast<std::uint32_t>(v[k]) & kExponent) != kExponent;
+  return finite;
+}
+
+// What read_part found: whether the part holds exactly the values it was
+// compared with, and whether they are all finite.
+struct PartRead {
+  bool same = true;
+  bool finite = true;
+};
+
+// Output `name`'s part on this rank read into `values` (count elements), a
+// block at a time; or, with `compare`, checked to hold exactly those values.
+PartRead read_part(Executor& ex, const std::string& name, std::int64_t count, float* values, bool compare) {
+  PartRead r;
+  std::vector<float> block;
+  for (std::int64_t first = 0; first < count && r.same; first += kReadBlock) {
+    const std::int64_t n = std::min(kReadBlock, count - first);
+    float* at = values + first;
+    if (compare) {
+      block.resize(static_cast<std::size_t>(n));
+      ex.read_f32(name, first, std::span<float>(block));
+      r.same = std::memcmp(block.data(), at, block.size() * sizeof(float)) == 0;
+    } else {
+      ex.read_f32(name, first, std::span<float>(at, static_cast<std::size_t>(n)));
+    }
+    r.finite = r.finite && all_finite(at, n);
+  }
+  return r;
+}
+
+// The outputs this rank holds, as f32 on the host (collective). Where ranks
+// of a node hold the same part of an output, one of them writes it into a
+// region they share (Backend::share_on_node) and each of the others checks
+// that its own values are those, bit for bit, before it drops them; a rank
+// whose values differ keeps a copy of its own. So every rank verifies
+// against its own reference, held once per host.
+Outputs read_outputs(Backend& backend, Executor& ex) {
   Outputs out;
-  for (const auto& name : ex.plan().program->outputs) {
-    const auto& info = ex.values().at(name);
-    if (info.here) out.emplace(name, OutputPart{info, ex.read_f32(name)});
+  const auto& names = ex.plan().program->outputs;
+  for (std::size_t k = 0; k < names.size(); ++k) {
+    const auto& info = ex.values().at(names[k]);
+    const std::int64_t count = ex.part_count(names[k]);
+    const std::array<std::int64_t, 6> key{static_cast<std::int64_t>(k), info.row_begin,   info.local_rows,
+                                          info.col_begin,                info.local_cols, count};
+    NodeShared region = backend.share_on_node(key, count * kHostBytesPerOutputElement);
+    auto* values = reinterpret_cast<float*>(region.data.get());
+    PartRead read;
+    if (region.writer) read = read_part(ex, names[k], count, values, false);
+    backend.barrier();  // the writers' values are in place
+    if (!region.writer) read = read_part(ex, names[k], count, values, true);
+    if (!read.same) {
+      region.data = std::shared_ptr<std::byte>(new std::byte[static_cast<std::size_t>(count) * sizeof(float)],
+                                               std::default_delete<std::byte[]>());
+      values = reinterpret_cast<float*>(region.data.get());
+      read = read_part(ex, names[k], count, values, false);
+    }
+    if (info.here)
+      out.emplace(names[k], OutputPart{info, SharedF32{region.data, values, static_cast<std::size_t>(count)},
+                                       read.finite});
   }
   return out;
 }
@@ -107,7 +177,7 @@ References compute_references(Backend& backend, const model::Program& program, c
     Executor ex(backend, plan_for(backend, model::initial_schedule(program), sizes, options), options.seed,
                 refs.inputs.ranges);
     (void)ex.run_step();
-    refs.program = read_outputs(ex);
+    refs.program = read_outputs(backend, ex);
   }
   refs.interpreter = interpreter_outputs(backend, program, sizes, options, refs.inputs.ranges);
   return refs;
@@ -125,6 +195,7 @@ RunRow run_schedule(Backend& backend, const model::Schedule& schedule, const mod
   std::vector<double> steps;
   std::vector<std::vector<double>> units(names.size());
   for (int it = 0; it < options.warmup + options.iters; ++it) {
+    ex.prepare_step();  // the inputs the last step updated in place, refilled untimed
     backend.barrier();
     auto unit_us = ex.run_step();
     const StepShares shares = shares_of_step(backend, std::move(unit_us), ex.step_start_us());
@@ -164,19 +235,40 @@ RunRow run_schedule(Backend& backend, const model::Schedule& schedule, const mod
 
 namespace {
 
+// Host bytes of the reference outputs (read_outputs) per rank of this node:
+// each distinct part that the node's ranks hold, once, shared among them.
+std::int64_t reference_bytes_per_rank(const Backend& backend, const model::Program& program,
+                                      const model::Bindings& sizes) {
+  const std::vector<int> node = backend.node_ranks();
+  const int p = backend.ranks_per_group();
+  std::set<std::array<std::int64_t, 6>> parts;
+  std::int64_t bytes = 0;
+  for (int r : node) {
+    const auto views = plan::rank_views(program, sizes, p, plan::RankId{r / p, r % p});
+    for (std::size_t k = 0; k < program.outputs.size(); ++k) {
+      const plan::ValueView& v = views.at(program.outputs[k]);
+      if (!v.here) continue;
+      if (parts.insert({static_cast<std::int64_t>(k), v.row_begin, v.local_rows, v.col_begin, v.local_cols, 0}).second)
+        bytes += v.local_numel() * kHostBytesPerOutputElement;
+    }
+  }
+  const auto ranks = static_cast<std::int64_t>(std::max<std::size_t>(node.size(), 1));
+  return (bytes + ranks - 1) / ranks;
+}
+
 // Bytes a rank needs to run `program` and `schedules` at `sizes`: the largest
-// plan's buffers, plus the host's copies of the outputs (and the reference
-// interpreter's values where it runs at this size).
+// plan's buffers (updates written in place where the backend does,
+// exec/update_in_place.h), plus its share of the host's copies of the
+// outputs (and the reference interpreter's values where it runs at this size).
 double bytes_per_rank(const Backend& backend, const model::Program& program,
                       const std::vector<model::Schedule>& schedules, const model::Bindings& sizes,
                       const RunOptions& options) {
   const int ranks = backend.ranks_per_group();
-  std::int64_t device = Executor::bytes_needed(program, sizes, ranks);
-  for (const auto& s : schedules) device = std::max(device, Executor::bytes_needed(s.program, sizes, ranks));
-  std::int64_t output_elements = 0;
-  for (const auto& name : program.outputs)
-    output_elements += model::numel(model::eval_shape(program.type_of(name).shape, sizes));
-  std::int64_t host = output_elements * kHostBytesPerOutputElement;
+  const bool in_place = backend.updates_in_place();
+  std::int64_t device = Executor::bytes_needed(program, sizes, ranks, in_place);
+  for (const auto& s : schedules)
+    device = std::max(device, Executor::bytes_needed(s.program, sizes, ranks, in_place));
+  std::int64_t host = reference_bytes_per_rank(backend, program, sizes);
   const std::int64_t interp = interpreter_elements(program, sizes, backend.world_size());
   if (interp <= options.interpreter_limit) host += interp * static_cast<std::int64_t>(sizeof(double));
   return static_cast<double>(device) + static_cast<double>(host);

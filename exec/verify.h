@@ -32,6 +32,8 @@
 
 #include <functional>
 #include <map>
+#include <optional>
+#include <memory>
 #include <span>
 #include <string>
 #include <variant>
@@ -42,16 +44,32 @@
 
 namespace coconet::exec {
 
+// f32 values in host memory that ranks of a node may share
+// (Backend::share_on_node): the unscheduled program's outputs, held once per
+// host where ranks hold the same part (exec/runtime.cpp).
+struct SharedF32 {
+  std::shared_ptr<const std::byte> owner;  // keeps the region mapped
+  const float* first = nullptr;
+  std::size_t count = 0;
+  [[nodiscard]] const float* data() const { return first; }
+  [[nodiscard]] std::size_t size() const { return count; }
+  [[nodiscard]] const float* begin() const { return first; }
+  [[nodiscard]] const float* end() const { return first + count; }
+};
+
 // An output's values on the host: f32 as a backend stores them (f16, bf16
 // and f32 values exactly, half a double copy's memory at BERT-large sizes),
-// or double as the reference interpreter computes them (no rounding to a
-// storage type).
-using HostValues = std::variant<std::vector<float>, std::vector<double>>;
+// in a vector or a region ranks share, or double as the reference
+// interpreter computes them (no rounding to a storage type).
+using HostValues = std::variant<std::vector<float>, std::vector<double>, SharedF32>;
 
 // One output's part on this rank, and where it sits in the global tensor.
 struct OutputPart {
   ValueInfo info;
   HostValues values;
+  // Every value finite, as the reference's are known to be once read: a
+  // result equal to them bit for bit is then finite too (no pass to check).
+  bool finite = false;
 };
 using Outputs = std::map<std::string, OutputPart>;  // by output name
 
@@ -62,6 +80,9 @@ struct OutputSource {
   ValueInfo info;
   std::int64_t count = 0;  // the part's elements
   std::function<void(std::int64_t first, std::span<float> out)> read;
+  // The same values where the backend holds them as f32 on the host
+  // (Backend::host_f32): compared in place, no copy. May be empty.
+  std::function<std::optional<std::span<const float>>(std::int64_t first, std::int64_t count)> view;
 };
 using OutputSources = std::map<std::string, OutputSource>;  // by output name
 

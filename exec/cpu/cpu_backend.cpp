@@ -43,6 +43,7 @@
 
 #include "exec/cpu/comm_thread.h"
 #include "exec/cpu/host_pool.h"
+#include "exec/cpu/node_shared.h"
 #include "exec/cpu/reduce_ops.h"
 #include "exec/mpi_session.h"
 #include "kernels/cpu_elementwise.h"
@@ -87,12 +88,12 @@ class CpuBackend final : public Backend {
     COCONET_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size_));
     COCONET_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &host_comm_));
     COCONET_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &p2p_comm_));
-    MPI_Comm node = MPI_COMM_NULL;
-    COCONET_MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node));
-    COCONET_MPI_CHECK(MPI_Comm_size(node, &ranks_on_node_));
+    COCONET_MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node_comm_));
+    COCONET_MPI_CHECK(MPI_Comm_size(node_comm_, &ranks_on_node_));
     int node_rank = 0;
-    COCONET_MPI_CHECK(MPI_Comm_rank(node, &node_rank));
-    MPI_Comm_free(&node);
+    COCONET_MPI_CHECK(MPI_Comm_rank(node_comm_, &node_rank));
+    node_ranks_.resize(static_cast<std::size_t>(ranks_on_node_));
+    COCONET_MPI_CHECK(MPI_Allgather(&rank_, 1, MPI_INT, node_ranks_.data(), 1, MPI_INT, node_comm_));
     // One leader per node (its rank 0 there) counts the nodes.
     const int leader = node_rank == 0 ? 1 : 0;
     COCONET_MPI_CHECK(MPI_Allreduce(&leader, &nodes_, 1, MPI_INT, MPI_SUM, host_comm_));
@@ -114,6 +115,7 @@ class CpuBackend final : public Backend {
     free_groups();
     MPI_Comm_free(&host_comm_);
     MPI_Comm_free(&p2p_comm_);
+    MPI_Comm_free(&node_comm_);
     ops_.reset();
   }
 
@@ -138,23 +140,43 @@ class CpuBackend final : public Backend {
     COCONET_MPI_CHECK(MPI_Comm_dup(group_comm_, &group_compute_));
   }
 
-  BufferId allocate(DType dtype, std::int64_t count) override {
+  BufferId allocate(DType dtype, std::int64_t count) override { return take(dtype, count, true); }
+  // A reused block is not cleared first: the input's fill writes every element.
+  BufferId allocate_to_fill(DType dtype, std::int64_t count) override { return take(dtype, count, false); }
+
+  BufferId take(DType dtype, std::int64_t count, bool zeroed) {
     Buffer b;
     b.dtype = dtype;
     b.count = count;
     try {
-      b.block = pool_.take(static_cast<std::size_t>(count * model::bytes_of(dtype)));
+      b.block = pool_.take(static_cast<std::size_t>(count * model::bytes_of(dtype)), zeroed);
     } catch (const std::bad_alloc&) {
       throw UserError("out of host memory allocating " + std::to_string(count) + " elements on rank " +
                       std::to_string(rank_) + "; use smaller sizes (--set)");
     }
+    b.data = b.block.data();
+    buffers_.push_back(std::move(b));
+    return static_cast<BufferId>(buffers_.size() - 1);
+  }
+
+  bool updates_in_place() const override { return true; }
+
+  // A view of the target's block: no memory of its own.
+  BufferId alias(BufferId target, std::int64_t offset, std::int64_t count) override {
+    const Buffer& t = buffer(target);
+    COCONET_ASSERT(offset >= 0 && count >= 0 && offset + count <= t.count, "alias: outside its target");
+    Buffer b;
+    b.dtype = t.dtype;
+    b.count = count;
+    b.data = t.data + offset * model::bytes_of(t.dtype);
     buffers_.push_back(std::move(b));
     return static_cast<BufferId>(buffers_.size() - 1);
   }
 
   void release_all() override {
     synchronize();
-    for (Buffer& b : buffers_) pool_.give_back(std::move(b.block));
+    for (Buffer& b : buffers_)
+      if (b.block.capacity() > 0) pool_.give_back(std::move(b.block));
     buffers_.clear();
   }
 
@@ -189,6 +211,21 @@ class CpuBackend final : public Backend {
     return values;
   }
 
+  // Straight into `out`: no vector between.
+  void read_f32(View src, std::span<float> out) override {
+    COCONET_ASSERT(static_cast<std::int64_t>(out.size()) == src.count, "read_f32: size mismatch");
+    synchronize();
+    check(src);
+    kernels::load_f32(data(src.buffer), dtype_of(src.buffer), src.offset, 1, src.count, out.data());
+  }
+
+  std::optional<std::span<const float>> host_f32(View src) override {
+    if (dtype_of(src.buffer) != DType::f32) return std::nullopt;
+    synchronize();
+    check(src);
+    return std::span<const float>(reinterpret_cast<const float*>(ptr(src)), static_cast<std::size_t>(src.count));
+  }
+
   // In place, a tile of f32 values at a time: no host copy of the tensor.
   void fill_input(View dst, const model::InputPattern& pattern) override {
     synchronize();
@@ -200,6 +237,11 @@ class CpuBackend final : public Backend {
       kernels::store_f32(data(dst.buffer), dtype_of(dst.buffer), dst.offset + first, 1, n, tile.data());
     }
   }
+
+  NodeShared share_on_node(std::span<const std::int64_t> key, std::int64_t bytes) override {
+    return cpu::share_on_node(node_comm_, key, bytes, shared_serial_++);
+  }
+  std::vector<int> node_ranks() const override { return node_ranks_; }
 
   void copy(View dst, View src) override {
     check(dst);
@@ -496,7 +538,8 @@ class CpuBackend final : public Backend {
   struct Buffer {
     DType dtype = DType::f32;
     std::int64_t count = 0;
-    HostBlock block;
+    HostBlock block;            // empty for an alias
+    std::byte* data = nullptr;  // the first element: in `block`, or in an alias's target
   };
 
   struct Staged {
@@ -508,9 +551,10 @@ class CpuBackend final : public Backend {
     COCONET_ASSERT(b >= 0 && b < static_cast<BufferId>(buffers_.size()), "unknown buffer id");
     return buffers_[static_cast<std::size_t>(b)];
   }
-  std::byte* data(BufferId b) { return buffers_.at(static_cast<std::size_t>(b)).block.data(); }
+  std::byte* data(BufferId b) { return buffers_.at(static_cast<std::size_t>(b)).data; }
   void* ptr(View v) { return data(v.buffer) + v.offset * model::bytes_of(dtype_of(v.buffer)); }
-  static bool same(View a, View b) { return a.buffer == b.buffer && a.offset == b.offset; }
+  // The same memory (an alias of a buffer included): MPI then works in place.
+  bool same(View a, View b) { return ptr(a) == ptr(b); }
 
   // A mean (NCCL's ncclAvg) after its sum: each element divided by the
   // group's size in f32 and rounded once to the buffer's type. On the comm
@@ -642,6 +686,9 @@ class CpuBackend final : public Backend {
   int ranks_on_node_ = 1;
   int nodes_ = 1;
   MPI_Comm host_comm_ = MPI_COMM_NULL;
+  MPI_Comm node_comm_ = MPI_COMM_NULL;  // the ranks of this node (share_on_node)
+  std::vector<int> node_ranks_;         // their world ranks
+  std::int64_t shared_serial_ = 0;      // share_on_node calls so far
   MPI_Comm p2p_comm_ = MPI_COMM_NULL;
   MPI_Comm group_comm_ = MPI_COMM_NULL;
   MPI_Comm group_compute_ = MPI_COMM_NULL;

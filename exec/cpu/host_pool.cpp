@@ -87,7 +87,7 @@ std::size_t HostPool::rounded(std::size_t bytes) {
   return bytes >= kHugePage ? round_up(bytes, kHugePage) : round_up(bytes, kPage);
 }
 
-HostBlock HostPool::take(std::size_t bytes) {
+HostBlock HostPool::take(std::size_t bytes, bool zeroed) {
   const std::size_t capacity = rounded(bytes);
   if (capacity == 0) return {};
   HostBlock block;
@@ -95,7 +95,7 @@ HostBlock HostPool::take(std::size_t bytes) {
     block = std::move(it->second);
     free_.erase(it);
     free_bytes_ -= capacity;
-    std::memset(block.data(), 0, bytes);  // a fresh mapping is zero already; a reused one is not
+    if (zeroed) std::memset(block.data(), 0, bytes);  // a fresh mapping is zero already; a reused one is not
   } else {
     shrink_to(std::max(peak_in_use_, in_use_ + capacity) - capacity);
     try {

@@ -46,8 +46,9 @@ class HostBlock {
 
 class HostPool {
  public:
-  // A zero-filled block of at least `bytes` bytes; throws std::bad_alloc.
-  [[nodiscard]] HostBlock take(std::size_t bytes);
+  // A zero-filled block of at least `bytes` bytes (with `zeroed` false, a
+  // reused block keeps what it held); throws std::bad_alloc.
+  [[nodiscard]] HostBlock take(std::size_t bytes, bool zeroed = true);
   // Returns a block taken from this pool, to be handed out again.
   void give_back(HostBlock block);
   // Unmaps every free block.

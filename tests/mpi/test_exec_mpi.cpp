@@ -296,6 +296,32 @@ TEST(CpuBackend, InjectedWrongKernelIsCaught) {
   EXPECT_NE(row.mismatch.find("expected"), std::string::npos);
 }
 
+// The reference outputs are held once per node (Backend::share_on_node): the
+// ranks that pass one key share one region, written by the lowest of them
+// and read by the others; a rank alone with its key gets a region of its
+// own. Every rank of these jobs runs on this one machine.
+TEST(CpuBackend, RanksOfANodeShareOneRegionPerKey) {
+  auto& b = *shared_backend();
+  const int rank = b.world_rank();
+  constexpr int kInts = 64;
+  const std::array<std::int64_t, 2> same{7, 1};
+  const NodeShared shared = b.share_on_node(same, kInts * sizeof(int));
+  EXPECT_EQ(shared.writer, rank == 0);
+  auto* ints = reinterpret_cast<int*>(shared.data.get());
+  if (shared.writer)
+    for (int k = 0; k < kInts; ++k) ints[k] = 1000 + k;
+  b.barrier();
+  for (int k = 0; k < kInts; ++k) ASSERT_EQ(ints[k], 1000 + k) << "rank " << rank;
+  const std::array<std::int64_t, 2> own{7, rank};
+  const NodeShared mine = b.share_on_node(own, kInts * sizeof(int));
+  EXPECT_TRUE(mine.writer);
+  auto* own_ints = reinterpret_cast<int*>(mine.data.get());
+  for (int k = 0; k < kInts; ++k) own_ints[k] = rank;
+  b.barrier();
+  for (int k = 0; k < kInts; ++k) ASSERT_EQ(own_ints[k], rank);
+  b.barrier();
+}
+
 // A straggler: one rank's update takes kSlowKernelMs longer. The all-gather
 // after it waits on every other rank for that much, and the unit shares
 // charge the wait to the update that made it (the latest end of each unit

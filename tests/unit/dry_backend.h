@@ -34,6 +34,13 @@ class DryBackend final : public Backend {
     return static_cast<BufferId>(buffers_.size() - 1);
   }
   void release_all() override { buffers_.clear(); }
+  // As the cpu backend: updates written in place (exec/update_in_place.h),
+  // and `ranks` world ranks on this rank's node (Backend::node_ranks).
+  void write_updates_in_place(bool on) { in_place_ = on; }
+  void set_node_ranks(std::vector<int> ranks) { node_ = std::move(ranks); }
+  bool updates_in_place() const override { return in_place_; }
+  BufferId alias(BufferId target, std::int64_t, std::int64_t n) override { return allocate(dtype_of(target), n); }
+  std::vector<int> node_ranks() const override { return node_.empty() ? std::vector<int>{rank_} : node_; }
   DType dtype_of(BufferId b) const override { return buffers_.at(static_cast<std::size_t>(b)).first; }
   std::int64_t size_of(BufferId b) const override { return buffers_.at(static_cast<std::size_t>(b)).second; }
   std::int64_t available_bytes() const override { return available_; }
@@ -115,6 +122,8 @@ class DryBackend final : public Backend {
   std::vector<FusedCall> fused_;
   std::vector<TileCall> tiles_;
   std::optional<NcclLike> nccl_;
+  bool in_place_ = false;
+  std::vector<int> node_;
 };
 
 }  // namespace coconet::exec::testing

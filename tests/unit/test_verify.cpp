@@ -126,6 +126,38 @@ TEST(Verify, APartIsComparedWhereTheReferenceHoldsItsElements) {
   EXPECT_TRUE(verify(backend, {"y"}, {{"y", placed(part, 3, 4, 1, 2, 2, 2)}}, left, 0.0, "reference").ok);
 }
 
+// Parts of whole rows (a 1-D tensor's elements are rows of one column),
+// compared as one run of the rows both hold: a slice against the whole
+// reference, the whole against a slice, and a slice beside the reference's.
+TEST(Verify, RowPartsAreComparedWhereTheReferenceHoldsTheirRows) {
+  testing::DryBackend backend(0, 1, plan::Capabilities{});
+  backend.set_groups(1);
+  std::vector<float> whole;  // element i = i
+  for (int i = 0; i < 8; ++i) whole.push_back(static_cast<float>(i));
+  std::vector<float> upper(whole.begin() + 4, whole.end());  // rows 4-7
+  const Outputs e{{"w", placed(whole, 8, 1, 0, 0, 8, 1)}};
+  EXPECT_TRUE(verify(backend, {"w"}, {{"w", placed(upper, 8, 1, 4, 0, 4, 1)}}, e, 0.0, "reference").ok);
+  upper[1] = 9;  // global row 5
+  const Verdict v = verify(backend, {"w"}, {{"w", placed(upper, 8, 1, 4, 0, 4, 1)}}, e, 0.0, "reference");
+  EXPECT_FALSE(v.ok);
+  EXPECT_NE(v.first_mismatch.find("w[5]"), std::string::npos) << v.first_mismatch;
+  EXPECT_NE(v.first_mismatch.find("expected 5"), std::string::npos) << v.first_mismatch;
+  // The whole against rows 2-5 of the reference: a wrong row 6 is outside it, a wrong row 3 is not.
+  const Outputs middle{{"w", placed(std::vector<float>(whole.begin() + 2, whole.begin() + 6), 8, 1, 2, 0, 4, 1)}};
+  std::vector<float> got = whole;
+  got[6] = 60;
+  EXPECT_TRUE(verify(backend, {"w"}, {{"w", placed(got, 8, 1, 0, 0, 8, 1)}}, middle, 0.0, "reference").ok);
+  got[3] = 30;
+  const Verdict w = verify(backend, {"w"}, {{"w", placed(got, 8, 1, 0, 0, 8, 1)}}, middle, 0.0, "reference");
+  EXPECT_FALSE(w.ok);
+  EXPECT_NE(w.first_mismatch.find("w[3]"), std::string::npos) << w.first_mismatch;
+  // Rows 0-3 against rows 4-7: nothing in common.
+  const std::vector<float> lower(got.begin(), got.begin() + 4);
+  EXPECT_TRUE(verify(backend, {"w"}, {{"w", placed(lower, 8, 1, 0, 0, 4, 1)}}, {{"w", placed(upper, 8, 1, 4, 0, 4, 1)}},
+                     0.0, "reference")
+                  .ok);
+}
+
 // A schedule's outputs are read from the backend a block at a time
 // (OutputSources): the same verdict as the whole part, a mismatch past the
 // first block named by its index, and no read of the whole part at once.
