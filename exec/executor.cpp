@@ -314,13 +314,7 @@ Executor::Executor(Backend& backend, plan::StepPlan plan, std::uint64_t seed,
     for (BufferId b : calls.scratch) touched_.add_scratch(b);
     fused_calls_.emplace(op.id, std::move(calls));
   }
-  for (const auto& op : plan_.ops)
-    if (op.program) check_reads_before_writes(*op.program, values_.in_place());
-  for (const auto& [id, calls] : fused_calls_)
-    for (const auto& chunk : calls.chunks)
-      for (const auto& pass : chunk.passes)
-        for (const auto& piece : pass.pieces)
-          for (const auto& c : piece.computes) check_reads_before_writes(*c.program, values_.in_place());
+  check_in_place_order();
   if (!inputs) inputs = model::choose_inputs(*plan_.program, plan_.sizes, plan_.ranks_per_group).ranges;
   COCONET_ASSERT(inputs->size() == plan_.program->inputs.size(), "one input range per program input");
   ranges_ = std::move(*inputs);
@@ -368,12 +362,6 @@ void Executor::fill_inputs(const std::optional<std::set<std::string>>& only) {
     backend_.fill_input(View{v.buffer, 0, v.local_rows * v.local_cols}, pattern);
   }
   backend_.synchronize();  // a device fill is queued on the compute stream; the comm stream reads inputs too
-}
-
-std::vector<float> Executor::read_f32(const std::string& value) {
-  const auto& v = values_.at(value);
-  if (!v.allocated) return {};
-  return backend_.read_f32(whole(v));
 }
 
 void Executor::read_f32(const std::string& value, std::int64_t first, std::span<float> out) {
@@ -498,6 +486,18 @@ void Executor::run_resident_tile_unit(const plan::Unit& u) {
     recorder_->add({mm.id, 0, mm.stream, start_us, end_us});
     recorder_->add({coll.id, 0, coll.stream, start_us, end_us});
   }
+}
+
+void Executor::check_in_place_order() const {
+  const auto& in_place = values_.in_place();
+  if (in_place.empty()) return;
+  for (const auto& op : plan_.ops)
+    if (op.program) check_reads_before_writes(*op.program, in_place);
+  for (const auto& [id, calls] : fused_calls_)
+    for (const auto& chunk : calls.chunks)
+      for (const auto& pass : chunk.passes)
+        for (const auto& piece : pass.pieces)
+          for (const auto& c : piece.computes) check_reads_before_writes(*c.program, in_place);
 }
 
 void Executor::prepare_step() {

@@ -79,11 +79,9 @@ class Executor {
   // Records every launch's start and end into `r` from now on (nullptr: stop);
   // the recorder must outlive the steps it records.
   void set_recorder(LaunchRecorder* r) { recorder_ = r; }
-  // This rank's part of a value as f32, which holds every f16, bf16 and f32
-  // value exactly (empty when it lives in another group).
-  [[nodiscard]] std::vector<float> read_f32(const std::string& value);
   // This rank's part of a value from its local element `first` on, out.size()
-  // elements of it, as f32 (Backend::read_f32 of that view).
+  // elements of it, as f32, which holds every f16, bf16 and f32 value exactly
+  // (Backend::read_f32 of that view).
   void read_f32(const std::string& value, std::int64_t first, std::span<float> out);
   // The same values in place where the backend holds them as f32 on the
   // host (Backend::host_f32), else nullopt.
@@ -100,6 +98,10 @@ class Executor {
  private:
   // Fills the program's inputs (only those named in `only`, when given).
   void fill_inputs(const std::optional<std::set<std::string>>& only = std::nullopt);
+  // Every element-wise program it runs (fused ops' included) reads a state
+  // before it writes that state's update over it (check_reads_before_writes);
+  // nothing to check where no update is written in place.
+  void check_in_place_order() const;
   void run_unit(const plan::Unit& u);
   // A tile unit (plan::Unit::tile): every block's collective queued behind
   // its block's event, then the one GEMM.

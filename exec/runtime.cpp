@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <bit>
 #include <cmath>
 #include <cstring>
 #include <numeric>
@@ -53,14 +52,6 @@ OutputSources output_sources(Executor& ex) {
   return out;
 }
 
-// Whether every one of n f32 values is finite (no exponent of all ones).
-bool all_finite(const float* v, std::int64_t n) {
-  constexpr std::uint32_t kExponent = 0x7f800000u;
-  bool finite = true;
-  for (std::int64_t k = 0; k < n; ++k) finite &= (std::bit_cast<std::uint32_t>(v[k]) & kExponent) != kExponent;
-  return finite;
-}
-
 // What read_part found: whether the part holds exactly the values it was
 // compared with, and whether they are all finite.
 struct PartRead {
@@ -88,6 +79,16 @@ PartRead read_part(Executor& ex, const std::string& name, std::int64_t count, fl
   return r;
 }
 
+// Which values of output k world rank `rank` holds, as a key: ranks of a
+// node with equal keys hold the same reference values and share one copy
+// (read_outputs), and the memory check counts that copy once
+// (reference_bytes_per_rank). A local output's parts are each rank's own.
+using PartKey = std::array<std::int64_t, 6>;
+PartKey part_key(std::size_t k, const plan::ValueView& v, int rank) {
+  return {static_cast<std::int64_t>(k), v.row_begin, v.local_rows, v.col_begin, v.local_cols,
+          v.type.layout.is_local() ? rank : -1};
+}
+
 // The outputs this rank holds, as f32 on the host (collective). Where ranks
 // of a node hold the same part of an output, one of them writes it into a
 // region they share (Backend::share_on_node) and each of the others checks
@@ -100,8 +101,7 @@ Outputs read_outputs(Backend& backend, Executor& ex) {
   for (std::size_t k = 0; k < names.size(); ++k) {
     const auto& info = ex.values().at(names[k]);
     const std::int64_t count = ex.part_count(names[k]);
-    const std::array<std::int64_t, 6> key{static_cast<std::int64_t>(k), info.row_begin,   info.local_rows,
-                                          info.col_begin,                info.local_cols, count};
+    const PartKey key = part_key(k, info, backend.world_rank());
     NodeShared region = backend.share_on_node(key, count * kHostBytesPerOutputElement);
     auto* values = reinterpret_cast<float*>(region.data.get());
     PartRead read;
@@ -241,14 +241,14 @@ std::int64_t reference_bytes_per_rank(const Backend& backend, const model::Progr
                                       const model::Bindings& sizes) {
   const std::vector<int> node = backend.node_ranks();
   const int p = backend.ranks_per_group();
-  std::set<std::array<std::int64_t, 6>> parts;
+  std::set<PartKey> parts;
   std::int64_t bytes = 0;
   for (int r : node) {
     const auto views = plan::rank_views(program, sizes, p, plan::RankId{r / p, r % p});
     for (std::size_t k = 0; k < program.outputs.size(); ++k) {
       const plan::ValueView& v = views.at(program.outputs[k]);
       if (!v.here) continue;
-      if (parts.insert({static_cast<std::int64_t>(k), v.row_begin, v.local_rows, v.col_begin, v.local_cols, 0}).second)
+      if (parts.insert(part_key(k, v, r)).second)
         bytes += v.local_numel() * kHostBytesPerOutputElement;
     }
   }

@@ -94,12 +94,7 @@ void for_each_match(const ValueInfo& ai, std::int64_t first, std::int64_t last, 
 // tolerance and differs by 0. A memcmp and a loop the compiler vectorises,
 // for the common case of a schedule held exactly to the program.
 bool identical_and_finite(const float* a, const float* e, std::int64_t n) {
-  constexpr std::uint32_t kExponent = 0x7f800000u;
-  const auto bytes = static_cast<std::size_t>(n) * sizeof(float);
-  if (std::memcmp(a, e, bytes) != 0) return false;
-  bool finite = true;
-  for (std::int64_t k = 0; k < n; ++k) finite &= (std::bit_cast<std::uint32_t>(a[k]) & kExponent) != kExponent;
-  return finite;
+  return std::memcmp(a, e, static_cast<std::size_t>(n) * sizeof(float)) == 0 && all_finite(a, n);
 }
 
 // n elements side by side, actual's first the local element i: the worst
@@ -205,6 +200,13 @@ double interpreter_tolerance(model::DType t) {
     case model::DType::bf16: return kBf16Tolerance;
   }
   return kF32Tolerance;
+}
+
+bool all_finite(const float* v, std::int64_t n) {
+  constexpr std::uint32_t kExponent = 0x7f800000u;  // f32's exponent bits: all set for inf and NaN
+  bool finite = true;
+  for (std::int64_t k = 0; k < n; ++k) finite &= (std::bit_cast<std::uint32_t>(v[k]) & kExponent) != kExponent;
+  return finite;
 }
 
 Verdict verify(Backend& backend, const std::vector<std::string>& outputs, const Outputs& actual,

@@ -86,6 +86,10 @@ struct OutputSource {
 };
 using OutputSources = std::map<std::string, OutputSource>;  // by output name
 
+// Whether every one of n f32 values is finite (no exponent of all ones): a
+// loop the compiler vectorises, for the reference's and a run's values.
+[[nodiscard]] bool all_finite(const float* v, std::int64_t n);
+
 struct Verdict {
   bool ok = true;
   double max_abs_error = 0.0;

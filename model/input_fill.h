@@ -43,10 +43,6 @@ class Remainder64 {
   Wide m_;
 };
 
-// Writes input_at(p, first + k) into out[k] for every k, converted to T
-// (float: the value a double -> float conversion gives, as Backend::write
-// does; every input value is a small integer times a power of two, exact in
-// both).
 // The elements of one row of the block, from global index `index` on.
 template <bool kLocal, typename T, typename Remainder>
 void fill_input_run(const InputPattern& p, const Remainder& remainder, double scale,

@@ -204,8 +204,7 @@ const LayerBlock& LayerBlockPricer::price(const LayerShape& x) {
   const Key key{x.micro_batch, x.sequence, x.heads,       x.head_dim,      x.ffn,      x.tp,
                 int(x.dtype),  sp,         on_tp_group(x.tp_overlap, x.tp), int(x.family), hidden_of(x), kv_heads_of(x),
                 x.fp8, x.flash_attention, x.fused_kernels,
-                std::make_tuple(x.mla.q_lora_rank, x.mla.kv_lora_rank, x.mla.qk_rope_head_dim, x.mla.qk_nope_head_dim,
-                                x.mla.v_head_dim)};
+                x.mla};
   if (const auto hit = cache_.find(key); hit != cache_.end()) return hit->second;
   const auto [fwd, bwd] = layer_programs(x);
   return cache_.emplace(key, LayerBlock{tune(fwd, x), tune(bwd, x)}).first->second;

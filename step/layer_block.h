@@ -131,7 +131,7 @@ class LayerBlockPricer {
  private:
   using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, int, int, bool, bool,
                          int, std::int64_t, std::int64_t, bool, bool, bool,
-                         std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t>>;
+                         Mla>;
   struct Programs {
     std::vector<model::Schedule> bases;  // model::enumerate_schedules
     std::optional<sim::ScheduleList> all;  // with their kernel choices: made when first asked for

@@ -6,6 +6,7 @@
 // GPU count) are resolve_layout's, which names the place in the file too.
 #pragma once
 
+#include <compare>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -118,6 +119,7 @@ struct Mla {
   std::int64_t qk_rope_head_dim = 0;
   std::int64_t qk_nope_head_dim = 0;
   std::int64_t v_head_dim = 0;
+  auto operator<=>(const Mla&) const = default;  // a key of the layer pricer's cache
 };
 
 struct Transformer {

@@ -204,10 +204,9 @@ class CpuBackend final : public Backend {
   }
 
   std::vector<float> read_f32(View src) override {
-    synchronize();
     check(src);
     std::vector<float> values(static_cast<std::size_t>(src.count));
-    kernels::load_f32(data(src.buffer), dtype_of(src.buffer), src.offset, 1, src.count, values.data());
+    read_f32(src, values);
     return values;
   }
 

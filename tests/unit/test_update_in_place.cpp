@@ -94,13 +94,12 @@ TEST(UpdateInPlace, AProgramThatReadsTheStateAfterWritingItIsRefused) {
 }
 
 // The bytes check_memory asks of a rank, from its refusal at 1 byte.
-double needed_gib(const std::string& workload, bool in_place, std::vector<int> node) {
+double needed_gib(const model::Program& p, bool in_place, std::vector<int> node) {
   testing::DryBackend backend(0, 2, plan::cpu_capabilities());
   backend.set_groups(1);
   backend.write_updates_in_place(in_place);
   backend.set_node_ranks(std::move(node));
   backend.set_available_bytes(1);
-  const auto p = model::load_program(model::resolve_workload(workload));
   RunOptions options;
   options.interpreter_limit = 0;
   try {
@@ -110,8 +109,12 @@ double needed_gib(const std::string& workload, bool in_place, std::vector<int> n
     const auto at = m.find(" needs ");
     return std::stod(m.substr(at + 7));
   }
-  ADD_FAILURE() << workload << " fitted in 1 byte";
+  ADD_FAILURE() << p.name << " fitted in 1 byte";
   return 0;
+}
+
+double needed_gib(const std::string& workload, bool in_place, std::vector<int> node) {
+  return needed_gib(model::load_program(model::resolve_workload(workload)), in_place, std::move(node));
 }
 
 // N = 335,708,160 on 2 ranks of one node. Adam: its largest plan (RS-AG-C:
@@ -125,6 +128,21 @@ TEST(UpdateInPlace, BertLargeAdamAndLambFitTwoRanksOfTheMachine) {
   EXPECT_NEAR(needed_gib("lamb", false, {0}), 14.7, 0.05);
   // In place but one rank a node: the whole reference on each.
   EXPECT_NEAR(needed_gib("adam", true, {0}), 9.1, 0.05);
+}
+
+// A replicated output's reference is held once a node, a local one's (each
+// rank's own values) by every rank: y = 2 x over 2^28 f32 elements, x and y
+// 1 GiB each, the reference 1 GiB a copy.
+TEST(UpdateInPlace, ALocalOutputsReferenceIsEachRanksOwn) {
+  const auto program = [](const char* layout) {
+    return model::parse_program(std::string("name: twice\nparams: {N: 268435456}\ntensors:\n"
+                                            "  x: {dtype: f32, shape: [N], layout: ") +
+                                    layout + "}\nprogram:\n  - y = x * 2\noutputs: [y]\n",
+                                "<test>");
+  };
+  EXPECT_NEAR(needed_gib(program("replicated"), true, {0, 1}), 2.5, 0.05);
+  EXPECT_NEAR(needed_gib(program("replicated"), true, {0}), 3.0, 0.05);
+  EXPECT_NEAR(needed_gib(program("local"), true, {0, 1}), 3.0, 0.05);
 }
 
 }  // namespace
