@@ -645,8 +645,32 @@ void add_layers(ChunkTimes& c, double L, const LayerTimes& lt, Recompute rc, dou
   }
 }
 
+// A multi-token prediction module (spec.h Transformer::mtp_layers) beside
+// its transformer layer, one micro-batch: the lookup of the shifted tokens'
+// embeddings (as the first stage's), the two RMSNorms (the hidden state's
+// and the embeddings', each read and written forward, three passes
+// backward), the projection of the concatenated 2h to h (column parallel over
+// tp, Megatron-core's eh_proj) and a pass of the shared output layer with its
+// loss.
+constexpr int kMtpNorms = 2;
+struct MtpModule {
+  double fwd_compute_us = 0;
+  double fwd_tp_us = 0;
+  double bwd_compute_us = 0;
+};
+MtpModule mtp_module(const sim::Topology& t, const Shapes& x, bool sp, const Embedding& emb, const GemmPasses& out) {
+  const double rows = double(x.tokens) / (sp ? x.tp : 1) * double(x.hidden) * model::bytes_of(x.dtype);
+  const GemmPasses projection = linear(t, x.tokens, x.hidden / x.tp, 2 * x.hidden, x.dtype);
+  MtpModule m;
+  m.fwd_compute_us = emb.fwd_compute_us + kMtpNorms * (ew(t, 2 * rows) + t.gpu.launch_us) + projection.fwd + out.fwd;
+  m.fwd_tp_us = emb.fwd_tp_us;
+  m.bwd_compute_us = emb.bwd_compute_us + kMtpNorms * (ew(t, 3 * rows) + t.gpu.launch_us) + projection.bwd + out.bwd;
+  return m;
+}
+
 std::vector<ChunkTimes> chunk_times(const ModelSpec& s, const Layout& l, const LayerTimes& lt, const LayerTimes& moe,
-                                    double selective_us, const Embedding& emb, const GemmPasses& out) {
+                                    double selective_us, const Embedding& emb, const GemmPasses& out,
+                                    const MtpModule& mtp) {
   std::vector<ChunkTimes> chunks;
   const int n = l.chunks();
   chunks.reserve(std::size_t(n));
@@ -665,6 +689,11 @@ std::vector<ChunkTimes> chunk_times(const ModelSpec& s, const Layout& l, const L
     if (k == n - 1) {
       c.fwd_compute_us += out.fwd;
       c.bwd_compute_us += out.bwd;
+      const double depths = double(s.model.mtp_layers);
+      add_layers(c, depths, s.moe.on() ? moe : lt, rc, selective_us);
+      c.fwd_compute_us += depths * mtp.fwd_compute_us;
+      c.fwd_tp_us += depths * mtp.fwd_tp_us;
+      c.bwd_compute_us += depths * mtp.bwd_compute_us;
     }
     chunks.push_back(c);
   }
@@ -813,7 +842,9 @@ StepReport predict_step_bound(const ModelSpec& s, const SizedLayout& sized, cons
       case Recompute::full: ml.recompute_us = ml.fwd_us() + ml.fwd_cp_us; break;
     }
   }
-  r.chunks = chunk_times(s, l, lt, r.moe_layer, selective_us, embedding(t, x, sp, collectives), output_layer(t, x));
+  const Embedding emb = embedding(t, x, sp, collectives);
+  const GemmPasses out = output_layer(t, x);
+  r.chunks = chunk_times(s, l, lt, r.moe_layer, selective_us, emb, out, mtp_module(t, x, sp, emb, out));
   if (s.training.fp8)
     for (ChunkTimes& c : r.chunks) c.fwd_amax_us = amax_allreduce_us(t, l, c.layers, collectives);
   double slowest = -1;

@@ -45,10 +45,23 @@ double layers_forward_flops_per_token(const ModelSpec& s) {
 }
 }  // namespace
 
+namespace {
+// The multi-token prediction modules' forward GEMMs per token (spec.h
+// Transformer::mtp_layers): each depth its layer (with experts when the model
+// has them), the projection 2h x h and a pass of the output layer.
+double mtp_forward_flops_per_token(const ModelSpec& s, double logits) {
+  const auto& m = s.model;
+  if (m.mtp_layers == 0) return 0;
+  const double h = double(m.hidden);
+  const double layer = s.moe.on() ? moe_layer_forward_flops_per_token(s) : layer_forward_flops_per_token(m);
+  return double(m.mtp_layers) * (layer + kFlopsPerMac * 2 * h * h + logits);
+}
+}  // namespace
+
 double model_flops(const ModelSpec& s) {
   const auto& m = s.model;
   const double logits = kFlopsPerMac * double(m.hidden) * double(m.vocabulary);
-  return tokens(s) * kPasses * (layers_forward_flops_per_token(s) + logits);
+  return tokens(s) * kPasses * (layers_forward_flops_per_token(s) + logits + mtp_forward_flops_per_token(s, logits));
 }
 
 double hardware_flops(const ModelSpec& s) {
@@ -60,10 +73,13 @@ double hardware_flops(const ModelSpec& s) {
     case Recompute::selective:
       again = attention_core_flops_per_token(m);
       break;
-    case Recompute::full:
-      return model_flops(s) + tokens(s) * layers_forward_flops_per_token(s);
+    case Recompute::full: {
+      // The multi-token prediction layers recompute as the model's do.
+      const double mtp = s.moe.on() ? moe_layer_forward_flops_per_token(s) : layer_forward_flops_per_token(m);
+      return model_flops(s) + tokens(s) * (layers_forward_flops_per_token(s) + double(m.mtp_layers) * mtp);
+    }
   }
-  return model_flops(s) + tokens(s) * double(m.layers) * again;
+  return model_flops(s) + tokens(s) * double(m.layers + m.mtp_layers) * again;
 }
 
 double megatron_eq3_flops(const ModelSpec& s) {

@@ -118,6 +118,24 @@ double full_layer_bytes(const ModelSpec& s, const Layout& l, bool drop_attention
 
 }  // namespace
 
+namespace {
+// A stage's multi-token prediction modules less their experts (spec.h
+// Transformer::mtp_layers): each its layer's dense part, the projection 2h x
+// h and the two RMSNorms; and, on a stage without the first's embedding, a
+// copy of it for the shifted tokens (Megatron-core builds the embedding on
+// the post-process stage when it holds MTP).
+double mtp_parameters(const ModelSpec& s, const Layout& l, int stage) {
+  const double depths = mtp_layers_of_stage(s, l, stage);
+  if (depths == 0) return 0;
+  const Transformer& m = s.model;
+  const double h = double(m.hidden);
+  const double layer = s.moe.on() ? moe_layer_dense_parameters(s) : layer_parameters(m);
+  const double module = layer + 2 * h * h + 2 * norm_parameters(m);
+  const double embedding = l.pp > 1 ? double(m.vocabulary) * h : 0.0;
+  return (depths * module + embedding) / l.tp;
+}
+}  // namespace
+
 double stage_parameters(const ModelSpec& s, const Layout& l, int stage) {
   const double moe = moe_layers_of_stage(s, l, stage);
   const double dense = l.layers_of_stage(stage) - moe;
@@ -129,7 +147,8 @@ double stage_parameters(const ModelSpec& s, const Layout& l, int stage) {
   if (l.pp == 1) matrices = s.model.tied_embeddings ? 1.0 : 2.0;
   else if (stage == 0 || stage == l.pp - 1) matrices = 1.0;
   const double moe_dense = moe > 0 ? moe * moe_layer_dense_parameters(s) / l.tp : 0.0;
-  return dense * layer_parameters(s.model) / l.tp + moe_dense + matrices * embedding;
+  return dense * layer_parameters(s.model) / l.tp + moe_dense + matrices * embedding +
+         mtp_parameters(s, l, stage);
 }
 
 namespace {
@@ -147,7 +166,7 @@ int largest_stage(const ModelSpec& s, const Layout& l) {
 double stage_parameters(const ModelSpec& s, const Layout& l) { return stage_parameters(s, l, largest_stage(s, l)); }
 
 double stage_expert_parameters(const ModelSpec& s, const Layout& l, int stage) {
-  const double moe = moe_layers_of_stage(s, l, stage);
+  const double moe = moe_layers_of_stage(s, l, stage) + (s.moe.on() ? mtp_layers_of_stage(s, l, stage) : 0);
   return moe > 0 ? moe * expert_parameters(s) / (double(l.ep) * l.etp) : 0.0;
 }
 
@@ -207,9 +226,13 @@ Memory memory_per_gpu(const ModelSpec& s, const Layout& l, const sim::Topology& 
     const double optimizer = sharded(1) * kAdamStateBytes;
     const double chunks = chunks_in_flight(s.parallel.schedule, l.pp, l.virtual_stages, int(l.micro_batches), stage);
     const double moe = moe_layers_of_stage(s, l, stage);
-    const double stage_layer_bytes = per_layer * (l.layers_of_stage(stage) - moe) + per_moe_layer * moe;
+    // The multi-token prediction layers count as the stage's layers; each
+    // depth's logits beside the model's.
+    const double mtp = mtp_layers_of_stage(s, l, stage);
+    const double stage_layer_bytes = per_layer * (l.layers_of_stage(stage) - moe) + per_moe_layer * moe +
+                                     mtp * (s.moe.on() ? per_moe_layer : per_layer);
     double activations = stage_layer_bytes / l.virtual_stages * chunks + working;
-    if (stage == l.pp - 1) activations += logits;
+    if (stage == l.pp - 1) activations += logits * (1 + mtp);
     const double total = weights + gradients + optimizer + activations;
     if (total <= most) continue;
     most = total;

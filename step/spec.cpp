@@ -264,7 +264,7 @@ Transformer read_model(const Reader& r, const YAML::Node& root) {
   const YAML::Node n =
       r.section(root, "model", {"layers", "hidden", "heads", "kv_heads", "head_dim", "ffn", "ffn_type", "norm",
                                 "tied_embeddings", "sequence", "vocabulary", "attention", "q_lora_rank",
-                                "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"});
+                                "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "mtp_layers"});
   Transformer m;
   m.layers = r.count(n, "model", "layers", -1, kMaxLayers);
   m.hidden = r.count(n, "model", "hidden");
@@ -273,6 +273,7 @@ Transformer read_model(const Reader& r, const YAML::Node& root) {
   m.ffn = r.count(n, "model", "ffn", 4 * m.hidden);
   m.sequence = r.count(n, "model", "sequence");
   m.vocabulary = r.count(n, "model", "vocabulary");
+  m.mtp_layers = r.count(n, "model", "mtp_layers", 0, kMaxMtpLayers);
   m.ffn_type = r.parsed(n, "ffn_type", FfnType::gelu, parse_ffn_type);
   m.norm = r.parsed(n, "norm", Norm::layernorm, parse_norm);
   if (n["tied_embeddings"]) m.tied_embeddings = r.ctx().scalar<bool>(n["tied_embeddings"], "model.tied_embeddings");
@@ -681,6 +682,10 @@ int moe_layers_of_stage(const ModelSpec& s, const Layout& l, int stage) {
   int n = 0;
   for (int c = 0; c < l.virtual_stages; ++c) n += moe_layers_of_chunk(s, l, c * l.pp + stage);
   return n;
+}
+
+int mtp_layers_of_stage(const ModelSpec& s, const Layout& l, int stage) {
+  return stage == l.pp - 1 ? int(s.model.mtp_layers) : 0;
 }
 
 namespace {

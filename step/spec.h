@@ -101,6 +101,9 @@ enum class Dispatcher { alltoall, deepep };
 // Transformer layers: far past any model (Llama 3 405B has 126, Megatron-LM's
 // 1T model 128); keeps every per-stage layer count an int.
 inline constexpr std::int64_t kMaxLayers = std::int64_t{1} << 16;
+// Multi-token prediction depths: DeepSeek-V3 trains with 1 (section 2.2);
+// each depth predicts one token further, so a handful is already far past use.
+inline constexpr std::int64_t kMaxMtpLayers = 16;
 // Chunk passes of a step's pipeline, forward and backward (2 x micro-batches
 // x virtual stages x pp): what its layout (step/pipeline.h) and its trace hold,
 // about 50 bytes each. Llama 3 405B on 8192 GPUs lays out 2 x 32 x 128 = 8192;
@@ -138,6 +141,13 @@ struct Transformer {
   // attention mla: its sizes; head_dim is then the query's and key's
   // (qk_nope_head_dim + qk_rope_head_dim) and kv_heads is heads.
   Mla mla;
+  // Multi-token prediction depth (DeepSeek-V3, arXiv:2412.19437, section
+  // 2.2; Megatron-core's mtp_num_layers): each depth a module on the last
+  // pipeline stage of two RMSNorms, a projection of [h ; embedding] (2h) to
+  // h, one transformer layer like the model's last (with experts when the
+  // model has them) and a pass of the shared output layer and its loss. 0:
+  // none.
+  std::int64_t mtp_layers = 0;
 
   // The triple's family (checked when parsed); gpt for one without programs.
   [[nodiscard]] Family family() const;
@@ -357,6 +367,9 @@ struct Layout {
 // dense), those with experts; and over a pipeline stage's virtual stages.
 [[nodiscard]] int moe_layers_of_chunk(const ModelSpec& s, const Layout& l, int chunk);
 [[nodiscard]] int moe_layers_of_stage(const ModelSpec& s, const Layout& l, int stage);
+// The multi-token prediction layers stage `stage` holds (model.mtp_layers on
+// the last stage, Megatron-core's post-process stage; 0 elsewhere).
+[[nodiscard]] int mtp_layers_of_stage(const ModelSpec& s, const Layout& l, int stage);
 // One norm's parameters: 2h (LayerNorm gamma and beta) or h (RMSNorm gamma).
 [[nodiscard]] double norm_parameters(const Transformer& m);
 

@@ -19,6 +19,7 @@
 #include "sim/topology.h"
 #include "step/compose.h"
 #include "step/flops.h"
+#include "step/memory.h"
 #include "step/search.h"
 #include "step/spec.h"
 #include "step_test_model.h"
@@ -673,6 +674,25 @@ TEST(StepParameters, DeepSeekV3MatchesThePublishedTotal) {
   const double total = 3 * layer_parameters(m) +
                        58 * (moe_layer_dense_parameters(s) + expert_parameters(s)) + 2 * 129280 * h + h;
   EXPECT_NEAR(total / 671e9, 1.0, 0.005) << total / 1e9 << "B";
+}
+
+// DeepSeek-V3's multi-token-prediction module: 14B parameters (the released
+// checkpoint's model card: 685B = 671B main model + 14B MTP module, whose
+// layer 61 keeps its own embedding and output head). What coconet puts on
+// the last stage for it, its experts over ep x etp and the rest over tp, with
+// the output head it shares with the model there.
+TEST(StepParameters, DeepSeekV3MtpModuleMatchesThePublishedSize) {
+  const ModelSpec with = load_model("deepseek-v3");
+  ASSERT_EQ(with.model.mtp_layers, 1);
+  ModelSpec without = with;
+  without.model.mtp_layers = 0;
+  const Layout l = resolve_layout(with, h100(128));
+  const int last = l.pp - 1;
+  const double dense = (stage_parameters(with, l, last) - stage_parameters(without, l, last)) * l.tp;
+  const double experts =
+      (stage_expert_parameters(with, l, last) - stage_expert_parameters(without, l, last)) * l.ep * l.etp;
+  const double head = 129280.0 * 7168;
+  EXPECT_NEAR((dense + experts + head) / 14e9, 1.0, 0.05) << (dense + experts + head) / 1e9 << "B";
 }
 
 // MLA's FLOPs per token: its attention GEMMs (attention_weights) and the

@@ -244,6 +244,65 @@ TEST(StepMoeFlops, ModelFlopsCountTheActiveExperts) {
               per_token_expert, 1e-6);
 }
 
+// ---- multi-token prediction (model.mtp_layers) ---------------------------------------
+
+// Each depth runs on the last stage: one more layer with experts (its
+// all-to-alls too) and the module around it (an embedding lookup, two norms,
+// the 2h -> h projection and a pass of the output layer); the first stage is
+// untouched.
+TEST(StepMtp, TheLastStageRunsOneMoreLayerAndTheModule) {
+  const Overrides pp2 = {{"parallel.etp", "1"}, {"parallel.pp", "2"}};
+  Overrides with = pp2;
+  with.push_back({"model.mtp_layers", "1"});
+  const StepReport r0 = priced(pp2, 2), r1 = priced(with, 2);
+  ASSERT_EQ(r1.chunks.size(), 2u);
+  EXPECT_EQ(r1.chunks[0].fwd_us(), r0.chunks[0].fwd_us());
+  EXPECT_EQ(r1.chunks[0].bwd_us(), r0.chunks[0].bwd_us());
+  const ChunkTimes &a = r0.chunks[1], &b = r1.chunks[1];
+  EXPECT_NEAR(b.fwd_a2a_us - a.fwd_a2a_us, r1.moe_layer.fwd_a2a_us, 1e-9 * b.fwd_a2a_us);
+  EXPECT_NEAR(b.bwd_a2a_us - a.bwd_a2a_us, r1.moe_layer.bwd_a2a_us, 1e-9 * b.bwd_a2a_us);
+  const double layer_fwd = r1.moe_layer.fwd_gemm_us + r1.moe_layer.fwd_elementwise_us;
+  const double layer_bwd = r1.moe_layer.bwd_gemm_us + r1.moe_layer.bwd_elementwise_us;
+  // The module beside the layer: the output layer's pass again (what the
+  // chunk without it runs beyond its layers) and a few smaller kernels.
+  const double out_fwd = a.fwd_compute_us - a.layers * layer_fwd;
+  const double module_fwd = b.fwd_compute_us - a.fwd_compute_us - layer_fwd;
+  const double module_bwd = b.bwd_compute_us - a.bwd_compute_us - layer_bwd;
+  EXPECT_GT(module_fwd, out_fwd);
+  EXPECT_LT(module_fwd, out_fwd + layer_fwd);
+  EXPECT_GT(module_bwd, module_fwd);
+  EXPECT_GT(r1.step_us, r0.step_us);
+}
+
+// The module's parameters sit on the last stage (its layer's dense part and
+// experts, the projection 2h x h, two norms and, with pp > 1, a copy of the
+// embedding); its GEMMs count in the model's FLOPs.
+TEST(StepMtp, ItsParametersAndFlopsAreCounted) {
+  const sim::Topology t = h100(2);
+  const Overrides pp2 = {{"parallel.etp", "1"}, {"parallel.pp", "2"}};
+  Overrides with = pp2;
+  with.push_back({"model.mtp_layers", "1"});
+  const ModelSpec s0 = parse_model(kMoe, "moe.yaml", pp2), s1 = parse_model(kMoe, "moe.yaml", with);
+  const Layout l0 = resolve_layout(s0, t), l1 = resolve_layout(s1, t);
+  const double h = 1024, tp = 2;
+  const double module = moe_layer_dense_parameters(s1) + 2 * h * h + 2 * norm_parameters(s1.model);
+  EXPECT_DOUBLE_EQ(stage_parameters(s1, l1, 1) - stage_parameters(s0, l0, 1), (module + 32000 * h) / tp);
+  EXPECT_DOUBLE_EQ(stage_parameters(s1, l1, 0), stage_parameters(s0, l0, 0));
+  EXPECT_DOUBLE_EQ(stage_expert_parameters(s1, l1, 1) - stage_expert_parameters(s0, l0, 1),
+                   8 * 3.0 * h * 1408 / 4);
+  const double tokens = 32.0 * 2048, logits = 2 * h * 32000;
+  EXPECT_NEAR(model_flops(s1) - model_flops(s0),
+              tokens * 3 * (moe_layer_forward_flops_per_token(s1) + 2 * 2 * h * h + logits), 1e-9 * model_flops(s1));
+  EXPECT_GT(memory_per_gpu(s1, l1, t).activations_GB, memory_per_gpu(s0, l0, t).activations_GB);
+}
+
+TEST(StepMtp, ADepthOutsideOneToSixteenNamesItsLine) {
+  const std::string zero = error_of(kMoe, {{"model.mtp_layers", "0"}});
+  EXPECT_TRUE(has(zero, "model.mtp_layers must be a whole number from 1 to 16, got 0")) << zero;
+  const std::string many = error_of(kMoe, {{"model.mtp_layers", "17"}});
+  EXPECT_TRUE(has(many, "got 17")) << many;
+}
+
 // ---- the search ---------------------------------------------------------------------
 
 // --search tries ep and etp: the best layouts fit and some use ep > 1.
