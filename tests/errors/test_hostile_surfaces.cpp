@@ -402,6 +402,10 @@ TEST_F(HostileSurfaces, Row1CountsPastTheirLimitsAreRefusedBeforeAnyCast) {
   for (const char* v : {"2147483648", "4294967304"})
     expect_case(run(step_args({std::string("parallel.dp=") + v})), 2,
                 "parallel.dp must be a whole number from 1 to 1048576");
+  // A multi-token prediction depth of 2^32 + 1 (cast to int per stage) or -1.
+  for (const char* v : {"4294967297", "-1"})
+    expect_case(run(step_args({std::string("model.mtp_layers=") + v})), 2,
+                "model.mtp_layers must be a whole number from 1 to 16");
   // More model chunks than layers (and the embedding and the loss) to give them.
   expect_case(run(step_args({"parallel.dp=4", "parallel.pp=2", "parallel.schedule=interleaved",
                               "parallel.virtual_stages=16"})),
