@@ -415,17 +415,44 @@ void price_data_parallel(const ModelSpec& s, const Layout& l, const sim::Topolog
   if (group.ranks <= 1 || s.parallel.zero < 2) return;
   const bool overlap = s.parallel.dp_overlap;
   const double m = double(l.micro_batches);
-  const double grad_bytes = params * model::bytes_of(s.training.grad_reduce_dtype);
-  const double rs =
-      bucketed_us(pricer.collectives(), OpKind::reducescatter, grad_bytes, s.parallel.bucket_MB * kBytesPerMB, group, &last);
+  CollectiveTimes& collectives = pricer.collectives();
+  const sim::Placement expert_group = sim::place_strided(t, l.edp, l.ep * l.etp);
+  const double grad = model::bytes_of(s.training.grad_reduce_dtype);
+  const LayerShards shards = layer_shards(s, l, r.slowest_stage);
+  // A collective of one layer's shards: its dense parameters over the
+  // data-parallel group and, in a layer with experts, its routed experts'
+  // over the expert data-parallel group (Megatron-core shards the two over
+  // their own groups), one after the other; summed over the stage's layers.
+  const auto per_layer = [&](OpKind op, double bytes_per_param, double* first) {
+    const auto us = [&](double params, const sim::Placement& g) {
+      return params > 0 && g.ranks > 1 ? collectives.us(op, params * bytes_per_param, g) : 0.0;
+    };
+    const double plain = us(shards.dense_layer, group);
+    const double moe = us(shards.moe_layer, group) + us(shards.experts, expert_group);
+    if (first != nullptr) *first = shards.dense_layers > 0 ? plain : moe;
+    return shards.dense_layers * plain + shards.moe_layers * moe;
+  };
+  // ZeRO 2 reduce-scatters each earlier micro-batch's gradients in buckets;
+  // ZeRO 3 (Megatron-core's FSDP, a layer its unit) a layer at a time.
+  double rs = 0;
+  if (s.parallel.zero >= 3) {
+    rs = per_layer(OpKind::reducescatter, grad, &last);
+  } else {
+    const double bucket = s.parallel.bucket_MB * kBytesPerMB;
+    rs = bucketed_us(collectives, OpKind::reducescatter, params * grad, bucket, group, &last);
+    if (experts > 0 && expert_group.ranks > 1) {
+      double expert_last = 0;
+      rs += bucketed_us(collectives, OpKind::reducescatter, experts * grad, bucket, expert_group, &expert_last);
+      last = std::max(last, expert_last);
+    }
+  }
   r.dp_total_us += (m - 1) * rs;
   b.dp_comm_us += (m - 1) * (overlap ? exposed_us(rs, last, r.stage_bwd_us) : rs);
   if (s.parallel.zero < 3) return;
-  const double layer_bytes = layer_parameters(s.model) / l.tp * model::bytes_of(s.training.dtype);
-  const double gather = pricer.collectives().us(OpKind::allgather, layer_bytes, group);
-  const double gathers = 2.0 * l.layers_of_stage(r.slowest_stage) * gather;  // forward and backward
-  r.dp_total_us += m * gathers;
-  b.dp_comm_us += m * (overlap ? exposed_us(gathers, gather, mb_compute_us) : gathers);
+  double first = 0;
+  const double gathers = 2.0 * per_layer(OpKind::allgather, model::bytes_of(s.training.dtype), &first);
+  r.dp_total_us += m * gathers;  // forward and backward
+  b.dp_comm_us += m * (overlap ? exposed_us(gathers, first, mb_compute_us) : gathers);
 }
 
 // A layer with experts, one micro-batch on one GPU: the attention as the

@@ -7,6 +7,8 @@
 // what the process cannot use (gpu.reserved_GB).
 #pragma once
 
+#include <algorithm>
+
 #include "sim/topology.h"
 #include "step/spec.h"
 
@@ -49,6 +51,24 @@ struct Memory {
 // stage_parameters(s, l) names.
 [[nodiscard]] double stage_expert_parameters(const ModelSpec& s, const Layout& l, int stage);
 [[nodiscard]] double stage_expert_parameters(const ModelSpec& s, const Layout& l);
+
+// One GPU's parameters of each kind of layer on `stage`, before ZeRO
+// sharding, as ZeRO 3 gathers and reduce-scatters them a layer at a time: a
+// dense layer over tp, a layer with experts its dense part (attention,
+// norms, router, shared experts) over tp and its routed experts over ep x
+// etp; and how many of each the stage holds.
+struct LayerShards {
+  double dense_layer = 0;
+  double moe_layer = 0;
+  double experts = 0;
+  double dense_layers = 0;
+  double moe_layers = 0;
+  // The most one layer gathers (the buffer ZeRO 3 holds while it computes).
+  [[nodiscard]] double largest() const {
+    return std::max(dense_layers > 0 ? dense_layer : 0.0, moe_layers > 0 ? moe_layer + experts : 0.0);
+  }
+};
+[[nodiscard]] LayerShards layer_shards(const ModelSpec& s, const Layout& l, int stage);
 
 // How the attention core keeps what its backward needs: the s x s scores
 // materialised (softmax output, and GPT's dropout mask and output), or flash

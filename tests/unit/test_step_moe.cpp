@@ -235,6 +235,32 @@ TEST(StepMoeMemory, ExpertsAreDividedByEpTimesEtpAndShardedOverExpertDp) {
   EXPECT_GT(layer_activation_bytes(s4, l4, AttentionMemory::flash, true), 0);
 }
 
+// ZeRO 3 gathers each layer's routed experts over the expert data-parallel
+// group (and reduce-scatters their gradients a layer at a time), beside the
+// layer's dense part over the data-parallel group: what it adds to ZeRO 1
+// grows with the experts (the dense model's MLP, which an MoE layer does not
+// have, was gathered in their place), and the buffer it holds is the largest
+// layer's, experts included.
+TEST(StepMoeMemory, ZeroThreeGathersEachLayersExperts) {
+  const auto zero3_extra = [](const char* ffn) {
+    const Overrides o1 = {{"parallel.etp", "1"}, {"parallel.zero", "1"}, {"moe.expert_ffn", ffn}};
+    Overrides o3 = o1;
+    o3[1] = {"parallel.zero", "3"};
+    return priced(o3).dp_total_us - priced(o1).dp_total_us;
+  };
+  const double one = zero3_extra("1408"), two = zero3_extra("2816");
+  EXPECT_GT(one, 0);
+  EXPECT_GT(two, 1.5 * one) << one << " us, then " << two << " us with experts twice as wide";
+  const sim::Topology t = h100(1);
+  const ModelSpec s = parse_model(kMoe, "moe.yaml", {{"parallel.etp", "1"}, {"parallel.zero", "3"}});
+  const Layout l = resolve_layout(s, t);
+  const LayerShards x = layer_shards(s, l, 0);
+  EXPECT_DOUBLE_EQ(x.experts, 8 * 3.0 * 1024 * 1408 / 4);
+  EXPECT_DOUBLE_EQ(x.largest(), moe_layer_dense_parameters(s) / 2 + x.experts);
+  const double sharded = stage_parameters(s, l) / l.dp + stage_expert_parameters(s, l) / l.edp;
+  EXPECT_NEAR(memory_per_gpu(s, l, t).weights_GB, (sharded + x.largest()) * 2 / 1e9, 1e-12);
+}
+
 // FLOPs count each token's top_k experts (and the router), not every expert.
 TEST(StepMoeFlops, ModelFlopsCountTheActiveExperts) {
   const ModelSpec s = parse_model(kMoe, "moe.yaml");
