@@ -297,6 +297,19 @@ CpExchange cp_exchange(const sim::Topology& t, const Shapes& x, const Layout& l,
           collectives.us(OpKind::reducescatter, chunk * l.cp, group)};
 }
 
+// MLA's up-projections' forward (recompute mla_up_proj runs it again in the
+// backward): the query latent to a x D and the key/value latent to a x
+// (nope + v), column parallel over tp, and RoPE on the query's rotary part
+// (read and write); 0 without MLA.
+double up_projections_fwd_us(const sim::Topology& t, const Transformer& m, const Shapes& x) {
+  if (!m.latent()) return 0;
+  const double q = double(x.tokens) * double(x.heads_per_gpu) * double(x.rope_dim) * model::bytes_of(x.dtype);
+  return linear(t, x.tokens, x.heads_per_gpu * x.head_dim, m.mla.q_lora_rank, x.dtype).fwd +
+         linear(t, x.tokens, x.heads_per_gpu * (x.head_dim - x.rope_dim + x.v_head_dim), m.mla.kv_lora_rank,
+                x.dtype).fwd +
+         ew(t, 2 * q) + t.gpu.launch_us;
+}
+
 // The output layer on the last stage: logits GEMM (vocabulary split over tp)
 // and the cross-entropy (read and write the logits in fp32); its forward and backward.
 GemmPasses output_layer(const sim::Topology& t, const Shapes& x) {
@@ -653,7 +666,7 @@ double amax_allreduce_us(const sim::Topology& t, const Layout& l, int chunk_laye
 // Every virtual stage's times per micro-batch, from one layer's and the
 // embedding's and output layer's.
 // `L` layers timed as `lt` added to `c`.
-void add_layers(ChunkTimes& c, double L, const LayerTimes& lt, Recompute rc, double selective_us) {
+void add_layers(ChunkTimes& c, double L, const LayerTimes& lt, Recompute rc) {
   c.fwd_compute_us += L * (lt.fwd_gemm_us + lt.fwd_elementwise_us);
   c.fwd_tp_us += L * lt.fwd_tp_us;
   c.fwd_cp_us += L * lt.fwd_cp_us;
@@ -667,8 +680,8 @@ void add_layers(ChunkTimes& c, double L, const LayerTimes& lt, Recompute rc, dou
     c.recompute_tp_us += L * lt.fwd_tp_us;
     c.recompute_cp_us += L * lt.fwd_cp_us;
     c.recompute_a2a_us += L * lt.fwd_a2a_us;
-  } else if (rc == Recompute::selective) {
-    c.recompute_us += L * selective_us;
+  } else {
+    c.recompute_us += L * lt.recompute_us;  // selective, mla_up_proj: the kernels they run again
   }
 }
 
@@ -696,7 +709,7 @@ MtpModule mtp_module(const sim::Topology& t, const Shapes& x, bool sp, const Emb
 }
 
 std::vector<ChunkTimes> chunk_times(const ModelSpec& s, const Layout& l, const LayerTimes& lt, const LayerTimes& moe,
-                                    double selective_us, const Embedding& emb, const GemmPasses& out,
+                                    const Embedding& emb, const GemmPasses& out,
                                     const MtpModule& mtp) {
   std::vector<ChunkTimes> chunks;
   const int n = l.chunks();
@@ -706,8 +719,8 @@ std::vector<ChunkTimes> chunk_times(const ModelSpec& s, const Layout& l, const L
     ChunkTimes c;
     c.layers = l.chunk_layers[std::size_t(k)];
     const int experts = moe_layers_of_chunk(s, l, k);
-    add_layers(c, c.layers - experts, lt, rc, selective_us);
-    add_layers(c, experts, moe, rc, selective_us);
+    add_layers(c, c.layers - experts, lt, rc);
+    add_layers(c, experts, moe, rc);
     if (k == 0) {
       c.fwd_compute_us += emb.fwd_compute_us;
       c.fwd_tp_us += emb.fwd_tp_us;
@@ -717,7 +730,7 @@ std::vector<ChunkTimes> chunk_times(const ModelSpec& s, const Layout& l, const L
       c.fwd_compute_us += out.fwd;
       c.bwd_compute_us += out.bwd;
       const double depths = double(s.model.mtp_layers);
-      add_layers(c, depths, s.moe.on() ? moe : lt, rc, selective_us);
+      add_layers(c, depths, s.moe.on() ? moe : lt, rc);
       c.fwd_compute_us += depths * mtp.fwd_compute_us;
       c.fwd_tp_us += depths * mtp.fwd_tp_us;
       c.bwd_compute_us += depths * mtp.bwd_compute_us;
@@ -849,10 +862,12 @@ StepReport predict_step_bound(const ModelSpec& s, const SizedLayout& sized, cons
   lt.fwd_cp_us = kv.fwd_us;
   lt.bwd_cp_us = kv.bwd_us;
   const double selective_us = c.attention_fwd.gemm_us + c.attention_fwd.elementwise_us;
+  const double up_projections_us = up_projections_fwd_us(t, s.model, x);
   switch (s.parallel.recompute) {
     case Recompute::none: break;
     case Recompute::selective: lt.recompute_us = selective_us; break;
     case Recompute::full: lt.recompute_us = lt.fwd_us() + lt.fwd_cp_us; break;
+    case Recompute::mla_up_proj: lt.recompute_us = up_projections_us; break;
   }
 
   // Every virtual stage, one micro-batch; the slowest stage sets the pace.
@@ -867,11 +882,12 @@ StepReport predict_step_bound(const ModelSpec& s, const SizedLayout& sized, cons
       case Recompute::none: break;
       case Recompute::selective: ml.recompute_us = selective_us; break;
       case Recompute::full: ml.recompute_us = ml.fwd_us() + ml.fwd_cp_us; break;
+      case Recompute::mla_up_proj: ml.recompute_us = up_projections_us; break;
     }
   }
   const Embedding emb = embedding(t, x, sp, collectives);
   const GemmPasses out = output_layer(t, x);
-  r.chunks = chunk_times(s, l, lt, r.moe_layer, selective_us, emb, out, mtp_module(t, x, sp, emb, out));
+  r.chunks = chunk_times(s, l, lt, r.moe_layer, emb, out, mtp_module(t, x, sp, emb, out));
   if (s.training.fp8)
     for (ChunkTimes& c : r.chunks) c.fwd_amax_us = amax_allreduce_us(t, l, c.layers, collectives);
   double slowest = -1;

@@ -73,6 +73,9 @@ double hardware_flops(const ModelSpec& s) {
     case Recompute::selective:
       again = attention_core_flops_per_token(m);
       break;
+    case Recompute::mla_up_proj:
+      again = kFlopsPerMac * m.up_projection_weights();
+      break;
     case Recompute::full: {
       // The multi-token prediction layers recompute as the model's do.
       const double mtp = s.moe.on() ? moe_layer_forward_flops_per_token(s) : layer_forward_flops_per_token(m);

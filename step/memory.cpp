@@ -194,6 +194,12 @@ double layer_activation_bytes(const ModelSpec& s, const Layout& l, AttentionMemo
   switch (s.parallel.recompute) {
     case Recompute::none: return full_layer_bytes(s, l, false, a, moe);
     case Recompute::selective: return full_layer_bytes(s, l, true, a, moe);
+    case Recompute::mla_up_proj: {
+      // Q, K and V (a (2 D + v) per token, split over tp) are rebuilt from
+      // the latents, which stay.
+      const double sb = double(s.model.sequence) / l.cp * double(s.training.micro_batch);
+      return full_layer_bytes(s, l, false, a, moe) - kActivationBytes * sb * double(s.model.qkv_width()) / l.tp;
+    }
     case Recompute::full: {
       const double sbh = double(s.model.sequence) / l.cp * double(s.training.micro_batch) * double(s.model.hidden);
       return 2.0 * sbh / (s.parallel.sequence_parallel ? l.tp : 1);

@@ -23,7 +23,10 @@ namespace {
 constexpr model::EnumName<PipeSchedule> kPipeSchedules[] = {
     {PipeSchedule::gpipe, "gpipe"}, {PipeSchedule::one_f_one_b, "1f1b"}, {PipeSchedule::interleaved, "interleaved"}};
 constexpr model::EnumName<Recompute> kRecomputes[] = {
-    {Recompute::none, "none"}, {Recompute::selective, "selective"}, {Recompute::full, "full"}};
+    {Recompute::none, "none"},
+    {Recompute::selective, "selective"},
+    {Recompute::full, "full"},
+    {Recompute::mla_up_proj, "mla_up_proj"}};
 constexpr model::EnumName<FfnType> kFfnTypes[] = {
     {FfnType::gelu, "gelu"}, {FfnType::swiglu, "swiglu"}, {FfnType::squared_relu, "squared_relu"}};
 constexpr model::EnumName<Norm> kNorms[] = {{Norm::layernorm, "layernorm"}, {Norm::rmsnorm, "rmsnorm"}};
@@ -95,12 +98,17 @@ Family Transformer::family() const {
 }
 
 double Transformer::attention_weights() const {
-  const double h = double(hidden), a = double(heads);
+  const double h = double(hidden);
   if (!latent()) return h * double(attention_width() + 2 * kv_width()) + double(attention_width()) * h;
   const double down = h * double(mla.q_lora_rank) + h * double(mla.kv_lora_rank + mla.qk_rope_head_dim);
-  const double up = double(mla.q_lora_rank) * a * double(head_dim) +
-                    double(mla.kv_lora_rank) * a * double(mla.qk_nope_head_dim + mla.v_head_dim);
-  return down + up + double(context_width()) * h;
+  return down + up_projection_weights() + double(context_width()) * h;
+}
+
+double Transformer::up_projection_weights() const {
+  if (!latent()) return 0;
+  const double a = double(heads);
+  return double(mla.q_lora_rank) * a * double(head_dim) +
+         double(mla.kv_lora_rank) * a * double(mla.qk_nope_head_dim + mla.v_head_dim);
 }
 
 double Transformer::latent_norm_parameters() const {
@@ -486,6 +494,9 @@ ModelSpec parse_model(const std::string& yaml_text, const std::string& origin, c
   s.where_layers_per_stage = s.where_parallel;
   const YAML::Node par = root["parallel"];
   s.where_ep = ctx.where(par["ep"] ? par["ep"] : par["etp"] ? par["etp"] : par);
+  if (s.parallel.recompute == Recompute::mla_up_proj && !s.model.latent())
+    ctx.fail(par["recompute"], "parallel.recompute mla_up_proj runs multi-head latent attention's up-projections "
+                               "again: it needs model.attention: mla (or recompute none, selective or full)");
   read_moe(r, root, s);
   read_pipeline(ctx, root, s);
   s.where_global_batch = ctx.where(root["training"]["global_batch"]);

@@ -18,7 +18,12 @@
 namespace coconet::step {
 
 enum class PipeSchedule { gpipe, one_f_one_b, interleaved };
-enum class Recompute { none, selective, full };
+// Activation recomputation: none; selective, the attention core again in
+// the backward (Korthikanti et al. 2022); full, each layer's forward again;
+// mla_up_proj, multi-head latent attention's up-projections again (Megatron-
+// core's recompute_modules mla_up_proj: Q, K and V are dropped after the
+// attention core's forward and rebuilt from the latents for its backward).
+enum class Recompute { none, selective, full, mla_up_proj };
 // swiglu: gate, up and down matrices (Shazeer 2020); squared_relu: two
 // matrices with relu(u)^2 between them (So et al. 2021, "Primer",
 // arXiv:2109.08668; Megatron-LM's squared_relu, Nemotron-4's MLP).
@@ -79,7 +84,7 @@ enum class Router { dropless, capacity };
 enum class Dispatcher { alltoall, deepep };
 
 [[nodiscard]] std::string to_string(PipeSchedule s);  // gpipe, 1f1b, interleaved
-[[nodiscard]] std::string to_string(Recompute r);     // none, selective, full
+[[nodiscard]] std::string to_string(Recompute r);     // none, selective, full, mla_up_proj
 [[nodiscard]] PipeSchedule parse_pipe_schedule(const std::string& s);  // throws UserError
 [[nodiscard]] Recompute parse_recompute(const std::string& s);         // throws UserError
 [[nodiscard]] std::string to_string(FfnType f);  // gelu, swiglu, squared_relu
@@ -173,6 +178,9 @@ struct Transformer {
   // up-projections q_lora_rank a D and kv_lora_rank a (nope + v), the
   // projection a v h.
   [[nodiscard]] double attention_weights() const;
+  // MLA's up-projections' weights, q_lora_rank a D + kv_lora_rank a (nope +
+  // v) (0 without MLA): what recompute mla_up_proj runs again.
+  [[nodiscard]] double up_projection_weights() const;
   // The MLA latents' RMSNorm gammas (q_lora_rank + kv_lora_rank; 0 without).
   [[nodiscard]] double latent_norm_parameters() const;
   [[nodiscard]] int ffn_matrices() const { return ffn_type == FfnType::swiglu ? 3 : 2; }

@@ -710,6 +710,34 @@ TEST(StepFlops, MlaCountsTheScoresAndTheContextAtTheirOwnHeadDims) {
                    2 * s * a * (96 + 64));
 }
 
+// recompute mla_up_proj (Megatron-core's recompute_modules mla_up_proj):
+// each layer drops Q, K and V (a (2 D + v) per token over tp) and runs the
+// two up-projections again in its backward; its FLOPs count them again. It
+// needs MLA: elsewhere an error naming the key.
+TEST(StepRecompute, MlaUpProjectionsAreRunAgainAndTheirOutputsDropped) {
+  const sim::Topology t = h100(1);
+  const ModelSpec none = parse_model(kMla, "tiny.yaml", {{"parallel.dp", "4"}});
+  const ModelSpec up = parse_model(kMla, "tiny.yaml", {{"parallel.dp", "4"}, {"parallel.recompute", "mla_up_proj"}});
+  const Layout l = resolve_layout(up, t);
+  const double a = 16, s = 2048, tp = 2;
+  const double qkv = a * (2 * (64 + 32) + 64);  // the per-token widths the attention core reads
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(none, l, AttentionMemory::flash, false) -
+                       layer_activation_bytes(up, l, AttentionMemory::flash, false),
+                   2 * s * qkv / tp);
+  const StepReport r0 = predict_step(none, t), r1 = predict_step(up, t);
+  EXPECT_EQ(r0.layer.recompute_us, 0);
+  EXPECT_GT(r1.layer.recompute_us, 0);
+  EXPECT_LT(r1.layer.recompute_us, r1.layer.fwd_gemm_us / 2);
+  EXPECT_NEAR(r1.step_us - r0.step_us, 0, 4 * r1.layer.recompute_us * double(r1.layout.micro_batches) + 1);
+  EXPECT_GT(r1.step_us, r0.step_us);
+  const double up_weights = 384 * a * 96 + 128 * a * (64 + 64);
+  EXPECT_DOUBLE_EQ(up.model.up_projection_weights(), up_weights);
+  EXPECT_NEAR(hardware_flops(up) - hardware_flops(none), 32.0 * s * 4 * 2 * up_weights, 1e-9 * hardware_flops(up));
+  const std::string gqa = error_of(kLlama, {{"parallel.recompute", "mla_up_proj"}});
+  EXPECT_TRUE(has(gqa, "parallel.recompute mla_up_proj runs multi-head latent attention's up-projections again: "
+                       "it needs model.attention: mla")) << gqa;
+}
+
 TEST(StepLayerBlock, MlaChoosesItsProgramsAndBindsTheLatents) {
   const ModelSpec s = load_model("deepseek-v3");
   const sim::Topology t = h100(128);
