@@ -10,8 +10,10 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "model/catalog.h"
 #include "model/error.h"
@@ -736,6 +738,25 @@ TEST(StepRecompute, MlaUpProjectionsAreRunAgainAndTheirOutputsDropped) {
   const std::string gqa = error_of(kLlama, {{"parallel.recompute", "mla_up_proj"}});
   EXPECT_TRUE(has(gqa, "parallel.recompute mla_up_proj runs multi-head latent attention's up-projections again: "
                        "it needs model.attention: mla")) << gqa;
+}
+
+// --search tries mla_up_proj beside none, selective and full for an MLA
+// model, and only for one.
+TEST(StepRecompute, TheSearchTriesMlaUpProjectionsForMlaOnly) {
+  SearchOptions o;
+  o.vary_micro_batch = o.vary_tp = o.vary_cp = o.vary_pp = o.vary_schedule = o.vary_zero = false;
+  o.vary_sequence_parallel = o.vary_precision = false;
+  o.keep = 10;
+  const auto tried = [&](const char* yaml) {
+    std::vector<Recompute> out;
+    for (const StepReport& r : search_layouts(parse_model(yaml, "tiny.yaml", {{"parallel.dp", "4"}}), h100(1), o).best)
+      out.push_back(r.spec.parallel.recompute);
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  EXPECT_EQ(tried(kMla), (std::vector<Recompute>{Recompute::none, Recompute::selective, Recompute::full,
+                                                  Recompute::mla_up_proj}));
+  EXPECT_EQ(tried(kLlama), (std::vector<Recompute>{Recompute::none, Recompute::selective, Recompute::full}));
 }
 
 TEST(StepLayerBlock, MlaChoosesItsProgramsAndBindsTheLatents) {
