@@ -637,6 +637,15 @@ MoeLayer moe_layer_times(const ModelSpec& s, const Layout& l, const sim::Topolog
                    (1 - paired) * m.fwd_a2a_us;
     m.bwd_a2a_us = paired * (beyond(bwd_half, attn_fwd) + beyond(bwd_half, mlp_fwd)) +
                    (1 - paired) * m.bwd_a2a_us;
+  } else if (s.moe.shared_expert_overlap) {
+    // The shared experts on a stream of their own (spec.h
+    // Moe::shared_expert_overlap): each pass's all-to-alls expose what they
+    // take beyond the shared experts' kernels of the same pass, those on the
+    // SMs the dispatcher's kernels leave; the shared experts' time stays in
+    // the compute.
+    const double held = dispatcher_sm_share(s, t, ms);
+    m.fwd_a2a_us = overlapped_exposure_us(m.fwd_a2a_us, shared.fwd + shared_ew, held);
+    m.bwd_a2a_us = overlapped_exposure_us(m.bwd_a2a_us, shared.bwd + kBwdElementwiseFactor * shared_ew, held);
   }
   const CpExchange kv = cp_exchange(t, x, l, s.parallel.cp_comm, c, collectives);
   m.fwd_cp_us = kv.fwd_us;

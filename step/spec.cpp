@@ -385,7 +385,8 @@ void read_moe(const Reader& r, const YAML::Node& root, ModelSpec& s) {
   }
   r.ctx().require_map(n, "moe");
   r.ctx().allow_keys(n, {"experts", "top_k", "expert_ffn", "shared_experts", "dense_layers", "router",
-                         "capacity_factor", "imbalance", "dispatcher", "max_nodes", "a2a_overlap"},
+                         "capacity_factor", "imbalance", "dispatcher", "max_nodes", "a2a_overlap",
+                          "shared_expert_overlap"},
                      "moe");
   Moe& m = s.moe;
   m.experts = r.count(n, "moe", "experts");
@@ -416,6 +417,11 @@ void read_moe(const Reader& r, const YAML::Node& root, ModelSpec& s) {
     r.ctx().fail(n["a2a_overlap"], "moe.a2a_overlap needs a 1F1B schedule (parallel.schedule 1f1b or interleaved): "
                                    "GPipe runs every forward before any backward, so no forward has a backward "
                                    "beside it to hide its all-to-alls behind");
+  if (n["shared_expert_overlap"])
+    m.shared_expert_overlap = r.ctx().scalar<bool>(n["shared_expert_overlap"], "moe.shared_expert_overlap");
+  if (m.shared_expert_overlap && m.shared_experts == 0)
+    r.ctx().fail(n["shared_expert_overlap"], "moe.shared_expert_overlap needs moe.shared_experts (experts every "
+                                             "token passes through, to run beside the all-to-alls)");
   if (m.top_k > m.experts)
     r.ctx().fail(n["top_k"], fmt::format("moe.top_k = {} is more than moe.experts = {}: a token cannot pick more "
                                          "experts than there are", m.top_k, m.experts));

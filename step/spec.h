@@ -213,6 +213,12 @@ struct Moe {
   // micro-batch and the backward of another run as one merged schedule on two
   // streams, each pass's all-to-alls beside the other pass's compute.
   bool a2a_overlap = false;
+  // Megatron-core's moe_shared_expert_overlap: the shared experts run on a
+  // stream of their own beside the dispatch and combine all-to-alls (their
+  // forward beside the forward's, their backward beside the backward's).
+  // Needs shared_experts; with a2a_overlap the merged schedule pairs them
+  // instead (this then changes nothing).
+  bool shared_expert_overlap = false;
 
   [[nodiscard]] bool on() const { return experts > 0; }
   // The tokens the hottest expert computes per routed token of the mean:

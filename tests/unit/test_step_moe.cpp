@@ -270,6 +270,25 @@ TEST(StepMoeFlops, ModelFlopsCountTheActiveExperts) {
               per_token_expert, 1e-6);
 }
 
+// moe.shared_expert_overlap: each pass's all-to-alls hide behind the shared
+// experts' kernels of the same pass (at most what those take, at least the
+// SMs the dispatcher holds), the compute unchanged; it needs shared experts.
+TEST(StepMoePricing, TheSharedExpertsHideTheAllToAllsBesideThem) {
+  const Overrides shared = {{"parallel.etp", "1"}, {"moe.shared_experts", "1"}};
+  Overrides overlapped = shared;
+  overlapped.push_back({"moe.shared_expert_overlap", "true"});
+  const StepReport a = priced(shared), b = priced(overlapped);
+  EXPECT_EQ(b.moe_layer.fwd_gemm_us, a.moe_layer.fwd_gemm_us);
+  EXPECT_EQ(b.moe_layer.bwd_gemm_us, a.moe_layer.bwd_gemm_us);
+  EXPECT_LT(b.moe_layer.fwd_a2a_us, a.moe_layer.fwd_a2a_us);
+  EXPECT_LT(b.moe_layer.bwd_a2a_us, a.moe_layer.bwd_a2a_us);
+  EXPECT_GT(b.moe_layer.fwd_a2a_us, 0);
+  EXPECT_LT(b.step_us, a.step_us);
+  // Without shared experts it has nothing to run beside the all-to-alls.
+  const std::string none = error_of(kMoe, {{"moe.shared_expert_overlap", "true"}});
+  EXPECT_TRUE(has(none, "moe.shared_expert_overlap needs moe.shared_experts")) << none;
+}
+
 // ---- multi-token prediction (model.mtp_layers) ---------------------------------------
 
 // Each depth runs on the last stage: one more layer with experts (its
