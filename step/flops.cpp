@@ -43,18 +43,19 @@ double layers_forward_flops_per_token(const ModelSpec& s) {
   return (double(s.model.layers) - moe) * layer_forward_flops_per_token(s.model) +
          (moe > 0 ? moe * moe_layer_forward_flops_per_token(s) : 0.0);
 }
-}  // namespace
 
-namespace {
-// The multi-token prediction modules' forward GEMMs per token (spec.h
-// Transformer::mtp_layers): each depth its layer (with experts when the model
-// has them), the projection 2h x h and a pass of the output layer.
+// A multi-token prediction layer's forward per token (spec.h
+// Transformer::mtp_layers): like the model's last layer, with experts when
+// the model has them.
+double mtp_layer_forward_flops_per_token(const ModelSpec& s) {
+  return s.moe.on() ? moe_layer_forward_flops_per_token(s) : layer_forward_flops_per_token(s.model);
+}
+
+// The multi-token prediction modules' forward GEMMs per token: each depth its
+// layer, the projection 2h x h and a pass of the output layer.
 double mtp_forward_flops_per_token(const ModelSpec& s, double logits) {
-  const auto& m = s.model;
-  if (m.mtp_layers == 0) return 0;
-  const double h = double(m.hidden);
-  const double layer = s.moe.on() ? moe_layer_forward_flops_per_token(s) : layer_forward_flops_per_token(m);
-  return double(m.mtp_layers) * (layer + kFlopsPerMac * 2 * h * h + logits);
+  const double h = double(s.model.hidden);
+  return double(s.model.mtp_layers) * (mtp_layer_forward_flops_per_token(s) + kFlopsPerMac * 2 * h * h + logits);
 }
 }  // namespace
 
@@ -76,11 +77,9 @@ double hardware_flops(const ModelSpec& s) {
     case Recompute::mla_up_proj:
       again = kFlopsPerMac * m.up_projection_weights();
       break;
-    case Recompute::full: {
-      // The multi-token prediction layers recompute as the model's do.
-      const double mtp = s.moe.on() ? moe_layer_forward_flops_per_token(s) : layer_forward_flops_per_token(m);
-      return model_flops(s) + tokens(s) * (layers_forward_flops_per_token(s) + double(m.mtp_layers) * mtp);
-    }
+    case Recompute::full:  // the multi-token prediction layers recompute as the model's do
+      return model_flops(s) + tokens(s) * (layers_forward_flops_per_token(s) +
+                                           double(m.mtp_layers) * mtp_layer_forward_flops_per_token(s));
   }
   return model_flops(s) + tokens(s) * double(m.layers + m.mtp_layers) * again;
 }

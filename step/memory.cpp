@@ -116,9 +116,7 @@ double full_layer_bytes(const ModelSpec& s, const Layout& l, bool drop_attention
   return replicated + (split + scores) / t + experts;
 }
 
-}  // namespace
 
-namespace {
 // A stage's multi-token prediction modules less their experts (spec.h
 // Transformer::mtp_layers): each its layer's dense part, the projection 2h x
 // h and the two RMSNorms; and, on a stage without the first's embedding, a
@@ -176,8 +174,10 @@ double stage_expert_parameters(const ModelSpec& s, const Layout& l) {
 
 LayerShards layer_shards(const ModelSpec& s, const Layout& l, int stage) {
   LayerShards x;
-  x.moe_layers = moe_layers_of_stage(s, l, stage);
-  x.dense_layers = l.layers_of_stage(stage) - x.moe_layers;
+  // The stage's multi-token prediction layers are layers like its others.
+  const int mtp = mtp_layers_of_stage(s, l, stage);
+  x.moe_layers = moe_layers_of_stage(s, l, stage) + (s.moe.on() ? mtp : 0);
+  x.dense_layers = l.layers_of_stage(stage) + mtp - x.moe_layers;
   x.dense_layer = layer_parameters(s.model) / l.tp;
   if (s.moe.on()) {
     x.moe_layer = moe_layer_dense_parameters(s) / l.tp;
@@ -225,8 +225,6 @@ Memory memory_per_gpu(const ModelSpec& s, const Layout& l, const sim::Topology& 
   if (s.parallel.recompute == Recompute::full) working = full_layer_bytes(s, l, false, a, s.moe.on());
   const double logits = kLogitBytes * double(s.model.sequence) / l.cp * double(s.training.micro_batch) *
                         double(s.model.vocabulary) / l.tp;
-  // ZeRO 3 gathers one layer's parameters at a time for its forward or
-  // backward: the stage's largest layer.
   // The routed experts are reduced and sharded over the expert data-parallel
   // ranks (Megatron-core's distributed optimizer keeps a separate buffer for
   // the expert parameters over the expert data-parallel group).
@@ -239,6 +237,8 @@ Memory memory_per_gpu(const ModelSpec& s, const Layout& l, const sim::Topology& 
     const auto sharded = [&](int from) {
       return params / (zero >= from ? shards : 1) + experts / (zero >= from ? expert_shards : 1);
     };
+    // ZeRO 3 gathers one layer's parameters at a time for its forward or
+    // backward: the stage's largest layer.
     const double gathered = zero >= 3 ? layer_shards(s, l, stage).largest() : 0.0;
     const double weights = (sharded(3) + gathered) * model::bytes_of(s.training.dtype);
     const double gradients = sharded(2) * model::bytes_of(s.training.grad_dtype);
