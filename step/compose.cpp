@@ -565,6 +565,7 @@ double paired_share(const Layout& l) {
 
 struct MoeLayer {
   LayerTimes times;
+  double mlp_fwd_us = 0;  // the MLP's forward compute (router to combine, shared experts), what recompute moe runs again
   std::string fwd_schedule, bwd_schedule;
 };
 
@@ -610,6 +611,8 @@ MoeLayer moe_layer_times(const ModelSpec& s, const Layout& l, const sim::Topolog
                          weights_grad + kBwdElementwiseFactor * shared_ew;
   m.bwd_tp_us = c.bwd_tp_us;
   m.bwd_a2a_us = (a2a_pass >= 0 ? a2a_pass : e.bwd.a2a_us()) + etp_us;
+  const double attn_fwd = c.fwd.gemm_us + c.cp_extra_fwd.gemm_us + c.fwd.elementwise_us + c.cp_extra_fwd.elementwise_us;
+  out.mlp_fwd_us = m.fwd_gemm_us + m.fwd_elementwise_us - attn_fwd;
   if (s.moe.a2a_overlap && s.parallel.schedule != PipeSchedule::gpipe) {
     // The 1F1B all-to-all overlap (spec.h Moe::a2a_overlap): the forward of
     // one micro-batch and the backward of another as one merged schedule of
@@ -623,9 +626,8 @@ MoeLayer moe_layer_times(const ModelSpec& s, const Layout& l, const sim::Topolog
     // dispatcher's kernels leave (overlapped_exposure_us). The warm-up
     // forwards and cool-down backwards run unpaired (paired_share). GPipe
     // pairs none (a search's GPipe layouts keep them exposed).
-    const double attn_fwd = c.fwd.gemm_us + c.cp_extra_fwd.gemm_us + c.fwd.elementwise_us + c.cp_extra_fwd.elementwise_us;
     const double attn_bwd = c.bwd.gemm_us + c.cp_extra_bwd.gemm_us + c.bwd.elementwise_us + c.cp_extra_bwd.elementwise_us;
-    const double mlp_fwd = m.fwd_gemm_us + m.fwd_elementwise_us - attn_fwd;
+    const double mlp_fwd = out.mlp_fwd_us;
     const double mlp_bwd = m.bwd_gemm_us + m.bwd_elementwise_us - attn_bwd;
     const double held = dispatcher_sm_share(s, t, ms);
     const auto beyond = [held](double comm, double compute) {
@@ -690,7 +692,8 @@ void add_layers(ChunkTimes& c, double L, const LayerTimes& lt, Recompute rc) {
     c.recompute_cp_us += L * lt.fwd_cp_us;
     c.recompute_a2a_us += L * lt.fwd_a2a_us;
   } else {
-    c.recompute_us += L * lt.recompute_us;  // selective, mla_up_proj: the kernels they run again
+    c.recompute_us += L * lt.recompute_us;  // selective, mla_up_proj, moe: the kernels they run again
+    if (rc == Recompute::moe) c.recompute_a2a_us += L * lt.fwd_a2a_us;  // and moe its all-to-alls (0 in a dense layer)
   }
 }
 
@@ -877,6 +880,7 @@ StepReport predict_step_bound(const ModelSpec& s, const SizedLayout& sized, cons
     case Recompute::selective: lt.recompute_us = selective_us; break;
     case Recompute::full: lt.recompute_us = lt.fwd_us() + lt.fwd_cp_us; break;
     case Recompute::mla_up_proj: lt.recompute_us = up_projections_us; break;
+    case Recompute::moe: break;  // a dense layer runs nothing again
   }
 
   // Every virtual stage, one micro-batch; the slowest stage sets the pace.
@@ -892,6 +896,7 @@ StepReport predict_step_bound(const ModelSpec& s, const SizedLayout& sized, cons
       case Recompute::selective: ml.recompute_us = selective_us; break;
       case Recompute::full: ml.recompute_us = ml.fwd_us() + ml.fwd_cp_us; break;
       case Recompute::mla_up_proj: ml.recompute_us = up_projections_us; break;
+      case Recompute::moe: ml.recompute_us = moe.mlp_fwd_us; break;
     }
   }
   const Embedding emb = embedding(t, x, sp, collectives);

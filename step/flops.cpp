@@ -26,14 +26,19 @@ double layer_forward_flops_per_token(const Transformer& m) {
   return kFlopsPerMac * weights + attention_core_flops_per_token(m);
 }
 
-double moe_layer_forward_flops_per_token(const ModelSpec& s) {
+double moe_mlp_forward_flops_per_token(const ModelSpec& s) {
   const auto& m = s.model;
   const double h = double(m.hidden);
-  const double attention = m.attention_weights();
   const double router = h * double(s.moe.experts);
   const double experts = double(s.moe.top_k + s.moe.shared_experts) * double(m.ffn_matrices()) * h *
                          double(s.moe.expert_ffn);
-  return kFlopsPerMac * (attention + router + experts) + attention_core_flops_per_token(m);
+  return kFlopsPerMac * (router + experts);
+}
+
+double moe_layer_forward_flops_per_token(const ModelSpec& s) {
+  const auto& m = s.model;
+  return kFlopsPerMac * m.attention_weights() + moe_mlp_forward_flops_per_token(s) +
+         attention_core_flops_per_token(m);
 }
 
 namespace {
@@ -77,6 +82,8 @@ double hardware_flops(const ModelSpec& s) {
     case Recompute::mla_up_proj:
       again = kFlopsPerMac * m.up_projection_weights();
       break;
+    case Recompute::moe:  // the MoE layers' MLPs (and the MTP layers', which have experts with the model)
+      return model_flops(s) + tokens(s) * double(moe_layers(s) + m.mtp_layers) * moe_mlp_forward_flops_per_token(s);
     case Recompute::full:  // the multi-token prediction layers recompute as the model's do
       return model_flops(s) + tokens(s) * (layers_forward_flops_per_token(s) +
                                            double(m.mtp_layers) * mtp_layer_forward_flops_per_token(s));

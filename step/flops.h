@@ -23,6 +23,8 @@ namespace coconet::step {
 // expert_ffn each (Megatron-LM's num_floating_point_operations counts MoE
 // layers so: the active experts, not the padded slots).
 [[nodiscard]] double moe_layer_forward_flops_per_token(const ModelSpec& s);
+// Its MLP's alone: the router and each token's top_k and shared experts.
+[[nodiscard]] double moe_mlp_forward_flops_per_token(const ModelSpec& s);
 
 // The step's FLOPs without recomputation: 3 passes (forward, dgrad, wgrad) of
 // every layer and of the logits GEMM, B s (3 l F_layer + 6 h V). For GPT

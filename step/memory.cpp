@@ -200,6 +200,8 @@ double layer_activation_bytes(const ModelSpec& s, const Layout& l, AttentionMemo
       const double sb = double(s.model.sequence) / l.cp * double(s.training.micro_batch);
       return full_layer_bytes(s, l, false, a, moe) - kActivationBytes * sb * double(s.model.qkv_width()) / l.tp;
     }
+    case Recompute::moe:  // an MoE layer keeps its MLP's input (counted in the layer) and nothing of the MLP
+      return full_layer_bytes(s, l, false, a, moe) - (moe ? moe_mlp_bytes(s, l) : 0.0);
     case Recompute::full: {
       const double sbh = double(s.model.sequence) / l.cp * double(s.training.micro_batch) * double(s.model.hidden);
       return 2.0 * sbh / (s.parallel.sequence_parallel ? l.tp : 1);
@@ -223,6 +225,7 @@ Memory memory_per_gpu(const ModelSpec& s, const Layout& l, const sim::Topology& 
   const double per_moe_layer = s.moe.on() ? layer_activation_bytes(s, l, a, true) : per_layer;
   double working = 0;  // full recomputation re-materialises one layer at a time
   if (s.parallel.recompute == Recompute::full) working = full_layer_bytes(s, l, false, a, s.moe.on());
+  if (s.parallel.recompute == Recompute::moe) working = moe_mlp_bytes(s, l);
   const double logits = kLogitBytes * double(s.model.sequence) / l.cp * double(s.training.micro_batch) *
                         double(s.model.vocabulary) / l.tp;
   // The routed experts are reduced and sharded over the expert data-parallel

@@ -221,6 +221,7 @@ SearchResult search_layouts(const ModelSpec& base, const sim::Topology& t, const
   std::vector<Recompute> recomputes{base.parallel.recompute};
   if (o.vary_recompute) recomputes = {Recompute::none, Recompute::selective, Recompute::full};
   if (o.vary_recompute && base.model.latent()) recomputes.push_back(Recompute::mla_up_proj);
+  if (o.vary_recompute && base.moe.on()) recomputes.push_back(Recompute::moe);
   const std::vector<int> zeros = zero_stages(base, o);
   Pricers pricers{DpBlockPricer(t), LayerBlockPricer(t)};
   const std::vector<bool> fp8s = fp8_choices(base, t, o);

@@ -26,7 +26,8 @@ constexpr model::EnumName<Recompute> kRecomputes[] = {
     {Recompute::none, "none"},
     {Recompute::selective, "selective"},
     {Recompute::full, "full"},
-    {Recompute::mla_up_proj, "mla_up_proj"}};
+    {Recompute::mla_up_proj, "mla_up_proj"},
+    {Recompute::moe, "moe"}};
 constexpr model::EnumName<FfnType> kFfnTypes[] = {
     {FfnType::gelu, "gelu"}, {FfnType::swiglu, "swiglu"}, {FfnType::squared_relu, "squared_relu"}};
 constexpr model::EnumName<Norm> kNorms[] = {{Norm::layernorm, "layernorm"}, {Norm::rmsnorm, "rmsnorm"}};
@@ -381,12 +382,15 @@ void read_moe(const Reader& r, const YAML::Node& root, ModelSpec& s) {
     // ep 1 is every dense model's; any other ep, or an etp, lays out experts there are none of.
     if (s.parallel.ep > 1) r.ctx().fail(par["ep"], "parallel.ep needs a moe section (experts to lay out)");
     if (par["etp"]) r.ctx().fail(par["etp"], "parallel.etp needs a moe section (experts to lay out)");
+    if (s.parallel.recompute == Recompute::moe)
+      r.ctx().fail(par["recompute"], "parallel.recompute moe runs each MoE layer's MLP again: it needs a moe "
+                                     "section (or recompute none, selective or full)");
     return;
   }
   r.ctx().require_map(n, "moe");
   r.ctx().allow_keys(n, {"experts", "top_k", "expert_ffn", "shared_experts", "dense_layers", "router",
                          "capacity_factor", "imbalance", "dispatcher", "max_nodes", "a2a_overlap",
-                          "shared_expert_overlap"},
+                         "shared_expert_overlap"},
                      "moe");
   Moe& m = s.moe;
   m.experts = r.count(n, "moe", "experts");

@@ -22,8 +22,10 @@ enum class PipeSchedule { gpipe, one_f_one_b, interleaved };
 // the backward (Korthikanti et al. 2022); full, each layer's forward again;
 // mla_up_proj, multi-head latent attention's up-projections again (Megatron-
 // core's recompute_modules mla_up_proj: Q, K and V are dropped after the
-// attention core's forward and rebuilt from the latents for its backward).
-enum class Recompute { none, selective, full, mla_up_proj };
+// attention core's forward and rebuilt from the latents for its backward);
+// moe, each MoE layer's MLP again, router, dispatch, experts and combine
+// (recompute_modules moe: only its input kept).
+enum class Recompute { none, selective, full, mla_up_proj, moe };
 // swiglu: gate, up and down matrices (Shazeer 2020); squared_relu: two
 // matrices with relu(u)^2 between them (So et al. 2021, "Primer",
 // arXiv:2109.08668; Megatron-LM's squared_relu, Nemotron-4's MLP).
@@ -84,7 +86,7 @@ enum class Router { dropless, capacity };
 enum class Dispatcher { alltoall, deepep };
 
 [[nodiscard]] std::string to_string(PipeSchedule s);  // gpipe, 1f1b, interleaved
-[[nodiscard]] std::string to_string(Recompute r);     // none, selective, full, mla_up_proj
+[[nodiscard]] std::string to_string(Recompute r);     // none, selective, full, mla_up_proj, moe
 [[nodiscard]] PipeSchedule parse_pipe_schedule(const std::string& s);  // throws UserError
 [[nodiscard]] Recompute parse_recompute(const std::string& s);         // throws UserError
 [[nodiscard]] std::string to_string(FfnType f);  // gelu, swiglu, squared_relu

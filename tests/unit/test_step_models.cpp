@@ -738,6 +738,8 @@ TEST(StepRecompute, MlaUpProjectionsAreRunAgainAndTheirOutputsDropped) {
   const std::string gqa = error_of(kLlama, {{"parallel.recompute", "mla_up_proj"}});
   EXPECT_TRUE(has(gqa, "parallel.recompute mla_up_proj runs multi-head latent attention's up-projections again: "
                        "it needs model.attention: mla")) << gqa;
+  const std::string dense = error_of(kLlama, {{"parallel.recompute", "moe"}});
+  EXPECT_TRUE(has(dense, "parallel.recompute moe runs each MoE layer's MLP again: it needs a moe section")) << dense;
 }
 
 // --search tries mla_up_proj beside none, selective and full for an MLA

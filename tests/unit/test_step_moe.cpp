@@ -289,6 +289,39 @@ TEST(StepMoePricing, TheSharedExpertsHideTheAllToAllsBesideThem) {
   EXPECT_TRUE(has(none, "moe.shared_expert_overlap needs moe.shared_experts")) << none;
 }
 
+// recompute moe (Megatron-core's recompute_modules moe): each MoE layer keeps
+// nothing of its MLP and runs it again in the backward, its all-to-alls
+// included; the FLOPs count the router and experts again; a model without
+// experts refuses it, and --search tries it for one with them.
+TEST(StepMoePricing, RecomputingTheMoeRunsItsMlpAndAllToAllsAgain) {
+  const Overrides none = {{"parallel.etp", "1"}};
+  Overrides again = none;
+  again.push_back({"parallel.recompute", "moe"});
+  const StepReport a = priced(none), b = priced(again);
+  const double mlp = b.moe_layer.fwd_gemm_us + b.moe_layer.fwd_elementwise_us - (a.layer.fwd_gemm_us + a.layer.fwd_elementwise_us);
+  EXPECT_GT(b.moe_layer.recompute_us, 0);
+  EXPECT_NEAR(b.moe_layer.recompute_us, mlp, 0.05 * mlp);
+  ASSERT_EQ(b.chunks.size(), 1u);
+  EXPECT_NEAR(b.chunks[0].recompute_a2a_us, 4 * b.moe_layer.fwd_a2a_us, 1e-9 * b.chunks[0].recompute_a2a_us);
+  EXPECT_GT(b.step_us, a.step_us);
+  const sim::Topology t = h100(1);
+  const ModelSpec s0 = parse_model(kMoe, "moe.yaml", none), s1 = parse_model(kMoe, "moe.yaml", again);
+  const Layout l = resolve_layout(s1, t);
+  EXPECT_LT(layer_activation_bytes(s1, l, AttentionMemory::flash, true),
+            layer_activation_bytes(s0, l, AttentionMemory::flash, true));
+  EXPECT_EQ(layer_activation_bytes(s1, l, AttentionMemory::flash, false),
+            layer_activation_bytes(s0, l, AttentionMemory::flash, false));
+  EXPECT_NEAR(hardware_flops(s1) - hardware_flops(s0), 32.0 * 2048 * 4 * moe_mlp_forward_flops_per_token(s1),
+              1e-9 * hardware_flops(s1));
+  SearchOptions o;
+  o.vary_micro_batch = o.vary_tp = o.vary_cp = o.vary_pp = o.vary_schedule = o.vary_zero = false;
+  o.vary_sequence_parallel = o.vary_precision = o.vary_ep = false;
+  o.keep = 10;
+  bool tried = false;
+  for (const StepReport& r : search_layouts(s0, t, o).best) tried = tried || r.spec.parallel.recompute == Recompute::moe;
+  EXPECT_TRUE(tried);
+}
+
 // ---- multi-token prediction (model.mtp_layers) ---------------------------------------
 
 // Each depth runs on the last stage: one more layer with experts (its

@@ -19,6 +19,7 @@
 #include "model/catalog.h"
 #include "sim/topology.h"
 #include "step/compose.h"
+#include "step/flops.h"
 #include "step/spec.h"
 
 namespace {
@@ -118,6 +119,51 @@ TEST(StepMoeReferences, Qwen3RowsOutsideToleranceAreOutside) {
         << label(r) << ": predicted " << s << " s, published " << r.step_s << ": move it to held";
     std::printf("qwen3 %-40s step %6.2f s (published %5.2f, %+5.1f%%), outside the tolerance\n",
                 label(r).c_str(), s, r.step_s, 100 * (s / r.step_s - 1));
+  }
+}
+
+// The long-context table: each forced-balanced row's step time from its
+// TFLOP/s by the table's count (the model's FLOPs with the attention core
+// halved, causal) within the tolerance; the dropless ones printed.
+TEST(StepMoeReferences, Qwen3LongContextForcedBalanceRowsAreWithinTolerance) {
+  const YAML::Node ref = reference();
+  const double tolerance = ref["tolerance"].as<double>();
+  const YAML::Node q = ref["qwen3_long_context"];
+  const YAML::Node lay = q["layout"];
+  const int gpus = q["gpus"].as<int>();
+  ASSERT_EQ(q["held"].size(), 4u);
+  for (const auto& n : q["held"]) {
+    const int sequence = n[0].as<int>(), cp = n[3].as<int>();
+    const step::Overrides o{{"model.sequence", std::to_string(sequence)},
+                            {"training.global_batch", n[4].as<std::string>()},
+                            {"parallel.tp", n[2].as<std::string>()},
+                            {"parallel.cp", std::to_string(cp)},
+                            {"parallel.pp", lay["pp"].as<std::string>()},
+                            {"parallel.schedule", "interleaved"},
+                            {"parallel.virtual_stages", lay["vpp"].as<std::string>()},
+                            {"parallel.ep", lay["ep"].as<std::string>()},
+                            {"parallel.etp", "1"},
+                            {"parallel.zero", "1"},
+                            {"parallel.sequence_parallel", "true"},
+                            {"parallel.recompute", lay["recompute"].as<std::string>()},
+                            {"moe.dispatcher", lay["dispatcher"].as<std::string>()}};
+    const step::ModelSpec spec = step::load_model(q["model"].as<std::string>(), o);
+    ASSERT_EQ(n[1].as<int>() * kGpusPerNode, gpus);
+    const sim::Topology t = sim::load_topology("dgx-h100", {{"nodes", n[1].as<std::string>()}});
+    const step::StepReport r = step::predict_step(spec, t);
+    EXPECT_TRUE(r.memory.fits()) << sequence << ": " << r.memory.total_GB() << " GB";
+    // The attention core's forward FLOPs a token, 2 s (a D + a v), three passes.
+    const step::Transformer& m = spec.model;
+    const double tokens = double(spec.training.global_batch) * double(sequence);
+    const double core = 3.0 * tokens * double(m.layers) * 2.0 * double(sequence) * double(m.score_context_width());
+    const double counted = step::model_flops(spec) - core / 2;
+    const double forced_s = counted / (n[5].as<double>() * 1e12 * gpus);
+    const double dropless_s = counted / (n[6].as<double>() * 1e12 * gpus);
+    const double s = r.step_us / 1e6;
+    EXPECT_NEAR(s / forced_s, 1.0, tolerance) << "sequence " << sequence << ": predicted " << s << " s, forced "
+                                              << forced_s;
+    std::printf("qwen3 long context s %6d cp %d  step %7.2f s (forced balance %7.2f, %+5.1f%%; dropless %7.2f)\n",
+                sequence, cp, s, forced_s, 100 * (s / forced_s - 1), dropless_s);
   }
 }
 
