@@ -557,6 +557,7 @@ TEST_F(Cli, EveryJsonOutputFollowsItsSchema) {
       {{"compare", "megatron-1.7b", "-t", "dgx-a100", "-t", "dgx-h100", "-N", "4"}, "compare_steps"},
       {{"step", "gpt3-175b", "--topology", "dgx-h100", "--nodes", "128"}, "step"},
       {{"step", "gpt3-175b", "--topology", "dgx-h100", "--nodes", "128", "--search"}, "step"},
+      {{"step", "deepseek-v3", "--topology", "dgx-h100", "--nodes", "128"}, "step"},  // recompute mla_up_proj
   };
   for (const auto& [args, kind] : outputs) {
     Args with = args;
