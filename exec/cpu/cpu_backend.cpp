@@ -27,6 +27,7 @@
 //   staged, and the scratch it needs stays with the backend between calls.
 #include "exec/cpu/cpu_backend.h"
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -37,6 +38,7 @@
 #include <limits>
 #include <new>
 #include <optional>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -182,7 +184,8 @@ class CpuBackend final : public Backend {
     for (Buffer& b : buffers_)
       if (b.block.capacity() > 0) pool_.give_back(std::move(b.block));
     buffers_.clear();
-    ring_scratch_ = {};  // sized by this plan's reduce-scatters; the comm thread is idle
+    for (HostBlock& b : ring_scratch_) pool_.give_back(std::move(b));
+    ring_scratch_.clear();
   }
 
   DType dtype_of(BufferId b) const override { return buffer(b).dtype; }
@@ -382,21 +385,22 @@ class CpuBackend final : public Backend {
     for (const auto& p : ps) check(p);
     COCONET_ASSERT(static_cast<int>(ps.size()) == ranks_per_group(), "reduce_scatter: one part per rank");
     if (one_rank_copy(out, ps.front())) return;
-    comm_->enqueue([this, ps, out, op] {
-      const auto t = dtype_of(out.buffer);
-      RingReduceScatter call;
-      for (const auto& p : ps) {
-        call.parts.push_back(static_cast<const std::byte*>(ptr(p)));
-        call.counts.push_back(as_int(p.count, "a reduce-scatter count"));
-      }
-      call.out = static_cast<std::byte*>(ptr(out));
-      call.width = static_cast<std::size_t>(model::bytes_of(t));
-      call.type = ReduceOps::datatype(t);
-      call.op = ops_->op(t, op);
-      call.comm = group_comm_;
-      call.position = position();
-      call.tag = kRingTag;
-      ring_reduce_scatter(call, ring_scratch_, [this](MPI_Request& req) { wait_politely(req); });
+    const auto t = dtype_of(out.buffer);
+    RingReduceScatter call;
+    for (const auto& p : ps) {
+      call.parts.push_back(static_cast<const std::byte*>(ptr(p)));
+      call.counts.push_back(as_int(p.count, "a reduce-scatter count"));
+    }
+    call.out = static_cast<std::byte*>(ptr(out));
+    call.width = static_cast<std::size_t>(model::bytes_of(t));
+    call.type = ReduceOps::datatype(t);
+    call.op = ops_->op(t, op);
+    call.comm = group_comm_;
+    call.position = position();
+    call.tag = kRingTag;
+    const std::span<std::byte> scratch = ring_scratch(ring_scratch_bytes(call));
+    comm_->enqueue([this, call = std::move(call), scratch, out, op] {
+      ring_reduce_scatter(call, scratch, [this](MPI_Request& req) { wait_politely(req); });
       if (op == ReduceOp::mean) divide_by_group(out);
     });
   }
@@ -620,6 +624,23 @@ class CpuBackend final : public Backend {
     }
   }
 
+  // `bytes` of scratch for a reduce-scatter queued now: the plan's block
+  // when large enough, else a new one from the pool of at least twice its
+  // size (a plan's reduce-scatters grow it a few times at most).
+  std::span<std::byte> ring_scratch(std::size_t bytes) {
+    if (bytes == 0) return {};
+    const std::size_t held = ring_scratch_.empty() ? 0 : ring_scratch_.back().capacity();
+    if (held < bytes) {
+      try {
+        ring_scratch_.push_back(pool_.take(std::max(bytes, 2 * held), false));
+      } catch (const std::bad_alloc&) {
+        throw UserError("out of host memory for a reduce-scatter's " + std::to_string(bytes) +
+                        " bytes of scratch on rank " + std::to_string(rank_) + "; use smaller sizes (--set)");
+      }
+    }
+    return {ring_scratch_.back().data(), bytes};
+  }
+
   // Completes a request without holding a core the rank computes on: a
   // blocking MPI call spins (Open MPI polls shared memory), which takes the
   // core from the compute thread an overlapped schedule runs beside it. Test
@@ -683,10 +704,13 @@ class CpuBackend final : public Backend {
   MPI_Comm group_compute_ = MPI_COMM_NULL;
   std::unique_ptr<ReduceOps> ops_;
   std::unique_ptr<CommThread> comm_;
-  std::vector<std::byte> ring_scratch_;  // the comm thread's: ring_reduce_scatter's partial sums, kept for a plan
   bool pinned_ = false;  // this rank runs on one CPU of its own (exec::Binding::core)
   HostPool pool_;  // before buffers_: their blocks go back to it
   std::vector<Buffer> buffers_;
+  // ring_reduce_scatter's scratch, the plan's (given back by release_all):
+  // the last block is the one handed out; the ones before it may still be in
+  // use by queued reduce-scatters.
+  std::vector<HostBlock> ring_scratch_;
   std::vector<float> tile_weight_;            // a tile GEMM's weight widened to f32 (kernels::CpuF32Operand)
   std::int64_t tiles_planned_ = 0;            // the last tile event handed out
   std::mutex tiles_mutex_;                    // guards tiles_done_

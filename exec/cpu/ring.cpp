@@ -28,22 +28,33 @@ Landing landing_of(const RingReduceScatter& c, std::size_t out_bytes) {
   return Landing::direct;
 }
 
+std::size_t largest_part_bytes(const RingReduceScatter& c) {
+  return static_cast<std::size_t>(*std::max_element(c.counts.begin(), c.counts.end())) * c.width;
+}
+
 }  // namespace
 
-void ring_reduce_scatter(const RingReduceScatter& c, std::vector<std::byte>& scratch, const WaitRequest& wait) {
+std::size_t ring_scratch_bytes(const RingReduceScatter& c) {
+  const std::size_t p = c.parts.size();
+  if (p < 2) return 0;
+  const auto own = static_cast<std::size_t>(c.position);
+  const Landing landing = landing_of(c, static_cast<std::size_t>(c.counts[own]) * c.width);
+  const std::size_t slots = p > 2 ? 2 : (landing == Landing::direct ? 0 : 1);
+  return slots * largest_part_bytes(c);
+}
+
+void ring_reduce_scatter(const RingReduceScatter& c, std::span<std::byte> scratch, const WaitRequest& wait) {
   const int p = static_cast<int>(c.parts.size());
   COCONET_ASSERT(p >= 2 && c.counts.size() == c.parts.size() && c.position >= 0 && c.position < p,
                  "ring_reduce_scatter: one part and count per position, two positions at least");
+  COCONET_ASSERT(scratch.size() >= ring_scratch_bytes(c), "ring_reduce_scatter: scratch smaller than it needs");
   const auto part_of = [p](int k) { return static_cast<std::size_t>(((k % p) + p) % p); };
   const auto own = static_cast<std::size_t>(c.position);
   const std::size_t out_bytes = static_cast<std::size_t>(c.counts[own]) * c.width;
   const Landing landing = landing_of(c, out_bytes);
-
   // Two slots of the largest part: the partial sum received at step s is
   // sent at step s+1 while step s+1 receives into the other one.
-  const std::size_t slot = static_cast<std::size_t>(*std::max_element(c.counts.begin(), c.counts.end())) * c.width;
-  const std::size_t slots = p > 2 ? 2 : (landing == Landing::direct ? 0 : 1);
-  if (scratch.size() < slots * slot) scratch.resize(slots * slot);
+  const std::size_t slot = largest_part_bytes(c);
   const auto slot_at = [&](int s) { return scratch.data() + static_cast<std::size_t>(s % 2) * slot; };
 
   const int next = (c.position + 1) % p;

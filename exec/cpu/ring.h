@@ -14,7 +14,8 @@
 // that allreduce copies its input into such a temporary and costs 157 ms. The
 // allreduce the executor calls is out of place. The ring moves and
 // reduces (P-1)/P of the input on every rank, in place in the result or in
-// scratch the backend keeps between calls (until the plan releases its buffers).
+// scratch the backend takes from its pool (exec/cpu/host_pool.h) and keeps
+// until the plan releases its buffers.
 //
 // Step s (0 <= s < P-1) of position r: send part (r-s-1) mod P (at step 0 my
 // own input, later the partial sum received the step before) to r+1, receive
@@ -25,6 +26,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <vector>
 
 #include <mpi.h>
@@ -46,8 +48,12 @@ struct RingReduceScatter {
 // Completes one request (the backend's wait_politely).
 using WaitRequest = std::function<void(MPI_Request&)>;
 
-// Runs the ring; `scratch` is grown as needed and kept by the caller, so a
-// second call of the same size maps no memory.
-void ring_reduce_scatter(const RingReduceScatter& call, std::vector<std::byte>& scratch, const WaitRequest& wait);
+// The scratch bytes ring_reduce_scatter needs for `call`: none on 2 ranks
+// when `out` overlaps no part, the largest part on 2 ranks otherwise, two
+// of it (partial sums in flight and arriving) from 3 ranks on.
+[[nodiscard]] std::size_t ring_scratch_bytes(const RingReduceScatter& call);
+
+// Runs the ring in `scratch` (ring_scratch_bytes(call) bytes at least).
+void ring_reduce_scatter(const RingReduceScatter& call, std::span<std::byte> scratch, const WaitRequest& wait);
 
 }  // namespace coconet::exec::cpu
