@@ -10,6 +10,10 @@
 //   RS-C-AG+asSlice(m,v), the same stages one after another, at N = 2^24 on
 //   2 ranks: the step's median time and the bytes of state each touches per
 //   parameter (counted call by call by the executor, exec/bytes_touched.h).
+// - Does a reduce-scatter cost what its bytes say? The backend's
+//   reduce_scatter against its allreduce of the same 2^24 f16 elements on 2
+//   ranks, out of place and in place: a ring reduce-scatter moves and reduces
+//   half of what an allreduce does, so it should take about half its time.
 //
 // Run under mpirun with 2 ranks (`cmake --build build --target bench_exec`
 // does it): every rank runs the same fixed number of iterations (an
@@ -198,6 +202,60 @@ void BM_FusedVsParts(benchmark::State& state) {
   state.SetLabel("adam N=2^24, 2 ranks: fuse(RS-C-AG)+asSlice(m,v) vs RS-C-AG+asSlice(m,v)");
 }
 BENCHMARK(BM_FusedVsParts)->Iterations(1)->Repetitions(5)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+// Median over `steps` of the slowest rank's time of `call` until its stream
+// is drained, the ranks lined up by a barrier before each.
+template <typename Call>
+double collective_ms(exec::Backend& b, int steps, Call call) {
+  std::vector<double> t;
+  for (int i = 0; i < steps; ++i) {
+    b.barrier();
+    const double start = b.now_us();
+    call();
+    b.synchronize();
+    std::vector<double> took{(b.now_us() - start) * 1e-3};
+    b.host_allreduce(took, model::ReduceOp::max);
+    t.push_back(took.front());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+constexpr int kCollectiveSteps = 5;
+
+// Argument 0: out of place (the reduce-scatter's result in a buffer of its
+// own, the allreduce's in another); 1: in place (this rank's own part, the
+// input itself).
+void BM_ReduceScatterVsAllreduce(benchmark::State& state) {
+  auto& b = *backend();
+  const bool in_place = state.range(0) == 1;
+  const int p = b.ranks_per_group();
+  const std::int64_t part = kAdamN / p;
+  const exec::BufferId in = b.allocate(model::DType::f16, part * p);
+  const exec::BufferId rs_out = in_place ? in : b.allocate(model::DType::f16, part);
+  const exec::BufferId ar_out = in_place ? in : b.allocate(model::DType::f16, part * p);
+  std::vector<exec::View> parts;
+  for (int r = 0; r < p; ++r) parts.push_back({in, r * part, part});
+  const exec::View own = in_place ? parts[static_cast<std::size_t>(b.position())] : exec::View{rs_out, 0, part};
+  const auto rs = [&] { b.reduce_scatter(parts, own, model::ReduceOp::sum); };
+  const auto ar = [&] { b.allreduce({in, 0, part * p}, {ar_out, 0, part * p}, model::ReduceOp::sum); };
+  rs();  // first touches
+  ar();
+  double rs_ms = 0, ar_ms = 0;
+  for (auto _ : state) {
+    rs_ms = collective_ms(b, kCollectiveSteps, rs);
+    ar_ms = collective_ms(b, kCollectiveSteps, ar);
+    state.SetIterationTime(rs_ms * 1e-3);
+  }
+  b.release_all();
+  state.counters["rs_ms"] = rs_ms;
+  state.counters["ar_ms"] = ar_ms;
+  state.counters["rs_over_ar"] = rs_ms / ar_ms;
+  state.SetLabel(std::string("f16 N=2^24, ") + std::to_string(p) + " ranks, " +
+                 (in_place ? "in place" : "out of place"));
+}
+BENCHMARK(BM_ReduceScatterVsAllreduce)->Arg(0)->Arg(1)->Iterations(1)->Repetitions(3)->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
 
 class Silent : public benchmark::BenchmarkReporter {
  public:

@@ -21,10 +21,13 @@
 //   computes on the core it shares), so every block's collective can be queued before
 //   the GEMM starts and runs as soon as its block is done. The blocks share
 //   their weight, widened to f32 once (kernels::CpuF32Operand).
-// - Ragged reduce-scatter: MPI_Reduce_scatter with per-rank counts; parts that
-//   are not laid out back to back in rank order are staged into scratch first.
+// - Reduce-scatter: a ring of MPI_Isend/MPI_Irecv reduced with
+//   MPI_Reduce_local (exec/cpu/ring.h says why not MPI_Ireduce_scatter); the
+//   parts are sent from where they lie (ragged, scattered), so nothing is
+//   staged, and the scratch it needs stays with the backend between calls.
 #include "exec/cpu/cpu_backend.h"
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -35,6 +38,7 @@
 #include <limits>
 #include <new>
 #include <optional>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -45,6 +49,7 @@
 #include "exec/cpu/host_pool.h"
 #include "exec/cpu/node_shared.h"
 #include "exec/cpu/reduce_ops.h"
+#include "exec/cpu/ring.h"
 #include "exec/mpi_session.h"
 #include "kernels/cpu_elementwise.h"
 #include "kernels/cpu_matmul.h"
@@ -60,6 +65,7 @@ namespace {
 // MPI's shared-memory segments and the runtime's host copies.
 constexpr double kUsableMemoryShare = 0.9;
 constexpr int kP2pTag = 7;
+constexpr int kRingTag = 8;  // the ring reduce-scatter's messages, on group_comm_
 
 int as_int(std::int64_t v, const char* what) {
   if (v < 0 || v > INT_MAX)
@@ -178,6 +184,8 @@ class CpuBackend final : public Backend {
     for (Buffer& b : buffers_)
       if (b.block.capacity() > 0) pool_.give_back(std::move(b.block));
     buffers_.clear();
+    for (HostBlock& b : ring_scratch_) pool_.give_back(std::move(b));
+    ring_scratch_.clear();
   }
 
   DType dtype_of(BufferId b) const override { return buffer(b).dtype; }
@@ -377,15 +385,22 @@ class CpuBackend final : public Backend {
     for (const auto& p : ps) check(p);
     COCONET_ASSERT(static_cast<int>(ps.size()) == ranks_per_group(), "reduce_scatter: one part per rank");
     if (one_rank_copy(out, ps.front())) return;
-    comm_->enqueue([this, ps, out, op] {
-      const auto t = dtype_of(out.buffer);
-      std::vector<int> counts;
-      for (const auto& p : ps) counts.push_back(as_int(p.count, "a reduce-scatter count"));
-      const auto staged = contiguous(ps);
-      MPI_Request req = MPI_REQUEST_NULL;
-      COCONET_MPI_CHECK(MPI_Ireduce_scatter(staged.data, ptr(out), counts.data(), ReduceOps::datatype(t),
-                                            ops_->op(t, op), group_comm_, &req));
-      wait_politely(req);
+    const auto t = dtype_of(out.buffer);
+    RingReduceScatter call;
+    for (const auto& p : ps) {
+      call.parts.push_back(static_cast<const std::byte*>(ptr(p)));
+      call.counts.push_back(as_int(p.count, "a reduce-scatter count"));
+    }
+    call.out = static_cast<std::byte*>(ptr(out));
+    call.width = static_cast<std::size_t>(model::bytes_of(t));
+    call.type = ReduceOps::datatype(t);
+    call.op = ops_->op(t, op);
+    call.comm = group_comm_;
+    call.position = position();
+    call.tag = kRingTag;
+    const std::span<std::byte> scratch = ring_scratch(ring_scratch_bytes(call));
+    comm_->enqueue([this, call = std::move(call), scratch, out, op] {
+      ring_reduce_scatter(call, scratch, [this](MPI_Request& req) { wait_politely(req); });
       if (op == ReduceOp::mean) divide_by_group(out);
     });
   }
@@ -541,11 +556,6 @@ class CpuBackend final : public Backend {
     std::byte* data = nullptr;  // the first element: in `block`, or in an alias's target
   };
 
-  struct Staged {
-    void* data = nullptr;
-    std::vector<std::byte> scratch;
-  };
-
   const Buffer& buffer(BufferId b) const {
     COCONET_ASSERT(b >= 0 && b < static_cast<BufferId>(buffers_.size()), "unknown buffer id");
     return buffers_[static_cast<std::size_t>(b)];
@@ -614,6 +624,23 @@ class CpuBackend final : public Backend {
     }
   }
 
+  // `bytes` of scratch for a reduce-scatter queued now: the plan's block
+  // when large enough, else a new one from the pool of at least twice its
+  // size (a plan's reduce-scatters grow it a few times at most).
+  std::span<std::byte> ring_scratch(std::size_t bytes) {
+    if (bytes == 0) return {};
+    const std::size_t held = ring_scratch_.empty() ? 0 : ring_scratch_.back().capacity();
+    if (held < bytes) {
+      try {
+        ring_scratch_.push_back(pool_.take(std::max(bytes, 2 * held), false));
+      } catch (const std::bad_alloc&) {
+        throw UserError("out of host memory for a reduce-scatter's " + std::to_string(bytes) +
+                        " bytes of scratch on rank " + std::to_string(rank_) + "; use smaller sizes (--set)");
+      }
+    }
+    return {ring_scratch_.back().data(), bytes};
+  }
+
   // Completes a request without holding a core the rank computes on: a
   // blocking MPI call spins (Open MPI polls shared memory), which takes the
   // core from the compute thread an overlapped schedule runs beside it. Test
@@ -642,22 +669,6 @@ class CpuBackend final : public Backend {
     return ::sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) == 1;
   }
 
-  // The parts back to back in rank order: in place when they already are.
-  Staged contiguous(const std::vector<View>& parts) {
-    bool adjacent = true;
-    for (std::size_t r = 1; r < parts.size(); ++r)
-      adjacent = adjacent && parts[r].buffer == parts[0].buffer &&
-                 parts[r].offset == parts[r - 1].offset + parts[r - 1].count;
-    if (adjacent) return Staged{ptr(parts[0]), {}};
-    Staged s;
-    const auto width = model::bytes_of(dtype_of(parts[0].buffer));
-    for (const auto& p : parts) {
-      const auto* first = static_cast<const std::byte*>(ptr(p));
-      s.scratch.insert(s.scratch.end(), first, first + p.count * width);
-    }
-    s.data = s.scratch.data();
-    return s;
-  }
 
   kernels::CpuOperand cpu_operand(const Operand& o, const model::Block& block) {
     const auto& b = buffer(o.buffer);
@@ -696,6 +707,10 @@ class CpuBackend final : public Backend {
   bool pinned_ = false;  // this rank runs on one CPU of its own (exec::Binding::core)
   HostPool pool_;  // before buffers_: their blocks go back to it
   std::vector<Buffer> buffers_;
+  // ring_reduce_scatter's scratch, the plan's (given back by release_all):
+  // the last block is the one handed out; the ones before it may still be in
+  // use by queued reduce-scatters.
+  std::vector<HostBlock> ring_scratch_;
   std::vector<float> tile_weight_;            // a tile GEMM's weight widened to f32 (kernels::CpuF32Operand)
   std::int64_t tiles_planned_ = 0;            // the last tile event handed out
   std::mutex tiles_mutex_;                    // guards tiles_done_

@@ -334,13 +334,15 @@ TEST(Simulator, AFusedOpOverlapsItsUpdateOnlyWhereComputeIsLeftFree) {
   EXPECT_LT(gpu_ratio, 0.99);
   // cpu-local has one core per rank, and a collective's progress holds it
   // (sms_per_channel fitted by calibrate): the update and the transfers take
-  // turns, so the fused op costs about its parts (within 10%: its pieces'
+  // turns, so the fused op costs about its parts (within 15%: its pieces'
   // calls against the bytes it saves; 1.094 with the calibration of
   // 2026-12-06, whose faster element-wise rate makes the bytes saved count
-  // less), and gains less than on the GPUs.
+  // less; 1.107-1.143 over four calibrations after the cpu backend's
+  // reduce-scatter became a ring, cheaper a byte, so the pieces' fixed costs
+  // weigh more), and gains less than on the GPUs.
   const double cpu_ratio = time_of("cpu-local", 2, "fuse(RS-C-AG)+asSlice(m,v)", cpu) /
                            time_of("cpu-local", 2, "RS-C-AG+asSlice(m,v)", cpu);
-  EXPECT_NEAR(cpu_ratio, 1.0, 0.10);
+  EXPECT_NEAR(cpu_ratio, 1.0, 0.15);
   EXPECT_GT(cpu_ratio, gpu_ratio);
   EXPECT_GT(time_of("dgx2-v100", 16, "fuse(RS-C-AG)+asSlice(m,v)", cpu),
             time_of("dgx2-v100", 16, "fuse(RS-C-AG)+asSlice(m,v)", cuda));
