@@ -669,7 +669,6 @@ class CpuBackend final : public Backend {
     return ::sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) == 1;
   }
 
-
   kernels::CpuOperand cpu_operand(const Operand& o, const model::Block& block) {
     const auto& b = buffer(o.buffer);
     const auto last = o.access.at(block.rows - 1, block.cols - 1);
