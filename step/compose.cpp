@@ -436,13 +436,14 @@ void price_data_parallel(const ModelSpec& s, const Layout& l, const sim::Topolog
   // data-parallel group and, in a layer with experts, its routed experts'
   // over the expert data-parallel group (Megatron-core shards the two over
   // their own groups), one after the other; summed over the stage's layers.
-  const auto per_layer = [&](OpKind op, double bytes_per_param, double* first) {
+  // `one`: a single layer's collective (a dense one where the stage has any).
+  const auto per_layer = [&](OpKind op, double bytes_per_param, double* one) {
     const auto us = [&](double params, const sim::Placement& g) {
       return params > 0 && g.ranks > 1 ? collectives.us(op, params * bytes_per_param, g) : 0.0;
     };
     const double plain = us(shards.dense_layer, group);
     const double moe = us(shards.moe_layer, group) + us(shards.experts, expert_group);
-    if (first != nullptr) *first = shards.dense_layers > 0 ? plain : moe;
+    *one = shards.dense_layers > 0 ? plain : moe;
     return shards.dense_layers * plain + shards.moe_layers * moe;
   };
   // ZeRO 2 reduce-scatters each earlier micro-batch's gradients in buckets;
@@ -873,15 +874,21 @@ StepReport predict_step_bound(const ModelSpec& s, const SizedLayout& sized, cons
   const CpExchange kv = cp_exchange(t, x, l, s.parallel.cp_comm, c, collectives);
   lt.fwd_cp_us = kv.fwd_us;
   lt.bwd_cp_us = kv.bwd_us;
+  // What a layer runs again in its backward, by recomputation: its MLP's
+  // forward only with experts (recompute moe; 0 in a dense layer).
   const double selective_us = c.attention_fwd.gemm_us + c.attention_fwd.elementwise_us;
   const double up_projections_us = up_projections_fwd_us(t, s.model, x);
-  switch (s.parallel.recompute) {
-    case Recompute::none: break;
-    case Recompute::selective: lt.recompute_us = selective_us; break;
-    case Recompute::full: lt.recompute_us = lt.fwd_us() + lt.fwd_cp_us; break;
-    case Recompute::mla_up_proj: lt.recompute_us = up_projections_us; break;
-    case Recompute::moe: break;  // a dense layer runs nothing again
-  }
+  const auto recomputed = [&](const LayerTimes& layer, double mlp_fwd_us) {
+    switch (s.parallel.recompute) {
+      case Recompute::none: return 0.0;
+      case Recompute::selective: return selective_us;
+      case Recompute::full: return layer.fwd_us() + layer.fwd_cp_us;
+      case Recompute::mla_up_proj: return up_projections_us;
+      case Recompute::moe: return mlp_fwd_us;
+    }
+    return 0.0;
+  };
+  lt.recompute_us = recomputed(lt, 0.0);
 
   // Every virtual stage, one micro-batch; the slowest stage sets the pace.
   if (s.moe.on()) {
@@ -890,14 +897,7 @@ StepReport predict_step_bound(const ModelSpec& s, const SizedLayout& sized, cons
     r.moe_layer = moe.times;
     r.moe_fwd_schedule = moe.fwd_schedule;
     r.moe_bwd_schedule = moe.bwd_schedule;
-    LayerTimes& ml = r.moe_layer;
-    switch (s.parallel.recompute) {
-      case Recompute::none: break;
-      case Recompute::selective: ml.recompute_us = selective_us; break;
-      case Recompute::full: ml.recompute_us = ml.fwd_us() + ml.fwd_cp_us; break;
-      case Recompute::mla_up_proj: ml.recompute_us = up_projections_us; break;
-      case Recompute::moe: ml.recompute_us = moe.mlp_fwd_us; break;
-    }
+    r.moe_layer.recompute_us = recomputed(r.moe_layer, moe.mlp_fwd_us);
   }
   const Embedding emb = embedding(t, x, sp, collectives);
   const GemmPasses out = output_layer(t, x);

@@ -730,7 +730,6 @@ TEST(StepRecompute, MlaUpProjectionsAreRunAgainAndTheirOutputsDropped) {
   EXPECT_EQ(r0.layer.recompute_us, 0);
   EXPECT_GT(r1.layer.recompute_us, 0);
   EXPECT_LT(r1.layer.recompute_us, r1.layer.fwd_gemm_us / 2);
-  EXPECT_NEAR(r1.step_us - r0.step_us, 0, 4 * r1.layer.recompute_us * double(r1.layout.micro_batches) + 1);
   EXPECT_GT(r1.step_us, r0.step_us);
   const double up_weights = 384 * a * 96 + 128 * a * (64 + 64);
   EXPECT_DOUBLE_EQ(up.model.up_projection_weights(), up_weights);

@@ -62,25 +62,32 @@ YAML::Node reference() {
 }
 
 // The layout of the file's header: ZeRO 3 for fsdp, else the distributed
-// optimizer (ZeRO 1); "norm,act" priced without recomputation.
-double predicted_s(const std::string& model, int gpus, const Row& r) {
-  const step::Overrides o{{"training.micro_batch", std::to_string(r.mbs)},
-                          {"parallel.tp", std::to_string(r.tp)},
-                          {"parallel.cp", std::to_string(r.cp)},
-                          {"parallel.pp", std::to_string(r.pp)},
-                          {"parallel.dp", std::to_string(r.dp)},
-                          {"parallel.ep", std::to_string(r.ep)},
-                          {"parallel.etp", std::to_string(r.etp)},
-                          {"parallel.schedule", r.vpp > 1 ? "interleaved" : "1f1b"},
-                          {"parallel.virtual_stages", std::to_string(r.vpp)},
-                          {"parallel.zero", r.fsdp ? "3" : "1"},
-                          {"parallel.sequence_parallel", "true"},
-                          {"parallel.recompute", r.recompute == "full" ? "full" : "none"},
-                          {"moe.dispatcher", r.dispatcher == "DeepEP" ? "deepep" : "alltoall"},
-                          {"moe.a2a_overlap", r.note.find("A2A overlap") != std::string::npos ? "true" : "false"}};
+// optimizer (ZeRO 1); "norm,act" priced without recomputation, "full" and
+// "moe" as themselves; `more` beside it (a row's sequence, its batch).
+step::StepReport predict_row(const std::string& model, int gpus, const Row& r, const step::Overrides& more = {}) {
+  const std::string recompute = r.recompute == "full" || r.recompute == "moe" ? r.recompute : "none";
+  step::Overrides o{{"training.micro_batch", std::to_string(r.mbs)},
+                    {"parallel.tp", std::to_string(r.tp)},
+                    {"parallel.cp", std::to_string(r.cp)},
+                    {"parallel.pp", std::to_string(r.pp)},
+                    {"parallel.dp", std::to_string(r.dp)},
+                    {"parallel.ep", std::to_string(r.ep)},
+                    {"parallel.etp", std::to_string(r.etp)},
+                    {"parallel.schedule", r.vpp > 1 ? "interleaved" : "1f1b"},
+                    {"parallel.virtual_stages", std::to_string(r.vpp)},
+                    {"parallel.zero", r.fsdp ? "3" : "1"},
+                    {"parallel.sequence_parallel", "true"},
+                    {"parallel.recompute", recompute},
+                    {"moe.dispatcher", r.dispatcher == "DeepEP" ? "deepep" : "alltoall"},
+                    {"moe.a2a_overlap", r.note.find("A2A overlap") != std::string::npos ? "true" : "false"}};
+  o.insert(o.end(), more.begin(), more.end());
   const sim::Topology t =
       sim::load_topology("dgx-h100", {{"nodes", std::to_string(gpus / kGpusPerNode)}});
-  return step::predict_step(step::load_model(model, o), t).step_us / 1e6;
+  return step::predict_step(step::load_model(model, o), t);
+}
+
+double predicted_s(const std::string& model, int gpus, const Row& r) {
+  return predict_row(model, gpus, r).step_us / 1e6;
 }
 
 std::string label(const Row& r) {
@@ -134,23 +141,22 @@ TEST(StepMoeReferences, Qwen3LongContextForcedBalanceRowsAreWithinTolerance) {
   ASSERT_EQ(q["held"].size(), 4u);
   for (const auto& n : q["held"]) {
     const int sequence = n[0].as<int>(), cp = n[3].as<int>();
-    const step::Overrides o{{"model.sequence", std::to_string(sequence)},
-                            {"training.global_batch", n[4].as<std::string>()},
-                            {"parallel.tp", n[2].as<std::string>()},
-                            {"parallel.cp", std::to_string(cp)},
-                            {"parallel.pp", lay["pp"].as<std::string>()},
-                            {"parallel.schedule", "interleaved"},
-                            {"parallel.virtual_stages", lay["vpp"].as<std::string>()},
-                            {"parallel.ep", lay["ep"].as<std::string>()},
-                            {"parallel.etp", "1"},
-                            {"parallel.zero", "1"},
-                            {"parallel.sequence_parallel", "true"},
-                            {"parallel.recompute", lay["recompute"].as<std::string>()},
-                            {"moe.dispatcher", lay["dispatcher"].as<std::string>()}};
-    const step::ModelSpec spec = step::load_model(q["model"].as<std::string>(), o);
     ASSERT_EQ(n[1].as<int>() * kGpusPerNode, gpus);
-    const sim::Topology t = sim::load_topology("dgx-h100", {{"nodes", n[1].as<std::string>()}});
-    const step::StepReport r = step::predict_step(spec, t);
+    Row row;
+    row.dispatcher = lay["dispatcher"].as<std::string>();
+    row.tp = n[2].as<int>();
+    row.cp = cp;
+    row.pp = lay["pp"].as<int>();
+    row.vpp = lay["vpp"].as<int>();
+    row.ep = lay["ep"].as<int>();
+    row.etp = 1;
+    row.dp = gpus / (row.tp * row.cp * row.pp);
+    row.mbs = 1;
+    row.recompute = lay["recompute"].as<std::string>();
+    const step::StepReport r = predict_row(q["model"].as<std::string>(), gpus, row,
+                                           {{"model.sequence", std::to_string(sequence)},
+                                            {"training.global_batch", n[4].as<std::string>()}});
+    const step::ModelSpec& spec = r.spec;
     EXPECT_TRUE(r.memory.fits()) << sequence << ": " << r.memory.total_GB() << " GB";
     // The attention core's forward FLOPs a token, 2 s (a D + a v), three passes.
     const step::Transformer& m = spec.model;
