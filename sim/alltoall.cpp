@@ -34,9 +34,9 @@ Split split_of(const CollectiveRequest& r) {
 CollectiveCost alltoall_cost(const Topology& t, const CollectiveRequest& r, model::Proto proto, int channels) {
   const Split s = split_of(r);
   const double scale = protocol_efficiency(t, proto) * std::min(1.0, double(channels) / t.nccl.channels);
-  const double nvlink_GBps = t.node.nvlink_GBps() * scale;
+  const double nvlink_GBps = t.node.nvlink_GBps() * t.nccl.alltoall_efficiency.nvlink * scale;
   // The node's NICs (one per GPU at most in use) shared by its GPUs.
-  const double nic_GBps = t.network.share_GBps(r.where.per_node) * scale;
+  const double nic_GBps = t.network.share_GBps(r.where.per_node) * t.nccl.alltoall_efficiency.network * scale;
   const double intra_us = transfer_us(s.nvlink, nvlink_GBps);
   const double inter_us = s.network > 0 ? transfer_us(s.network, nic_GBps) : 0.0;
   CollectiveCost c{model::Algo::ring, proto};

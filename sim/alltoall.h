@@ -3,7 +3,9 @@
 // once (NCCL runs it as P-1 grouped sends and receives). `bytes` is one
 // rank's slice, as nccl-tests' alltoall sizes it; a rank sends (P-1)/P of it,
 // the part for the peers on its node over NVLink and the rest over its share
-// of the node's NICs, the two at the same time.
+// of the node's NICs, the two at the same time, each at the share of the
+// link's rate NCCL's all-to-all was measured to reach
+// (nccl.alltoall_efficiency, sim/topology.h).
 #pragma once
 
 #include "sim/collective.h"

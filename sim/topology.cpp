@@ -397,7 +397,7 @@ NcclSpec read_nccl(const Reader& r, const YAML::Node& root) {
                                   "ll128_efficiency", "tree_efficiency", "tree_ll_efficiency",
                                   "tree_ll128_efficiency", "base_latency_us",
                                   "hbm_bytes_per_link_byte", "reduce_GBps", "sms_per_channel",
-                                  "measured_latency", "interference"});
+                                  "measured_latency", "interference", "alltoall_efficiency"});
   NcclSpec s;
   if (n["version"]) {  // checked by merge_nccl_table
     s.version = n["version"].as<std::string>();
@@ -430,6 +430,11 @@ NcclSpec read_nccl(const Reader& r, const YAML::Node& root) {
   s.sms_per_channel = r.positive(n, "nccl", "sms_per_channel");
   if (n["measured_latency"]) s.measured_latency = read_measured_latency(r, n);
   s.interference = n["interference"] ? r.non_negative(n, "nccl", "interference") : 0.0;
+  if (n["alltoall_efficiency"]) {
+    const YAML::Node a = r.section(n, "nccl", "alltoall_efficiency", {"nvlink", "network"});
+    s.alltoall_efficiency.nvlink = r.fraction_or(a, "nccl.alltoall_efficiency", "nvlink", 1.0);
+    s.alltoall_efficiency.network = r.fraction_or(a, "nccl.alltoall_efficiency", "network", 1.0);
+  }
   return s;
 }
 

@@ -246,6 +246,17 @@ struct NcclSpec {
   // hold and the HBM both share (L2, memory-controller arbitration): each runs
   // at 1 / (1 + interference) of its rate. 0 (absent in a file): none.
   double interference = 0;
+  // NCCL's all-to-all against the rates this model prices a link at: each
+  // rank's bytes to its node's peers over NVLink and to other nodes over its
+  // NIC share (sim/alltoall.h) move at these shares of node.nvlink_GBps()
+  // and network.share_GBps(). A measured ratio (absent in a file: 1): NCCL
+  // sends all-to-all parts as point-to-point operations, not as the rings
+  // and trees its other collectives run at the links' rates.
+  struct AlltoallEfficiency {
+    double nvlink = 1;
+    double network = 1;
+  };
+  AlltoallEfficiency alltoall_efficiency;
   // Optional `handoff_us` (device: cpu's calibration): the part of every
   // collective's fixed cost that hands its completion to the thread waiting
   // for it (the cpu backend: its communication thread waking the compute

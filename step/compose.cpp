@@ -497,7 +497,8 @@ constexpr int kSwigluTensors = 3;       // gate, up, product
 // max_nodes (n - 1)/n of them with node-limited routing (moe.max_nodes; the
 // own node among the max_nodes by chance). The combine is the same two hops
 // back. The two hops run one after the other (DeepEP overlaps them: an upper
-// bound). A pass runs a dispatch and a combine; returns one pass's
+// bound), on DeepEP's kernels (deepep_topology: the links' full rates,
+// `collectives` prices on it). A pass runs a dispatch and a combine; returns one pass's
 // all-to-all time, or -1 with the alltoall dispatcher or a group on one node
 // (the MoE programs' all-to-alls stand: within a node DeepEP's intranode
 // kernels move every copy over NVLink as the all-to-all does).
@@ -596,7 +597,7 @@ MoeLayer moe_layer_times(const ModelSpec& s, const Layout& l, const sim::Topolog
     const sim::Placement g = sim::place(t, l.etp);
     etp_us = collectives.us(OpKind::allgather, gathered, g) + collectives.us(OpKind::reducescatter, gathered, g);
   }
-  const double a2a_pass = node_limited_a2a_us(s, t, ms, tokens, slots, collectives);
+  const double a2a_pass = node_limited_a2a_us(s, t, ms, tokens, slots, pricer.moe().deepep_collectives());
   MoeLayer out;
   LayerTimes& m = out.times;
   m.fwd_gemm_us = c.fwd.gemm_us + c.cp_extra_fwd.gemm_us + e.fwd.gemm_us + shared.fwd;

@@ -55,6 +55,7 @@ MoeShape step_moe_shape(const ModelSpec& s, const Layout& l) {
   x.etp = l.etp;
   x.dtype = s.training.dtype;
   x.fp8 = s.training.fp8;
+  x.deepep = m.dispatcher == Dispatcher::deepep;
   return x;
 }
 
@@ -63,7 +64,14 @@ model::Bindings moe_bindings(const MoeShape& x) {
           {"K", x.top_k},  {"S", x.slots},  {"F", x.ffn}};
 }
 
-MoeBlockPricer::MoeBlockPricer(const sim::Topology& t) : topology_(t) {}
+sim::Topology deepep_topology(const sim::Topology& t) {
+  sim::Topology d = t;
+  d.nccl.alltoall_efficiency = {};
+  return d;
+}
+
+MoeBlockPricer::MoeBlockPricer(const sim::Topology& t)
+    : topology_(t), deepep_topology_(deepep_topology(t)), deepep_collectives_(deepep_topology_) {}
 
 const sim::ScheduleList& MoeBlockPricer::schedules(const std::string& workload, model::DType d) {
   const auto key = std::make_pair(workload, int(d));
@@ -81,8 +89,9 @@ const sim::ScheduleList& MoeBlockPricer::schedules(const std::string& workload, 
 }
 
 MoePass MoeBlockPricer::tune(const std::string& workload, const MoeShape& x) {
-  sim::Context ctx{topology_, x.ep, moe_bindings(x), std::nullopt};
-  ctx.where = sim::place_strided(topology_, x.ep, x.etp);
+  const sim::Topology& t = x.deepep ? deepep_topology_ : topology_;
+  sim::Context ctx{t, x.ep, moe_bindings(x), std::nullopt};
+  ctx.where = sim::place_strided(t, x.ep, x.etp);
   ctx.fused_kernels = true;
   ctx.fp8_gemms = x.fp8;
   sim::TuneOptions times_only;  // a pass reads the simulated times only

@@ -24,6 +24,7 @@
 #include "model/schedule.h"
 #include "sim/topology.h"
 #include "sim/tuner.h"
+#include "step/collective_times.h"
 #include "step/spec.h"
 
 namespace coconet::step {
@@ -40,9 +41,10 @@ struct MoeShape {
   int etp = 1;  // the EP group's ranks are etp apart (Megatron-core's expert rank order)
   model::DType dtype = model::DType::bf16;
   bool fp8 = false;
+  bool deepep = false;  // the all-to-alls are DeepEP's kernels, not NCCL's (deepep_topology)
 
   [[nodiscard]] auto key() const {
-    return std::make_tuple(tokens, hidden, experts, top_k, slots, ffn, ep, etp, int(dtype), fp8);
+    return std::make_tuple(tokens, hidden, experts, top_k, slots, ffn, ep, etp, int(dtype), fp8, deepep);
   }
 };
 
@@ -68,18 +70,31 @@ struct MoeBlock {
   MoePass bwd;
 };
 
+// The topology DeepEP's kernels move tokens on (moe.dispatcher deepep): `t`
+// with all-to-alls at the links' full rates (nccl.alltoall_efficiency 1).
+// DeepEP's README (github.com/deepseek-ai/DeepEP, the V1 table of its
+// normal kernels, H800 with a 400 Gb/s ConnectX-7 per GPU): 153-158 GB/s
+// within a node, of the about 160 the H800's NVLink reaches; 43-58 GB/s
+// "RDMA bottleneck bandwidth" across 2-8 nodes, of the NIC's 50.
+[[nodiscard]] sim::Topology deepep_topology(const sim::Topology& t);
+
 class MoeBlockPricer {
  public:
   explicit MoeBlockPricer(const sim::Topology& t);
   // The shape's block, cached: the reference stays valid as long as the pricer.
   [[nodiscard]] const MoeBlock& price(const MoeShape& x);
   [[nodiscard]] int tuned() const { return int(cache_.size()); }
+  // The formula-priced all-to-alls of DeepEP's two-hop dispatch, on
+  // deepep_topology.
+  [[nodiscard]] CollectiveTimes& deepep_collectives() { return deepep_collectives_; }
 
  private:
   [[nodiscard]] const sim::ScheduleList& schedules(const std::string& workload, model::DType d);
   [[nodiscard]] MoePass tune(const std::string& workload, const MoeShape& x);
 
   sim::Topology topology_;
+  sim::Topology deepep_topology_;
+  CollectiveTimes deepep_collectives_;
   std::map<std::pair<std::string, int>, sim::ScheduleList> programs_;
   std::map<decltype(MoeShape{}.key()), MoeBlock> cache_;
 };

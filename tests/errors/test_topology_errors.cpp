@@ -3,6 +3,9 @@
 // override) and the rule.
 #include <algorithm>
 #include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <fmt/core.h>
 #include <gtest/gtest.h>
@@ -186,6 +189,21 @@ TEST(TopologyErrors, InterferenceIsZeroOrMore) {
   const std::string msg = error_of(replace(shipped(), "interference: 0.045", "interference: -1"));
   EXPECT_NE(msg.find("nccl.interference"), std::string::npos) << msg;
   EXPECT_NE(msg.find("zero or more"), std::string::npos) << msg;
+}
+
+// nccl.alltoall_efficiency: each share in (0, 1], no other key.
+TEST(TopologyErrors, AllToAllEfficiencyIsAShareOfTheLinksRate) {
+  const std::string from = "alltoall_efficiency: {nvlink: 0.82, network: 0.86}";
+  for (const auto& [bad, says] : std::vector<std::pair<std::string, std::string>>{
+           {"alltoall_efficiency: {nvlink: 1.2, network: 0.86}", "nccl.alltoall_efficiency.nvlink"},
+           {"alltoall_efficiency: {nvlink: 0.82, network: 0}", "nccl.alltoall_efficiency.network"},
+           {"alltoall_efficiency: {nvlink: 0.82, nic: 0.86}", "nic"},
+           {"alltoall_efficiency: 0.8", "nccl.alltoall_efficiency"}}) {
+    const std::string text = replace(shipped(), from, bad);
+    ASSERT_NE(text, shipped()) << "the shipped topology has no " << from;
+    const std::string msg = error_of(text);
+    EXPECT_NE(msg.find(says), std::string::npos) << bad << ": " << msg;
+  }
 }
 
 // network.pod_gpus and network.oversubscription (as llama3-h100-roce states

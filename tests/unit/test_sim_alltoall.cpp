@@ -1,8 +1,11 @@
 // The all-to-all's cost (sim/alltoall.h): (P-1)/P of each rank's slice, the
 // part for its node's peers over NVLink and the rest over its share of the
-// NICs, both at once; on one rank a local copy; nccl-tests' bus factor (P-1)/P.
+// NICs, both at once, each at the share of its rate NCCL's all-to-all
+// reaches (nccl.alltoall_efficiency); on one rank a local copy; nccl-tests'
+// bus factor (P-1)/P.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "sim/alltoall.h"
@@ -25,7 +28,8 @@ CollectiveCost cost(const Topology& t, int ranks, double bytes = kBytes, Proto p
 TEST(Alltoall, OneNodeSendsSevenEighthsOverNvlink) {
   const Topology t = load_topology("dgx-h100");
   const CollectiveCost c = cost(t, 8);
-  EXPECT_NEAR(c.transfer_us, transfer_us(kBytes * 7 / 8, t.node.nvlink_GBps()), 1e-6);
+  EXPECT_NEAR(c.transfer_us, transfer_us(kBytes * 7 / 8, t.node.nvlink_GBps() * t.nccl.alltoall_efficiency.nvlink),
+              1e-6);
   EXPECT_EQ(c.bottleneck, Link::nvlink);
   EXPECT_DOUBLE_EQ(bus_factor(OpKind::alltoall, 8), 7.0 / 8);
   const LinkTraffic tr = traffic_of(t, {OpKind::alltoall, kBytes, place(t, 8)}, c);
@@ -36,7 +40,8 @@ TEST(Alltoall, OneNodeSendsSevenEighthsOverNvlink) {
 TEST(Alltoall, AcrossNodesHalfTheSliceCrossesTheNetwork) {
   const Topology t = load_topology("dgx-h100");
   const CollectiveCost c = cost(t, 16);  // 2 nodes of 8: 8 of 16 peers are on the other node
-  const double nic_share = std::min(t.network.nics, 8) * t.network.nic_GBps() / 8;
+  const double nic_share =
+      std::min(t.network.nics, 8) * t.network.nic_GBps() / 8 * t.nccl.alltoall_efficiency.network;
   EXPECT_NEAR(c.transfer_us, transfer_us(kBytes * 8 / 16, nic_share), 1e-6);
   EXPECT_EQ(c.bottleneck, Link::network);
   const LinkTraffic tr = traffic_of(t, {OpKind::alltoall, kBytes, place(t, 16)}, c);
@@ -44,6 +49,21 @@ TEST(Alltoall, AcrossNodesHalfTheSliceCrossesTheNetwork) {
   EXPECT_DOUBLE_EQ(tr.nvlink, kBytes * 7 / 16);
   // The network hop is paid on top of the node's.
   EXPECT_GT(c.hops_us, cost(t, 8).hops_us);
+}
+
+// A topology without nccl.alltoall_efficiency prices the links' full rates;
+// the shares scale the links and not the bytes they carry.
+TEST(Alltoall, TheMeasuredSharesScaleTheLinksRates) {
+  const Topology t = load_topology("dgx-h100");
+  ASSERT_LT(t.nccl.alltoall_efficiency.nvlink, 1.0);
+  ASSERT_LT(t.nccl.alltoall_efficiency.network, 1.0);
+  Topology full = t;
+  full.nccl.alltoall_efficiency = {};
+  EXPECT_NEAR(cost(full, 8).transfer_us * 1 / t.nccl.alltoall_efficiency.nvlink, cost(t, 8).transfer_us, 1e-6);
+  EXPECT_NEAR(cost(full, 16).transfer_us * 1 / t.nccl.alltoall_efficiency.network, cost(t, 16).transfer_us, 1e-6);
+  const CollectiveRequest r{OpKind::alltoall, kBytes, place(t, 16)};
+  EXPECT_DOUBLE_EQ(traffic_of(t, r, cost(t, 16)).network, traffic_of(full, r, cost(full, 16)).network);
+  EXPECT_EQ(load_topology("dgx-a100").nccl.alltoall_efficiency.nvlink, 1.0);
 }
 
 TEST(Alltoall, OneRankCopiesLocallyAndMoreBytesTakeLonger) {

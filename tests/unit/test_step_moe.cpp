@@ -439,13 +439,34 @@ TEST(StepMoePricing, DeepEpSendsATokenOncePerRemoteNodeAndMaxNodesLimitsThem) {
             dedup.moe_layer.fwd_a2a_us);  // 4 nodes: no tighter than the group
   EXPECT_LT(limited1.moe_layer.fwd_a2a_us, limited4.moe_layer.fwd_a2a_us);
   EXPECT_GT(limited1.moe_layer.fwd_a2a_us, 0);
-  const StepReport node = priced({{"parallel.etp", "1"}, {"moe.dispatcher", "deepep"}});
-  const StepReport free = priced({{"parallel.etp", "1"}});
-  EXPECT_EQ(node.moe_layer.fwd_a2a_us, free.moe_layer.fwd_a2a_us);
   const std::string alone = error_of(kMoe, {{"moe.max_nodes", "2"}});
   EXPECT_TRUE(has(alone, "moe.max_nodes needs dispatcher: deepep")) << alone;
   const std::string bad = error_of(kMoe, {{"moe.dispatcher", "deepep"}, {"moe.max_nodes", "0"}});
   EXPECT_TRUE(has(bad, "moe.max_nodes must be a whole number from 1")) << bad;
+}
+
+// NCCL's all-to-all (the alltoall dispatcher) runs at the share of the
+// links' rates it was measured to reach (nccl.alltoall_efficiency), DeepEP's
+// kernels at the full rates (step::deepep_topology): within a node DeepEP's
+// intranode kernels move the same copies as the MoE programs' all-to-all,
+// faster; with the shares at 1 the two dispatchers price a node alike, and
+// across nodes DeepEP's hops do not move with NCCL's shares.
+TEST(StepMoePricing, NcclsAllToAllRunsAtItsMeasuredShareAndDeepEpsAtTheLinksRate) {
+  const sim::Topology t = h100(4);
+  ASSERT_LT(t.nccl.alltoall_efficiency.nvlink, 1.0);
+  sim::Topology full = t;
+  full.nccl.alltoall_efficiency = {};
+  const auto a2a_us = [](const sim::Topology& topo, const Overrides& o) {
+    return predict_step(parse_model(kMoe, "moe.yaml", o), topo).moe_layer.fwd_a2a_us;
+  };
+  const Overrides nccl{{"parallel.etp", "1"}}, deepep{{"parallel.etp", "1"}, {"moe.dispatcher", "deepep"}};
+  EXPECT_LT(a2a_us(t, deepep), a2a_us(t, nccl));
+  EXPECT_LT(a2a_us(full, nccl), a2a_us(t, nccl));
+  EXPECT_EQ(a2a_us(full, deepep), a2a_us(full, nccl));
+  EXPECT_EQ(a2a_us(t, deepep), a2a_us(full, deepep));
+  const Overrides across{{"moe.experts", "32"}, {"parallel.etp", "1"}, {"parallel.tp", "1"},
+                         {"parallel.ep", "32"}, {"training.global_batch", "64"}, {"moe.dispatcher", "deepep"}};
+  EXPECT_EQ(a2a_us(t, across), a2a_us(full, across));
 }
 
 }  // namespace
