@@ -23,6 +23,14 @@ std::string passes(bool fwd, bool bwd) {
   return bwd ? "backward only" : "";
 }
 
+// What the layer's all-to-alls run beside: the other micro-batch's pass
+// (moe.a2a_overlap, 1F1B schedules), the shared experts
+// (moe.shared_expert_overlap), or nothing.
+std::string moe_overlap_label(const step::Moe& m, const step::Parallelism& p) {
+  if (m.a2a_overlap && p.schedule != step::PipeSchedule::gpipe) return "1F1B";
+  return m.shared_expert_overlap ? "shared experts" : "off";
+}
+
 }  // namespace
 
 step::KernelChoices kernels_of(const step::StepReport& r, step::LayerBlockPricer& layers) {
@@ -89,6 +97,8 @@ nlohmann::json layout_json(const step::StepReport& r, const step::KernelChoices&
       {"ep", r.layout.ep},
       {"etp", r.layout.etp},
       {"expert_dp", r.layout.edp},
+      {"moe_a2a_overlap", r.spec.moe.a2a_overlap},
+      {"moe_shared_expert_overlap", r.spec.moe.shared_expert_overlap},
       {"kernels",
        {{"flash_attention_fwd", k.flash_attention_fwd},
         {"flash_attention_bwd", k.flash_attention_bwd},
@@ -129,7 +139,8 @@ std::string layout_label(const step::StepReport& r) {
   std::string cp =
       r.layout.cp > 1 ? fmt::format(" x cp {} ({})", r.layout.cp, step::to_string(p.cp_comm)) : std::string();
   if (r.spec.moe.on())
-    cp += fmt::format(" (experts: ep {} x etp {} x expert dp {})", r.layout.ep, r.layout.etp, r.layout.edp);
+    cp += fmt::format(" (experts: ep {} x etp {} x expert dp {}, all-to-all overlap {})", r.layout.ep, r.layout.etp,
+                      r.layout.edp, moe_overlap_label(r.spec.moe, p));
   return fmt::format(
       "dp {} x tp {}{} x pp {}, {}, {} micro-batches of {}, ZeRO {}, recompute {}, sequence parallel {}, TP overlap {}, "
       "GEMMs {}",

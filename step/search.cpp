@@ -48,6 +48,22 @@ std::vector<bool> tp_overlap_choices(const ModelSpec& base, int tp, const Search
   return {false, true};
 }
 
+// The MoE overlaps a layout runs with (spec.h Moe::a2a_overlap, needing a
+// 1F1B schedule; Moe::shared_expert_overlap, needing shared experts). Each
+// only hides all-to-all time (compose.cpp's overlapped_exposure_us never
+// exceeds the all-to-all it is given) and holds no memory of its own, so
+// the tuner's pick between on and off is always on: the search turns on
+// each one the layout allows instead of pricing both ways. With
+// vary_moe_overlap false: the file's.
+struct MoeOverlaps {
+  bool a2a = false, shared = false;
+};
+
+MoeOverlaps moe_overlaps(const ModelSpec& base, PipeSchedule schedule, const SearchOptions& o) {
+  if (!base.moe.on() || !o.vary_moe_overlap) return {base.moe.a2a_overlap, base.moe.shared_expert_overlap};
+  return {schedule != PipeSchedule::gpipe, base.moe.shared_experts > 0};
+}
+
 // What a layout sets in the spec.
 struct Choice {
   int dp, tp, cp, pp, virtual_stages, zero, ep, etp;
@@ -58,6 +74,7 @@ struct Choice {
   bool fp8;         // the linear layers' GEMMs in FP8 (`dtype: fp8`)
   bool own_stages;  // the file's pipeline.layers_per_stage (its own pp and schedule); else balanced
   bool sequence_parallel, tp_overlap;
+  MoeOverlaps moe_overlaps;
 };
 
 void apply(const Choice& c, const ModelSpec& base, ModelSpec& s) {
@@ -77,6 +94,8 @@ void apply(const Choice& c, const ModelSpec& base, ModelSpec& s) {
   p.tp_overlap = c.tp_overlap;
   s.training.micro_batch = c.micro_batch;
   s.training.fp8 = c.fp8;
+  s.moe.a2a_overlap = c.moe_overlaps.a2a;
+  s.moe.shared_expert_overlap = c.moe_overlaps.shared;
   if (c.own_stages) p.layers_per_stage = base.parallel.layers_per_stage;
   else p.layers_per_stage.clear();
 }
@@ -272,8 +291,9 @@ SearchResult search_layouts(const ModelSpec& base, const sim::Topology& t, const
                   for (bool sp : sequence_parallel_choices(base, tp, o))
                     for (bool overlap : tp_overlap_choices(base, tp, o))
                       for (bool fp8 : fp8s) {
-                        const Choice c{dp,       tp, cp, pp,  sch.virtual_stages, zero, ex.ep, ex.etp, cpc.comm,
-                                       sch.kind, rc, mb, fp8, own,                sp,   overlap};
+                        const Choice c{dp,       tp, cp, pp,  sch.virtual_stages, zero,   ex.ep, ex.etp, cpc.comm,
+                                       sch.kind, rc, mb, fp8, own,                sp,     overlap,
+                                       moe_overlaps(base, sch.kind, o)};
                         apply(c, base, s);
                         try_layout(c, s, t, pricers, res, candidates);
                       }

@@ -7,7 +7,8 @@
 // or 4 virtual stages when pp > 1), ZeRO stage (0-3), recomputation (none,
 // selective, full) and sequence parallelism (on and off when tp > 1); with
 // experts, ep (powers of two dividing the experts) and etp (powers of two
-// dividing tp and the expert ffn) whose ep x etp divides tp x cp x dp; layouts
+// dividing tp and the expert ffn) whose ep x etp divides tp x cp x dp, and
+// the MoE overlaps each layout allows turned on; layouts
 // that do not fit in the GPUs' memory are dropped before they are priced
 // (memory is a formula of the layout, time needs the tuner); the rest ranked by step
 // time, exactly: each is priced with its pipeline's span bounded below, and
@@ -38,6 +39,11 @@ struct SearchOptions {
   bool vary_sequence_parallel = true;
   bool vary_ep = true;           // false: the spec's ep and etp only (a model with experts)
   bool vary_tp_overlap = false;  // true: tp_overlap both ways (an overlapped layer tunes every schedule: slower)
+  // A model with experts: each layout with the MoE overlaps it allows on
+  // (moe.a2a_overlap with a 1F1B schedule, moe.shared_expert_overlap with
+  // shared experts: in the model neither is ever slower, search.cpp); false:
+  // the file's.
+  bool vary_moe_overlap = true;
   // The GEMMs' precision: a bf16 or fp8 model also tries the other where the
   // GPU states an FP8 rate (gpu.tflops.fp8); false: the model's only.
   bool vary_precision = true;

@@ -404,6 +404,41 @@ TEST(StepMoeSearch, TheSearchTriesExpertLayouts) {
   (void)some_etp;
 }
 
+// The search runs each layout with the MoE overlaps it allows (the 1F1B
+// all-to-all overlap off GPipe, the shared experts beside the all-to-alls):
+// in the model neither is ever slower nor holds memory, which is checked
+// here layout by layout against the same layout with both off. With
+// vary_moe_overlap false the file's settings stand.
+TEST(StepMoeSearch, EachLayoutRunsTheMoeOverlapsItAllows) {
+  SearchOptions o;
+  o.vary_micro_batch = false;
+  o.vary_cp = false;
+  o.vary_precision = false;
+  o.keep = 20;
+  const ModelSpec base = parse_model(kMoe, "moe.yaml", {{"moe.shared_experts", "1"}});
+  const sim::Topology t = h100(2);
+  const SearchResult r = search_layouts(base, t, o);
+  ASSERT_FALSE(r.best.empty());
+  bool some_1f1b = false;
+  for (const StepReport& b : r.best) {
+    const bool gpipe = b.spec.parallel.schedule == PipeSchedule::gpipe;
+    some_1f1b = some_1f1b || !gpipe;
+    EXPECT_EQ(b.spec.moe.a2a_overlap, !gpipe);
+    EXPECT_TRUE(b.spec.moe.shared_expert_overlap);
+    ModelSpec off = b.spec;
+    off.moe.a2a_overlap = off.moe.shared_expert_overlap = false;
+    const StepReport plain = predict_step(off, t);
+    EXPECT_LE(b.step_us, plain.step_us);
+    EXPECT_EQ(b.memory.total_GB(), plain.memory.total_GB());
+  }
+  EXPECT_TRUE(some_1f1b);
+  o.vary_moe_overlap = false;
+  for (const StepReport& b : search_layouts(base, t, o).best) {
+    EXPECT_FALSE(b.spec.moe.a2a_overlap);
+    EXPECT_FALSE(b.spec.moe.shared_expert_overlap);
+  }
+}
+
 // --trace draws each chunk step's exposed all-to-all on the communication
 // thread: over the slowest stage they add up to the breakdown's line, and the
 // trace still ends at the step time.
