@@ -3,11 +3,11 @@
 // millions of elements per rank each time.
 // - input_at: the per-element function (model/input_pattern.h) into a
 //   block of doubles, as Backend::fill_input computed it before
-//   model/input_fill.h (a division by the block's columns and a 64-bit
-//   remainder per element);
-// - fill: model::fill_input_values row by row into a tile of f32, stored to
-//   the buffer's dtype as the cpu backend's fill_input does (f16 local: a
-//   gradient; f32 replicated: a weight).
+//   model/input_fill.h (a division by the block's columns per element);
+// - fill: model::fill_input_values row by row into a tile of f32 (a loop
+//   the compiler vectorizes, input_fill.cpp), stored to the buffer's dtype
+//   as the cpu backend's fill_input does (f16 local: a gradient; f32
+//   replicated: a weight).
 // Both give the same values (tests/unit/test_host_fill.cpp).
 #include <benchmark/benchmark.h>
 
