@@ -48,11 +48,11 @@ int group_of(const model::Program& p, const Stmt& s) {
 
 class Lowering {
  public:
-  Lowering(const model::Schedule& s, std::shared_ptr<const model::Program> program, const model::Bindings& sizes,
-           int ranks, const Capabilities& caps)
-      : s_(s), p_(*program), views_(rank_views(*program, sizes, ranks, RankId{0, 0})) {
+  Lowering(const model::Schedule& s, std::shared_ptr<const model::Program> program, const ScheduleFacts& facts,
+           const model::Bindings& sizes, int ranks, const Capabilities& caps)
+      : s_(s), p_(*program), f_(facts), views_(rank_views(*program, sizes, ranks, RankId{0, 0})) {
     out_.program = std::move(program);
-    out_.schedule = s.name();
+    out_.schedule = f_.name;
     out_.knobs = s.knobs;
     out_.caps = caps;
     out_.sizes = sizes;
@@ -61,9 +61,7 @@ class Lowering {
     // At most an op per statement and a unit per stage: room made once.
     out_.ops.reserve(p_.stmts.size());
     out_.units.reserve(s.stages.size());
-    out_.stage_codes.reserve(s.stages.size());
-    for (const auto& st : s.stages) out_.stage_codes.push_back(st.code(p_));
-    index_statements();
+    out_.stage_codes = f_.stage_codes;
   }
 
   StepPlan run() {
@@ -77,25 +75,14 @@ class Lowering {
   }
 
  private:
-  // Each statement's position, reads and users, found once: the lowering asks
-  // for them per statement and per op (Program's own lookups scan the program).
-  void index_statements() {
-    reads_.resize(p_.stmts.size());
-    for (std::size_t i = 0; i < p_.stmts.size(); ++i) {
-      index_.emplace(p_.stmts[i].name, int(i));
-      reads_[i] = model::Program::reads(p_.stmts[i]);
-      for (const auto& r : reads_[i]) {
-        auto& u = users_[r];
-        if (u.empty() || u.back() != int(i)) u.push_back(int(i));
-      }
-    }
+  const Stmt& stmt(const std::string& n) const { return p_.stmts[std::size_t(f_.index.at(n))]; }
+  const std::vector<std::string>& reads_of(const std::string& n) const {
+    return f_.reads[std::size_t(f_.index.at(n))];
   }
-  const Stmt& stmt(const std::string& n) const { return p_.stmts[std::size_t(index_.at(n))]; }
-  const std::vector<std::string>& reads_of(const std::string& n) const { return reads_[std::size_t(index_.at(n))]; }
   const std::vector<int>& users_of(const std::string& n) const {
     static const std::vector<int> kNone;
-    const auto it = users_.find(n);
-    return it == users_.end() ? kNone : it->second;
+    const auto it = f_.users.find(n);
+    return it == f_.users.end() ? kNone : it->second;
   }
   const ValueView& view(const std::string& n) const { return views_.at(n); }
 
@@ -448,7 +435,7 @@ class Lowering {
   }
 
   // Whether value `n` is an allgather's result.
-  bool gathered(const std::string& n) const { return index_.contains(n) && stmt(n).op == OpKind::allgather; }
+  bool gathered(const std::string& n) const { return f_.index.contains(n) && stmt(n).op == OpKind::allgather; }
 
   // Whether value `n` is the first operand of a (2-D) matmul: a GEMM FP8
   // training runs in FP8 (sim::GemmShape::fp8).
@@ -529,10 +516,8 @@ class Lowering {
 
   const model::Schedule& s_;
   const model::Program& p_;
+  const ScheduleFacts& f_;  // the statements' positions, reads and users, found once per schedule
   std::map<std::string, ValueView> views_;
-  std::map<std::string, int> index_;             // statement name -> position in p_.stmts
-  std::vector<std::vector<std::string>> reads_;  // per statement, Program::reads
-  std::map<std::string, std::vector<int>> users_;  // value -> statements reading it, in order
   StepPlan out_;
 };
 
@@ -584,6 +569,23 @@ std::string why_not_tile(const model::Schedule& s, const Capabilities& caps) {
   return {};
 }
 
+ScheduleFacts schedule_facts(const model::Schedule& s, const model::Program& program) {
+  ScheduleFacts f;
+  f.name = s.name();
+  f.stage_codes.reserve(s.stages.size());
+  for (const auto& st : s.stages) f.stage_codes.push_back(st.code(program));
+  f.reads.resize(program.stmts.size());
+  for (std::size_t i = 0; i < program.stmts.size(); ++i) {
+    f.index.emplace(program.stmts[i].name, int(i));
+    f.reads[i] = model::Program::reads(program.stmts[i]);
+    for (const auto& r : f.reads[i]) {
+      auto& u = f.users[r];
+      if (u.empty() || u.back() != int(i)) u.push_back(int(i));
+    }
+  }
+  return f;
+}
+
 StepPlan lower(const model::Schedule& s, const model::Bindings& sizes, int ranks_per_group,
                const Capabilities& caps) {
   return lower(s, std::make_shared<const model::Program>(s.program), sizes, ranks_per_group, caps);
@@ -591,6 +593,13 @@ StepPlan lower(const model::Schedule& s, const model::Bindings& sizes, int ranks
 
 StepPlan lower(const model::Schedule& s, std::shared_ptr<const model::Program> program, const model::Bindings& sizes,
                int ranks_per_group, const Capabilities& caps) {
+  COCONET_ASSERT(program != nullptr, "plan::lower: no program");
+  const ScheduleFacts facts = schedule_facts(s, *program);
+  return lower(s, std::move(program), facts, sizes, ranks_per_group, caps);
+}
+
+StepPlan lower(const model::Schedule& s, std::shared_ptr<const model::Program> program, const ScheduleFacts& facts,
+               const model::Bindings& sizes, int ranks_per_group, const Capabilities& caps) {
   COCONET_ASSERT(program != nullptr && program->name == s.program.name &&
                      program->stmts.size() == s.program.stmts.size(),
                  "plan::lower: a shared program that is not the schedule's");
@@ -598,7 +607,7 @@ StepPlan lower(const model::Schedule& s, std::shared_ptr<const model::Program> p
   if (s.knobs.overlap == model::Grain::tile)
     if (const std::string why = why_not_tile(s, caps); !why.empty()) throw UserError("overlap: tile: " + why);
   model::check_tensor_sizes(*program, sizes_text(sizes), sizes);
-  return Lowering(s, std::move(program), sizes, ranks_per_group, caps).run();
+  return Lowering(s, std::move(program), facts, sizes, ranks_per_group, caps).run();
 }
 
 std::vector<Launch> issue_order(const StepPlan& p, const Unit& u) {

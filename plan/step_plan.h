@@ -18,6 +18,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -199,6 +200,20 @@ struct StepPlan {
   [[nodiscard]] const Op& op(int id) const { return ops.at(static_cast<std::size_t>(id)); }
 };
 
+// What lowering finds in a schedule whatever its sizes, ranks and knobs: its
+// name, its stages' codes, and each statement's position, reads and users.
+// A caller lowering one schedule at several sizes finds them once
+// (sim::ScheduleList) instead of at every lowering.
+struct ScheduleFacts {
+  std::string name;                              // model::Schedule::name
+  std::vector<std::string> stage_codes;          // per stage, model::Stage::code
+  std::map<std::string, int> index;              // statement name -> position in the program's stmts
+  std::vector<std::vector<std::string>> reads;   // per statement, model::Program::reads
+  std::map<std::string, std::vector<int>> users;  // value -> the statements reading it, in order
+};
+// The facts of `s` with its program `program` (which holds what s.program holds).
+[[nodiscard]] ScheduleFacts schedule_facts(const model::Schedule& s, const model::Program& program);
+
 // Lowers `s` (with its knobs) for `ranks_per_group` ranks per group at
 // `sizes` onto a backend with `caps`. Throws UserError for what no backend
 // can run (a slicing the runtime cannot hold).
@@ -209,6 +224,11 @@ struct StepPlan {
 // shares one copy of its program among the plans.
 [[nodiscard]] StepPlan lower(const model::Schedule& s, std::shared_ptr<const model::Program> program,
                              const model::Bindings& sizes, int ranks_per_group, const Capabilities& caps);
+// The same with the schedule's facts found already: `facts` must be
+// schedule_facts(s, *program).
+[[nodiscard]] StepPlan lower(const model::Schedule& s, std::shared_ptr<const model::Program> program,
+                             const ScheduleFacts& facts, const model::Bindings& sizes, int ranks_per_group,
+                             const Capabilities& caps);
 
 // The order every rank issues a unit's launches in (a rank skips the ops it
 // takes no part in): step by step, op by op, chunk = step - lag.

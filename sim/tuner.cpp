@@ -139,22 +139,27 @@ Candidate best_setting(const model::Schedule& s, plan::StepPlan& unchunked, int 
 }  // namespace
 
 namespace {
-// Schedule i lowered in one chunk with program i.
+// Schedule i lowered in one chunk with program i (and facts i, where given:
+// a schedule's facts do not depend on its knobs).
 std::vector<plan::StepPlan> lower_unchunked(const std::vector<model::Schedule>& schedules,
                                             const std::vector<std::shared_ptr<const model::Program>>& programs,
-                                            const Context& ctx) {
+                                            const std::vector<plan::ScheduleFacts>* facts, const Context& ctx) {
   std::vector<plan::StepPlan> out;
   out.reserve(schedules.size());
   const plan::Capabilities caps = ctx.capabilities();
+  const auto lower = [&](const model::Schedule& s, std::size_t i) {
+    if (facts) return plan::lower(s, programs[i], (*facts)[i], ctx.sizes, ctx.ranks, caps);
+    return plan::lower(s, programs[i], ctx.sizes, ctx.ranks, caps);
+  };
   for (std::size_t i = 0; i < schedules.size(); ++i) {
     const model::Schedule& s = schedules[i];
     if (s.knobs.chunks == 1) {
-      out.push_back(plan::lower(s, programs[i], ctx.sizes, ctx.ranks, caps));
+      out.push_back(lower(s, i));
       continue;
     }
     model::Schedule one = s;
     one.knobs.chunks = 1;
-    out.push_back(plan::lower(one, programs[i], ctx.sizes, ctx.ranks, caps));
+    out.push_back(lower(one, i));
   }
   return out;
 }
@@ -164,19 +169,24 @@ std::vector<plan::StepPlan> lower_unchunked(const std::vector<model::Schedule>& 
   std::vector<std::shared_ptr<const model::Program>> programs;
   programs.reserve(schedules.size());
   for (const model::Schedule& s : schedules) programs.push_back(std::make_shared<const model::Program>(s.program));
-  return lower_unchunked(schedules, programs, ctx);
+  return lower_unchunked(schedules, programs, nullptr, ctx);
 }
 
 ScheduleList share_programs(std::vector<model::Schedule> schedules) {
   ScheduleList out;
   out.programs.reserve(schedules.size());
-  for (const model::Schedule& s : schedules) out.programs.push_back(std::make_shared<const model::Program>(s.program));
+  out.facts.reserve(schedules.size());
+  for (const model::Schedule& s : schedules) {
+    out.programs.push_back(std::make_shared<const model::Program>(s.program));
+    out.facts.push_back(plan::schedule_facts(s, *out.programs.back()));
+  }
   out.schedules = std::move(schedules);
   return out;
 }
 
 std::vector<plan::StepPlan> lower_unchunked(const ScheduleList& list, const Context& ctx) {
-  return lower_unchunked(list.schedules, list.programs, ctx);
+  const bool found = list.facts.size() == list.schedules.size();  // a list made by share_programs
+  return lower_unchunked(list.schedules, list.programs, found ? &list.facts : nullptr, ctx);
 }
 
 TuneResult tune(const std::vector<model::Schedule>& schedules, const Context& ctx, const KnobSpace& space) {

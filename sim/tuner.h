@@ -60,9 +60,10 @@ struct TuneResult {
 struct ScheduleList {
   std::vector<model::Schedule> schedules;
   std::vector<std::shared_ptr<const model::Program>> programs;  // programs[i]: a copy of schedules[i].program
+  std::vector<plan::ScheduleFacts> facts;  // facts[i]: plan::schedule_facts of schedule i, found once
 };
 [[nodiscard]] ScheduleList share_programs(std::vector<model::Schedule> schedules);
-// lower_unchunked(list.schedules, ctx), each plan with the list's program.
+// lower_unchunked(list.schedules, ctx), each plan with the list's program and facts.
 [[nodiscard]] std::vector<plan::StepPlan> lower_unchunked(const ScheduleList& list, const Context& ctx);
 
 struct TuneOptions {
