@@ -49,8 +49,9 @@ int group_of(const model::Program& p, const Stmt& s) {
 class Lowering {
  public:
   Lowering(const model::Schedule& s, std::shared_ptr<const model::Program> program, const ScheduleFacts& facts,
-           const model::Bindings& sizes, int ranks, const Capabilities& caps)
-      : s_(s), p_(*program), f_(facts), views_(rank_views(*program, sizes, ranks, RankId{0, 0})) {
+           const std::map<std::string, ValueView>& views, const model::Bindings& sizes, int ranks,
+           const Capabilities& caps)
+      : s_(s), p_(*program), f_(facts), views_(views) {
     out_.program = std::move(program);
     out_.schedule = f_.name;
     out_.knobs = s.knobs;
@@ -517,7 +518,7 @@ class Lowering {
   const model::Schedule& s_;
   const model::Program& p_;
   const ScheduleFacts& f_;  // the statements' positions, reads and users, found once per schedule
-  std::map<std::string, ValueView> views_;
+  const std::map<std::string, ValueView>& views_;  // every value on rank 0 (rank_views)
   StepPlan out_;
 };
 
@@ -600,14 +601,32 @@ StepPlan lower(const model::Schedule& s, std::shared_ptr<const model::Program> p
 
 StepPlan lower(const model::Schedule& s, std::shared_ptr<const model::Program> program, const ScheduleFacts& facts,
                const model::Bindings& sizes, int ranks_per_group, const Capabilities& caps) {
+  SizedViews views;
+  return lower(s, std::move(program), facts, views, sizes, ranks_per_group, caps);
+}
+
+bool same_values(const model::Program& a, const model::Program& b) {
+  const auto same_decl = [](const model::TensorDecl& x, const model::TensorDecl& y) {
+    return x.name == y.name && x.type == y.type;
+  };
+  const auto same_stmt = [](const Stmt& x, const Stmt& y) { return x.name == y.name && x.type == y.type; };
+  return a.name == b.name && std::equal(a.inputs.begin(), a.inputs.end(), b.inputs.begin(), b.inputs.end(), same_decl) &&
+         std::equal(a.stmts.begin(), a.stmts.end(), b.stmts.begin(), b.stmts.end(), same_stmt);
+}
+
+StepPlan lower(const model::Schedule& s, std::shared_ptr<const model::Program> program, const ScheduleFacts& facts,
+               SizedViews& views, const model::Bindings& sizes, int ranks_per_group, const Capabilities& caps) {
   COCONET_ASSERT(program != nullptr && program->name == s.program.name &&
                      program->stmts.size() == s.program.stmts.size(),
                  "plan::lower: a shared program that is not the schedule's");
   model::check_schedule_bounds(s, ranks_per_group);
   if (s.knobs.overlap == model::Grain::tile)
     if (const std::string why = why_not_tile(s, caps); !why.empty()) throw UserError("overlap: tile: " + why);
-  model::check_tensor_sizes(*program, sizes_text(sizes), sizes);
-  return Lowering(s, std::move(program), facts, sizes, ranks_per_group, caps).run();
+  if (!views) {
+    model::check_tensor_sizes(*program, sizes_text(sizes), sizes);
+    views = rank_views(*program, sizes, ranks_per_group, RankId{0, 0});
+  }
+  return Lowering(s, std::move(program), facts, *views, sizes, ranks_per_group, caps).run();
 }
 
 std::vector<Launch> issue_order(const StepPlan& p, const Unit& u) {

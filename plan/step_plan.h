@@ -230,6 +230,20 @@ struct ScheduleFacts {
                              const ScheduleFacts& facts, const model::Bindings& sizes, int ranks_per_group,
                              const Capabilities& caps);
 
+// Whether two programs declare the same values (name, inputs and statements,
+// each with its type): their values are sized and viewed alike at any sizes.
+[[nodiscard]] bool same_values(const model::Program& a, const model::Program& b);
+// The program's values as rank 0 of a group sees them at some sizes (rank_views),
+// their sizes checked (model::check_tensor_sizes): found by the first lowering
+// given them empty, read by the next.
+using SizedViews = std::optional<std::map<std::string, ValueView>>;
+// The same as lower(s, program, facts, sizes, ranks_per_group, caps), with
+// `views` empty or found by a lowering of a schedule whose program has
+// same_values as `program`, at the same sizes and ranks.
+[[nodiscard]] StepPlan lower(const model::Schedule& s, std::shared_ptr<const model::Program> program,
+                             const ScheduleFacts& facts, SizedViews& views, const model::Bindings& sizes,
+                             int ranks_per_group, const Capabilities& caps);
+
 // The order every rank issues a unit's launches in (a rank skips the ops it
 // takes no part in): step by step, op by op, chunk = step - lag.
 [[nodiscard]] std::vector<Launch> issue_order(const StepPlan& p, const Unit& u);
