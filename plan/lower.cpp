@@ -242,9 +242,14 @@ class Lowering {
     }
   }
 
+  // A run's program, compiled once per schedule (ScheduleFacts::compiled).
+  model::ElementwiseProgram compile(const Op& op) const {
+    if (const auto it = f_.compiled.find(op.stmts); it != f_.compiled.end()) return it->second;
+    return f_.compiled.emplace(op.stmts, compile_afresh(op)).first->second;
+  }
   // compile_elementwise looks up the dtypes of the values its statements
   // read: those of the op's reads are given, not every value's.
-  model::ElementwiseProgram compile(const Op& op) const {
+  model::ElementwiseProgram compile_afresh(const Op& op) const {
     std::vector<model::ElementwiseStmt> stmts;
     std::map<std::string, model::DType> types;
     for (const auto& n : op.stmts) {

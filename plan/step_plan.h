@@ -210,6 +210,11 @@ struct ScheduleFacts {
   std::map<std::string, int> index;              // statement name -> position in the program's stmts
   std::vector<std::vector<std::string>> reads;   // per statement, model::Program::reads
   std::map<std::string, std::vector<int>> users;  // value -> the statements reading it, in order
+  // The element-wise programs of the statement runs compiled so far, by the
+  // run's statements: what compiling them reads (their expressions, their
+  // reads' dtypes, the program's scalars) is the program's at any sizes.
+  // Filled by the lowerings given these facts (one at a time).
+  mutable std::map<std::vector<std::string>, model::ElementwiseProgram> compiled;
 };
 // The facts of `s` with its program `program` (which holds what s.program holds).
 [[nodiscard]] ScheduleFacts schedule_facts(const model::Schedule& s, const model::Program& program);
