@@ -406,7 +406,7 @@ class Lowering {
 
   bool outlives(const Stmt& s, Names inside) const {
     if (s.op == OpKind::update) return true;
-    if (std::find(p_.outputs.begin(), p_.outputs.end(), s.name) != p_.outputs.end()) return true;
+    if (f_.outputs[std::size_t(f_.index.at(s.name))]) return true;
     for (int u : users_of(s.name))
       if (!has(inside, p_.stmts[static_cast<std::size_t>(u)].name)) return true;
     return false;
@@ -509,7 +509,7 @@ class Lowering {
         op.work.norm_across_group = x.type.layout.is_sliced();
       } else {
         const std::int64_t n_elems = view(s.name).local_numel();
-        const model::ElementCost cost = model::element_cost(s.expr);
+        const model::ElementCost& cost = f_.costs[std::size_t(f_.index.at(s.name))];
         op.work.flops += double(cost.flops) * double(n_elems);
         for (int k = 0; k < model::kCostlyOps; ++k)
           op.work.costly[std::size_t(k)] += double(cost.costly[std::size_t(k)]) * double(n_elems);
@@ -581,7 +581,12 @@ ScheduleFacts schedule_facts(const model::Schedule& s, const model::Program& pro
   f.stage_codes.reserve(s.stages.size());
   for (const auto& st : s.stages) f.stage_codes.push_back(st.code(program));
   f.reads.resize(program.stmts.size());
+  f.costs.reserve(program.stmts.size());
+  f.outputs.reserve(program.stmts.size());
   for (std::size_t i = 0; i < program.stmts.size(); ++i) {
+    const Stmt& st = program.stmts[i];
+    f.costs.push_back(st.expr ? model::element_cost(st.expr) : model::ElementCost{});  // a compute or update statement's
+    f.outputs.push_back(std::find(program.outputs.begin(), program.outputs.end(), st.name) != program.outputs.end());
     f.index.emplace(program.stmts[i].name, int(i));
     f.reads[i] = model::Program::reads(program.stmts[i]);
     for (const auto& r : f.reads[i]) {

@@ -210,6 +210,8 @@ struct ScheduleFacts {
   std::map<std::string, int> index;              // statement name -> position in the program's stmts
   std::vector<std::vector<std::string>> reads;   // per statement, model::Program::reads
   std::map<std::string, std::vector<int>> users;  // value -> the statements reading it, in order
+  std::vector<model::ElementCost> costs;          // per statement, model::element_cost of its expression (none: 0)
+  std::vector<bool> outputs;                      // per statement: a program output
   // The element-wise programs of the statement runs compiled so far, by the
   // run's statements: what compiling them reads (their expressions, their
   // reads' dtypes, the program's scalars) is the program's at any sizes.
