@@ -139,10 +139,9 @@ Candidate best_setting(const model::Schedule& s, plan::StepPlan& unchunked, int 
 }  // namespace
 
 namespace {
-// Schedule i lowered in one chunk with program i (and facts i, where given:
-// a schedule's facts do not depend on its knobs).
-// With `list` (made by share_programs for these schedules): its facts, and
-// the values sized once per program of the same values.
+// Schedule i lowered in one chunk with program i. With `list` (share_programs'
+// of these schedules): with its facts i (a schedule's facts do not depend on
+// its knobs), the values sized once per program of the same values.
 std::vector<plan::StepPlan> lower_unchunked(const std::vector<model::Schedule>& schedules,
                                             const std::vector<std::shared_ptr<const model::Program>>& programs,
                                             const ScheduleList* list, const Context& ctx) {
