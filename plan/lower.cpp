@@ -48,11 +48,12 @@ int group_of(const model::Program& p, const Stmt& s) {
 
 class Lowering {
  public:
-  Lowering(const model::Schedule& s, std::shared_ptr<const model::Program> program, const model::Bindings& sizes,
-           int ranks, const Capabilities& caps)
-      : s_(s), p_(*program), views_(rank_views(*program, sizes, ranks, RankId{0, 0})) {
+  Lowering(const model::Schedule& s, std::shared_ptr<const model::Program> program, const ScheduleFacts& facts,
+           const std::map<std::string, ValueView>& views, const model::Bindings& sizes, int ranks,
+           const Capabilities& caps)
+      : s_(s), p_(*program), f_(facts), views_(views) {
     out_.program = std::move(program);
-    out_.schedule = s.name();
+    out_.schedule = f_.name;
     out_.knobs = s.knobs;
     out_.caps = caps;
     out_.sizes = sizes;
@@ -61,9 +62,7 @@ class Lowering {
     // At most an op per statement and a unit per stage: room made once.
     out_.ops.reserve(p_.stmts.size());
     out_.units.reserve(s.stages.size());
-    out_.stage_codes.reserve(s.stages.size());
-    for (const auto& st : s.stages) out_.stage_codes.push_back(st.code(p_));
-    index_statements();
+    out_.stage_codes = f_.stage_codes;
   }
 
   StepPlan run() {
@@ -77,25 +76,14 @@ class Lowering {
   }
 
  private:
-  // Each statement's position, reads and users, found once: the lowering asks
-  // for them per statement and per op (Program's own lookups scan the program).
-  void index_statements() {
-    reads_.resize(p_.stmts.size());
-    for (std::size_t i = 0; i < p_.stmts.size(); ++i) {
-      index_.emplace(p_.stmts[i].name, int(i));
-      reads_[i] = model::Program::reads(p_.stmts[i]);
-      for (const auto& r : reads_[i]) {
-        auto& u = users_[r];
-        if (u.empty() || u.back() != int(i)) u.push_back(int(i));
-      }
-    }
+  const Stmt& stmt(const std::string& n) const { return p_.stmts[std::size_t(f_.index.at(n))]; }
+  const std::vector<std::string>& reads_of(const std::string& n) const {
+    return f_.reads[std::size_t(f_.index.at(n))];
   }
-  const Stmt& stmt(const std::string& n) const { return p_.stmts[std::size_t(index_.at(n))]; }
-  const std::vector<std::string>& reads_of(const std::string& n) const { return reads_[std::size_t(index_.at(n))]; }
   const std::vector<int>& users_of(const std::string& n) const {
     static const std::vector<int> kNone;
-    const auto it = users_.find(n);
-    return it == users_.end() ? kNone : it->second;
+    const auto it = f_.users.find(n);
+    return it == f_.users.end() ? kNone : it->second;
   }
   const ValueView& view(const std::string& n) const { return views_.at(n); }
 
@@ -254,9 +242,14 @@ class Lowering {
     }
   }
 
+  // A run's program, compiled once per schedule (ScheduleFacts::compiled).
+  model::ElementwiseProgram compile(const Op& op) const {
+    if (const auto it = f_.compiled.find(op.stmts); it != f_.compiled.end()) return it->second;
+    return f_.compiled.emplace(op.stmts, compile_afresh(op)).first->second;
+  }
   // compile_elementwise looks up the dtypes of the values its statements
   // read: those of the op's reads are given, not every value's.
-  model::ElementwiseProgram compile(const Op& op) const {
+  model::ElementwiseProgram compile_afresh(const Op& op) const {
     std::vector<model::ElementwiseStmt> stmts;
     std::map<std::string, model::DType> types;
     for (const auto& n : op.stmts) {
@@ -413,7 +406,7 @@ class Lowering {
 
   bool outlives(const Stmt& s, Names inside) const {
     if (s.op == OpKind::update) return true;
-    if (std::find(p_.outputs.begin(), p_.outputs.end(), s.name) != p_.outputs.end()) return true;
+    if (f_.outputs[std::size_t(f_.index.at(s.name))]) return true;
     for (int u : users_of(s.name))
       if (!has(inside, p_.stmts[static_cast<std::size_t>(u)].name)) return true;
     return false;
@@ -448,7 +441,7 @@ class Lowering {
   }
 
   // Whether value `n` is an allgather's result.
-  bool gathered(const std::string& n) const { return index_.contains(n) && stmt(n).op == OpKind::allgather; }
+  bool gathered(const std::string& n) const { return f_.index.contains(n) && stmt(n).op == OpKind::allgather; }
 
   // Whether value `n` is the first operand of a (2-D) matmul: a GEMM FP8
   // training runs in FP8 (sim::GemmShape::fp8).
@@ -516,7 +509,7 @@ class Lowering {
         op.work.norm_across_group = x.type.layout.is_sliced();
       } else {
         const std::int64_t n_elems = view(s.name).local_numel();
-        const model::ElementCost cost = model::element_cost(s.expr);
+        const model::ElementCost& cost = f_.costs[std::size_t(f_.index.at(s.name))];
         op.work.flops += double(cost.flops) * double(n_elems);
         for (int k = 0; k < model::kCostlyOps; ++k)
           op.work.costly[std::size_t(k)] += double(cost.costly[std::size_t(k)]) * double(n_elems);
@@ -529,10 +522,8 @@ class Lowering {
 
   const model::Schedule& s_;
   const model::Program& p_;
-  std::map<std::string, ValueView> views_;
-  std::map<std::string, int> index_;             // statement name -> position in p_.stmts
-  std::vector<std::vector<std::string>> reads_;  // per statement, Program::reads
-  std::map<std::string, std::vector<int>> users_;  // value -> statements reading it, in order
+  const ScheduleFacts& f_;  // the statements' positions, reads and users, found once per schedule
+  const std::map<std::string, ValueView>& views_;  // every value on rank 0 (rank_views)
   StepPlan out_;
 };
 
@@ -584,6 +575,28 @@ std::string why_not_tile(const model::Schedule& s, const Capabilities& caps) {
   return {};
 }
 
+ScheduleFacts schedule_facts(const model::Schedule& s, const model::Program& program) {
+  ScheduleFacts f;
+  f.name = s.name();
+  f.stage_codes.reserve(s.stages.size());
+  for (const auto& st : s.stages) f.stage_codes.push_back(st.code(program));
+  f.reads.resize(program.stmts.size());
+  f.costs.reserve(program.stmts.size());
+  f.outputs.reserve(program.stmts.size());
+  for (std::size_t i = 0; i < program.stmts.size(); ++i) {
+    const Stmt& st = program.stmts[i];
+    f.costs.push_back(st.expr ? model::element_cost(st.expr) : model::ElementCost{});  // a compute or update statement's
+    f.outputs.push_back(std::find(program.outputs.begin(), program.outputs.end(), st.name) != program.outputs.end());
+    f.index.emplace(program.stmts[i].name, int(i));
+    f.reads[i] = model::Program::reads(program.stmts[i]);
+    for (const auto& r : f.reads[i]) {
+      auto& u = f.users[r];
+      if (u.empty() || u.back() != int(i)) u.push_back(int(i));
+    }
+  }
+  return f;
+}
+
 StepPlan lower(const model::Schedule& s, const model::Bindings& sizes, int ranks_per_group,
                const Capabilities& caps) {
   return lower(s, std::make_shared<const model::Program>(s.program), sizes, ranks_per_group, caps);
@@ -591,14 +604,39 @@ StepPlan lower(const model::Schedule& s, const model::Bindings& sizes, int ranks
 
 StepPlan lower(const model::Schedule& s, std::shared_ptr<const model::Program> program, const model::Bindings& sizes,
                int ranks_per_group, const Capabilities& caps) {
+  COCONET_ASSERT(program != nullptr, "plan::lower: no program");
+  const ScheduleFacts facts = schedule_facts(s, *program);
+  return lower(s, std::move(program), facts, sizes, ranks_per_group, caps);
+}
+
+StepPlan lower(const model::Schedule& s, std::shared_ptr<const model::Program> program, const ScheduleFacts& facts,
+               const model::Bindings& sizes, int ranks_per_group, const Capabilities& caps) {
+  SizedViews views;
+  return lower(s, std::move(program), facts, views, sizes, ranks_per_group, caps);
+}
+
+bool same_values(const model::Program& a, const model::Program& b) {
+  const auto same_decl = [](const model::TensorDecl& x, const model::TensorDecl& y) {
+    return x.name == y.name && x.type == y.type;
+  };
+  const auto same_stmt = [](const Stmt& x, const Stmt& y) { return x.name == y.name && x.type == y.type; };
+  return a.name == b.name && std::equal(a.inputs.begin(), a.inputs.end(), b.inputs.begin(), b.inputs.end(), same_decl) &&
+         std::equal(a.stmts.begin(), a.stmts.end(), b.stmts.begin(), b.stmts.end(), same_stmt);
+}
+
+StepPlan lower(const model::Schedule& s, std::shared_ptr<const model::Program> program, const ScheduleFacts& facts,
+               SizedViews& views, const model::Bindings& sizes, int ranks_per_group, const Capabilities& caps) {
   COCONET_ASSERT(program != nullptr && program->name == s.program.name &&
                      program->stmts.size() == s.program.stmts.size(),
                  "plan::lower: a shared program that is not the schedule's");
   model::check_schedule_bounds(s, ranks_per_group);
   if (s.knobs.overlap == model::Grain::tile)
     if (const std::string why = why_not_tile(s, caps); !why.empty()) throw UserError("overlap: tile: " + why);
-  model::check_tensor_sizes(*program, sizes_text(sizes), sizes);
-  return Lowering(s, std::move(program), sizes, ranks_per_group, caps).run();
+  if (!views) {
+    model::check_tensor_sizes(*program, sizes_text(sizes), sizes);
+    views = rank_views(*program, sizes, ranks_per_group, RankId{0, 0});
+  }
+  return Lowering(s, std::move(program), facts, *views, sizes, ranks_per_group, caps).run();
 }
 
 std::vector<Launch> issue_order(const StepPlan& p, const Unit& u) {

@@ -18,6 +18,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -199,6 +200,27 @@ struct StepPlan {
   [[nodiscard]] const Op& op(int id) const { return ops.at(static_cast<std::size_t>(id)); }
 };
 
+// What lowering finds in a schedule whatever its sizes, ranks and knobs: its
+// name, its stages' codes, and each statement's position, reads and users.
+// A caller lowering one schedule at several sizes finds them once
+// (sim::ScheduleList) instead of at every lowering.
+struct ScheduleFacts {
+  std::string name;                              // model::Schedule::name
+  std::vector<std::string> stage_codes;          // per stage, model::Stage::code
+  std::map<std::string, int> index;              // statement name -> position in the program's stmts
+  std::vector<std::vector<std::string>> reads;   // per statement, model::Program::reads
+  std::map<std::string, std::vector<int>> users;  // value -> the statements reading it, in order
+  std::vector<model::ElementCost> costs;          // per statement, model::element_cost of its expression (none: 0)
+  std::vector<bool> outputs;                      // per statement: a program output
+  // The element-wise programs of the statement runs compiled so far, by the
+  // run's statements: what compiling them reads (their expressions, their
+  // reads' dtypes, the program's scalars) is the program's at any sizes.
+  // Filled by the lowerings given these facts (one at a time).
+  mutable std::map<std::vector<std::string>, model::ElementwiseProgram> compiled;
+};
+// The facts of `s` with its program `program` (which holds what s.program holds).
+[[nodiscard]] ScheduleFacts schedule_facts(const model::Schedule& s, const model::Program& program);
+
 // Lowers `s` (with its knobs) for `ranks_per_group` ranks per group at
 // `sizes` onto a backend with `caps`. Throws UserError for what no backend
 // can run (a slicing the runtime cannot hold).
@@ -209,6 +231,25 @@ struct StepPlan {
 // shares one copy of its program among the plans.
 [[nodiscard]] StepPlan lower(const model::Schedule& s, std::shared_ptr<const model::Program> program,
                              const model::Bindings& sizes, int ranks_per_group, const Capabilities& caps);
+// The same with the schedule's facts found already: `facts` must be
+// schedule_facts(s, *program).
+[[nodiscard]] StepPlan lower(const model::Schedule& s, std::shared_ptr<const model::Program> program,
+                             const ScheduleFacts& facts, const model::Bindings& sizes, int ranks_per_group,
+                             const Capabilities& caps);
+
+// Whether two programs declare the same values (name, inputs and statements,
+// each with its type): their values are sized and viewed alike at any sizes.
+[[nodiscard]] bool same_values(const model::Program& a, const model::Program& b);
+// The program's values as rank 0 of a group sees them at some sizes (rank_views),
+// their sizes checked (model::check_tensor_sizes): found by the first lowering
+// given them empty, read by the next.
+using SizedViews = std::optional<std::map<std::string, ValueView>>;
+// The same as lower(s, program, facts, sizes, ranks_per_group, caps), with
+// `views` empty or found by a lowering of a schedule whose program has
+// same_values as `program`, at the same sizes and ranks.
+[[nodiscard]] StepPlan lower(const model::Schedule& s, std::shared_ptr<const model::Program> program,
+                             const ScheduleFacts& facts, SizedViews& views, const model::Bindings& sizes,
+                             int ranks_per_group, const Capabilities& caps);
 
 // The order every rank issues a unit's launches in (a rank skips the ops it
 // takes no part in): step by step, op by op, chunk = step - lag.

@@ -139,22 +139,30 @@ Candidate best_setting(const model::Schedule& s, plan::StepPlan& unchunked, int 
 }  // namespace
 
 namespace {
-// Schedule i lowered in one chunk with program i.
+// Schedule i lowered in one chunk with program i. With `list` (share_programs'
+// of these schedules): with its facts i (a schedule's facts do not depend on
+// its knobs), the values sized once per program of the same values.
 std::vector<plan::StepPlan> lower_unchunked(const std::vector<model::Schedule>& schedules,
                                             const std::vector<std::shared_ptr<const model::Program>>& programs,
-                                            const Context& ctx) {
+                                            const ScheduleList* list, const Context& ctx) {
   std::vector<plan::StepPlan> out;
   out.reserve(schedules.size());
   const plan::Capabilities caps = ctx.capabilities();
+  std::vector<plan::SizedViews> views(list ? schedules.size() : 0);
+  const auto lower = [&](const model::Schedule& s, std::size_t i) {
+    if (list)
+      return plan::lower(s, programs[i], list->facts[i], views[list->values_of[i]], ctx.sizes, ctx.ranks, caps);
+    return plan::lower(s, programs[i], ctx.sizes, ctx.ranks, caps);
+  };
   for (std::size_t i = 0; i < schedules.size(); ++i) {
     const model::Schedule& s = schedules[i];
     if (s.knobs.chunks == 1) {
-      out.push_back(plan::lower(s, programs[i], ctx.sizes, ctx.ranks, caps));
+      out.push_back(lower(s, i));
       continue;
     }
     model::Schedule one = s;
     one.knobs.chunks = 1;
-    out.push_back(plan::lower(one, programs[i], ctx.sizes, ctx.ranks, caps));
+    out.push_back(lower(one, i));
   }
   return out;
 }
@@ -164,19 +172,29 @@ std::vector<plan::StepPlan> lower_unchunked(const std::vector<model::Schedule>& 
   std::vector<std::shared_ptr<const model::Program>> programs;
   programs.reserve(schedules.size());
   for (const model::Schedule& s : schedules) programs.push_back(std::make_shared<const model::Program>(s.program));
-  return lower_unchunked(schedules, programs, ctx);
+  return lower_unchunked(schedules, programs, nullptr, ctx);
 }
 
 ScheduleList share_programs(std::vector<model::Schedule> schedules) {
   ScheduleList out;
   out.programs.reserve(schedules.size());
-  for (const model::Schedule& s : schedules) out.programs.push_back(std::make_shared<const model::Program>(s.program));
+  out.facts.reserve(schedules.size());
+  out.values_of.reserve(schedules.size());
+  for (const model::Schedule& s : schedules) {
+    out.programs.push_back(std::make_shared<const model::Program>(s.program));
+    out.facts.push_back(plan::schedule_facts(s, *out.programs.back()));
+    std::size_t first = 0;
+    while (!plan::same_values(*out.programs[first], s.program)) ++first;  // at the latest: s itself
+    out.values_of.push_back(first);
+  }
   out.schedules = std::move(schedules);
   return out;
 }
 
 std::vector<plan::StepPlan> lower_unchunked(const ScheduleList& list, const Context& ctx) {
-  return lower_unchunked(list.schedules, list.programs, ctx);
+  const bool found = list.facts.size() == list.schedules.size() &&
+                     list.values_of.size() == list.schedules.size();  // a list made by share_programs
+  return lower_unchunked(list.schedules, list.programs, found ? &list : nullptr, ctx);
 }
 
 TuneResult tune(const std::vector<model::Schedule>& schedules, const Context& ctx, const KnobSpace& space) {

@@ -60,9 +60,13 @@ struct TuneResult {
 struct ScheduleList {
   std::vector<model::Schedule> schedules;
   std::vector<std::shared_ptr<const model::Program>> programs;  // programs[i]: a copy of schedules[i].program
+  std::vector<plan::ScheduleFacts> facts;  // facts[i]: plan::schedule_facts of schedule i, found once
+  // values_of[i]: the first schedule whose program has plan::same_values as
+  // schedule i's (i itself, or before it): a lowering sizes the values once per such program.
+  std::vector<std::size_t> values_of;
 };
 [[nodiscard]] ScheduleList share_programs(std::vector<model::Schedule> schedules);
-// lower_unchunked(list.schedules, ctx), each plan with the list's program.
+// lower_unchunked(list.schedules, ctx), each plan with the list's program and facts.
 [[nodiscard]] std::vector<plan::StepPlan> lower_unchunked(const ScheduleList& list, const Context& ctx);
 
 struct TuneOptions {

@@ -179,6 +179,53 @@ TEST(Tuner, PlansOfAScheduleListShareItsPrograms) {
   }
 }
 
+// A ScheduleList finds each schedule's facts once, sizes the values of the
+// programs that declare the same ones once per lowering, and compiles each
+// element-wise run once: the plans it lowers, at one size, another and the
+// first again, are those each schedule lowers alone (in one chunk).
+TEST(Tuner, PlansOfAScheduleListAreThoseLoweredAlone) {
+  const model::Program p = workload("llama_layer_fwd");
+  const ScheduleList list = share_programs(model::enumerate_schedules(p));
+  ASSERT_EQ(list.facts.size(), list.schedules.size());
+  ASSERT_EQ(list.values_of.size(), list.schedules.size());
+  std::size_t sized_by_another = 0;
+  for (std::size_t i = 0; i < list.schedules.size(); ++i) {
+    ASSERT_LE(list.values_of[i], i);
+    EXPECT_TRUE(plan::same_values(*list.programs[i], *list.programs[list.values_of[i]]));
+    if (list.values_of[i] != i) ++sized_by_another;
+  }
+  EXPECT_GT(sized_by_another, 0u);  // the sharing this test checks does happen
+  const auto same_programs = [](const plan::StepPlan& a, const plan::StepPlan& b) {
+    if (a.ops.size() != b.ops.size()) return false;
+    for (std::size_t k = 0; k < a.ops.size(); ++k) {
+      const auto& x = a.ops[k].program;
+      const auto& y = b.ops[k].program;
+      if (x.has_value() != y.has_value()) return false;
+      if (x && (x->code.size() != y->code.size() || x->input_names != y->input_names ||
+                x->input_types != y->input_types || x->output_names != y->output_names ||
+                x->output_types != y->output_types || x->stack_depth != y->stack_depth))
+        return false;
+    }
+    return true;
+  };
+  for (const std::int64_t b : {p.params.at("B"), 2 * p.params.at("B"), p.params.at("B")}) {
+    model::Bindings sizes = p.params;
+    sizes["B"] = b;
+    const Context ctx{load_topology("dgx-h100", {{"nodes", "1"}}), 8, sizes};
+    std::vector<plan::StepPlan> listed = lower_unchunked(list, ctx);
+    ASSERT_EQ(listed.size(), list.schedules.size());
+    for (std::size_t i = 0; i < listed.size(); ++i) {
+      model::Schedule one = list.schedules[i];
+      one.knobs.chunks = 1;  // as lower_unchunked lowers it
+      const plan::StepPlan alone = plan::lower(one, sizes, 8, ctx.capabilities());
+      EXPECT_EQ(listed[i].schedule, list.schedules[i].name());
+      EXPECT_EQ(listed[i].stage_codes, alone.stage_codes) << alone.schedule;
+      EXPECT_EQ(plan::describe(listed[i]), plan::describe(alone)) << alone.schedule;
+      EXPECT_TRUE(same_programs(listed[i], alone)) << alone.schedule;
+    }
+  }
+}
+
 // A space none of whose settings applies (NVLS alone across 16 nodes, which
 // NVLS does not reach) prices no schedule: each is ranked, unpriced, at an
 // infinite time, and the first is one of them (the ranking used to rotate
