@@ -1,21 +1,9 @@
 // The step's formula-priced collectives, cached (see collective_times.h).
 #include "step/collective_times.h"
 
-#include <functional>
-#include <type_traits>
-
 namespace coconet::step {
 
 CollectiveTimes::CollectiveTimes(const sim::Topology& t) : topology_(t) {}
-
-std::size_t CollectiveTimes::KeyHash::operator()(const Key& k) const {
-  // boost::hash_combine's mixing step (its constant: 2^64 / the golden ratio)
-  constexpr std::size_t kGolden = 0x9e3779b97f4a7c15ULL;
-  std::size_t h = 0;
-  const auto mix = [&](std::size_t v) { h ^= v + kGolden + (h << 6) + (h >> 2); };
-  std::apply([&](const auto&... field) { (mix(std::hash<std::decay_t<decltype(field)>>{}(field)), ...); }, k);
-  return h;
-}
 
 double CollectiveTimes::us(model::OpKind op, double bytes, const sim::Placement& where) {
   if (where.ranks <= 1 || bytes <= 0) return 0;

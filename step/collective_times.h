@@ -7,9 +7,8 @@
 // distinct ones some million times (issue 32).
 #pragma once
 
-#include <cstddef>
+#include <map>
 #include <tuple>
-#include <unordered_map>
 
 #include "sim/collective.h"
 #include "sim/topology.h"
@@ -28,11 +27,8 @@ class CollectiveTimes {
  private:
   // (op, bytes, ranks, nodes, per_node, send_crosses_nodes, pods): every field of the request it prices
   using Key = std::tuple<int, double, int, int, int, bool, int>;
-  struct KeyHash {
-    [[nodiscard]] std::size_t operator()(const Key& k) const;
-  };
   sim::Topology topology_;
-  std::unordered_map<Key, double, KeyHash> cache_;  // hashed: looked up once or more per layout searched
+  std::map<Key, double> cache_;
 };
 
 }  // namespace coconet::step
