@@ -7,7 +7,7 @@
 // - fill: model::fill_input_values row by row into a tile of f32 (a loop
 //   the compiler vectorizes, input_fill.cpp), stored to the buffer's dtype
 //   as the cpu backend's fill_input does (f16 local: a gradient; f32
-//   replicated: a weight).
+//   replicated: a weight), as one row and as a vector (rows of one).
 // Both give the same values (tests/unit/test_host_fill.cpp).
 #include <benchmark/benchmark.h>
 
@@ -31,13 +31,15 @@ constexpr std::int64_t kTile = 4096;
 // Backend::fill_input's block of doubles before input_fill.h (8 MiB).
 constexpr std::int64_t kDoubleBlock = std::int64_t{1} << 20;
 
-coconet::model::InputPattern pattern(bool local) {
+// One row of kElems, or (`vector`) kElems rows of one element: how a 1-D
+// tensor (the optimizers' N) is laid out.
+coconet::model::InputPattern pattern(bool local, bool vector = false) {
   coconet::model::InputPattern p;
   p.key = coconet::model::input_key(1, 0);
   p.local = local;
   p.rank = 1;
-  p.cols = kElems;
-  p.local_cols = kElems;
+  p.cols = vector ? 1 : kElems;
+  p.local_cols = p.cols;
   p.range = coconet::model::classic_input_range(local);
   return p;
 }
@@ -55,8 +57,8 @@ void BM_InputAt(benchmark::State& state, bool local) {
   state.SetItemsProcessed(state.iterations() * kElems);
 }
 
-void BM_Fill(benchmark::State& state, bool local, DType dtype) {
-  auto p = pattern(local);
+void BM_Fill(benchmark::State& state, bool local, DType dtype, bool vector) {
+  auto p = pattern(local, vector);
   benchmark::DoNotOptimize(p);
   std::vector<std::byte> buffer(static_cast<std::size_t>(kElems * coconet::model::bytes_of(dtype)));
   std::vector<float> tile(static_cast<std::size_t>(kTile));
@@ -72,8 +74,10 @@ void BM_Fill(benchmark::State& state, bool local, DType dtype) {
 
 BENCHMARK_CAPTURE(BM_InputAt, local, true)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_InputAt, replicated, false)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Fill, local_f16, true, DType::f16)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Fill, replicated_f32, false, DType::f32)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Fill, local_f16, true, DType::f16, false)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Fill, replicated_f32, false, DType::f32, false)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Fill, vector_local_f16, true, DType::f16, true)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Fill, vector_replicated_f32, false, DType::f32, true)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 
