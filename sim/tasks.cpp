@@ -514,16 +514,7 @@ class TaskBuilder {
     }
     const std::vector<model::Knobs> choices = unit_choices(p_, u, ctx_);
     std::size_t best = 0;
-    double best_us = 0;
-    for (std::size_t i = 0; choices.size() > 1 && i < choices.size(); ++i) {
-      (void)build_unit(unit, &choices[i]);
-      const double us = unit_span_us(std::span<const Task>(tasks_).subspan(std::size_t(first)), first);
-      tasks_.resize(std::size_t(first));
-      if (i == 0 || us < best_us) {
-        best = i;
-        best_us = us;
-      }
-    }
+    if (choices.size() > 1) best = fastest_choice(unit, first, choices);
     taken_.clear();
     std::vector<int> mine = build_unit(unit, &choices[best]);
     if (!mine.empty()) previous_unit_ = std::move(mine);
@@ -532,6 +523,46 @@ class TaskBuilder {
       for (std::size_t i = 0; i < taken.size() && i < op.work.collectives.size(); ++i)
         op.work.collectives[i].chosen.at(std::size_t(launch.second)) = taken[i];
     }
+  }
+
+  // The first of `choices` under which the unit's tasks alone end first. The
+  // unit is built once, under the first: the settings change only what its
+  // collectives' tasks cost (their waits, and every kernel, are the same
+  // under each), so each other setting reprices those tasks in place.
+  std::size_t fastest_choice(int unit, int first, const std::vector<model::Knobs>& choices) {
+    const plan::Unit& u = p_.units[std::size_t(unit)];
+    joints_.clear();
+    (void)build_unit(unit, &choices.front());
+    std::size_t best = 0;
+    double best_us = 0;
+    std::vector<plan::CollectiveChoice> scratch;
+    for (std::size_t i = 0; i < choices.size(); ++i) {
+      for (const Joint& j : joints_) {
+        if (i == 0) break;  // built under this setting
+        const Task k = joint_task(u, p_.op(j.op), j.chunk, *j.ctx, &choices[i], &scratch);
+        Task& t = tasks_[std::size_t(j.task)];
+        t.latency_us = k.latency_us;
+        t.work_us = k.work_us;
+      }
+      const double us = unit_span_us(std::span<const Task>(tasks_).subspan(std::size_t(first)), first);
+      if (i == 0 || us < best_us) {
+        best = i;
+        best_us = us;
+      }
+    }
+    tasks_.resize(std::size_t(first));
+    joints_.clear();
+    return best;
+  }
+
+  // A collective's or send's task for (op, chunk) on `ctx` (its classes'
+  // slowest rates), under `trial` when resolving.
+  Task joint_task(const plan::Unit& u, const plan::Op& op, int chunk, const Context& ctx, const model::Knobs* trial,
+                  std::vector<plan::CollectiveChoice>* taken) const {
+    if (taken) taken->clear();
+    Task k = launch_task(p_, u, op, chunk, ctx, Choosing{chunk, trial, taken, describe_});
+    if (std::pair{op.id, chunk} == first_sync_) k.latency_us += ctx_.topology.nccl.step_sync_us;
+    return k;
   }
 
   // Appends the unit's tasks, priced from the plan's choices (`trial` null) or
@@ -588,13 +619,10 @@ class TaskBuilder {
         RankScales slowest;
         for (int g : {op.group, op.dest_group})
           for (int c : slots(g)) slowest = slowest.slowest(classes_[std::size_t(c)].scales);
-        std::vector<plan::CollectiveChoice>* taken = nullptr;
-        if (trial) {
-          taken = &taken_[{op.id, l.chunk}];
-          taken->clear();
-        }
-        Task k = launch_task(p_, u, op, l.chunk, context(slowest), Choosing{l.chunk, trial, taken, describe_});
-        if (std::pair{op.id, l.chunk} == first_sync_) k.latency_us += ctx_.topology.nccl.step_sync_us;
+        std::vector<plan::CollectiveChoice>* taken = trial ? &taken_[{op.id, l.chunk}] : nullptr;
+        const Context& on = context(slowest);
+        const Task k = joint_task(u, op, l.chunk, on, trial, taken);
+        if (trial) joints_.push_back(Joint{int(tasks_.size()), op.id, l.chunk, &on});
         one(slots(op.group), op.dest_group >= 0 ? std::span<const int>(slots(op.dest_group)) : std::span<const int>{}, k);
         continue;
       }
@@ -680,6 +708,15 @@ class TaskBuilder {
   unsigned build_ = 0;               // units (and trials of one) built so far
   std::vector<Task> tasks_;
   std::vector<int> previous_unit_;
+  // A trial build's collective and send tasks: where each is in tasks_, its
+  // launch and the context it is priced on (fastest_choice reprices them).
+  struct Joint {
+    int task = 0;
+    int op = 0;
+    int chunk = 0;
+    const Context* ctx = nullptr;
+  };
+  std::vector<Joint> joints_;
 };
 
 }  // namespace
