@@ -19,6 +19,9 @@
 #include <map>
 #include <set>
 #include <span>
+#include <stdexcept>
+#include <string_view>
+#include <unordered_map>
 
 #include <fmt/core.h>
 
@@ -49,9 +52,8 @@ int group_of(const model::Program& p, const Stmt& s) {
 class Lowering {
  public:
   Lowering(const model::Schedule& s, std::shared_ptr<const model::Program> program, const ScheduleFacts& facts,
-           const std::map<std::string, ValueView>& views, const model::Bindings& sizes, int ranks,
-           const Capabilities& caps)
-      : s_(s), p_(*program), f_(facts), views_(views) {
+           const SizedViews& views, const model::Bindings& sizes, int ranks, const Capabilities& caps)
+      : s_(s), p_(*program), f_(facts), views_(*views.views), by_name_(views.by_name) {
     out_.program = std::move(program);
     out_.schedule = f_.name;
     out_.knobs = s.knobs;
@@ -85,7 +87,11 @@ class Lowering {
     const auto it = f_.users.find(n);
     return it == f_.users.end() ? kNone : it->second;
   }
-  const ValueView& view(const std::string& n) const { return views_.at(n); }
+  const ValueView& view(const std::string& n) const {
+    const auto it = by_name_.find(n);
+    if (it == by_name_.end()) throw std::out_of_range("plan::lower: no value " + n);
+    return *it->second;
+  }
 
   void add_unit(int first, int last, bool overlapped) {
     Unit u;
@@ -256,7 +262,7 @@ class Lowering {
       const Stmt& s = stmt(n);
       if (model::is_elementwise(s.op)) stmts.push_back({s.name, s.expr, s.type.dtype});
       for (const auto& r : reads_of(n))
-        if (const auto it = views_.find(r); it != views_.end()) types.emplace(r, it->second.type.dtype);
+        if (const auto it = by_name_.find(r); it != by_name_.end()) types.emplace(r, it->second->type.dtype);
     }
     return model::compile_elementwise(stmts, types, p_.scalars);
   }
@@ -524,6 +530,7 @@ class Lowering {
   const model::Program& p_;
   const ScheduleFacts& f_;  // the statements' positions, reads and users, found once per schedule
   const std::map<std::string, ValueView>& views_;  // every value on rank 0 (rank_views)
+  const std::unordered_map<std::string_view, const ValueView*>& by_name_;  // views_ by name, hashed
   StepPlan out_;
 };
 
@@ -632,11 +639,14 @@ StepPlan lower(const model::Schedule& s, std::shared_ptr<const model::Program> p
   model::check_schedule_bounds(s, ranks_per_group);
   if (s.knobs.overlap == model::Grain::tile)
     if (const std::string why = why_not_tile(s, caps); !why.empty()) throw UserError("overlap: tile: " + why);
-  if (!views) {
+  if (!views.views) {
     model::check_tensor_sizes(*program, sizes_text(sizes), sizes);
-    views = rank_views(*program, sizes, ranks_per_group, RankId{0, 0});
+    views.views = rank_views(*program, sizes, ranks_per_group, RankId{0, 0});
+    views.by_name.clear();
+    views.by_name.reserve(views.views->size());
+    for (const auto& [name, v] : *views.views) views.by_name.emplace(name, &v);
   }
-  return Lowering(s, std::move(program), facts, *views, sizes, ranks_per_group, caps).run();
+  return Lowering(s, std::move(program), facts, views, sizes, ranks_per_group, caps).run();
 }
 
 std::vector<Launch> issue_order(const StepPlan& p, const Unit& u) {
