@@ -445,6 +445,14 @@ class TaskBuilder {
     std::size_t kernels_count = 0;
     unsigned kernels_unit = 0;
   };
+  // A trial build's collective and send tasks: where each is in tasks_, its
+  // launch and the context it is priced on (fastest_choice reprices them).
+  struct Joint {
+    int task = 0;
+    int op = 0;
+    int chunk = 0;
+    const Context* ctx = nullptr;
+  };
 
  public:
   // `describe`: write each task's name and detail (false when resolving: its trials are priced, never shown).
@@ -513,11 +521,20 @@ class TaskBuilder {
       return;
     }
     const std::vector<model::Knobs> choices = unit_choices(p_, u, ctx_);
-    std::size_t best = 0;
-    if (choices.size() > 1) best = fastest_choice(unit, first, choices);
+    // The unit is built once, under the first setting: the settings change
+    // only what its collective and send tasks cost (their waits, and every
+    // kernel, are the same under each), so each other setting reprices those
+    // tasks in place (fastest_choice), and the kept one takes its choices.
     taken_.clear();
-    std::vector<int> mine = build_unit(unit, &choices[best]);
+    joints_.clear();
+    std::vector<int> mine = build_unit(unit, &choices.front());
     if (!mine.empty()) previous_unit_ = std::move(mine);
+    if (choices.size() > 1) {
+      const model::Knobs& best = choices[fastest_choice(u, first, choices)];
+      taken_.clear();
+      for (const Joint& j : joints_) reprice(u, j, best, &taken_[{j.op, j.chunk}]);
+    }
+    joints_.clear();
     for (auto& [launch, taken] : taken_) {  // what each collective of the kept setting took, chunk by chunk
       plan::Op& op = resolving_->ops.at(std::size_t(launch.first));
       for (std::size_t i = 0; i < taken.size() && i < op.work.collectives.size(); ++i)
@@ -525,34 +542,32 @@ class TaskBuilder {
     }
   }
 
-  // The first of `choices` under which the unit's tasks alone end first. The
-  // unit is built once, under the first: the settings change only what its
-  // collectives' tasks cost (their waits, and every kernel, are the same
-  // under each), so each other setting reprices those tasks in place.
-  std::size_t fastest_choice(int unit, int first, const std::vector<model::Knobs>& choices) {
-    const plan::Unit& u = p_.units[std::size_t(unit)];
-    joints_.clear();
-    (void)build_unit(unit, &choices.front());
+  // The first of `choices` under which the unit (built from task `first` on,
+  // under the first choice) alone ends first, each other choice repricing
+  // the unit's collective and send tasks (joints_) in place.
+  std::size_t fastest_choice(const plan::Unit& u, int first, const std::vector<model::Knobs>& choices) {
     std::size_t best = 0;
     double best_us = 0;
     std::vector<plan::CollectiveChoice> scratch;
     for (std::size_t i = 0; i < choices.size(); ++i) {
-      for (const Joint& j : joints_) {
-        if (i == 0) break;  // built under this setting
-        const Task k = joint_task(u, p_.op(j.op), j.chunk, *j.ctx, &choices[i], &scratch);
-        Task& t = tasks_[std::size_t(j.task)];
-        t.latency_us = k.latency_us;
-        t.work_us = k.work_us;
-      }
+      if (i > 0)
+        for (const Joint& j : joints_) reprice(u, j, choices[i], &scratch);
       const double us = unit_span_us(std::span<const Task>(tasks_).subspan(std::size_t(first)), first);
       if (i == 0 || us < best_us) {
         best = i;
         best_us = us;
       }
     }
-    tasks_.resize(std::size_t(first));
-    joints_.clear();
     return best;
+  }
+
+  // The task of `j` priced again under `trial` (what it takes written into `taken`).
+  void reprice(const plan::Unit& u, const Joint& j, const model::Knobs& trial,
+               std::vector<plan::CollectiveChoice>* taken) {
+    const Task k = joint_task(u, p_.op(j.op), j.chunk, *j.ctx, &trial, taken);
+    Task& t = tasks_[std::size_t(j.task)];
+    t.latency_us = k.latency_us;
+    t.work_us = k.work_us;
   }
 
   // A collective's or send's task for (op, chunk) on `ctx` (its classes'
@@ -708,14 +723,6 @@ class TaskBuilder {
   unsigned build_ = 0;               // units (and trials of one) built so far
   std::vector<Task> tasks_;
   std::vector<int> previous_unit_;
-  // A trial build's collective and send tasks: where each is in tasks_, its
-  // launch and the context it is priced on (fastest_choice reprices them).
-  struct Joint {
-    int task = 0;
-    int op = 0;
-    int chunk = 0;
-    const Context* ctx = nullptr;
-  };
   std::vector<Joint> joints_;
 };
 
