@@ -520,6 +520,9 @@ class TaskBuilder {
       if (!mine.empty()) previous_unit_ = std::move(mine);
       return;
     }
+    // A unit that calls no collective has nothing to resolve, and no later
+    // unit's span reads its tasks (a span starts at its own unit's start).
+    if (std::none_of(u.ops.begin(), u.ops.end(), [&](int id) { return calls_collectives(p_.op(id)); })) return;
     const std::vector<model::Knobs> choices = unit_choices(p_, u, ctx_);
     // The unit is built once, under the first setting: the settings change
     // only what its collective and send tasks cost (their waits, and every
