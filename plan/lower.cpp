@@ -227,23 +227,34 @@ class Lowering {
   // communication it reads, so that the next chunk's communication is
   // already queued meanwhile).
   void link(const Unit& u) {
-    std::map<std::string, int> defined_by;
+    // value -> the op of the unit defining it (a unit has a few statements: searched in place)
+    std::vector<std::pair<const std::string*, int>> defined_by;
+    const auto defining = [&](const std::string& n) {
+      return std::find_if(defined_by.begin(), defined_by.end(), [&](const auto& d) { return *d.first == n; });
+    };
     for (int id : u.ops) {
       Op& op = out_.ops[static_cast<std::size_t>(id)];
       const bool comm = op.cls == OpClass::collective || op.cls == OpClass::fused;
       op.stream = comm ? Stream::comm : Stream::compute;
-      std::set<int> producers;
+      std::vector<int>& producers = op.producers;  // made sorted and distinct below
+      producers.clear();
       for (const auto& n : op.stmts)
         for (const auto& read : reads_of(n)) {
-          const auto it = defined_by.find(read);
+          const auto it = defining(read);
           if (it == defined_by.end() || it->second == id) continue;
-          producers.insert(it->second);
+          producers.push_back(it->second);
           const Op& p = out_.ops[static_cast<std::size_t>(it->second)];
           const int extra = p.stream == Stream::comm && op.stream == Stream::compute ? 1 : 0;
           op.lag = std::max(op.lag, p.lag + extra);
         }
-      op.producers.assign(producers.begin(), producers.end());
-      for (const auto& n : op.stmts) defined_by[n] = id;
+      std::sort(producers.begin(), producers.end());
+      producers.erase(std::unique(producers.begin(), producers.end()), producers.end());
+      for (const auto& n : op.stmts) {
+        if (const auto it = defining(n); it != defined_by.end())
+          it->second = id;
+        else
+          defined_by.emplace_back(&n, id);
+      }
       if (op.cls == OpClass::elementwise) op.program = compile(op);
     }
   }
@@ -475,8 +486,9 @@ class Lowering {
       for (std::size_t k = 0; k < op.fused->passes.size(); ++k)
         for (const auto& n : op.fused->passes[k].stmts) pass_of[n] = static_cast<int>(k);
     // Values read from memory: those from before the op and, in a fused op,
-    // its materialised results read by another pass or a norm.
-    std::map<std::string, double> reads;
+    // its materialised results read by another pass or a norm (a few: searched
+    // in place, summed in the order of their names below).
+    std::vector<std::pair<const std::string*, double>> reads;
     const auto from_memory = [&](const std::string& n, const std::string& reader) {
       if (!has(inside, n)) return true;
       const auto at = pass_of.find(n);
@@ -488,7 +500,11 @@ class Lowering {
     auto read = [&](const std::string& n, std::int64_t elems) {
       if (!from_memory(n, reader)) return;
       const double b = double(std::min(elems, view(n).local_numel())) * elem_bytes(n);
-      reads[n] = std::max(reads[n], b);
+      const auto it = std::find_if(reads.begin(), reads.end(), [&](const auto& r) { return *r.first == n; });
+      if (it == reads.end())
+        reads.emplace_back(&n, std::max(0.0, b));
+      else
+        it->second = std::max(it->second, b);
     };
     for (const auto& n : op.stmts) {
       const Stmt& s = stmt(n);
@@ -523,6 +539,7 @@ class Lowering {
         if (!s.type.shape.empty() && written(op, s, inside)) op.work.hbm_bytes += double(view(s.name).local_bytes());
       }
     }
+    std::sort(reads.begin(), reads.end(), [](const auto& a, const auto& b) { return *a.first < *b.first; });
     for (const auto& [name, bytes] : reads) op.work.hbm_bytes += bytes;
   }
 
