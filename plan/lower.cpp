@@ -19,6 +19,9 @@
 #include <map>
 #include <set>
 #include <span>
+#include <stdexcept>
+#include <string_view>
+#include <unordered_map>
 
 #include <fmt/core.h>
 
@@ -49,9 +52,8 @@ int group_of(const model::Program& p, const Stmt& s) {
 class Lowering {
  public:
   Lowering(const model::Schedule& s, std::shared_ptr<const model::Program> program, const ScheduleFacts& facts,
-           const std::map<std::string, ValueView>& views, const model::Bindings& sizes, int ranks,
-           const Capabilities& caps)
-      : s_(s), p_(*program), f_(facts), views_(views) {
+           const SizedViews& views, const model::Bindings& sizes, int ranks, const Capabilities& caps)
+      : s_(s), p_(*program), f_(facts), views_(*views.views), by_name_(views.by_name) {
     out_.program = std::move(program);
     out_.schedule = f_.name;
     out_.knobs = s.knobs;
@@ -85,7 +87,11 @@ class Lowering {
     const auto it = f_.users.find(n);
     return it == f_.users.end() ? kNone : it->second;
   }
-  const ValueView& view(const std::string& n) const { return views_.at(n); }
+  const ValueView& view(const std::string& n) const {
+    const auto it = by_name_.find(n);
+    if (it == by_name_.end()) throw std::out_of_range("plan::lower: no value " + n);
+    return *it->second;
+  }
 
   void add_unit(int first, int last, bool overlapped) {
     Unit u;
@@ -221,23 +227,34 @@ class Lowering {
   // communication it reads, so that the next chunk's communication is
   // already queued meanwhile).
   void link(const Unit& u) {
-    std::map<std::string, int> defined_by;
+    // value -> the op of the unit defining it (a unit has a few statements: searched in place)
+    std::vector<std::pair<const std::string*, int>> defined_by;
+    const auto defining = [&](const std::string& n) {
+      return std::find_if(defined_by.begin(), defined_by.end(), [&](const auto& d) { return *d.first == n; });
+    };
     for (int id : u.ops) {
       Op& op = out_.ops[static_cast<std::size_t>(id)];
       const bool comm = op.cls == OpClass::collective || op.cls == OpClass::fused;
       op.stream = comm ? Stream::comm : Stream::compute;
-      std::set<int> producers;
+      std::vector<int>& producers = op.producers;  // made sorted and distinct below
+      producers.clear();
       for (const auto& n : op.stmts)
         for (const auto& read : reads_of(n)) {
-          const auto it = defined_by.find(read);
+          const auto it = defining(read);
           if (it == defined_by.end() || it->second == id) continue;
-          producers.insert(it->second);
+          producers.push_back(it->second);
           const Op& p = out_.ops[static_cast<std::size_t>(it->second)];
           const int extra = p.stream == Stream::comm && op.stream == Stream::compute ? 1 : 0;
           op.lag = std::max(op.lag, p.lag + extra);
         }
-      op.producers.assign(producers.begin(), producers.end());
-      for (const auto& n : op.stmts) defined_by[n] = id;
+      std::sort(producers.begin(), producers.end());
+      producers.erase(std::unique(producers.begin(), producers.end()), producers.end());
+      for (const auto& n : op.stmts) {
+        if (const auto it = defining(n); it != defined_by.end())
+          it->second = id;
+        else
+          defined_by.emplace_back(&n, id);
+      }
       if (op.cls == OpClass::elementwise) op.program = compile(op);
     }
   }
@@ -256,7 +273,7 @@ class Lowering {
       const Stmt& s = stmt(n);
       if (model::is_elementwise(s.op)) stmts.push_back({s.name, s.expr, s.type.dtype});
       for (const auto& r : reads_of(n))
-        if (const auto it = views_.find(r); it != views_.end()) types.emplace(r, it->second.type.dtype);
+        if (const auto it = by_name_.find(r); it != by_name_.end()) types.emplace(r, it->second->type.dtype);
     }
     return model::compile_elementwise(stmts, types, p_.scalars);
   }
@@ -469,8 +486,9 @@ class Lowering {
       for (std::size_t k = 0; k < op.fused->passes.size(); ++k)
         for (const auto& n : op.fused->passes[k].stmts) pass_of[n] = static_cast<int>(k);
     // Values read from memory: those from before the op and, in a fused op,
-    // its materialised results read by another pass or a norm.
-    std::map<std::string, double> reads;
+    // its materialised results read by another pass or a norm (a few: searched
+    // in place, summed in the order of their names below).
+    std::vector<std::pair<const std::string*, double>> reads;
     const auto from_memory = [&](const std::string& n, const std::string& reader) {
       if (!has(inside, n)) return true;
       const auto at = pass_of.find(n);
@@ -482,7 +500,11 @@ class Lowering {
     auto read = [&](const std::string& n, std::int64_t elems) {
       if (!from_memory(n, reader)) return;
       const double b = double(std::min(elems, view(n).local_numel())) * elem_bytes(n);
-      reads[n] = std::max(reads[n], b);
+      const auto it = std::find_if(reads.begin(), reads.end(), [&](const auto& r) { return *r.first == n; });
+      if (it == reads.end())
+        reads.emplace_back(&n, std::max(0.0, b));
+      else
+        it->second = std::max(it->second, b);
     };
     for (const auto& n : op.stmts) {
       const Stmt& s = stmt(n);
@@ -517,6 +539,7 @@ class Lowering {
         if (!s.type.shape.empty() && written(op, s, inside)) op.work.hbm_bytes += double(view(s.name).local_bytes());
       }
     }
+    std::sort(reads.begin(), reads.end(), [](const auto& a, const auto& b) { return *a.first < *b.first; });
     for (const auto& [name, bytes] : reads) op.work.hbm_bytes += bytes;
   }
 
@@ -524,6 +547,7 @@ class Lowering {
   const model::Program& p_;
   const ScheduleFacts& f_;  // the statements' positions, reads and users, found once per schedule
   const std::map<std::string, ValueView>& views_;  // every value on rank 0 (rank_views)
+  const std::unordered_map<std::string_view, const ValueView*>& by_name_;  // views_ by name, hashed
   StepPlan out_;
 };
 
@@ -632,11 +656,14 @@ StepPlan lower(const model::Schedule& s, std::shared_ptr<const model::Program> p
   model::check_schedule_bounds(s, ranks_per_group);
   if (s.knobs.overlap == model::Grain::tile)
     if (const std::string why = why_not_tile(s, caps); !why.empty()) throw UserError("overlap: tile: " + why);
-  if (!views) {
+  if (!views.views) {
     model::check_tensor_sizes(*program, sizes_text(sizes), sizes);
-    views = rank_views(*program, sizes, ranks_per_group, RankId{0, 0});
+    views.views = rank_views(*program, sizes, ranks_per_group, RankId{0, 0});
+    views.by_name.clear();
+    views.by_name.reserve(views.views->size());
+    for (const auto& [name, v] : *views.views) views.by_name.emplace(name, &v);
   }
-  return Lowering(s, std::move(program), facts, *views, sizes, ranks_per_group, caps).run();
+  return Lowering(s, std::move(program), facts, views, sizes, ranks_per_group, caps).run();
 }
 
 std::vector<Launch> issue_order(const StepPlan& p, const Unit& u) {

@@ -22,6 +22,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "model/elementwise_program.h"
@@ -207,9 +209,9 @@ struct StepPlan {
 struct ScheduleFacts {
   std::string name;                              // model::Schedule::name
   std::vector<std::string> stage_codes;          // per stage, model::Stage::code
-  std::map<std::string, int> index;              // statement name -> position in the program's stmts
+  std::unordered_map<std::string, int> index;    // statement name -> position in the program's stmts
   std::vector<std::vector<std::string>> reads;   // per statement, model::Program::reads
-  std::map<std::string, std::vector<int>> users;  // value -> the statements reading it, in order
+  std::unordered_map<std::string, std::vector<int>> users;  // value -> the statements reading it, in order
   std::vector<model::ElementCost> costs;          // per statement, model::element_cost of its expression (none: 0)
   std::vector<bool> outputs;                      // per statement: a program output
   // The element-wise programs of the statement runs compiled so far, by the
@@ -243,7 +245,12 @@ struct ScheduleFacts {
 // The program's values as rank 0 of a group sees them at some sizes (rank_views),
 // their sizes checked (model::check_tensor_sizes): found by the first lowering
 // given them empty, read by the next.
-using SizedViews = std::optional<std::map<std::string, ValueView>>;
+struct SizedViews {
+  std::optional<std::map<std::string, ValueView>> views;
+  // Each value's view in `views` by its name, hashed: what a lowering looks up
+  // (the map's nodes and keys stay where they are when the struct is moved).
+  std::unordered_map<std::string_view, const ValueView*> by_name;
+};
 // The same as lower(s, program, facts, sizes, ranks_per_group, caps), with
 // `views` empty or found by a lowering of a schedule whose program has
 // same_values as `program`, at the same sizes and ranks.

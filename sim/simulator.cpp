@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <limits>
 #include <map>
 
@@ -36,10 +37,18 @@ class Engine {
     std::map<RankScales, std::size_t> seen;  // a topology per distinct scales
     for (std::size_t c = 0; c < classes.size(); ++c) {
       const auto [it, fresh] = seen.try_emplace(classes[c].scales, topologies_.size());
-      if (fresh) topologies_.push_back(ctx.topology.scaled(classes[c].scales));
+      if (fresh) {
+        // Unscaled: the context's own (Topology::scaled would copy it as it is).
+        if (classes[c].scales == RankScales{}) {
+          topologies_.push_back(&ctx.topology);
+        } else {
+          scaled_.push_back(ctx.topology.scaled(classes[c].scales));
+          topologies_.push_back(&scaled_.back());
+        }
+      }
       topology_of_.push_back(it->second);
       for (int r = 0; r < kResources; ++r)
-        capacity_[c * kResources + std::size_t(r)] = capacity_GBps(topologies_[it->second], classes[c], Resource(r));
+        capacity_[c * kResources + std::size_t(r)] = capacity_GBps(*topologies_[it->second], classes[c], Resource(r));
     }
     full_sms_ = ctx.topology.gpu.sms;
     interference_ = ctx.topology.nccl.interference;
@@ -97,7 +106,7 @@ class Engine {
     const double fraction = std::clamp(sms_free, 0.0, 1.0);
     double rate = 1.0;
     if (k.is_gemm) {
-      const Topology& t = topologies_[topology_of_[std::size_t(k.rank)]];
+      const Topology& t = *topologies_[topology_of_[std::size_t(k.rank)]];
       const double alone = gemm_body_us(t, k.gemm, full_sms_);
       const double shared = gemm_body_us(t, k.gemm, int(whole));
       rate = shared > 0 ? alone / shared : 1.0;
@@ -264,7 +273,8 @@ class Engine {
   int full_sms_ = 1;
   double interference_ = 0;
   std::vector<double> capacity_;            // class x resource
-  std::vector<Topology> topologies_;        // one per distinct scales
+  std::deque<Topology> scaled_;             // the scaled topologies (a deque: they stay where they are)
+  std::vector<const Topology*> topologies_;  // one per distinct scales
   std::vector<std::size_t> topology_of_;    // class -> its topology
   std::vector<std::vector<std::pair<double, std::size_t>>> asks_;  // per slot, reused
   std::vector<std::vector<int>> dependents_;

@@ -445,6 +445,14 @@ class TaskBuilder {
     std::size_t kernels_count = 0;
     unsigned kernels_unit = 0;
   };
+  // A trial build's collective and send tasks: where each is in tasks_, its
+  // launch and the context it is priced on (fastest_choice reprices them).
+  struct Joint {
+    int task = 0;
+    int op = 0;
+    int chunk = 0;
+    const Context* ctx = nullptr;
+  };
 
  public:
   // `describe`: write each task's name and detail (false when resolving: its trials are priced, never shown).
@@ -512,26 +520,67 @@ class TaskBuilder {
       if (!mine.empty()) previous_unit_ = std::move(mine);
       return;
     }
+    // A unit that calls no collective has nothing to resolve, and no later
+    // unit's span reads its tasks (a span starts at its own unit's start).
+    if (std::none_of(u.ops.begin(), u.ops.end(), [&](int id) { return calls_collectives(p_.op(id)); })) return;
     const std::vector<model::Knobs> choices = unit_choices(p_, u, ctx_);
-    std::size_t best = 0;
-    double best_us = 0;
-    for (std::size_t i = 0; choices.size() > 1 && i < choices.size(); ++i) {
-      (void)build_unit(unit, &choices[i]);
-      const double us = unit_span_us(std::span<const Task>(tasks_).subspan(std::size_t(first)), first);
-      tasks_.resize(std::size_t(first));
-      if (i == 0 || us < best_us) {
-        best = i;
-        best_us = us;
-      }
-    }
+    // The unit is built once, under the first setting: the settings change
+    // only what its collective and send tasks cost (their waits, and every
+    // kernel, are the same under each), so each other setting reprices those
+    // tasks in place (fastest_choice), and the kept one takes its choices.
     taken_.clear();
-    std::vector<int> mine = build_unit(unit, &choices[best]);
+    joints_.clear();
+    std::vector<int> mine = build_unit(unit, &choices.front());
     if (!mine.empty()) previous_unit_ = std::move(mine);
+    if (choices.size() > 1) {
+      const model::Knobs& best = choices[fastest_choice(u, first, choices)];
+      taken_.clear();
+      for (const Joint& j : joints_) reprice(u, j, best, &taken_[{j.op, j.chunk}]);
+    }
+    joints_.clear();
     for (auto& [launch, taken] : taken_) {  // what each collective of the kept setting took, chunk by chunk
       plan::Op& op = resolving_->ops.at(std::size_t(launch.first));
       for (std::size_t i = 0; i < taken.size() && i < op.work.collectives.size(); ++i)
         op.work.collectives[i].chosen.at(std::size_t(launch.second)) = taken[i];
     }
+  }
+
+  // The first of `choices` under which the unit (built from task `first` on,
+  // under the first choice) alone ends first, each other choice repricing
+  // the unit's collective and send tasks (joints_) in place.
+  std::size_t fastest_choice(const plan::Unit& u, int first, const std::vector<model::Knobs>& choices) {
+    std::size_t best = 0;
+    double best_us = 0;
+    std::vector<plan::CollectiveChoice> scratch;
+    for (std::size_t i = 0; i < choices.size(); ++i) {
+      if (i > 0)
+        for (const Joint& j : joints_) reprice(u, j, choices[i], &scratch);
+      const double us = unit_span_us(std::span<const Task>(tasks_).subspan(std::size_t(first)), first);
+      if (i == 0 || us < best_us) {
+        best = i;
+        best_us = us;
+      }
+    }
+    return best;
+  }
+
+  // The task of `j` priced again under `trial` (what it takes written into `taken`).
+  void reprice(const plan::Unit& u, const Joint& j, const model::Knobs& trial,
+               std::vector<plan::CollectiveChoice>* taken) {
+    const Task k = joint_task(u, p_.op(j.op), j.chunk, *j.ctx, &trial, taken);
+    Task& t = tasks_[std::size_t(j.task)];
+    t.latency_us = k.latency_us;
+    t.work_us = k.work_us;
+  }
+
+  // A collective's or send's task for (op, chunk) on `ctx` (its classes'
+  // slowest rates), under `trial` when resolving.
+  Task joint_task(const plan::Unit& u, const plan::Op& op, int chunk, const Context& ctx, const model::Knobs* trial,
+                  std::vector<plan::CollectiveChoice>* taken) const {
+    if (taken) taken->clear();
+    Task k = launch_task(p_, u, op, chunk, ctx, Choosing{chunk, trial, taken, describe_});
+    if (std::pair{op.id, chunk} == first_sync_) k.latency_us += ctx_.topology.nccl.step_sync_us;
+    return k;
   }
 
   // Appends the unit's tasks, priced from the plan's choices (`trial` null) or
@@ -588,13 +637,10 @@ class TaskBuilder {
         RankScales slowest;
         for (int g : {op.group, op.dest_group})
           for (int c : slots(g)) slowest = slowest.slowest(classes_[std::size_t(c)].scales);
-        std::vector<plan::CollectiveChoice>* taken = nullptr;
-        if (trial) {
-          taken = &taken_[{op.id, l.chunk}];
-          taken->clear();
-        }
-        Task k = launch_task(p_, u, op, l.chunk, context(slowest), Choosing{l.chunk, trial, taken, describe_});
-        if (std::pair{op.id, l.chunk} == first_sync_) k.latency_us += ctx_.topology.nccl.step_sync_us;
+        std::vector<plan::CollectiveChoice>* taken = trial ? &taken_[{op.id, l.chunk}] : nullptr;
+        const Context& on = context(slowest);
+        const Task k = joint_task(u, op, l.chunk, on, trial, taken);
+        if (trial) joints_.push_back(Joint{int(tasks_.size()), op.id, l.chunk, &on});
         one(slots(op.group), op.dest_group >= 0 ? std::span<const int>(slots(op.dest_group)) : std::span<const int>{}, k);
         continue;
       }
@@ -680,6 +726,7 @@ class TaskBuilder {
   unsigned build_ = 0;               // units (and trials of one) built so far
   std::vector<Task> tasks_;
   std::vector<int> previous_unit_;
+  std::vector<Joint> joints_;
 };
 
 }  // namespace

@@ -407,7 +407,8 @@ void price_data_parallel(const ModelSpec& s, const Layout& l, const sim::Topolog
                          double mb_compute_us, StepReport& r) {
   Breakdown& b = r.breakdown;
   const sim::Placement group = sim::place_strided(t, l.dp * l.cp, l.tp);
-  const double params = stage_parameters(s, l);
+  const int largest = largest_stage(s, l);  // the stage the two below are sized by, found once
+  const double params = stage_parameters(s, l, largest);
   const Blocks dense = price_blocks(s, group, params, pricer);
   r.dp_total_us = dense.total_us;
   r.dp_schedule = dense.schedule;
@@ -415,7 +416,7 @@ void price_data_parallel(const ModelSpec& s, const Layout& l, const sim::Topolog
   // The routed experts' gradients: their own buckets over the expert
   // data-parallel group (ranks ep x etp apart in Megatron-core's expert rank
   // order, etp-ep-edp-pp), reduced beside the dense ones' in the same window.
-  const double experts = stage_expert_parameters(s, l);
+  const double experts = stage_expert_parameters(s, l, largest);
   if (experts > 0) {
     const Blocks e = price_blocks(s, sim::place_strided(t, l.edp, l.ep * l.etp), experts, pricer);
     r.dp_total_us += e.total_us;

@@ -149,7 +149,6 @@ double stage_parameters(const ModelSpec& s, const Layout& l, int stage) {
          mtp_parameters(s, l, stage);
 }
 
-namespace {
 int largest_stage(const ModelSpec& s, const Layout& l) {
   int best = 0;
   double most = -1;
@@ -159,7 +158,6 @@ int largest_stage(const ModelSpec& s, const Layout& l) {
   }
   return best;
 }
-}  // namespace
 
 double stage_parameters(const ModelSpec& s, const Layout& l) { return stage_parameters(s, l, largest_stage(s, l)); }
 

@@ -51,6 +51,9 @@ struct Memory {
 // stage_parameters(s, l) names.
 [[nodiscard]] double stage_expert_parameters(const ModelSpec& s, const Layout& l, int stage);
 [[nodiscard]] double stage_expert_parameters(const ModelSpec& s, const Layout& l);
+// The stage that holds the most parameters, dense and experts' (the first
+// of equal ones): the stage the two above without a stage name.
+[[nodiscard]] int largest_stage(const ModelSpec& s, const Layout& l);
 
 // One GPU's parameters of each kind of layer on `stage`, before ZeRO
 // sharding, as ZeRO 3 gathers and reduce-scatters them a layer at a time: a
