@@ -383,13 +383,20 @@ TEST(StepMtp, ADepthOutsideOneToSixteenNamesItsLine) {
 
 // ---- the search ---------------------------------------------------------------------
 
-// --search tries ep and etp: the best layouts fit and some use ep > 1.
-TEST(StepMoeSearch, TheSearchTriesExpertLayouts) {
+// A search of the tiny model kept short: the model's micro-batch, no cp,
+// its precision only; the 20 fastest kept.
+SearchOptions short_search() {
   SearchOptions o;
   o.vary_micro_batch = false;
   o.vary_cp = false;
   o.vary_precision = false;
   o.keep = 20;
+  return o;
+}
+
+// --search tries ep and etp: the best layouts fit and some use ep > 1.
+TEST(StepMoeSearch, TheSearchTriesExpertLayouts) {
+  const SearchOptions o = short_search();
   const SearchResult r = search_layouts(parse_model(kMoe, "moe.yaml"), h100(1), o);
   ASSERT_FALSE(r.best.empty());
   bool some_ep = false, some_etp = false;
@@ -410,11 +417,7 @@ TEST(StepMoeSearch, TheSearchTriesExpertLayouts) {
 // here layout by layout against the same layout with both off. With
 // vary_moe_overlap false the file's settings stand.
 TEST(StepMoeSearch, EachLayoutRunsTheMoeOverlapsItAllows) {
-  SearchOptions o;
-  o.vary_micro_batch = false;
-  o.vary_cp = false;
-  o.vary_precision = false;
-  o.keep = 20;
+  SearchOptions o = short_search();
   const ModelSpec base = parse_model(kMoe, "moe.yaml", {{"moe.shared_experts", "1"}});
   const sim::Topology t = h100(2);
   const SearchResult r = search_layouts(base, t, o);
