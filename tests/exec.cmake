@@ -149,7 +149,9 @@ if(COCONET_HAVE_MPI AND COCONET_MPIEXEC)
     # machine: `coconet run` asks 7.2 and 8.4 GiB a rank of them (14.1 and
     # 14.7 before, which it refused). Measured 2026-12-06 on 2 cores (load
     # 1-2), `ctest -L paper` 226 s for the six: sgd 28 s, adam 84 s, lamb
-    # 99 s, gpt3_pipeline 3 s; at most 4.9 (sgd), 10.2 (adam) and 11.5 GB
+    # 99 s, gpt3_pipeline 3 s (in the last `make test` of that day, with the
+    # host fill vectorized, model/input_fill.cpp: sgd 23 s, adam 53 s, lamb
+    # 56 s); at most 4.9 (sgd), 10.2 (adam) and 11.5 GB
     # (lamb) resident a rank, 1.3 or 4.0 GB of it the reference both ranks
     # map: 7.1, 14.6 and 17.6 GiB for the job. The three optimizers hold
     # gigabytes a rank, so each runs alone (RUN_SERIAL).
