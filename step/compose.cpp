@@ -464,10 +464,10 @@ void price_data_parallel(const ModelSpec& s, const Layout& l, const sim::Topolog
   r.dp_total_us += (m - 1) * rs;
   b.dp_comm_us += (m - 1) * (overlap ? exposed_us(rs, last, r.stage_bwd_us) : rs);
   if (s.parallel.zero < 3) return;
-  double first = 0;
-  const double gathers = 2.0 * per_layer(OpKind::allgather, model::bytes_of(s.training.dtype), &first);
+  double one_gather = 0;
+  const double gathers = 2.0 * per_layer(OpKind::allgather, model::bytes_of(s.training.dtype), &one_gather);
   r.dp_total_us += m * gathers;  // forward and backward
-  b.dp_comm_us += m * (overlap ? exposed_us(gathers, first, mb_compute_us) : gathers);
+  b.dp_comm_us += m * (overlap ? exposed_us(gathers, one_gather, mb_compute_us) : gathers);
 }
 
 // A layer with experts, one micro-batch on one GPU: the attention as the
@@ -878,14 +878,12 @@ StepReport predict_step_bound(const ModelSpec& s, const SizedLayout& sized, cons
   lt.bwd_cp_us = kv.bwd_us;
   // What a layer runs again in its backward, by recomputation: its MLP's
   // forward only with experts (recompute moe; 0 in a dense layer).
-  const double selective_us = c.attention_fwd.gemm_us + c.attention_fwd.elementwise_us;
-  const double up_projections_us = up_projections_fwd_us(t, s.model, x);
   const auto recomputed = [&](const LayerTimes& layer, double mlp_fwd_us) {
     switch (s.parallel.recompute) {
       case Recompute::none: return 0.0;
-      case Recompute::selective: return selective_us;
+      case Recompute::selective: return c.attention_fwd.gemm_us + c.attention_fwd.elementwise_us;
       case Recompute::full: return layer.fwd_us() + layer.fwd_cp_us;
-      case Recompute::mla_up_proj: return up_projections_us;
+      case Recompute::mla_up_proj: return up_projections_fwd_us(t, s.model, x);
       case Recompute::moe: return mlp_fwd_us;
     }
     return 0.0;
@@ -903,7 +901,8 @@ StepReport predict_step_bound(const ModelSpec& s, const SizedLayout& sized, cons
   }
   const Embedding emb = embedding(t, x, sp, collectives);
   const GemmPasses out = output_layer(t, x);
-  r.chunks = chunk_times(s, l, lt, r.moe_layer, emb, out, mtp_module(t, x, sp, emb, out));
+  const MtpModule mtp = s.model.mtp_layers > 0 ? mtp_module(t, x, sp, emb, out) : MtpModule{};
+  r.chunks = chunk_times(s, l, lt, r.moe_layer, emb, out, mtp);
   if (s.training.fp8)
     for (ChunkTimes& c : r.chunks) c.fwd_amax_us = amax_allreduce_us(t, l, c.layers, collectives);
   double slowest = -1;

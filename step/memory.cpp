@@ -162,7 +162,7 @@ int largest_stage(const ModelSpec& s, const Layout& l) {
 double stage_parameters(const ModelSpec& s, const Layout& l) { return stage_parameters(s, l, largest_stage(s, l)); }
 
 double stage_expert_parameters(const ModelSpec& s, const Layout& l, int stage) {
-  const double moe = moe_layers_of_stage(s, l, stage) + (s.moe.on() ? mtp_layers_of_stage(s, l, stage) : 0);
+  const double moe = expert_layers_of_stage(s, l, stage);
   return moe > 0 ? moe * expert_parameters(s) / (double(l.ep) * l.etp) : 0.0;
 }
 
@@ -173,9 +173,8 @@ double stage_expert_parameters(const ModelSpec& s, const Layout& l) {
 LayerShards layer_shards(const ModelSpec& s, const Layout& l, int stage) {
   LayerShards x;
   // The stage's multi-token prediction layers are layers like its others.
-  const int mtp = mtp_layers_of_stage(s, l, stage);
-  x.moe_layers = moe_layers_of_stage(s, l, stage) + (s.moe.on() ? mtp : 0);
-  x.dense_layers = l.layers_of_stage(stage) + mtp - x.moe_layers;
+  x.moe_layers = expert_layers_of_stage(s, l, stage);
+  x.dense_layers = l.layers_of_stage(stage) + mtp_layers_of_stage(s, l, stage) - x.moe_layers;
   x.dense_layer = layer_parameters(s.model) / l.tp;
   if (s.moe.on()) {
     x.moe_layer = moe_layer_dense_parameters(s) / l.tp;
@@ -245,12 +244,11 @@ Memory memory_per_gpu(const ModelSpec& s, const Layout& l, const sim::Topology& 
     const double gradients = sharded(2) * model::bytes_of(s.training.grad_dtype);
     const double optimizer = sharded(1) * kAdamStateBytes;
     const double chunks = chunks_in_flight(s.parallel.schedule, l.pp, l.virtual_stages, int(l.micro_batches), stage);
-    const double moe = moe_layers_of_stage(s, l, stage);
     // The multi-token prediction layers count as the stage's layers; each
     // depth's logits beside the model's.
     const double mtp = mtp_layers_of_stage(s, l, stage);
-    const double stage_layer_bytes = per_layer * (l.layers_of_stage(stage) - moe) + per_moe_layer * moe +
-                                     mtp * (s.moe.on() ? per_moe_layer : per_layer);
+    const double moe = expert_layers_of_stage(s, l, stage);
+    const double stage_layer_bytes = per_layer * (l.layers_of_stage(stage) + mtp - moe) + per_moe_layer * moe;
     double activations = stage_layer_bytes / l.virtual_stages * chunks + working;
     if (stage == l.pp - 1) activations += logits * (1 + mtp);
     const double total = weights + gradients + optimizer + activations;

@@ -709,6 +709,10 @@ int mtp_layers_of_stage(const ModelSpec& s, const Layout& l, int stage) {
   return stage == l.pp - 1 ? int(s.model.mtp_layers) : 0;
 }
 
+int expert_layers_of_stage(const ModelSpec& s, const Layout& l, int stage) {
+  return moe_layers_of_stage(s, l, stage) + (s.moe.on() ? mtp_layers_of_stage(s, l, stage) : 0);
+}
+
 namespace {
 constexpr int kExpertMatrices = 3;  // SwiGLU: gate, up, down
 }  // namespace

@@ -386,6 +386,10 @@ struct Layout {
 // The multi-token prediction layers stage `stage` holds (model.mtp_layers on
 // the last stage, Megatron-core's post-process stage; 0 elsewhere).
 [[nodiscard]] int mtp_layers_of_stage(const ModelSpec& s, const Layout& l, int stage);
+// The layers with experts stage `stage` holds: its MoE layers, and its
+// multi-token prediction layers when the model has experts (each is a layer
+// like the model's last).
+[[nodiscard]] int expert_layers_of_stage(const ModelSpec& s, const Layout& l, int stage);
 // One norm's parameters: 2h (LayerNorm gamma and beta) or h (RMSNorm gamma).
 [[nodiscard]] double norm_parameters(const Transformer& m);
 

@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <memory>
-#include <optional>
 #include <string>
 
 #include "exec/backend.h"
@@ -189,22 +188,9 @@ TEST_F(GpuTest, WrongGemmAtTheGpuCheckSizesIsCaughtByTheInterpreter) {
     options.iters = 1;
     options.warmup = 0;
     options.interpreter_limit = setup.interpreter_limit;
-    // The interpreter runs on the host: the fault-free pass's outputs serve
-    // the faulty one.
-    std::optional<exec::Outputs> interpreter;
-    for (const auto fault : {exec::testing::Fault::none, exec::testing::Fault::wrong_gemm}) {
-      exec::testing::PerturbingBackend b(exec::make_backend("cuda"), fault, 0);
-      b.set_groups(1);
-      exec::RunOptions pass = options;
-      if (interpreter) pass.interpreter_limit = 0;
-      exec::References refs = exec::compute_references(b, p, sizes, pass);
-      if (!interpreter) {
-        ASSERT_TRUE(refs.interpreter.has_value()) << w;
-        interpreter = std::move(refs.interpreter);
-      }
-      const exec::Verdict v = exec::verify(b, p.outputs, refs.program, *interpreter, -1.0, "reference interpreter");
-      EXPECT_EQ(v.ok, fault == exec::testing::Fault::none) << w << ": " << v.first_mismatch;
-    }
+    const auto [clean, wrong] = exec::testing::wrong_gemm_verdicts("cuda", p, sizes, options);
+    EXPECT_TRUE(clean.ok) << w << ": " << clean.first_mismatch;
+    EXPECT_FALSE(wrong.ok) << w;
   }
 }
 

@@ -61,29 +61,44 @@ YAML::Node reference() {
   return YAML::LoadFile(model::data_root() + "/validation/reference/moe-steps.yaml");
 }
 
+// A row's parallel grid as overrides: the micro-batch, each dimension, and
+// the interleaved schedule when vpp > 1.
+struct Grid {
+  int mbs = 1, tp = 1, cp = 1, pp = 1, dp = 1, ep = 1, etp = 1, vpp = 1;
+};
+
+step::Overrides grid_overrides(const Grid& g) {
+  return {{"training.micro_batch", std::to_string(g.mbs)},
+          {"parallel.tp", std::to_string(g.tp)},
+          {"parallel.cp", std::to_string(g.cp)},
+          {"parallel.pp", std::to_string(g.pp)},
+          {"parallel.dp", std::to_string(g.dp)},
+          {"parallel.ep", std::to_string(g.ep)},
+          {"parallel.etp", std::to_string(g.etp)},
+          {"parallel.schedule", g.vpp > 1 ? "interleaved" : "1f1b"},
+          {"parallel.virtual_stages", std::to_string(g.vpp)}};
+}
+
+// `model` with `o` predicted on dgx-h100 nodes of `gpus` GPUs in all.
+step::StepReport predict_on_h100(const std::string& model, int gpus, const step::Overrides& o) {
+  const sim::Topology t = sim::load_topology("dgx-h100", {{"nodes", std::to_string(gpus / kGpusPerNode)}});
+  return step::predict_step(step::load_model(model, o), t);
+}
+
 // The layout of the file's header: ZeRO 3 for fsdp, else the distributed
 // optimizer (ZeRO 1); "norm,act" priced without recomputation, "full" and
 // "moe" as themselves; `more` beside it (a row's sequence, its batch).
 step::StepReport predict_row(const std::string& model, int gpus, const Row& r, const step::Overrides& more = {}) {
   const std::string recompute = r.recompute == "full" || r.recompute == "moe" ? r.recompute : "none";
-  step::Overrides o{{"training.micro_batch", std::to_string(r.mbs)},
-                    {"parallel.tp", std::to_string(r.tp)},
-                    {"parallel.cp", std::to_string(r.cp)},
-                    {"parallel.pp", std::to_string(r.pp)},
-                    {"parallel.dp", std::to_string(r.dp)},
-                    {"parallel.ep", std::to_string(r.ep)},
-                    {"parallel.etp", std::to_string(r.etp)},
-                    {"parallel.schedule", r.vpp > 1 ? "interleaved" : "1f1b"},
-                    {"parallel.virtual_stages", std::to_string(r.vpp)},
-                    {"parallel.zero", r.fsdp ? "3" : "1"},
-                    {"parallel.sequence_parallel", "true"},
-                    {"parallel.recompute", recompute},
-                    {"moe.dispatcher", r.dispatcher == "DeepEP" ? "deepep" : "alltoall"},
-                    {"moe.a2a_overlap", r.note.find("A2A overlap") != std::string::npos ? "true" : "false"}};
+  step::Overrides o = grid_overrides(
+      {.mbs = r.mbs, .tp = r.tp, .cp = r.cp, .pp = r.pp, .dp = r.dp, .ep = r.ep, .etp = r.etp, .vpp = r.vpp});
+  o.insert(o.end(), {{"parallel.zero", r.fsdp ? "3" : "1"},
+                     {"parallel.sequence_parallel", "true"},
+                     {"parallel.recompute", recompute},
+                     {"moe.dispatcher", r.dispatcher == "DeepEP" ? "deepep" : "alltoall"},
+                     {"moe.a2a_overlap", r.note.find("A2A overlap") != std::string::npos ? "true" : "false"}});
   o.insert(o.end(), more.begin(), more.end());
-  const sim::Topology t =
-      sim::load_topology("dgx-h100", {{"nodes", std::to_string(gpus / kGpusPerNode)}});
-  return step::predict_step(step::load_model(model, o), t);
+  return predict_on_h100(model, gpus, o);
 }
 
 double predicted_s(const std::string& model, int gpus, const Row& r) {
@@ -225,18 +240,10 @@ DeepSeekRow deepseek_row_of(const YAML::Node& n) {
 }
 
 step::StepReport predict_deepseek(const std::string& model, const DeepSeekRow& r) {
-  const step::Overrides o{{"training.micro_batch", std::to_string(r.mbs)},
-                          {"training.global_batch", std::to_string(r.gbs)},
-                          {"parallel.tp", std::to_string(r.tp)},
-                          {"parallel.pp", std::to_string(r.pp)},
-                          {"parallel.cp", std::to_string(r.cp)},
-                          {"parallel.ep", std::to_string(r.ep)},
-                          {"parallel.etp", std::to_string(r.etp)},
-                          {"parallel.dp", std::to_string(r.dp)},
-                          {"parallel.schedule", r.vp > 1 ? "interleaved" : "1f1b"},
-                          {"parallel.virtual_stages", std::to_string(r.vp)}};
-  const sim::Topology t = sim::load_topology("dgx-h100", {{"nodes", std::to_string(r.gpus / kGpusPerNode)}});
-  return step::predict_step(step::load_model(model, o), t);
+  step::Overrides o = grid_overrides(
+      {.mbs = r.mbs, .tp = r.tp, .cp = r.cp, .pp = r.pp, .dp = r.dp, .ep = r.ep, .etp = r.etp, .vpp = r.vp});
+  o.emplace_back("training.global_batch", std::to_string(r.gbs));
+  return predict_on_h100(model, r.gpus, o);
 }
 
 TEST(StepMoeReferences, DeepSeekV3RowOutsideToleranceIsOutside) {
